@@ -1,0 +1,160 @@
+"""What GPU (or interpreter) we run on: architecture name, sizes, peaks and runtime versions.
+
+The architecture string is the compiler's own name (``sm_90``, ``gfx1103``) so that logic files and
+packs can be keyed by it. Peaks are datasheet figures (dense, no sparsity) looked up by device name;
+``None`` where we do not know them rather than a guess.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+INTERPRETER_ARCH = "interpreter"
+
+# Dense peak TFLOP/s per dtype and HBM bandwidth (TB/s), by a substring of the device name.
+# Sources: vendor datasheets (SXM parts). The tf32 row is the tensor-core rate; "fp32" is plain FMA.
+_PEAKS: list[tuple[str, str, dict[str, float], float]] = [
+    # (arch, name substring, peaks, bandwidth TB/s)
+    ("sm_90", "H200", {"fp16": 989.4, "bf16": 989.4, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9,
+                       "fp8": 1978.9, "int8": 1978.9}, 4.8),
+    ("sm_90", "H100", {"fp16": 989.4, "bf16": 989.4, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9,
+                       "fp8": 1978.9, "int8": 1978.9}, 3.35),
+    ("sm_80", "A100", {"fp16": 312.0, "bf16": 312.0, "tf32": 156.0, "fp32": 19.5, "fp64": 19.5,
+                       "int8": 624.0}, 2.04),
+    ("gfx942", "", {"fp16": 1307.4, "bf16": 1307.4, "tf32": 653.7, "fp32": 163.4, "fp64": 163.4,
+                    "fp8": 2614.9, "int8": 2614.9}, 5.3),
+]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Facts about one device that kernel selection and reports need."""
+
+    arch: str
+    backend: str  # "cuda", "hip" or "interpreter"
+    name: str
+    multiprocessors: int | None
+    warp_size: int
+    shared_memory_per_block: int | None
+    peak_tflops: dict[str, float | None]
+    memory_bandwidth_tbs: float | None
+    versions: dict[str, str | None] = field(default_factory=dict)
+
+    def peak(self, dtype_name: str) -> float | None:
+        """Dense peak TFLOP/s for ``fp16``/``bf16``/``tf32``/``fp32``/``fp64``…, or None."""
+        return self.peak_tflops.get(dtype_name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def interpreter_enabled() -> bool:
+    """True when Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def _peaks_for(arch: str, name: str) -> tuple[dict[str, float | None], float | None]:
+    for entry_arch, substring, peaks, bandwidth in _PEAKS:
+        if entry_arch == arch and substring in name:
+            return dict(peaks), bandwidth
+    return {}, None
+
+
+def _driver_version() -> str | None:
+    try:
+        version = int(torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - absent on CPU builds and some torch versions
+        return None
+    return f"{version // 1000}.{(version % 1000) // 10}"
+
+
+def _versions(backend: str) -> dict[str, str | None]:
+    try:
+        import triton
+
+        triton_version: str | None = triton.__version__
+    except ImportError:  # pragma: no cover - triton is a dependency
+        triton_version = None
+    from tessera import __version__
+
+    return {
+        "tessera": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "cuda": torch.version.cuda if backend == "cuda" else None,
+        "hip": torch.version.hip if backend == "hip" else None,
+        "driver": _driver_version() if backend in ("cuda", "hip") else None,
+    }
+
+
+@functools.cache
+def _device_info_cached(index: int | None) -> DeviceInfo:
+    if index is None:
+        return DeviceInfo(
+            arch=INTERPRETER_ARCH,
+            backend="interpreter",
+            name=f"Triton interpreter on {platform.processor() or platform.machine()}",
+            multiprocessors=os.cpu_count(),
+            warp_size=32,
+            shared_memory_per_block=None,
+            peak_tflops={},
+            memory_bandwidth_tbs=None,
+            versions=_versions("interpreter"),
+        )
+    props = torch.cuda.get_device_properties(index)
+    backend = "hip" if torch.version.hip else "cuda"
+    if backend == "hip":
+        arch = str(getattr(props, "gcnArchName", "gfx000")).split(":")[0]
+    else:
+        arch = f"sm_{props.major}{props.minor}"
+    peaks, bandwidth = _peaks_for(arch, props.name)
+    shared = getattr(props, "shared_memory_per_block_optin", None)
+    return DeviceInfo(
+        arch=arch,
+        backend=backend,
+        name=props.name,
+        multiprocessors=props.multi_processor_count,
+        warp_size=int(getattr(props, "warp_size", 64 if backend == "hip" else 32)),
+        shared_memory_per_block=int(shared) if shared else None,
+        peak_tflops=peaks,
+        memory_bandwidth_tbs=bandwidth,
+        versions=_versions(backend),
+    )
+
+
+def device_info(device: torch.device | int | str | None = None) -> DeviceInfo:
+    """Describe ``device`` (default: the current CUDA/HIP device, else the Triton interpreter).
+
+    CPU devices describe the interpreter, since that is what runs Tessera's kernels there.
+    """
+    if device is None:
+        index = torch.cuda.current_device() if torch.cuda.is_available() else None
+    else:
+        dev = torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)
+        if dev.type == "cpu":
+            index = None
+        else:
+            index = dev.index if dev.index is not None else torch.cuda.current_device()
+    return _device_info_cached(index)
+
+
+def dtype_key(dtype: torch.dtype, precision: str = "ieee") -> str:
+    """Short dtype name used in peaks, logic files and the CLI (``fp32`` with tf32 → ``tf32``)."""
+    if dtype == torch.float32 and precision == "tf32":
+        return "tf32"
+    return _DTYPE_KEYS[dtype]
+
+
+_DTYPE_KEYS: dict[torch.dtype, str] = {
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float32: "fp32",
+    torch.float64: "fp64",
+}

@@ -1,0 +1,59 @@
+"""Per-call logging controlled by ``TESSERA_LOG``.
+
+``TESSERA_LOG=trace`` logs every call (op, shapes, dtypes, kernel, config and why it was chosen);
+``TESSERA_LOG=bench`` logs, per call, a ``tessera bench …`` command line that reproduces it, as
+rocBLAS's layer logging does. Several modes may be combined with commas. Output goes to stderr
+through the ``tessera`` logger, so applications can redirect it with :mod:`logging`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+logger = logging.getLogger("tessera")
+
+
+def _modes() -> frozenset[str]:
+    raw = os.environ.get("TESSERA_LOG", "")
+    return frozenset(part.strip().lower() for part in raw.split(",") if part.strip())
+
+
+def _ensure_handler() -> None:
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("tessera %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+def trace_enabled() -> bool:
+    return "trace" in _modes()
+
+
+def bench_enabled() -> bool:
+    return "bench" in _modes()
+
+
+def trace(message: str) -> None:
+    """Log one line in ``trace`` mode (cheap no-op otherwise)."""
+    if trace_enabled():
+        _ensure_handler()
+        logger.info("trace: %s", message)
+
+
+def bench_command(command: str) -> None:
+    """Log a reproducing ``tessera bench`` command line in ``bench`` mode."""
+    if bench_enabled():
+        _ensure_handler()
+        logger.info("bench: %s", command)
+
+
+def info(message: str) -> None:
+    """Something the user should know even without tracing (e.g. an operand was copied)."""
+    if trace_enabled():
+        trace(message)
+    else:
+        logger.debug(message)

@@ -1,0 +1,82 @@
+"""Timing that is fair to both sides: medians, warm-up, and the vendor interleaved with Tessera.
+
+On a GPU, ``flushed`` uses ``triton.testing.do_bench`` (median, L2 flushed before every run: the
+cold-cache number) and ``back_to_back`` times a loop of launches between two events (sustained
+throughput, caches warm, launch overhead included). In Triton's CPU interpreter both are wall-clock
+medians and say nothing about GPU speed.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from tessera._core.device import interpreter_enabled
+
+
+def on_gpu() -> bool:
+    return torch.cuda.is_available() and not interpreter_enabled()
+
+
+def flushed_ms(fn: Callable[[], object]) -> float:
+    """Median milliseconds per call with the L2 cache flushed before each call."""
+    if not on_gpu():
+        return _wall_ms(fn)
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+
+
+def back_to_back_ms(fn: Callable[[], object], target_ms: float = 50.0, repeats: int = 5) -> float:
+    """Median over ``repeats`` of the mean time per call in a loop of back-to-back launches."""
+    if not on_gpu():
+        return _wall_ms(fn)
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    calls = max(3, min(10_000, int(target_ms / max(start.elapsed_time(end), 1e-3))))
+    per_call = []
+    for _ in range(repeats):
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        per_call.append(start.elapsed_time(end) / calls)
+    return statistics.median(per_call)
+
+
+def _wall_ms(fn: Callable[[], object], repeats: int = 3) -> float:
+    fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples)
+
+
+def git_revision() -> str | None:
+    """The source revision results were measured with (``TESSERA_GIT_REV`` wins, for copies
+    of the tree without ``.git``); ``+dirty`` when the work tree has uncommitted changes."""
+    if os.environ.get("TESSERA_GIT_REV"):
+        return os.environ["TESSERA_GIT_REV"]
+    root = Path(__file__).resolve().parents[2]
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return rev + ("+dirty" if dirty else "")

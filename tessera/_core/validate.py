@@ -1,0 +1,110 @@
+"""Checks every op runs before it launches anything.
+
+Each helper raises :class:`InvalidArgumentError` or :class:`UnsupportedError` with a message that
+names the argument, what it was and what was expected, so bad input never reaches a kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import torch
+
+from tessera._core.device import interpreter_enabled
+from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
+
+INT32_MAX = 2**31 - 1
+
+
+def as_tensor(name: str, value: object) -> torch.Tensor:
+    """Accept a tensor, or any object with ``__dlpack__`` (converted without a copy)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if hasattr(value, "__dlpack__"):
+        try:
+            return torch.from_dlpack(value)
+        except Exception as exc:
+            raise invalid(name, type(value).__name__, "convertible with torch.from_dlpack") from exc
+    raise invalid(name, type(value).__name__, "a torch.Tensor or an object with __dlpack__")
+
+
+def check_dtype(name: str, t: torch.Tensor, allowed: Iterable[torch.dtype]) -> None:
+    allowed = tuple(allowed)
+    if t.dtype not in allowed:
+        names = ", ".join(str(d).replace("torch.", "") for d in allowed)
+        raise UnsupportedError(
+            f"{name} has dtype {str(t.dtype).replace('torch.', '')}; supported: {names}"
+        )
+
+
+def check_ndim(name: str, t: torch.Tensor, allowed: Sequence[int]) -> None:
+    if t.dim() not in allowed:
+        dims = " or ".join(f"{d}-D" for d in allowed)
+        raise invalid(f"{name}.dim()", f"{t.dim()} (shape {tuple(t.shape)})", dims)
+
+
+def check_same_device(tensors: dict[str, torch.Tensor]) -> torch.device:
+    """All operands on one device, and that device one Tessera can run on."""
+    devices = {name: t.device for name, t in tensors.items()}
+    first_name, first = next(iter(devices.items()))
+    for name, dev in devices.items():
+        if dev != first:
+            raise InvalidArgumentError(
+                f"all operands must be on one device (actual: {first_name} on {first}, "
+                f"{name} on {dev}); move them with .to(device)"
+            )
+    if first.type == "cpu" and not interpreter_enabled():
+        raise InvalidArgumentError(
+            f"operands are on the CPU (actual: {first}); Tessera runs on a CUDA/ROCm GPU, or on "
+            "the CPU only in Triton's interpreter: set TRITON_INTERPRET=1 before importing tessera"
+        )
+    if first.type not in ("cpu", "cuda"):
+        raise UnsupportedError(f"device {first} is not supported; supported: cuda (CUDA or ROCm)")
+    return first
+
+
+def check_nonnegative_dims(name: str, t: torch.Tensor) -> None:
+    """Torch tensors cannot have negative sizes; kept for shape tuples passed by users."""
+    if any(s < 0 for s in t.shape):  # pragma: no cover - torch forbids it
+        raise invalid(f"{name}.shape", tuple(t.shape), "non-negative sizes")
+
+
+def _extent(t: torch.Tensor) -> tuple[int, int]:
+    """Byte range [lo, hi) of the memory ``t`` can touch (empty tensors touch nothing)."""
+    if t.numel() == 0:
+        return (0, 0)
+    lo_el = sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True) if st < 0)
+    hi_el = sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True) if st > 0)
+    start = t.data_ptr() + lo_el * t.element_size()
+    end = t.data_ptr() + (hi_el + 1) * t.element_size()
+    return start, end
+
+
+def check_no_overlap(out_name: str, out: torch.Tensor, inputs: dict[str, torch.Tensor]) -> None:
+    """``out`` must not share memory with any input (the kernel would read what it wrote)."""
+    out_lo, out_hi = _extent(out)
+    if out_lo == out_hi:
+        return
+    for name, t in inputs.items():
+        lo, hi = _extent(t)
+        if lo < out_hi and out_lo < hi:
+            raise InvalidArgumentError(
+                f"{out_name} overlaps input {name} in memory; pass a separate output tensor "
+                "(Tessera never writes over an input it still reads)"
+            )
+
+
+def check_no_internal_overlap(name: str, t: torch.Tensor) -> None:
+    """An output whose elements alias each other (a stride of 0, an expanded view) is refused."""
+    if t.numel() > 1 and any(st == 0 and s > 1 for s, st in zip(t.shape, t.stride(), strict=True)):
+        raise invalid(f"{name}.stride()", t.stride(), "non-zero strides for an output (no expand())")
+
+
+def max_offset(t: torch.Tensor) -> int:
+    """Largest element offset the tensor's view reaches from its data pointer."""
+    return sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True) if s > 0)
+
+
+def needs_int64_index(*tensors: torch.Tensor) -> bool:
+    """True when some element offset does not fit int32, so kernels must index in int64."""
+    return any(t.numel() > 0 and max_offset(t) > INT32_MAX for t in tensors)

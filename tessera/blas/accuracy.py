@@ -1,0 +1,50 @@
+"""How far a Tessera GEMM may be from the exact result, and why.
+
+The bound is the classical one for a dot product of length K accumulated in precision u_acc
+(Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1), elementwise:
+
+    |D − D_exact| ≤ (ε_in + c·(K + 2)·u_acc) · |alpha|·|op(A)|·|op(B)| + 2·u_acc·|beta|·|C| + u_out·|D_exact|
+
+* ε_in: rounding of the operands before the multiply: 2·2⁻¹¹ for tf32 (both operands rounded
+  to a 10-bit mantissa), 0 otherwise (16-bit products are exact in fp32; fp32 IEEE and fp64 use FMA).
+* c = 2: tensor-core accumulators are not guaranteed round-to-nearest; the factor covers that.
+* u_out: rounding of the result to the output dtype. Triton's CPU interpreter (3.9) converts
+  fp32 → bf16 by truncation whatever ``fp_downcast_rounding`` says (measured: 1.9·2⁻⁸ relative
+  error), so there the bf16 output term is 2·u; GPUs round to nearest.
+
+Tests compare against an fp64 reference with this bound: a bug (wrong tile, wrong stride, a lost
+K-slice) breaks it by orders of magnitude, rounding never does.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tessera._core.device import interpreter_enabled
+
+UNIT_ROUNDOFF: dict[torch.dtype, float] = {
+    torch.float16: 2.0**-11,
+    torch.bfloat16: 2.0**-8,
+    torch.float32: 2.0**-24,
+    torch.float64: 2.0**-53,
+}
+
+
+def gemm_error_bound(
+    op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, *, alpha: float, beta: float,
+    out_dtype: torch.dtype, precision: str = "ieee",
+) -> torch.Tensor:
+    """Elementwise bound (fp64) for ``alpha·op_a@op_b + beta·c`` computed by :func:`tessera.blas.gemm`."""
+    k = op_a.shape[-1]
+    u_acc = UNIT_ROUNDOFF[torch.float64 if op_a.dtype == torch.float64 else torch.float32]
+    eps_in = 2 * 2.0**-11 if (precision == "tf32" and op_a.dtype == torch.float32) else 0.0
+    magnitude = abs(alpha) * (op_a.double().abs() @ op_b.double().abs())
+    exact = alpha * (op_a.double() @ op_b.double())
+    bound = (eps_in + 2 * (k + 2) * u_acc) * magnitude
+    if c is not None and beta != 0.0:
+        exact = exact + beta * c.double()
+        bound = bound + 2 * u_acc * abs(beta) * c.double().abs()
+    u_out = UNIT_ROUNDOFF[out_dtype]
+    if out_dtype == torch.bfloat16 and interpreter_enabled():
+        u_out *= 2  # the interpreter truncates instead of rounding (see the module docstring)
+    return bound + u_out * exact.abs() + torch.finfo(out_dtype).tiny

@@ -1,0 +1,359 @@
+"""Public BLAS-style functions: validate → allocate → pick a kernel → launch.
+
+Every check happens before any launch, so bad input raises a :class:`TesseraError` subclass and
+leaves ``out`` untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from tessera._core import log
+from tessera._core.device import device_info, dtype_key, interpreter_enabled
+from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
+from tessera._core.validate import (
+    as_tensor,
+    check_dtype,
+    check_ndim,
+    check_no_internal_overlap,
+    check_no_overlap,
+    check_same_device,
+    needs_int64_index,
+)
+from tessera.blas import space
+from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile
+from tessera.blas.kernels.gemm_tma import launch_gemm_tma, tma_supported
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+PRECISIONS = ("ieee", "tf32")
+
+# Output dtypes each input dtype may produce: the same, or wider.
+_OUT_DTYPES: dict[torch.dtype, tuple[torch.dtype, ...]] = {
+    torch.float16: (torch.float16, torch.float32),
+    torch.bfloat16: (torch.bfloat16, torch.float32),
+    torch.float32: (torch.float32,),
+    torch.float64: (torch.float64,),
+}
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _matrix_layout(name: str, t: torch.Tensor) -> torch.Tensor:
+    """Keep row- or column-major matrices (any leading dimension) as views; copy anything else."""
+    if 1 in (t.stride(-1), t.stride(-2)) or min(t.shape[-2:]) <= 1:
+        return t
+    log.info(f"{name}: strides {tuple(t.stride())} are neither row- nor column-major; copying")
+    return t.contiguous()
+
+
+def _batch_of(t: torch.Tensor) -> int:
+    return t.shape[0] if t.dim() == 3 else 1
+
+
+def _as_batched(t: torch.Tensor, batch: int) -> torch.Tensor:
+    """3-D view (batch, rows, cols); 2-D operands and batch-1 operands broadcast with stride 0."""
+    if t.dim() == 2:
+        t = t.unsqueeze(0)
+    if t.shape[0] != batch:
+        t = t.expand(batch, *t.shape[1:])
+    return t
+
+
+@dataclass(frozen=True)
+class _GemmPlan:
+    """Everything a launch needs, decided before anything runs: 3-D views (batch, rows, cols)."""
+
+    op_a: torch.Tensor
+    op_b: torch.Tensor
+    c3: torch.Tensor | None
+    d3: torch.Tensor
+    alpha: float
+    beta: float
+    precision: str
+    problem: space.GemmProblem
+    choice: space.Choice
+    multiprocessors: int
+
+
+def gemm(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor | None = None,
+    *,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    trans_a: bool = False,
+    trans_b: bool = False,
+    out_dtype: torch.dtype | None = None,
+    out: torch.Tensor | None = None,
+    precision: str = "ieee",
+) -> torch.Tensor:
+    """``alpha · op(A) · op(B) + beta · C`` with ``op(X) = Xᵀ`` when ``trans_x``.
+
+    A and B are 2-D, or 3-D for a batch (a 2-D or batch-1 operand broadcasts over it); any strides.
+    Float16/bfloat16 accumulate in float32 and may return float32 (``out_dtype``); float32 is exact
+    IEEE unless ``precision="tf32"``; float64 accumulates in float64. As in BLAS, ``beta == 0``
+    never reads C (NaN in C does not leak) and ``alpha == 0`` never reads A or B. C may broadcast
+    to the result's shape; ``out`` may be C itself (in-place update) but must not overlap A or B.
+    Returns the result (``out`` when given).
+    """
+    out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
+                      allocate=True)
+    if plan is not None:
+        _launch(plan)
+    return out
+
+
+def explain(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor | None = None,
+    *,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    trans_a: bool = False,
+    trans_b: bool = False,
+    out_dtype: torch.dtype | None = None,
+    precision: str = "ieee",
+) -> space.Choice | None:
+    """The kernel, configuration and reason :func:`gemm` would use for these arguments, without
+    running anything; None when no kernel would launch (empty problem, K = 0, alpha = 0)."""
+    _, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, None, precision,
+                    allocate=False)
+    return None if plan is None else plan.choice
+
+
+def _plan(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, alpha: float, beta: float,
+    trans_a: bool, trans_b: bool, out_dtype: torch.dtype | None, out: torch.Tensor | None,
+    precision: str, *, allocate: bool,
+) -> tuple[torch.Tensor, _GemmPlan | None]:
+    """Validate everything and decide the launch; the plan is None when nothing must launch
+    (``out`` is then already final). ``allocate=False`` (explain) writes nothing and allocates
+    only meta-device stand-ins."""
+    a = as_tensor("a", a)
+    b = as_tensor("b", b)
+    c = as_tensor("c", c) if c is not None else None
+    out = as_tensor("out", out) if out is not None else None
+
+    check_ndim("a", a, (2, 3))
+    check_ndim("b", b, (2, 3))
+    check_dtype("a", a, FLOAT_DTYPES)
+    if b.dtype != a.dtype:
+        raise UnsupportedError(
+            f"a and b must share a dtype (actual: a {_dtype_name(a.dtype)}, b {_dtype_name(b.dtype)});"
+            " supported: both float16, bfloat16, float32 or float64 (cast one with .to())"
+        )
+    if precision not in PRECISIONS:
+        raise invalid("precision", repr(precision), "'ieee' or 'tf32'")
+    allowed_out = _OUT_DTYPES[a.dtype]
+    out_dtype = out_dtype if out_dtype is not None else a.dtype
+    if out_dtype not in allowed_out:
+        raise UnsupportedError(
+            f"out_dtype {_dtype_name(out_dtype)} for {_dtype_name(a.dtype)} inputs is not supported;"
+            f" supported: {', '.join(_dtype_name(d) for d in allowed_out)}"
+        )
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise invalid(name, repr(value), "a real Python number")
+    alpha, beta = float(alpha), float(beta)
+    if beta != 0.0 and c is None:
+        raise invalid("c", None, "a tensor when beta != 0 (BLAS reads C only when beta != 0)")
+
+    op_a = a.transpose(-1, -2) if trans_a else a
+    op_b = b.transpose(-1, -2) if trans_b else b
+    m, k = op_a.shape[-2], op_a.shape[-1]
+    if op_b.shape[-2] != k:
+        raise InvalidArgumentError(
+            f"inner dimensions differ: op(a) is {m}x{k} but op(b) is "
+            f"{op_b.shape[-2]}x{op_b.shape[-1]} (a {tuple(a.shape)} trans_a={trans_a}, "
+            f"b {tuple(b.shape)} trans_b={trans_b}); expected op(a).shape[-1] == op(b).shape[-2]"
+        )
+    n = op_b.shape[-1]
+    batched = a.dim() == 3 or b.dim() == 3
+    batch_a, batch_b = _batch_of(a), _batch_of(b)
+    if batch_a != batch_b and 1 not in (batch_a, batch_b):
+        raise InvalidArgumentError(
+            f"batch sizes differ: a has {batch_a}, b has {batch_b}; expected equal sizes, or one "
+            "operand 2-D or with batch 1 to broadcast"
+        )
+    batch = max(batch_a, batch_b)
+    out_shape = (batch, m, n) if batched else (m, n)
+
+    tensors = {"a": a, "b": b}
+    if c is not None and beta != 0.0:
+        check_dtype("c", c, (a.dtype, out_dtype))
+        if c.dim() > len(out_shape) or any(
+            cs not in (1, os_) for cs, os_ in zip(reversed(c.shape), reversed(out_shape), strict=False)
+        ):
+            raise invalid("c.shape", tuple(c.shape), f"broadcastable to the result's {out_shape}")
+        tensors["c"] = c
+    else:
+        c = None  # beta == 0: C is never read, as BLAS specifies
+    if out is not None:
+        if tuple(out.shape) != out_shape:
+            raise invalid("out.shape", tuple(out.shape), f"{out_shape}")
+        if out.dtype != out_dtype:
+            raise invalid("out.dtype", _dtype_name(out.dtype), _dtype_name(out_dtype))
+        tensors["out"] = out
+    device = check_same_device(tensors)
+    if out is not None:
+        check_no_internal_overlap("out", out)
+        check_no_overlap("out", out, {"a": a, "b": b})
+        if c is not None and not _same_view(out, c):
+            check_no_overlap("out", out, {"c": c})
+    elif allocate:
+        out = torch.empty(out_shape, dtype=out_dtype, device=device)
+    else:  # explain(): a shape-only stand-in, never written
+        out = torch.empty_strided(out_shape, _contiguous_strides(out_shape), dtype=out_dtype,
+                                  device="meta")
+
+    if out.numel() == 0:
+        return out, None
+    if k == 0 or alpha == 0.0:
+        if allocate:
+            _scale_c_into(out, c, beta)
+        return out, None
+
+    op_a = _as_batched(_matrix_layout("a", op_a), batch)
+    op_b = _as_batched(_matrix_layout("b", op_b), batch)
+    d3 = out if out.dim() == 3 else out.unsqueeze(0)
+    c3 = None if c is None else torch.broadcast_to(c, out_shape if batched else (m, n))
+    if c3 is not None and c3.dim() == 2:
+        c3 = c3.unsqueeze(0)
+
+    info = device_info(device)
+    key = dtype_key(a.dtype, precision)
+    if key == "tf32" and space.tf32_wants_k_major(info):
+        op_a, op_b = _k_major(op_a, op_b, materialize=allocate)
+    tma_ok = (
+        batch == 1
+        and info.backend in ("cuda", "interpreter")
+        and a.dtype != torch.float64
+        and tma_supported(op_a[0], op_b[0], d3[0])
+    )
+    problem = space.GemmProblem(m, n, k, batch, key, tma_ok)
+    choice = space.select(problem, info)
+    if allocate:
+        _log_call(problem, choice, a, b, trans_a, trans_b, batched)
+    return out, _GemmPlan(op_a, op_b, c3, d3, alpha, beta, precision, problem, choice,
+                          info.multiprocessors or 1)
+
+
+def _launch(plan: _GemmPlan) -> None:
+    op_a, op_b, c3, d3 = plan.op_a, plan.op_b, plan.c3, plan.d3
+    config = plan.choice.config
+    if isinstance(config, TileConfig):
+        launch_gemm_tile(
+            op_a, op_b, c3, d3, plan.alpha, plan.beta, precision=plan.precision,
+            upcast=interpreter_enabled() and op_a.dtype == torch.bfloat16,
+            index_64=needs_int64_index(op_a, op_b, d3, *([c3] if c3 is not None else [])),
+            config=config,
+        )
+    else:
+        launch_gemm_tma(
+            op_a[0], op_b[0], None if c3 is None else c3[0], d3[0], plan.alpha, plan.beta,
+            precision=plan.precision, num_sms=plan.multiprocessors, config=config,
+        )
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _k_major(
+    a: torch.Tensor, b: torch.Tensor, *, materialize: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Copy A to row-major and B to column-major where they are not (tf32 wgmma reads K-major).
+
+    ``materialize=False`` returns shape-and-stride stand-ins on the meta device instead of copies.
+    """
+    if a.stride(-1) != 1:
+        log.info("a: copied to row-major (K-major) for tf32 tensor cores")
+        a = a.contiguous() if materialize else torch.empty(a.shape, device="meta")
+    if b.stride(-2) != 1:
+        log.info("b: copied to column-major (K-major) for tf32 tensor cores")
+        b_t = b.transpose(-1, -2)
+        b_t = b_t.contiguous() if materialize else torch.empty(b_t.shape, device="meta")
+        b = b_t.transpose(-1, -2)
+    return a, b
+
+
+def _same_view(x: torch.Tensor, y: torch.Tensor) -> bool:
+    return x.data_ptr() == y.data_ptr() and x.shape == y.shape and x.stride() == y.stride()
+
+
+def _scale_c_into(out: torch.Tensor, c: torch.Tensor | None, beta: float) -> None:
+    """The K = 0 / alpha = 0 result: ``beta · C``, or zeros when C is not read."""
+    if c is None:
+        out.zero_()
+    else:
+        out.copy_(torch.broadcast_to(c, out.shape).to(torch.float64 if out.dtype == torch.float64
+                                                        else torch.float32) * beta)
+
+
+def _log_call(
+    problem: space.GemmProblem, choice: space.Choice, a: torch.Tensor, b: torch.Tensor,
+    trans_a: bool, trans_b: bool, batched: bool,
+) -> None:
+    if log.trace_enabled():
+        log.trace(
+            f"gemm m={problem.m} n={problem.n} k={problem.k} batch={problem.batch} "
+            f"dtype={problem.dtype} a{tuple(a.shape)}:{a.stride()} b{tuple(b.shape)}:{b.stride()} "
+            f"-> {choice.config.kernel} {choice.config} ({choice.reason})"
+        )
+    if log.bench_enabled():
+        flags = (" --trans-a" if trans_a else "") + (" --trans-b" if trans_b else "")
+        flags += f" --batch {problem.batch}" if batched else ""
+        log.bench_command(
+            f"tessera bench gemm -m {problem.m} -n {problem.n} -k {problem.k} "
+            f"--dtype {problem.dtype}{flags}"
+        )
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``torch.matmul`` semantics for 1-D, 2-D and 3-D operands, computed by :func:`gemm`.
+
+    1-D operands are promoted to a row (left) or column (right) and the added dimension removed
+    from the result; 2-D with 3-D broadcasts over the batch. Float32 follows
+    ``torch.backends.cuda.matmul.allow_tf32`` as torch does.
+    """
+    a = as_tensor("a", a)
+    b = as_tensor("b", b)
+    for name, t in (("a", a), ("b", b)):
+        if t.dim() not in (1, 2, 3):
+            raise invalid(f"{name}.dim()", f"{t.dim()} (shape {tuple(t.shape)})", "1-D, 2-D or 3-D")
+    if a.dim() == 1 and b.dim() == 1:
+        if a.shape[0] != b.shape[0]:
+            raise InvalidArgumentError(
+                f"inner dimensions differ: a has {a.shape[0]} elements, b has {b.shape[0]}"
+            )
+        return gemm(a.unsqueeze(0), b.unsqueeze(1), precision=_matmul_precision(a))[0, 0]
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(1) if b.dim() == 1 else b
+    if a2.dim() == 3 and b2.dim() == 3 and a2.shape[0] != b2.shape[0] and 1 not in (
+        a2.shape[0], b2.shape[0]
+    ):
+        raise InvalidArgumentError(
+            f"batch dimensions do not broadcast: a {tuple(a.shape)}, b {tuple(b.shape)}"
+        )
+    result = gemm(a2, b2, precision=_matmul_precision(a))
+    if a.dim() == 1:
+        result = result.squeeze(-2)
+    if b.dim() == 1:
+        result = result.squeeze(-1)
+    return result
+
+
+def _matmul_precision(a: torch.Tensor) -> str:
+    if a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32:
+        return "tf32"
+    return "ieee"

@@ -1,0 +1,1 @@
+"""Triton GEMM kernel families; each module holds one kernel and its launcher."""

@@ -1,0 +1,132 @@
+"""Portable tiled GEMM: one program per output tile, pointer loads with arbitrary strides.
+
+Runs everywhere Triton runs (NVIDIA, AMD, the CPU interpreter) and is the family used for batched
+problems, unusual layouts and dtypes the Hopper family does not take. Batch is the second grid
+axis; a broadcast operand simply has batch stride 0.
+
+    D[b] = alpha · A[b] @ B[b] + beta · C[b]     (C read only when HAS_C)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+MAX_GRID_Y = 65535
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """Launch parameters of :func:`_gemm_tile_kernel` (the tuner forks over these)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+
+    kernel = "gemm_tile"
+
+    def short(self) -> str:
+        return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
+                f"w{self.num_warps} s{self.num_stages}")
+
+
+@triton.jit
+def _gemm_tile_kernel(
+    a_ptr, b_ptr, c_ptr, d_ptr,
+    M, N, K,
+    stride_ab, stride_am, stride_ak,
+    stride_bb, stride_bk, stride_bn,
+    stride_cb, stride_cm, stride_cn,
+    stride_db, stride_dm, stride_dn,
+    alpha: tl.float64, beta: tl.float64,
+    HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr,
+    ACC_FP64: tl.constexpr, UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    INDEX_64: tl.constexpr, EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    # Grouped tile order: GROUP_M rows of tiles share B columns while they are in L2.
+    pid = tl.program_id(0)
+    batch = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pids_per_group = GROUP_M * num_pid_n
+    first_m = (pid // pids_per_group) * GROUP_M
+    group_rows = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % pids_per_group) % group_rows
+    pid_n = (pid % pids_per_group) // group_rows
+
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    if INDEX_64:
+        batch = batch.to(tl.int64)
+        rm = rm.to(tl.int64)
+        rn = rn.to(tl.int64)
+    mask_m = rm < M
+    mask_n = rn < N
+    a_ptrs = a_ptr + batch * stride_ab + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + batch * stride_bb + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64 if ACC_FP64 else tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs, mask=mask_m[:, None], other=0.0)
+            b = tl.load(b_ptrs, mask=mask_n[None, :], other=0.0)
+        else:
+            k_left = K - k * BLOCK_K
+            a = tl.load(a_ptrs, mask=mask_m[:, None] & (rk[None, :] < k_left), other=0.0)
+            b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & mask_n[None, :], other=0.0)
+        if UPCAST:  # the interpreter's bf16 dot is wrong; fp32 is exact for bf16 products
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    if SCALE_ALPHA:
+        acc = acc * tl.cast(alpha, acc.dtype)
+    mask = mask_m[:, None] & mask_n[None, :]
+    if HAS_C:
+        c_ptrs = c_ptr + batch * stride_cb + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+        c = tl.load(c_ptrs, mask=mask, other=0.0)
+        acc += tl.cast(beta, acc.dtype) * c.to(acc.dtype)
+    d_ptrs = d_ptr + batch * stride_db + rm[:, None] * stride_dm + rn[None, :] * stride_dn
+    tl.store(d_ptrs, acc.to(d_ptr.dtype.element_ty), mask=mask)
+
+
+def launch_gemm_tile(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
+    alpha: float, beta: float, *, precision: str, upcast: bool, index_64: bool,
+    config: TileConfig,
+) -> None:
+    """Launch on 3-D views ``a`` (B,M,K), ``b`` (B,K,N), ``c``/``d`` (B,M,N); batch may be stride 0."""
+    batch, m, k = a.shape
+    if batch > MAX_GRID_Y:  # the grid's second axis is limited; launch in slices of the batch
+        for start in range(0, batch, MAX_GRID_Y):
+            part = slice(start, start + MAX_GRID_Y)
+            launch_gemm_tile(
+                a[part], b[part], None if c is None else c[part], d[part], alpha, beta,
+                precision=precision, upcast=upcast, index_64=index_64, config=config,
+            )
+        return
+    n = b.shape[2]
+    c_arg = c if c is not None else d
+    grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), batch)
+    _gemm_tile_kernel[grid](
+        a, b, c_arg, d,
+        m, n, k,
+        *a.stride(), *b.stride(), *c_arg.stride(), *d.stride(),
+        float(alpha), float(beta),
+        HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0,
+        ACC_FP64=a.dtype == torch.float64, UPCAST=upcast,
+        INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+        INDEX_64=index_64, EVEN_K=k % config.block_k == 0,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        GROUP_M=config.group_m, num_warps=config.num_warps, num_stages=config.num_stages,
+    )

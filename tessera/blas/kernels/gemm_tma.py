@@ -1,0 +1,165 @@
+"""Hopper GEMM: persistent programs, grouped tile order, TMA (tensor descriptor) loads and stores.
+
+One program per multiprocessor walks output tiles ``NUM_SMS`` apart, so the grid is launched once
+and tiles of the same GROUP_M band reuse B from L2. Operands come through host-built tensor
+descriptors: the copy engine fills shared memory and pads out-of-range rows with zeros, so the main
+loop has no masks. A or B stored column-major (a transposed view) is loaded in its own layout and
+transposed in shared memory (``A_COL_MAJOR``/``B_COL_MAJOR``), which wgmma reads for 16-bit types.
+
+Needs: CUDA sm_90+, 2-D problems, operands with one unit stride and 16-byte aligned rows, D
+row-major. Anything else goes to the portable tile family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+
+@dataclass(frozen=True)
+class TmaConfig:
+    """Launch parameters of :func:`_gemm_tma_kernel` (the tuner forks over these)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 8
+    num_stages: int = 3
+    warp_specialize: bool = False
+    epilogue_split: int = 1  # store the tile in this many column slices (less shared memory)
+
+    kernel = "gemm_tma"
+
+    def short(self) -> str:
+        extras = (" ws" if self.warp_specialize else "") + (
+            f" split{self.epilogue_split}" if self.epilogue_split > 1 else "")
+        return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
+                f"w{self.num_warps} s{self.num_stages}{extras}")
+
+
+@triton.jit
+def _gemm_tma_kernel(
+    a_desc, b_desc, d_desc, c_ptr,
+    M, N, K,
+    stride_cm, stride_cn,
+    NUM_SMS,
+    alpha: tl.float64, beta: tl.float64,
+    HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr,
+):
+    first_tile = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    pids_per_group = GROUP_M * num_pid_n
+
+    for tile in tl.range(first_tile, num_tiles, NUM_SMS, warp_specialize=WARP_SPECIALIZE):
+        first_m = (tile // pids_per_group) * GROUP_M
+        group_rows = min(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + (tile % pids_per_group) % group_rows
+        pid_n = (tile % pids_per_group) // group_rows
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            off_k = ki * BLOCK_K
+            if A_COL_MAJOR:
+                a = a_desc.load([off_k, off_m]).T
+            else:
+                a = a_desc.load([off_m, off_k])
+            if B_COL_MAJOR:
+                b = b_desc.load([off_n, off_k]).T
+            else:
+                b = b_desc.load([off_k, off_n])
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+        if SCALE_ALPHA:
+            acc = acc * tl.cast(alpha, tl.float32)
+        if HAS_C:
+            rm = (off_m + tl.arange(0, BLOCK_M)).to(tl.int64)
+            rn = (off_n + tl.arange(0, BLOCK_N)).to(tl.int64)
+            mask = (rm[:, None] < M) & (rn[None, :] < N)
+            c = tl.load(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, mask=mask, other=0.0)
+            acc += tl.cast(beta, tl.float32) * c.to(tl.float32)
+        out = acc.to(d_desc.dtype)
+        if EPILOGUE_SPLIT == 1:
+            d_desc.store([off_m, off_n], out)
+        else:
+            halves = tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)).permute(0, 2, 1).split()
+            d_desc.store([off_m, off_n], halves[0])
+            d_desc.store([off_m, off_n + BLOCK_N // 2], halves[1])
+
+
+def _descriptor(t: torch.Tensor, col_major: bool, block_rows: int, block_cols: int) -> TensorDescriptor:
+    """A descriptor over a 2-D view in its storage order (rows contiguous in memory)."""
+    if col_major:
+        t = t.t()
+        block_rows, block_cols = block_cols, block_rows
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, block_cols])
+
+
+def is_col_major(t: torch.Tensor) -> bool:
+    """A 2-D view stored column by column (a transposed row-major matrix)."""
+    return t.stride(1) != 1 and t.stride(0) == 1
+
+
+def _descriptor_ok(t: torch.Tensor) -> bool:
+    """One unit stride, 16-byte aligned base and leading dimension (TMA's requirements)."""
+    rows, cols = t.shape
+    if is_col_major(t):
+        lead, inner = t.stride(1), rows
+    elif t.stride(1) == 1:
+        lead, inner = t.stride(0), cols
+    else:
+        return False
+    return t.data_ptr() % 16 == 0 and (lead * t.element_size()) % 16 == 0 and lead >= inner
+
+
+def tma_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> bool:
+    """True when 2-D views ``a`` (M,K), ``b`` (K,N), ``d`` (M,N) meet the descriptor rules."""
+    return (
+        min(*a.shape, b.shape[1]) >= 16
+        and _descriptor_ok(a) and _descriptor_ok(b)
+        and d.stride(1) == 1 and _descriptor_ok(d)
+    )
+
+
+def launch_gemm_tma(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
+    alpha: float, beta: float, *, precision: str, num_sms: int, config: TmaConfig,
+) -> None:
+    """Launch on 2-D views ``a`` (M,K), ``b`` (K,N), ``c``/``d`` (M,N) that pass :func:`tma_supported`."""
+    m, k = a.shape
+    n = b.shape[1]
+    a_col, b_col = is_col_major(a), is_col_major(b)
+    a_desc = _descriptor(a, a_col, config.block_m, config.block_k)
+    b_desc = _descriptor(b, b_col, config.block_k, config.block_n)
+    d_desc = TensorDescriptor(
+        d, [m, n], list(d.stride()), [config.block_m, config.block_n // config.epilogue_split]
+    )
+    c_arg = c if c is not None else d
+    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    grid = (min(num_sms, tiles),)
+    _gemm_tma_kernel[grid](
+        a_desc, b_desc, d_desc, c_arg,
+        m, n, k,
+        c_arg.stride(0), c_arg.stride(1),
+        min(num_sms, tiles),
+        float(alpha), float(beta),
+        HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0,
+        INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+        A_COL_MAJOR=a_col, B_COL_MAJOR=b_col,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        GROUP_M=config.group_m,
+        WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )

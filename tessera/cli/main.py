@@ -1,0 +1,147 @@
+"""``tessera info`` and ``tessera bench gemm``.
+
+Without a GPU the kernels run in Triton's CPU interpreter: the CLI switches it on before any
+kernel is imported, says so, and limits presets to sizes the interpreter finishes in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tessera._core.errors import TesseraError
+
+
+def _use_interpreter_without_gpu() -> bool:
+    """Turn on Triton's interpreter when there is no GPU; True when it is on."""
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tessera", description="Tessera GPU math libraries.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    info = sub.add_parser("info", help="architecture, sizes, peaks and runtime versions")
+    info.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    bench = sub.add_parser("bench", help="time Tessera beside the vendor library")
+    bench_sub = bench.add_subparsers(dest="op", required=True)
+    g = bench_sub.add_parser("gemm", help="GEMM vs torch.matmul (cuBLAS / rocBLAS)")
+    g.add_argument("-m", type=int)
+    g.add_argument("-n", type=int)
+    g.add_argument("-k", type=int)
+    g.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32", "tf32", "fp64"])
+    g.add_argument("--trans-a", action="store_true")
+    g.add_argument("--trans-b", action="store_true")
+    g.add_argument("--batch", type=int, default=1)
+    g.add_argument("--quick", action="store_true", help="a preset of sizes (same as --preset quick)")
+    g.add_argument("--preset", choices=["quick", "full", "interpreter"])
+    g.add_argument("--rounds", type=int, default=3, help="interleaved vendor/Tessera rounds")
+    g.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        if args.command == "info":
+            return _info(args)
+        return _bench_gemm(args)
+    except TesseraError as exc:
+        print(f"tessera: {exc}", file=sys.stderr)
+        return 2
+
+
+def _info(args: argparse.Namespace) -> int:
+    _use_interpreter_without_gpu()
+    from tessera import device_info
+
+    info = device_info().as_dict()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    for key, value in info.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items() if v is not None) or "unknown"
+        print(f"{key:>24}: {value if value is not None else 'unknown'}")
+    return 0
+
+
+def _bench_gemm(args: argparse.Namespace) -> int:
+    interpreting = _use_interpreter_without_gpu()
+    from tqdm import tqdm
+
+    from tessera import InvalidArgumentError, device_info
+    from tessera._core.timing import git_revision
+    from tessera.blas.bench import PRESETS, GemmCase, run_case
+
+    preset = "quick" if args.quick else args.preset
+    sizes = (args.m, args.n, args.k)
+    if preset is None and None in sizes:
+        raise InvalidArgumentError("give -m, -n and -k, or --quick / --preset NAME")
+    if preset is not None and any(v is not None for v in sizes):
+        raise InvalidArgumentError("give either -m/-n/-k or a preset, not both")
+    for name, value in (("-m", args.m), ("-n", args.n), ("-k", args.k), ("--batch", args.batch),
+                        ("--rounds", args.rounds)):
+        if value is not None and value < (1 if name in ("--batch", "--rounds") else 0):
+            raise InvalidArgumentError(f"{name} must be non-negative (actual: {value})")
+    if interpreting:
+        print("No GPU: running Tessera's kernels in Triton's CPU interpreter (TRITON_INTERPRET=1). "
+              "Times below measure the interpreter, not GPU performance.")
+        if preset is not None:
+            preset = "interpreter"
+    cases = PRESETS[preset] if preset else [
+        GemmCase(args.m, args.n, args.k, args.dtype, args.batch, args.trans_a, args.trans_b)
+    ]
+    info = device_info()
+    print(f"device: {info.name} ({info.arch}, {info.backend}); torch {info.versions['torch']}, "
+          f"triton {info.versions['triton']}")
+    rows = []
+    for case in tqdm(cases, desc="gemm", unit="problem", disable=len(cases) < 2, file=sys.stderr):
+        rows.append(run_case(case, rounds=1 if interpreting else args.rounds, info=info))
+    print(format_table(rows))
+    if args.json:
+        result = {
+            "op": "gemm", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "git_revision": git_revision(), "command": "tessera " + " ".join(sys.argv[1:]),
+            "interpreter": interpreting, "device": info.as_dict(), "rows": rows,
+        }
+        _write_json_atomically(args.json, result)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """rocblas-bench-like table: L2-flushed medians, then back-to-back (sustained) medians."""
+    head = (f"{'problem':<28} {'tessera ms':>10} {'TFLOP/s':>8} {'%peak':>6} {'vendor ms':>10} "
+            f"{'TFLOP/s':>8} {'ratio':>6} | {'b2b TF/s':>8} {'vendor':>8} {'ratio':>6}  kernel")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        peak = f"{r['pct_peak']:.1f}" if r["pct_peak"] is not None else "-"
+        lines.append(
+            f"{r['problem']:<28} {r['tessera_ms']:>10.4f} {r['tessera_tflops']:>8.1f} {peak:>6} "
+            f"{r['vendor_ms']:>10.4f} {r['vendor_tflops']:>8.1f} {r['ratio']:>6.3f} | "
+            f"{r['tessera_tflops_b2b']:>8.1f} {r['vendor_tflops_b2b']:>8.1f} {r['ratio_b2b']:>6.3f}"
+            f"  {r['kernel']}"
+        )
+    return "\n".join(lines)
+
+
+def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    """Write to a temporary file in the same directory, then rename: never a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

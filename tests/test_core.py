@@ -1,0 +1,61 @@
+"""tessera._core: device facts, validation helpers, logging."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tessera
+from tessera._core import log
+from tessera._core.device import dtype_key
+from tessera._core.validate import check_no_overlap, max_offset, needs_int64_index
+from tessera.blas import gemm
+
+
+def test_device_info_fields() -> None:
+    info = tessera.device_info()
+    assert info.backend in ("cuda", "hip", "interpreter")
+    assert info.arch
+    assert info.warp_size in (32, 64)
+    assert info.versions["torch"] == torch.__version__
+    assert info.versions["tessera"] == tessera.__version__
+    assert "arch" in info.as_dict()
+    if info.backend == "interpreter":
+        assert info.peak("bf16") is None  # unknown peaks are None, never a guess
+
+
+@pytest.mark.gpu
+def test_device_info_gpu_arch() -> None:
+    info = tessera.device_info()
+    assert info.arch.startswith(("sm_", "gfx"))
+    assert info.multiprocessors and info.multiprocessors > 0
+
+
+def test_dtype_keys() -> None:
+    assert dtype_key(torch.float32, "tf32") == "tf32"
+    assert dtype_key(torch.bfloat16) == "bf16"
+
+
+def test_int64_index_detection_on_meta_tensors() -> None:
+    small = torch.empty_strided((1024, 1024), (1024, 1), device="meta")
+    huge = torch.empty_strided((2**16, 2**16), (2**16, 1), device="meta")
+    assert not needs_int64_index(small)
+    assert needs_int64_index(small, huge)
+    assert max_offset(huge) == 2**32 - 1
+
+
+def test_overlap_of_disjoint_slices_is_allowed() -> None:
+    base = torch.zeros(10)
+    check_no_overlap("out", base[5:], {"a": base[:5]})
+
+
+def test_trace_and_bench_logging(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture,
+                                 device: str) -> None:
+    monkeypatch.setenv("TESSERA_LOG", "trace,bench")
+    gemm(torch.randn(3, 20, 30, device=device), torch.randn(30, 10, device=device))
+    text = capfd.readouterr().err
+    assert "trace: gemm m=20 n=10 k=30 batch=3 dtype=fp32" in text
+    assert "gemm_tile" in text
+    assert "bench: tessera bench gemm -m 20 -n 10 -k 30 --dtype fp32 --batch 3" in text
+    monkeypatch.delenv("TESSERA_LOG")
+    assert not log.trace_enabled()

@@ -1,0 +1,246 @@
+"""tessera.blas.gemm / matmul against an fp64 reference (interpreter on CPU, or the GPU)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference import assert_gemm_close, op
+
+import tessera
+from tessera.blas import gemm, matmul, space
+from tessera.blas.kernels.gemm_tile import TileConfig
+from tessera.blas.kernels.gemm_tma import TmaConfig
+
+FAST_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def rand(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> torch.Tensor:
+    return torch.randn(shape, dtype=torch.float32).to(dtype).to(device)
+
+
+def operand(rows: int, cols: int, dtype: torch.dtype, device: str, layout: str) -> torch.Tensor:
+    """A rows×cols matrix stored row-major, column-major, or as a strided slice of a larger one."""
+    if layout == "row":
+        return rand((rows, cols), dtype, device)
+    if layout == "col":
+        return rand((cols, rows), dtype, device).t()
+    big = rand((rows * 2 + 1, cols + 5), dtype, device)  # "slice": every other row, offset
+    return big[1::2][:rows, 3 : 3 + cols]
+
+
+@pytest.mark.parametrize("dtype", FAST_DTYPES)
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 16, 129), (16, 7, 16), (129, 65, 33), (33, 257, 7)])
+def test_sizes(dtype: torch.dtype, m: int, n: int, k: int, device: str) -> None:
+    a, b = rand((m, k), dtype, device), rand((k, n), dtype, device)
+    assert_gemm_close(gemm(a, b), a, b)
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_transposes(trans_a: bool, trans_b: bool, dtype: torch.dtype, device: str) -> None:
+    m, n, k = 37, 45, 70
+    a = rand((k, m) if trans_a else (m, k), dtype, device)
+    b = rand((n, k) if trans_b else (k, n), dtype, device)
+    d = gemm(a, b, trans_a=trans_a, trans_b=trans_b)
+    assert_gemm_close(d, a, b, trans_a=trans_a, trans_b=trans_b)
+
+
+@pytest.mark.parametrize("layout_a", ["row", "col", "slice"])
+@pytest.mark.parametrize("layout_b", ["row", "col", "slice"])
+def test_layouts(layout_a: str, layout_b: str, device: str) -> None:
+    a = operand(40, 33, torch.float32, device, layout_a)
+    b = operand(33, 50, torch.float32, device, layout_b)
+    assert_gemm_close(gemm(a, b), a, b)
+
+
+def test_layout_without_unit_stride_is_copied(device: str) -> None:
+    base = rand((30, 40), torch.float32, device)
+    a = base[::2, ::2]  # neither stride is 1
+    b = rand((20, 9), torch.float32, device)
+    assert_gemm_close(gemm(a, b), a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (0.5, 2.0), (-1.5, 1.0), (2.0, -0.25)])
+def test_alpha_beta(alpha: float, beta: float, dtype: torch.dtype, device: str) -> None:
+    a, b, c = rand((33, 20), dtype, device), rand((20, 47), dtype, device), rand((33, 47), dtype, device)
+    d = gemm(a, b, c, alpha=alpha, beta=beta)
+    assert_gemm_close(d, a, b, c, alpha=alpha, beta=beta)
+
+
+def test_beta_zero_never_reads_c(device: str) -> None:
+    a, b = rand((17, 9), torch.float32, device), rand((9, 21), torch.float32, device)
+    c = torch.full((17, 21), math.nan, device=device)
+    d = gemm(a, b, c, beta=0.0)
+    assert torch.isfinite(d).all()
+    assert_gemm_close(d, a, b)
+
+
+def test_alpha_zero_never_reads_a_b(device: str) -> None:
+    a = torch.full((5, 4), math.nan, device=device)
+    b = torch.full((4, 6), math.inf, device=device)
+    c = rand((5, 6), torch.float32, device)
+    d = gemm(a, b, c, alpha=0.0, beta=3.0)
+    torch.testing.assert_close(d, 3.0 * c)
+
+
+def test_c_broadcasts_as_bias(device: str) -> None:
+    a, b = rand((19, 8), torch.float32, device), rand((8, 23), torch.float32, device)
+    bias = rand((23,), torch.float32, device)
+    d = gemm(a, b, bias, beta=1.0)
+    assert_gemm_close(d, a, b, bias.expand(19, 23), beta=1.0)
+
+
+def test_out_in_place_on_c(device: str) -> None:
+    a, b, c = rand((24, 16), torch.float32, device), rand((16, 24), torch.float32, device), rand(
+        (24, 24), torch.float32, device
+    )
+    c0 = c.clone()
+    d = gemm(a, b, c, alpha=1.0, beta=1.0, out=c)
+    assert d is c
+    assert_gemm_close(c, a, b, c0, beta=1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_out_dtype_widens(dtype: torch.dtype, device: str) -> None:
+    a, b = rand((30, 70), dtype, device), rand((70, 20), dtype, device)
+    d = gemm(a, b, out_dtype=torch.float32)
+    assert d.dtype == torch.float32
+    assert_gemm_close(d, a, b)
+
+
+def test_fp64(device: str) -> None:
+    # alpha/beta exact in fp32: Triton's interpreter passes float scalars as fp32 (GPU test below)
+    a, b, c = (rand(s, torch.float64, device) for s in [(45, 37), (37, 29), (45, 29)])
+    d = gemm(a, b, c, alpha=0.375, beta=-1.0)
+    assert d.dtype == torch.float64
+    assert_gemm_close(d, a, b, c, alpha=0.375, beta=-1.0)
+
+
+@pytest.mark.gpu
+def test_fp64_scalars_keep_fp64_precision() -> None:
+    a, b, c = (rand(s, torch.float64, "cuda") for s in [(130, 70), (70, 90), (130, 90)])
+    d = gemm(a, b, c, alpha=0.3, beta=-0.1)
+    assert_gemm_close(d, a, b, c, alpha=0.3, beta=-0.1)
+
+
+def test_tf32_precision_opt_in(device: str) -> None:
+    a, b = rand((40, 64), torch.float32, device), rand((64, 30), torch.float32, device)
+    assert_gemm_close(gemm(a, b, precision="tf32"), a, b, precision="tf32")
+
+
+@pytest.mark.parametrize("shapes", [((3, 20, 30), (3, 30, 10)), ((4, 20, 30), (30, 10)),
+                                    ((20, 30), (2, 30, 10)), ((1, 20, 30), (5, 30, 10))])
+def test_batched_with_broadcast(shapes: tuple, device: str) -> None:
+    sa, sb = shapes
+    a, b = rand(sa, torch.float32, device), rand(sb, torch.float32, device)
+    d = gemm(a, b)
+    batch = max(a.shape[0] if a.dim() == 3 else 1, b.shape[0] if b.dim() == 3 else 1)
+    assert d.shape == (batch, 20, 10)
+    for i in range(batch):
+        ai = a[i if a.shape[0] > 1 else 0] if a.dim() == 3 else a
+        bi = b[i if b.shape[0] > 1 else 0] if b.dim() == 3 else b
+        assert_gemm_close(d[i], ai, bi)
+
+
+def test_batched_transposed_and_beta(device: str) -> None:
+    a = rand((3, 25, 18), torch.float16, device)  # op(A) = A^T: 18 x 25
+    b = rand((3, 11, 25), torch.float16, device)  # op(B) = B^T: 25 x 11
+    c = rand((3, 18, 11), torch.float16, device)
+    d = gemm(a, b, c, alpha=2.0, beta=0.5, trans_a=True, trans_b=True)
+    for i in range(3):
+        assert_gemm_close(d[i], a[i], b[i], c[i], alpha=2.0, beta=0.5, trans_a=True, trans_b=True)
+
+
+@pytest.mark.parametrize("m,n,k", [(0, 5, 3), (5, 0, 3), (0, 0, 0)])
+def test_empty_output(m: int, n: int, k: int, device: str) -> None:
+    d = gemm(torch.empty(m, k, device=device), torch.empty(k, n, device=device))
+    assert d.shape == (m, n)
+
+
+def test_empty_batch(device: str) -> None:
+    d = gemm(torch.empty(0, 4, 3, device=device), torch.empty(0, 3, 5, device=device))
+    assert d.shape == (0, 4, 5)
+
+
+def test_k_zero_gives_beta_c(device: str) -> None:
+    a, b = torch.empty(6, 0, device=device), torch.empty(0, 4, device=device)
+    c = rand((6, 4), torch.float32, device)
+    torch.testing.assert_close(gemm(a, b, c, beta=2.0), 2.0 * c)
+    assert torch.count_nonzero(gemm(a, b)) == 0
+
+
+def test_forced_configs_agree(device: str) -> None:
+    """Every family and a spread of tile shapes compute the same function (edge tiles included)."""
+    a, b = rand((70, 48), torch.float16, device), rand((48, 90), torch.float16, device)
+    c = rand((70, 90), torch.float16, device)
+    configs = [TileConfig(16, 32, 16, 1, 4, 1), TileConfig(64, 32, 32, 4, 4, 2),
+               TmaConfig(64, 64, 32, 4, 4, 2), TmaConfig(64, 64, 16, 8, 4, 2, False, 2)]
+    for config in configs:
+        with space.forced(config):
+            assert_gemm_close(gemm(a, b, c, alpha=1.5, beta=-1.0), a, b, c, alpha=1.5, beta=-1.0)
+            a_t = a.t().contiguous()
+            d = gemm(a_t, b, trans_a=True)
+            assert_gemm_close(d, a_t, b, trans_a=True)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(1, 70),
+    trans_a=st.booleans(), trans_b=st.booleans(),
+    layout_a=st.sampled_from(["row", "col", "slice"]), layout_b=st.sampled_from(["row", "col", "slice"]),
+    beta=st.sampled_from([0.0, 1.0, -0.5]),
+)
+def test_property_shapes_and_strides(
+    m: int, n: int, k: int, trans_a: bool, trans_b: bool, layout_a: str, layout_b: str,
+    beta: float, device: str,
+) -> None:
+    a = operand(*((k, m) if trans_a else (m, k)), torch.float32, device, layout_a)
+    b = operand(*((n, k) if trans_b else (k, n)), torch.float32, device, layout_b)
+    c = rand((m, n), torch.float32, device)
+    d = gemm(a, b, c, beta=beta, trans_a=trans_a, trans_b=trans_b)
+    assert_gemm_close(d, a, b, c, beta=beta, trans_a=trans_a, trans_b=trans_b)
+
+
+@pytest.mark.parametrize("sa,sb", [((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((4, 5), (5, 3)),
+                                   ((2, 4, 5), (5, 3)), ((5,), (2, 5, 3)), ((2, 4, 5), (5,)),
+                                   ((2, 4, 5), (2, 5, 3)), ((1, 4, 5), (3, 5, 2))])
+def test_matmul_follows_torch(sa: tuple, sb: tuple, device: str) -> None:
+    a, b = rand(sa, torch.float32, device), rand(sb, torch.float32, device)
+    expected = torch.matmul(a.cpu().double(), b.cpu().double())
+    got = matmul(a, b)
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got.cpu().double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_dlpack_inputs(device: str) -> None:
+    if device != "cpu":
+        pytest.skip("numpy operands only exist on the CPU")
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((9, 7)).astype(np.float32)
+    b = rng.standard_normal((7, 5)).astype(np.float32)
+    d = gemm(a, b)
+    assert_gemm_close(d, torch.from_numpy(a), torch.from_numpy(b))
+
+
+def test_top_level_namespace() -> None:
+    assert tessera.blas.gemm is gemm
+    assert op(torch.ones(2, 3), True).shape == (3, 2)
+
+
+def test_explain_matches_what_runs(device: str, monkeypatch: pytest.MonkeyPatch,
+                                   capfd: pytest.CaptureFixture) -> None:
+    a, b = rand((40, 24), torch.float32, device), rand((24, 30), torch.float32, device)
+    choice = tessera.blas.explain(a, b)
+    assert choice is not None and choice.config.kernel in ("gemm_tile", "gemm_tma")
+    monkeypatch.setenv("TESSERA_LOG", "trace")
+    gemm(a, b)
+    assert str(choice.config) in capfd.readouterr().err
+    assert tessera.blas.explain(torch.empty(0, 3, device=device), torch.empty(3, 2, device=device)) is None

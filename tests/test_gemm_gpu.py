@@ -1,0 +1,99 @@
+"""GEMM paths that only exist on a GPU: bf16 tensor cores, the Hopper TMA family, tf32, int64 indexing."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from reference import assert_gemm_close
+
+from tessera.blas import explain, gemm, space
+from tessera.blas.kernels.gemm_tile import TileConfig
+from tessera.blas.kernels.gemm_tma import TmaConfig
+
+pytestmark = pytest.mark.gpu
+
+
+def rand(*shape: int, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    return torch.randn(shape, device="cuda", dtype=torch.float32).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (16, 8192, 513), (257, 129, 200), (1000, 1100, 300),
+                                   (3100, 3000, 1000), (6200, 6300, 128)])
+def test_16bit_sizes_every_heuristic_branch(dtype: torch.dtype, m: int, n: int, k: int) -> None:
+    a, b = rand(m, k, dtype=dtype), rand(k, n, dtype=dtype)
+    assert_gemm_close(gemm(a, b), a, b)
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("precision,dtype", [("ieee", torch.bfloat16), ("ieee", torch.float16),
+                                             ("tf32", torch.float32), ("ieee", torch.float32)])
+def test_transposes_on_gpu_paths(trans_a: bool, trans_b: bool, precision: str, dtype: torch.dtype) -> None:
+    m, n, k = 520, 392, 264
+    a = rand(k, m, dtype=dtype) if trans_a else rand(m, k, dtype=dtype)
+    b = rand(n, k, dtype=dtype) if trans_b else rand(k, n, dtype=dtype)
+    c = rand(m, n, dtype=dtype)
+    d = gemm(a, b, c, alpha=0.5, beta=-2.0, trans_a=trans_a, trans_b=trans_b, precision=precision)
+    assert_gemm_close(d, a, b, c, alpha=0.5, beta=-2.0, trans_a=trans_a, trans_b=trans_b,
+                      precision=precision)
+
+
+def test_hopper_uses_tma_family_for_16bit() -> None:
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the TMA family is for sm_90+")
+    choice = explain(rand(4096, 4096), rand(4096, 4096))
+    assert choice is not None and isinstance(choice.config, TmaConfig)
+
+
+TMA_CONFIGS = [
+    TmaConfig(256, 128, 64, 8, 8, 4, False, 2), TmaConfig(128, 256, 64, 8, 8, 3),
+    TmaConfig(128, 128, 64, 8, 4, 4), TmaConfig(128, 256, 32, 8, 8, 3, False, 2),
+    TmaConfig(128, 128, 64, 8, 4, 3, True),
+]
+
+
+@pytest.mark.parametrize("config", TMA_CONFIGS)
+def test_tma_configs_with_edges_and_c(config: TmaConfig) -> None:
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the TMA family is for sm_90+")
+    m, n, k = 777, 1031, 328
+    a, b, c = rand(m, k), rand(k, n), rand(m, n)
+    with space.forced(config):
+        assert_gemm_close(gemm(a, b, c, alpha=1.25, beta=0.5), a, b, c, alpha=1.25, beta=0.5)
+
+
+def test_misaligned_views_fall_back_and_stay_correct() -> None:
+    base = rand(300 * 301 + 1)
+    a = base[1:].view(300, 301)[:, :300]  # base pointer off 16 bytes, odd leading dimension
+    b = rand(300, 200)
+    assert_gemm_close(gemm(a, b), a, b)
+    out = torch.empty(300, 203, device="cuda", dtype=torch.bfloat16)[:, :200]
+    gemm(a, b, out=out)
+    assert_gemm_close(out, a, b)
+
+
+def test_fp64_large() -> None:
+    a, b = rand(700, 513, dtype=torch.float64), rand(513, 650, dtype=torch.float64)
+    assert_gemm_close(gemm(a, b), a, b)
+
+
+def test_batched_small_bf16() -> None:
+    a, b = rand(512, 64, 64), rand(512, 64, 64)
+    d = gemm(a, b)
+    for i in (0, 255, 511):
+        assert_gemm_close(d[i], a[i], b[i])
+
+
+def test_int64_indexing_beyond_2_31_elements() -> None:
+    m, n, k = 65536, 32768 + 64, 16  # D has 2.15e9 elements: offsets need int64
+    if torch.cuda.get_device_properties(0).total_memory < 16 * 2**30:
+        pytest.skip("needs 16 GiB of GPU memory")
+    a, b = rand(m, k), rand(k, n)
+    for config in (None, TileConfig(128, 128, 16, 8, 4, 2)):
+        with space.forced(config):
+            d = gemm(a, b)
+        rows = torch.tensor([0, 1, m // 2, m - 1], device="cuda")
+        assert_gemm_close(d[rows], a[rows], b)
+        del d
+        torch.cuda.empty_cache()
