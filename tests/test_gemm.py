@@ -244,3 +244,13 @@ def test_explain_matches_what_runs(device: str, monkeypatch: pytest.MonkeyPatch,
     gemm(a, b)
     assert str(choice.config) in capfd.readouterr().err
     assert tessera.blas.explain(torch.empty(0, 3, device=device), torch.empty(3, 2, device=device)) is None
+
+
+def test_layout_copies_keep_values(device: str) -> None:
+    from tessera.blas.kernels.copy import column_major_copy, row_major_copy
+
+    x = rand((3, 70, 130), torch.float32, device).transpose(-1, -2)[:, 1:, :]  # (3, 129, 70) strided
+    col = column_major_copy(x)
+    row = row_major_copy(x)
+    assert col.stride(-2) == 1 and row.stride(-1) == 1
+    assert torch.equal(col, x) and torch.equal(row, x)

@@ -23,6 +23,7 @@ from tessera._core.validate import (
     needs_int64_index,
 )
 from tessera.blas import space
+from tessera.blas.kernels.copy import column_major_copy, row_major_copy
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile
 from tessera.blas.kernels.gemm_tma import launch_gemm_tma, tma_supported
 
@@ -278,12 +279,13 @@ def _k_major(
     """
     if a.stride(-1) != 1:
         log.info("a: copied to row-major (K-major) for tf32 tensor cores")
-        a = a.contiguous() if materialize else torch.empty(a.shape, device="meta")
+        a = row_major_copy(a) if materialize else torch.empty(a.shape, device="meta")
     if b.stride(-2) != 1:
         log.info("b: copied to column-major (K-major) for tf32 tensor cores")
-        b_t = b.transpose(-1, -2)
-        b_t = b_t.contiguous() if materialize else torch.empty(b_t.shape, device="meta")
-        b = b_t.transpose(-1, -2)
+        if materialize:
+            b = column_major_copy(b)
+        else:
+            b = torch.empty((*b.shape[:-2], b.shape[-1], b.shape[-2]), device="meta").transpose(-1, -2)
     return a, b
 
 

@@ -1,0 +1,72 @@
+"""Host-side cost of one GEMM call (validation, selection, descriptors, Triton's launcher).
+
+Times many back-to-back calls of a tiny problem whose GPU work is negligible, so the wall time
+per call is what Python and the launcher cost; torch.matmul is the vendor baseline. Also prints a
+cProfile of the Tessera calls. Usage: python benchmarks/host_overhead.py [OUT.json]
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import pstats
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+
+from tessera.blas import explain, gemm, space
+from tessera.blas.kernels.gemm_tile import TileConfig
+from tessera.blas.kernels.gemm_tma import TmaConfig
+
+
+def per_call_us(fn: Callable[[], object], calls: int = 2000) -> float:
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def main() -> None:
+    a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    tile, tma = TileConfig(64, 64, 64, 8, 4, 1), TmaConfig(64, 64, 64, 8, 4, 2)
+
+    def forced(config: space.Config) -> Callable[[], object]:
+        def call() -> object:
+            with space.forced(config):
+                return gemm(a, b)
+        return call
+
+    rows = {
+        "torch.matmul": per_call_us(lambda: torch.matmul(a, b)),
+        "tessera.gemm (tile family)": per_call_us(forced(tile)),
+        "tessera.gemm (TMA family)": per_call_us(forced(tma)),
+        "tessera.blas.explain (validation + selection only)": per_call_us(lambda: explain(a, b)),
+    }
+    for name, us in rows.items():
+        print(f"{name:<52} {us:8.1f} us/call")
+    for name, config in (("tile", tile), ("tma", tma)):
+        profiler = cProfile.Profile()
+        call = forced(config)
+        profiler.enable()
+        for _ in range(500):
+            call()
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(18)
+        print(f"--- cProfile, 500 calls, {name} family ---")
+        print("\n".join(text.getvalue().splitlines()[6:30]))
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as f:
+            json.dump({"us_per_call": rows, "device": torch.cuda.get_device_name()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
