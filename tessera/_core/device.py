@@ -7,6 +7,7 @@ packs can be keyed by it. Peaks are datasheet figures (dense, no sparsity) looke
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import platform
@@ -67,11 +68,17 @@ def _peaks_for(arch: str, name: str) -> tuple[dict[str, float | None], float | N
 
 
 def _driver_version() -> str | None:
+    """The NVIDIA driver release (``580.159.04``) read through NVML; None where unavailable."""
     try:
-        version = int(torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - absent on CPU builds and some torch versions
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        if nvml.nvmlInit_v2() != 0:
+            return None
+        buffer = ctypes.create_string_buffer(96)
+        ok = nvml.nvmlSystemGetDriverVersion(buffer, ctypes.c_uint(96)) == 0
+        nvml.nvmlShutdown()
+    except (OSError, AttributeError):
         return None
-    return f"{version // 1000}.{(version % 1000) // 10}"
+    return buffer.value.decode() if ok else None
 
 
 def _versions(backend: str) -> dict[str, str | None]:
@@ -90,7 +97,7 @@ def _versions(backend: str) -> dict[str, str | None]:
         "triton": triton_version,
         "cuda": torch.version.cuda if backend == "cuda" else None,
         "hip": torch.version.hip if backend == "hip" else None,
-        "driver": _driver_version() if backend in ("cuda", "hip") else None,
+        "driver": _driver_version() if backend == "cuda" else None,
     }
 
 

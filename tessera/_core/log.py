@@ -8,6 +8,7 @@ through the ``tessera`` logger, so applications can redirect it with :mod:`loggi
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -16,7 +17,11 @@ logger = logging.getLogger("tessera")
 
 
 def _modes() -> frozenset[str]:
-    raw = os.environ.get("TESSERA_LOG", "")
+    return _parse_modes(os.environ.get("TESSERA_LOG", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_modes(raw: str) -> frozenset[str]:
     return frozenset(part.strip().lower() for part in raw.split(",") if part.strip())
 
 

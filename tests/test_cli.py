@@ -1,0 +1,61 @@
+"""The ``tessera`` command line: info, bench gemm, JSON output, bad arguments."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tessera.cli import main
+
+
+def test_info_json(capsys: pytest.CaptureFixture) -> None:
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {"arch", "backend", "peak_tflops", "versions"} <= info.keys()
+
+
+def test_bench_one_problem_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "sub" / "gemm.json"
+    assert main(["bench", "gemm", "-m", "20", "-n", "12", "-k", "9", "--dtype", "fp32",
+                 "--trans-b", "--rounds", "1", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "fp32 NT 20x12x9" in out and "ratio" in out
+    data = json.loads(path.read_text())
+    (row,) = data["rows"]
+    assert row["m"] == 20 and row["trans_b"] and row["tessera_ms"] > 0 and row["vendor_ms"] > 0
+    assert row["rel_err_vs_vendor"] < 1e-5
+    assert data["device"]["arch"] and "git_revision" in data
+    assert not list(path.parent.glob(".*.tmp")), "temporary file left behind"
+
+
+def test_quick_preset_without_gpu_uses_interpreter_sizes(capsys: pytest.CaptureFixture) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("on a GPU --quick runs GPU-sized problems")
+    assert main(["bench", "gemm", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "Triton's CPU interpreter" in out
+    assert "bf16 NT 64x48x40" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["bench", "gemm", "-m", "4"], "give -m, -n and -k"),
+    (["bench", "gemm", "--quick", "-m", "4"], "not both"),
+    (["bench", "gemm", "-m", "-1", "-n", "2", "-k", "2"], "-m must be non-negative"),
+])
+def test_bad_arguments_exit_2_with_message(argv: list[str], message: str,
+                                           capsys: pytest.CaptureFixture) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_python_dash_m_entry_point() -> None:
+    result = subprocess.run([sys.executable, "-m", "tessera", "info"], capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "arch" in result.stdout
