@@ -1,0 +1,66 @@
+"""The portable GEMM family compiles, without a GPU, for AMD targets and for sm_90.
+
+Triton lowers a kernel for a target it is not running on (shared/FINDINGS.md); this is what lets
+packs be built offline. A failure here means a kernel change broke a target we promise. The
+compiles run in a child process: Triton's interpreter (on in CPU test runs) patches the language
+module process-wide, and compiling needs it off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TARGETS = [("hip", "gfx1103", 32), ("hip", "gfx942", 64), ("cuda", 90, 32)]
+DTYPES = ["fp16", "bf16", "fp32", "fp64"]
+
+_CHILD = r"""
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from tessera.blas.kernels.gemm_tile import _gemm_tile_kernel as kernel
+
+runtime = ["ptr"] * 4 + ["i32"] * 15 + ["fp64", "fp64"]  # a b c d, M N K + 12 strides, alpha beta
+results = {}
+for backend, arch, warp in json.loads(sys.argv[1]):
+    for dtype in json.loads(sys.argv[2]):
+        constexprs = dict(HAS_C=True, SCALE_ALPHA=True, ACC_FP64=dtype == "fp64", UPCAST=False,
+                          INPUT_PRECISION="ieee", INDEX_64=False, EVEN_K=False, BLOCK_M=64,
+                          BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
+        signature = {n: (f"*{dtype}" if t == "ptr" else t) for n, t in zip(kernel.arg_names, runtime)}
+        signature.update({n: "constexpr" for n in constexprs})
+        try:
+            compiled = triton.compile(ASTSource(kernel, signature, constexprs),
+                                      target=GPUTarget(backend, arch, warp),
+                                      options={"num_warps": 4, "num_stages": 2})
+            binary = compiled.asm["hsaco" if backend == "hip" else "cubin"]
+            results[f"{arch}-{dtype}"] = len(binary)
+        except Exception as exc:
+            results[f"{arch}-{dtype}"] = f"{type(exc).__name__}: {str(exc)[-300:]}"
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled_sizes() -> dict[str, int | str]:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = Path(__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    result = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(TARGETS), json.dumps(DTYPES)],
+                            capture_output=True, text=True, env=env, timeout=900, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("target", [t[1] for t in TARGETS])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tile_kernel_compiles_offline(compiled_sizes: dict[str, int | str], target: str | int,
+                                      dtype: str) -> None:
+    size = compiled_sizes[f"{target}-{dtype}"]
+    assert isinstance(size, int) and size > 1000, size
