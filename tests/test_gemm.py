@@ -8,9 +8,9 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference import assert_gemm_close, op
 
 import tessera
+from reference import assert_gemm_close, op
 from tessera.blas import gemm, matmul, space
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig

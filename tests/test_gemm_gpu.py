@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from reference import assert_gemm_close
 
+from reference import assert_gemm_close
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig

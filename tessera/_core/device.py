@@ -55,8 +55,11 @@ class DeviceInfo:
         return asdict(self)
 
 
+@functools.cache
 def interpreter_enabled() -> bool:
-    """True when Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    """True when Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``).
+
+    Read once, like Triton itself, which decides at kernel definition time."""
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
@@ -141,6 +144,8 @@ def device_info(device: torch.device | int | str | None = None) -> DeviceInfo:
 
     CPU devices describe the interpreter, since that is what runs Tessera's kernels there.
     """
+    if isinstance(device, torch.device) and device.type == "cuda" and device.index is not None:
+        return _device_info_cached(device.index)  # the per-call fast path
     if device is None:
         index = torch.cuda.current_device() if torch.cuda.is_available() else None
     else:

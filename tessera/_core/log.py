@@ -16,7 +16,8 @@ import sys
 logger = logging.getLogger("tessera")
 
 
-def _modes() -> frozenset[str]:
+def modes() -> frozenset[str]:
+    """The active ``TESSERA_LOG`` modes (empty when logging is off: callers skip all work)."""
     return _parse_modes(os.environ.get("TESSERA_LOG", ""))
 
 
@@ -35,11 +36,11 @@ def _ensure_handler() -> None:
 
 
 def trace_enabled() -> bool:
-    return "trace" in _modes()
+    return "trace" in modes()
 
 
 def bench_enabled() -> bool:
-    return "bench" in _modes()
+    return "bench" in modes()
 
 
 def trace(message: str) -> None:

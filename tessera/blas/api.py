@@ -235,11 +235,11 @@ def _plan(
         batch == 1
         and info.backend in ("cuda", "interpreter")
         and a.dtype != torch.float64
-        and tma_supported(op_a[0], op_b[0], d3[0])
+        and tma_supported(op_a, op_b, d3)
     )
     problem = space.GemmProblem(m, n, k, batch, key, tma_ok)
     choice = space.select(problem, info)
-    if allocate:
+    if allocate and log.modes():
         _log_call(problem, choice, a, b, trans_a, trans_b, batched)
     return out, _GemmPlan(op_a, op_b, c3, d3, alpha, beta, precision, problem, choice,
                           info.multiprocessors or 1)

@@ -12,6 +12,8 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.launch import Launcher
+
 
 @triton.jit
 def _copy_2d_kernel(
@@ -32,6 +34,9 @@ def _copy_2d_kernel(
              mask=mask)
 
 
+_launch = Launcher(_copy_2d_kernel)
+
+
 def copy_into(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     """Copy 3-D view ``src`` into ``dst`` (same shape and dtype, any strides); returns ``dst``."""
     batch, rows, cols = src.shape
@@ -42,8 +47,8 @@ def copy_into(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
         part = slice(start, start + 65535)
         s, d = src[part], dst[part]
         grid = (triton.cdiv(rows, block), triton.cdiv(cols, block), s.shape[0])
-        _copy_2d_kernel[grid](s, d, rows, cols, *s.stride(), *d.stride(),
-                              BLOCK_R=block, BLOCK_C=block, num_warps=4)
+        _launch(grid, (s, d, rows, cols, *s.stride(), *d.stride()),
+                dict(BLOCK_R=block, BLOCK_C=block), 4, 2)
     return dst
 
 

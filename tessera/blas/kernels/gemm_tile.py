@@ -15,6 +15,8 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.launch import Launcher
+
 MAX_GRID_Y = 65535
 
 
@@ -100,6 +102,9 @@ def _gemm_tile_kernel(
     tl.store(d_ptrs, acc.to(d_ptr.dtype.element_ty), mask=mask)
 
 
+_launch = Launcher(_gemm_tile_kernel)
+
+
 def launch_gemm_tile(
     a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
     alpha: float, beta: float, *, precision: str, upcast: bool, index_64: bool,
@@ -118,15 +123,13 @@ def launch_gemm_tile(
     n = b.shape[2]
     c_arg = c if c is not None else d
     grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), batch)
-    _gemm_tile_kernel[grid](
-        a, b, c_arg, d,
-        m, n, k,
-        *a.stride(), *b.stride(), *c_arg.stride(), *d.stride(),
-        float(alpha), float(beta),
-        HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0,
-        ACC_FP64=a.dtype == torch.float64, UPCAST=upcast,
-        INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
-        INDEX_64=index_64, EVEN_K=k % config.block_k == 0,
-        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        GROUP_M=config.group_m, num_warps=config.num_warps, num_stages=config.num_stages,
+    _launch(
+        grid,
+        (a, b, c_arg, d, m, n, k, *a.stride(), *b.stride(), *c_arg.stride(), *d.stride(),
+         float(alpha), float(beta)),
+        dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=a.dtype == torch.float64,
+             UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+             INDEX_64=index_64, EVEN_K=k % config.block_k == 0, BLOCK_M=config.block_m,
+             BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m),
+        config.num_warps, config.num_stages,
     )

@@ -19,6 +19,8 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from tessera._core.launch import Launcher
+
 
 @dataclass(frozen=True)
 class TmaConfig:
@@ -108,29 +110,33 @@ def _descriptor(t: torch.Tensor, col_major: bool, block_rows: int, block_cols: i
 
 
 def is_col_major(t: torch.Tensor) -> bool:
-    """A 2-D view stored column by column (a transposed row-major matrix)."""
-    return t.stride(1) != 1 and t.stride(0) == 1
+    """A matrix (last two dimensions) stored column by column (a transposed row-major matrix)."""
+    return t.stride(-1) != 1 and t.stride(-2) == 1
 
 
 def _descriptor_ok(t: torch.Tensor) -> bool:
     """One unit stride, 16-byte aligned base and leading dimension (TMA's requirements)."""
-    rows, cols = t.shape
-    if is_col_major(t):
-        lead, inner = t.stride(1), rows
-    elif t.stride(1) == 1:
-        lead, inner = t.stride(0), cols
+    row_stride, col_stride = t.stride(-2), t.stride(-1)
+    if col_stride == 1:
+        lead, inner = row_stride, t.shape[-1]
+    elif row_stride == 1:
+        lead, inner = col_stride, t.shape[-2]
     else:
         return False
     return t.data_ptr() % 16 == 0 and (lead * t.element_size()) % 16 == 0 and lead >= inner
 
 
 def tma_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> bool:
-    """True when 2-D views ``a`` (M,K), ``b`` (K,N), ``d`` (M,N) meet the descriptor rules."""
+    """True when the matrices of ``a`` (…,M,K), ``b`` (…,K,N), ``d`` (…,M,N) meet the descriptor
+    rules (the caller checks the batch is 1)."""
     return (
-        min(*a.shape, b.shape[1]) >= 16
+        min(a.shape[-2], a.shape[-1], b.shape[-1]) >= 16
         and _descriptor_ok(a) and _descriptor_ok(b)
-        and d.stride(1) == 1 and _descriptor_ok(d)
+        and d.stride(-1) == 1 and _descriptor_ok(d)
     )
+
+
+_launch = Launcher(_gemm_tma_kernel)
 
 
 def launch_gemm_tma(
@@ -149,17 +155,14 @@ def launch_gemm_tma(
     c_arg = c if c is not None else d
     tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
     grid = (min(num_sms, tiles),)
-    _gemm_tma_kernel[grid](
-        a_desc, b_desc, d_desc, c_arg,
-        m, n, k,
-        c_arg.stride(0), c_arg.stride(1),
-        min(num_sms, tiles),
-        float(alpha), float(beta),
-        HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0,
-        INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
-        A_COL_MAJOR=a_col, B_COL_MAJOR=b_col,
-        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        GROUP_M=config.group_m,
-        WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
-        num_warps=config.num_warps, num_stages=config.num_stages,
+    _launch(
+        grid,
+        (a_desc, b_desc, d_desc, c_arg, m, n, k, c_arg.stride(0), c_arg.stride(1), grid[0],
+         float(alpha), float(beta)),
+        dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0,
+             INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+             A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+             BLOCK_K=config.block_k, GROUP_M=config.group_m,
+             WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split),
+        config.num_warps, config.num_stages,
     )

@@ -1,0 +1,65 @@
+"""tessera._core.launch: the direct-launch cache must never reuse a binary Triton would not pick."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from reference import assert_gemm_close
+from tessera._core.launch import specialization_key
+from tessera.blas import gemm, space
+from tessera.blas.kernels import gemm_tile
+from tessera.blas.kernels.gemm_tile import TileConfig
+
+INTS = [0, 1, 2, 15, 16, 17, 32, 48, 2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63, -1, -16, -(2**31) - 1]
+
+
+def _triton_spec(arg: object) -> object:
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    return native_specialize_impl(CUDABackend, arg, False, True, True)
+
+
+def _tensors() -> list[torch.Tensor]:
+    base = torch.empty(256, dtype=torch.float32)
+    half = torch.empty(256, dtype=torch.float16)
+    return [base, base[1:], base[4:], base[3:], half, half[8:], half[1:]]
+
+
+@pytest.mark.parametrize("values", [INTS, _tensors(), [1.5, 0.0, 1e300, True, False]],
+                         ids=["ints", "tensors", "scalars"])
+def test_key_is_at_least_as_fine_as_triton(values: list) -> None:
+    """Whenever Triton would specialize two arguments differently, our keys differ too."""
+    for x, y in itertools.combinations(values, 2):
+        if _triton_spec(x) != _triton_spec(y):
+            assert specialization_key(x) != specialization_key(y), (x, y)
+
+
+def test_unknown_argument_type_is_refused() -> None:
+    with pytest.raises(TypeError, match="no specialization rule"):
+        specialization_key(object())
+
+
+@pytest.mark.gpu
+def test_launcher_reuses_binaries_and_respecializes() -> None:
+    launcher = gemm_tile._launch
+    a = torch.randn(100, 64, device="cuda")
+    b = torch.randn(64, 80, device="cuda")
+    with space.forced(TileConfig(32, 32, 32, 8, 4, 2)):
+        gemm(a, b)
+        first = launcher.jit_launches
+        for _ in range(3):
+            d = gemm(a, b)
+        assert launcher.jit_launches == first, "a repeated call went through Triton's JIT"
+        assert_gemm_close(d, a, b)
+        shifted = torch.randn(100 * 64 + 1, device="cuda")[1:].view(100, 64)  # 4-byte aligned only
+        d2 = gemm(shifted, b)
+        assert launcher.jit_launches == first + 1, "a new alignment must be specialized anew"
+        assert_gemm_close(d2, shifted, b)
+        c = torch.randn(100, 80, device="cuda")
+        d3 = gemm(a, b, c, beta=1.0, alpha=2.0)  # other constexprs (HAS_C, SCALE_ALPHA)
+        assert_gemm_close(d3, a, b, c, alpha=2.0, beta=1.0)
+        assert launcher.jit_launches == first + 2
