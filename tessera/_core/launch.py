@@ -8,11 +8,12 @@ binary) and records the result. The rules (identical in triton 3.6 and 3.9, chec
 ``native_specialize_impl``): an integer equal to 1 becomes a constant; other integers specialize on
 divisibility by 16 and on i32/i64/u64 width; pointers on 16-byte alignment; tensor descriptors on
 dtype and block shape; floats and bools not at all. Under ``TRITON_INTERPRET=1`` it simply calls the
-kernel.
+kernel, and ``TESSERA_DIRECT_LAUNCH=0`` turns the cache off.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,18 +29,23 @@ def _int_key(v: int) -> tuple[bool, bool, int]:
     return (v == 1, v % 16 == 0, width)
 
 
+def _tensor_key(t: torch.Tensor) -> tuple[torch.dtype, bool]:
+    return (t.dtype, t.data_ptr() % 16 == 0)
+
+
+_BY_TYPE: dict[type, Any] = {
+    int: _int_key, torch.Tensor: _tensor_key, float: lambda _: "f", bool: lambda _: "u1",
+    type(None): lambda _: None,
+}
+
+
 def specialization_key(arg: Any) -> Any:
     """What Triton's JIT specializes ``arg`` on (a superset is safe; a subset would not be)."""
-    if isinstance(arg, torch.Tensor):
-        return (arg.dtype, arg.data_ptr() % 16 == 0)
-    if isinstance(arg, bool):
-        return "u1"
-    if isinstance(arg, int):
-        return _int_key(arg)
-    if isinstance(arg, float):
-        return "f"
-    if arg is None:
-        return None
+    rule = _BY_TYPE.get(type(arg))
+    if rule is not None:
+        return rule(arg)
+    if isinstance(arg, torch.Tensor):  # subclasses (nn.Parameter, …)
+        return _tensor_key(arg)
     base = getattr(arg, "base", None)  # a TensorDescriptor
     if isinstance(base, torch.Tensor):
         return ("desc", base.dtype, tuple(arg.block_shape), getattr(arg, "padding", None),
@@ -54,6 +60,9 @@ class Launcher:
     parameters, in order (checked on the first launch); constexpr values must be hashable.
     """
 
+    # TESSERA_DIRECT_LAUNCH=0 sends every launch through Triton's JIT (for comparison or doubt).
+    enabled = os.environ.get("TESSERA_DIRECT_LAUNCH", "1") != "0"
+
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
         self._cache: dict[tuple, Any] = {}
@@ -61,7 +70,7 @@ class Launcher:
 
     def __call__(self, grid: Sequence[int], args: Sequence[Any], constexprs: dict[str, Any],
                  num_warps: int, num_stages: int) -> None:
-        if interpreter_enabled():
+        if not self.enabled or interpreter_enabled():
             self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps, num_stages=num_stages)
             return
         from triton import knobs
