@@ -54,7 +54,8 @@ def _gemm_section(path: Path) -> list[str]:
 def _host_section(path: Path) -> list[str]:
     data = json.loads(path.read_text())
     lines = [f"## Host overhead per call on {data['device']} — `{path.relative_to(ROOT)}`", "",
-             "Tiny 64×64×64 bf16 problem, 2000 back-to-back calls, wall time per call "
+             "Tiny 64×64×64 bf16 problem (GPU work negligible), 2000 back-to-back calls, wall "
+             "time per call; median of 3 rounds that alternate the variants in one process "
              "(`benchmarks/host_overhead.py`).", "", "| call | µs/call |", "|---|---:|"]
     lines += [f"| {name} | {us:.1f} |" for name, us in data["us_per_call"].items()]
     return [*lines, ""]
