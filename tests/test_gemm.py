@@ -254,3 +254,9 @@ def test_layout_copies_keep_values(device: str) -> None:
     row = row_major_copy(x)
     assert col.stride(-2) == 1 and row.stride(-1) == 1
     assert torch.equal(col, x) and torch.equal(row, x)
+
+
+def test_forced_tma_config_with_bf16_stays_correct(device: str) -> None:
+    a, b = rand((64, 48), torch.bfloat16, device), rand((48, 80), torch.bfloat16, device)
+    with space.forced(TmaConfig(64, 64, 16, 8, 4, 2)):
+        assert_gemm_close(gemm(a, b), a, b)

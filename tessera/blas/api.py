@@ -233,10 +233,10 @@ def _plan(
         op_a, op_b = _k_major(op_a, op_b, materialize=allocate)
     tma_ok = (
         batch == 1
-        and info.backend in ("cuda", "interpreter")
+        and (info.backend == "cuda" or (info.backend == "interpreter" and a.dtype != torch.bfloat16))
         and a.dtype != torch.float64
         and tma_supported(op_a, op_b, d3)
-    )
+    )  # the interpreter's bf16 dot is wrong and only the tile family upcasts around it
     problem = space.GemmProblem(m, n, k, batch, key, tma_ok)
     choice = space.select(problem, info)
     if allocate and log.modes():
@@ -278,11 +278,12 @@ def _k_major(
     ``materialize=False`` returns shape-and-stride stand-ins on the meta device instead of copies.
     """
     if a.stride(-1) != 1:
-        log.info("a: copied to row-major (K-major) for tf32 tensor cores")
+        if materialize:
+            log.info("a: copied to row-major (K-major) for tf32 tensor cores")
         a = row_major_copy(a) if materialize else torch.empty(a.shape, device="meta")
     if b.stride(-2) != 1:
-        log.info("b: copied to column-major (K-major) for tf32 tensor cores")
         if materialize:
+            log.info("b: copied to column-major (K-major) for tf32 tensor cores")
             b = column_major_copy(b)
         else:
             b = torch.empty((*b.shape[:-2], b.shape[-1], b.shape[-2]), device="meta").transpose(-1, -2)
