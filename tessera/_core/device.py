@@ -125,7 +125,8 @@ def _device_info_cached(index: int | None) -> DeviceInfo:
     else:
         arch = f"sm_{props.major}{props.minor}"
     peaks, bandwidth = _peaks_for(arch, props.name)
-    shared = getattr(props, "shared_memory_per_block_optin", None)
+    shared = getattr(props, "shared_memory_per_block_optin", None) or getattr(
+        props, "shared_memory_per_block", None)
     return DeviceInfo(
         arch=arch,
         backend=backend,

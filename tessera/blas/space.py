@@ -1,14 +1,16 @@
-"""GEMM kernel choice: the tuning space of each family and the heuristic that picks from it.
+"""GEMM kernel choice: the tuning space of each family, and the one place a call's kernel is chosen.
 
-This is the one place a GEMM call's kernel and configuration are decided. Until tuned logic files
-exist (the tuner issue), :func:`select` applies rules measured on the H200 (see BENCHMARKS.md and
-docs/architecture.md); the tuner will replace the body of :func:`select` with a logic-file lookup and
-keep this module's spaces as what it forks over.
+Order (each fall-through is recorded in the choice's reason, which ``TESSERA_LOG=trace`` prints):
+the installed pack's logic file for this arch and dtype → the logic shipped in the wheel → a
+heuristic from the arch's properties (rules measured on the H200 for sm_90; tiles shrunk to the
+device's shared memory elsewhere) → a safe default when nothing is known. An arch nobody has seen
+gets the heuristic or the default, never an error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,8 +18,15 @@ from dataclasses import dataclass
 from tessera._core.device import DeviceInfo
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
+from tessera.tuning import logic
 
 Config = TileConfig | TmaConfig
+SIZE_KEYS = ("m", "n", "k", "batch")
+logic.register_op("blas", "gemm", SIZE_KEYS, {"gemm_tile": TileConfig, "gemm_tma": TmaConfig})
+
+# Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
+SAFE_DEFAULT = TileConfig(32, 32, 32, 8, 4, 1)
+_ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "tf32": 4, "fp64": 8}
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,47 @@ def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
         if isinstance(_override, TmaConfig) and not problem.tma_ok:
             return Choice(TileConfig(64, 64, 32), "forced TMA config does not fit this layout")
         return Choice(_override, "forced")
-    return _select_heuristic(problem, device.backend, device.arch)
+    return _select_cached(problem, device.backend, device.arch, device.shared_memory_per_block,
+                          logic.generation())
+
+
+@functools.lru_cache(maxsize=4096)
+def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory: int | None,
+                   _logic_generation: int) -> Choice:
+    found, passed = logic.logic_for(arch, "blas", "gemm", problem.dtype)
+    reasons = list(passed)
+    if found is not None:
+        sizes = (problem.m, problem.n, problem.k, problem.batch)
+        match = found.nearest(sizes, usable=lambda cfg: problem.tma_ok or not isinstance(cfg, TmaConfig))
+        if match is not None:
+            return Choice(match.config, match.describe())
+        reasons.append(f"{found.path}: no usable row within its max_distance")
+    choice = _select_heuristic(problem, backend, arch, shared_memory)
+    return Choice(choice.config, "; ".join([*reasons, choice.reason]))
+
+
+def _shared_memory_bytes(config: TileConfig, dtype: str) -> int:
+    """Operand tiles staged in shared memory by the software pipeline (a close upper estimate)."""
+    stages = max(config.num_stages, 1)
+    tile = config.block_m * config.block_k + config.block_k * config.block_n
+    return stages * tile * _ELEMENT_BYTES[dtype]
+
+
+def _fit_to_shared_memory(config: TileConfig, dtype: str, limit: int) -> TileConfig:
+    """Fewer stages, then a shorter K block, then smaller M/N blocks, until the tiles fit."""
+    while _shared_memory_bytes(config, dtype) > limit:
+        if config.num_stages > 1:
+            config = dataclasses.replace(config, num_stages=config.num_stages - 1)
+        elif config.block_k > 16:
+            config = dataclasses.replace(config, block_k=config.block_k // 2)
+        elif max(config.block_m, config.block_n) > 16:
+            wider_m = config.block_m >= config.block_n
+            config = dataclasses.replace(
+                config, block_m=config.block_m // 2 if wider_m else config.block_m,
+                block_n=config.block_n if wider_m else config.block_n // 2)
+        else:
+            break
+    return config
 
 
 def _sm_version(backend: str, arch: str) -> int:
@@ -98,11 +147,21 @@ def tf32_wants_k_major(device: DeviceInfo) -> bool:
 # 4096³: 128x256x64 w8 s3 752; tf32 8192³ (K-major B): 128x256x32 w8 s3 split 386;
 # fp64 4096³: tile 64x128x16 w4 s3 50.8; fp32 IEEE 4096³: tile 64x128x32 w8 s3 44.5;
 # bf16 M=16: tile 16x128x64 w4 s5; 512x64³: tile 64x64x64 w4 s1.
-@functools.lru_cache(maxsize=4096)
-def _select_heuristic(problem: GemmProblem, backend: str, arch: str) -> Choice:
+def _select_heuristic(problem: GemmProblem, backend: str, arch: str, shared_memory: int | None) -> Choice:
     if backend == "interpreter":
         return Choice(TileConfig(32, 32, 32, 4, 4, 1), "interpreter: small tiles keep the CPU fast")
     hopper = _sm_version(backend, arch) >= 90
+    if shared_memory is None and not hopper:
+        return Choice(SAFE_DEFAULT, f"no properties known for {backend} {arch}: safe default")
+    choice = _portable_rules(problem, hopper)
+    if isinstance(choice.config, TileConfig) and shared_memory is not None:
+        fitted = _fit_to_shared_memory(choice.config, problem.dtype, shared_memory)
+        if fitted != choice.config:
+            return Choice(fitted, f"{choice.reason}, shrunk to {shared_memory} B of shared memory")
+    return choice
+
+
+def _portable_rules(problem: GemmProblem, hopper: bool) -> Choice:
     dt, m, n, k = problem.dtype, problem.m, problem.n, problem.k
     if hopper and problem.tma_ok and dt in ("fp16", "bf16", "tf32") and m >= 64 and n >= 64:
         if dt == "tf32":

@@ -33,6 +33,13 @@ def _build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="architecture, sizes, peaks and runtime versions")
     info.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
+    logic = sub.add_parser("logic", help="inspect and check logic (tuning) files")
+    logic_sub = logic.add_subparsers(dest="action", required=True)
+    show = logic_sub.add_parser("show", help="print a logic file's solutions and size table")
+    show.add_argument("file", type=Path)
+    validate = logic_sub.add_parser("validate", help="check logic files; exit 1 if any is invalid")
+    validate.add_argument("files", type=Path, nargs="+")
+
     bench = sub.add_parser("bench", help="time Tessera beside the vendor library")
     bench_sub = bench.add_subparsers(dest="op", required=True)
     g = bench_sub.add_parser("gemm", help="GEMM vs torch.matmul (cuBLAS / rocBLAS)")
@@ -55,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "info":
             return _info(args)
+        if args.command == "logic":
+            return _logic(args)
         return _bench_gemm(args)
     except TesseraError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
@@ -74,6 +83,36 @@ def _info(args: argparse.Namespace) -> int:
             value = ", ".join(f"{k} {v}" for k, v in value.items() if v is not None) or "unknown"
         print(f"{key:>24}: {value if value is not None else 'unknown'}")
     return 0
+
+
+def _logic(args: argparse.Namespace) -> int:
+    import tessera.blas  # noqa: F401 - registers the BLAS ops logic files refer to
+    from tessera.tuning.logic import load_logic
+
+    if args.action == "show":
+        logic = load_logic(args.file)
+        print(f"{logic.path}: {logic.arch} {logic.library}.{logic.op} {dict(logic.problem)}; "
+              f"runtime {dict(logic.runtime)}; distance {logic.distance}"
+              + (f" (max {logic.max_distance})" if logic.max_distance is not None else ""))
+        print("solutions:")
+        for sid, config in sorted(logic.solutions.items()):
+            print(f"  {sid:>3}  {config.short()}")
+        print("table:")
+        for row in logic.table:
+            measured = " ".join(f"{k} {v:g}" for k, v in row.measured.items())
+            print(f"  {'x'.join(map(str, row.sizes)):<24} solution {row.solution:>3}  {measured}")
+        return 0
+    failed = 0
+    for path in args.files:
+        try:
+            logic = load_logic(path)
+        except TesseraError as exc:
+            failed += 1
+            print(f"invalid: {exc}", file=sys.stderr)
+            continue
+        print(f"ok: {path} ({logic.arch} {logic.library}.{logic.op} {logic.problem.get('dtype')}, "
+              f"{len(logic.solutions)} solutions, {len(logic.table)} rows)")
+    return 1 if failed else 0
 
 
 def _bench_gemm(args: argparse.Namespace) -> int:

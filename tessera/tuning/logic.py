@@ -1,0 +1,264 @@
+"""Logic files: per-architecture tuning results as versioned YAML (data, not code).
+
+One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.yaml``::
+
+    schema: 1
+    arch: sm_90
+    library: blas
+    op: gemm
+    problem: {dtype: bf16}
+    runtime: {triton: "3.6.0", backend: cuda}        # what it was tuned with
+    solutions:                                       # a kernel family and its parameters
+      - {id: 0, kernel: gemm_tma, block_m: 128, block_n: 256, block_k: 64, group_m: 8,
+         num_warps: 8, num_stages: 3}
+    table:                                           # benchmarked sizes → best solution, measured
+      - {m: 4096, n: 4096, k: 4096, batch: 1, solution: 0, tflops: 701.2}
+    distance: log_euclidean                          # how a size not in the table finds its nearest
+    max_distance: 1.5                                # optional: farther than this, fall through
+
+Solution parameters are the fields of the kernel family's config dataclass, so one declaration
+feeds the tuner, the loader and the launcher. Libraries declare their ops with :func:`register_op`.
+Files are read with ``yaml.safe_load``; any defect raises :class:`LogicFileError` naming the file
+and the field. Lookup order (:func:`logic_for`): the installed pack, then the logic shipped in the
+wheel; callers fall through to their heuristic when neither has a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tessera._core.errors import LogicFileError
+from tessera.tuning.paths import SHIPPED_LOGIC, installed_logic
+
+SCHEMA_VERSION = 1
+DISTANCES = ("log_euclidean",)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What a library declares about one op: its table's size keys and its kernel families."""
+
+    size_keys: tuple[str, ...]
+    families: Mapping[str, type]  # kernel name → frozen config dataclass
+
+
+_OPS: dict[tuple[str, str], OpSpec] = {}
+
+
+def register_op(library: str, op: str, size_keys: tuple[str, ...], families: Mapping[str, type]) -> None:
+    _OPS[(library, op)] = OpSpec(tuple(size_keys), dict(families))
+
+
+@dataclass(frozen=True)
+class Row:
+    sizes: tuple[int, ...]
+    solution: int
+    measured: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class LogicFile:
+    path: Path
+    arch: str
+    library: str
+    op: str
+    problem: Mapping[str, Any]
+    runtime: Mapping[str, Any]
+    solutions: Mapping[int, Any]  # id → config dataclass instance
+    table: tuple[Row, ...]
+    distance: str
+    max_distance: float | None
+
+    def nearest(self, sizes: tuple[int, ...], usable: Callable[[Any], bool] = lambda _: True
+                ) -> Match | None:
+        """The table row nearest to ``sizes`` whose solution is ``usable``, within max_distance."""
+        ranked = sorted((_log_distance(sizes, row.sizes), i) for i, row in enumerate(self.table))
+        for distance, i in ranked:
+            if self.max_distance is not None and distance > self.max_distance:
+                return None
+            row = self.table[i]
+            config = self.solutions[row.solution]
+            if usable(config):
+                return Match(self, row, config, distance)
+        return None
+
+
+@dataclass(frozen=True)
+class Match:
+    logic: LogicFile
+    row: Row
+    config: Any
+    distance: float
+
+    def describe(self) -> str:
+        sizes = "x".join(str(s) for s in self.row.sizes)
+        return (f"logic {self.logic.path} row {sizes} solution {self.row.solution} "
+                f"(distance {self.distance:.2f})")
+
+
+def _log_distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+    return math.sqrt(sum((math.log(max(x, 1)) - math.log(max(y, 1))) ** 2
+                         for x, y in zip(a, b, strict=True)))
+
+
+def _fail(path: Path, field: str, problem: str) -> LogicFileError:
+    return LogicFileError(f"{path}: field '{field}': {problem}")
+
+
+def _require(doc: Mapping[str, Any], path: Path, key: str, kind: type, where: str = "") -> Any:
+    """``doc[key]`` of type ``kind``; errors name the field as ``where.key``."""
+    field = f"{where}.{key}" if where else key
+    if key not in doc:
+        raise _fail(path, field, "missing")
+    value = doc[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise _fail(path, field, f"must be {kind.__name__} (actual: {value!r})")
+    return value
+
+
+def load_logic(path: str | Path) -> LogicFile:
+    """Read and validate one logic file."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise LogicFileError(f"{path}: cannot be read ({exc.strerror})") from exc
+    except yaml.YAMLError as exc:
+        raise LogicFileError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise LogicFileError(f"{path}: must be a YAML mapping (actual: {type(doc).__name__})")
+    schema = _require(doc, path, "schema", int)
+    if schema != SCHEMA_VERSION:
+        raise _fail(path, "schema", f"version {schema} is not supported; this Tessera reads "
+                                    f"version {SCHEMA_VERSION} (upgrade Tessera or regenerate the file)")
+    arch = _require(doc, path, "arch", str)
+    library = _require(doc, path, "library", str)
+    op = _require(doc, path, "op", str)
+    spec = _OPS.get((library, op))
+    if spec is None:
+        known = ", ".join(f"{lib}.{name}" for lib, name in sorted(_OPS)) or "none registered"
+        raise _fail(path, "op", f"{library}.{op} is unknown; known: {known}")
+    problem = _require(doc, path, "problem", dict)
+    runtime = doc.get("runtime", {})
+    if not isinstance(runtime, dict):
+        raise _fail(path, "runtime", f"must be a mapping (actual: {runtime!r})")
+    distance = doc.get("distance", "log_euclidean")
+    if distance not in DISTANCES:
+        raise _fail(path, "distance", f"{distance!r} is unknown; known: {', '.join(DISTANCES)}")
+    max_distance = doc.get("max_distance")
+    if max_distance is not None and (isinstance(max_distance, bool)
+                                     or not isinstance(max_distance, (int, float)) or max_distance < 0):
+        raise _fail(path, "max_distance", f"must be a non-negative number (actual: {max_distance!r})")
+
+    solutions = {}
+    for i, entry in enumerate(_require(doc, path, "solutions", list)):
+        where = f"solutions[{i}]"
+        if not isinstance(entry, dict):
+            raise _fail(path, where, "must be a mapping")
+        sid = _require(entry, path, "id", int, where)
+        if sid in solutions:
+            raise _fail(path, f"{where}.id", f"{sid} is used twice")
+        kernel = _require(entry, path, "kernel", str, where)
+        solutions[sid] = _solution(path, where, spec, kernel, entry)
+    table = []
+    for i, entry in enumerate(_require(doc, path, "table", list)):
+        where = f"table[{i}]"
+        if not isinstance(entry, dict):
+            raise _fail(path, where, "must be a mapping")
+        sizes = []
+        for key in spec.size_keys:
+            value = entry.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise _fail(path, f"{where}.{key}", f"must be a non-negative integer (actual: {value!r})")
+            sizes.append(value)
+        sid = entry.get("solution")
+        if sid not in solutions:
+            raise _fail(path, f"{where}.solution", f"{sid!r} is not a solution id; ids: {sorted(solutions)}")
+        measured = {k: float(v) for k, v in entry.items()
+                    if k not in spec.size_keys and k != "solution" and isinstance(v, (int, float))}
+        table.append(Row(tuple(sizes), sid, measured))
+    return LogicFile(path, arch, library, op, problem, runtime, solutions, tuple(table), distance,
+                     None if max_distance is None else float(max_distance))
+
+
+def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[str, Any]) -> Any:
+    family = spec.families.get(kernel)
+    if family is None:
+        raise _fail(path, f"{where}.kernel", f"{kernel!r} is not a kernel family of this op; "
+                                             f"known: {', '.join(sorted(spec.families))}")
+    fields = {f.name: f for f in dataclasses.fields(family)}
+    params = {k: v for k, v in entry.items() if k not in ("id", "kernel")}
+    unknown = sorted(set(params) - set(fields))
+    if unknown:
+        raise _fail(path, f"{where}.{unknown[0]}", f"not a parameter of {kernel}; parameters: "
+                                                  f"{', '.join(fields)}")
+    required = [name for name, f in fields.items()
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    for name in required:
+        if name not in params:
+            raise _fail(path, f"{where}.{name}", f"missing (required by {kernel})")
+    for name, value in params.items():
+        wants_bool = fields[name].type in ("bool", bool)
+        ok = isinstance(value, bool) if wants_bool else (
+            isinstance(value, int) and not isinstance(value, bool) and value > 0)
+        if not ok:
+            raise _fail(path, f"{where}.{name}", f"must be {'a bool' if wants_bool else 'a positive integer'}"
+                                                f" (actual: {value!r})")
+    return family(**params)
+
+
+def _candidates(arch: str, library: str, op: str, dtype: str) -> list[tuple[str, Path]]:
+    name = f"{library}.{op}.{dtype}.yaml"
+    return [("installed pack", installed_logic() / arch / name), ("shipped", SHIPPED_LOGIC / arch / name)]
+
+
+_generation = 0
+
+
+def reload() -> None:
+    """Forget cached logic (after a pack is installed or files change)."""
+    global _generation
+    _generation += 1
+    _logic_for_cached.cache_clear()
+
+
+def generation() -> int:
+    """Changes whenever :func:`reload` runs; selection caches include it in their keys."""
+    return _generation
+
+
+def logic_for(arch: str, library: str, op: str, dtype: str) -> tuple[LogicFile | None, list[str]]:
+    """The logic file to use, and why each earlier source was passed over (for trace logs)."""
+    return _logic_for_cached(arch, library, op, dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _logic_for_cached(arch: str, library: str, op: str, dtype: str
+                      ) -> tuple[LogicFile | None, list[str]]:
+    passed: list[str] = []
+    for source, path in _candidates(arch, library, op, dtype):
+        if not path.is_file():
+            passed.append(f"no {source} logic for {arch}/{library}.{op}.{dtype}")
+            continue
+        try:
+            logic = load_logic(path)
+            found = (logic.arch, logic.library, logic.op, logic.problem.get("dtype"))
+            if found != (arch, library, op, dtype):
+                raise LogicFileError(f"{path}: its content is for {'/'.join(map(str, found))}, its "
+                                     f"location for {arch}/{library}.{op}.{dtype}")
+        except LogicFileError as exc:  # a broken file must not break every call: say so, fall through
+            warnings.warn(f"ignoring {source} logic: {exc} (run `tessera logic validate {path}`)",
+                          stacklevel=2)
+            passed.append(f"{source} logic {path} is invalid")
+            continue
+        return logic, passed
+    return None, passed

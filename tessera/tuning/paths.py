@@ -1,0 +1,23 @@
+"""Where Tessera keeps what it installs: ``TESSERA_HOME`` or the platform's user data directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SHIPPED_LOGIC = Path(__file__).resolve().parents[1] / "logic"
+
+
+def install_root() -> Path:
+    """The root every install writes under (nothing is ever written outside it)."""
+    home = os.environ.get("TESSERA_HOME")
+    if home:
+        return Path(home).expanduser().resolve()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("tessera", appauthor=False))
+
+
+def installed_logic() -> Path:
+    """Logic of the active installed pack (``<root>/current`` is the active pack)."""
+    return install_root() / "current" / "logic"

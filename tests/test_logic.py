@@ -1,0 +1,190 @@
+"""Logic files: validation, nearest-size selection, lookup order and fall-through, unknown archs."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from reference import assert_gemm_close
+from tessera import LogicFileError
+from tessera._core.device import DeviceInfo
+from tessera.blas import explain, gemm, space
+from tessera.blas.kernels.gemm_tile import TileConfig
+from tessera.blas.kernels.gemm_tma import TmaConfig
+from tessera.cli import main
+from tessera.tuning import load_logic, logic
+
+GOOD = {
+    "schema": 1, "arch": "interpreter", "library": "blas", "op": "gemm", "problem": {"dtype": "fp32"},
+    "runtime": {"triton": "3.9.0", "backend": "interpreter"},
+    "solutions": [
+        {"id": 0, "kernel": "gemm_tile", "block_m": 16, "block_n": 16, "block_k": 16, "group_m": 1,
+         "num_warps": 2, "num_stages": 1},
+        {"id": 1, "kernel": "gemm_tma", "block_m": 64, "block_n": 64, "block_k": 32, "num_warps": 4,
+         "num_stages": 2, "warp_specialize": False},
+    ],
+    "table": [
+        {"m": 64, "n": 64, "k": 64, "batch": 1, "solution": 0, "tflops": 1.5},
+        {"m": 4096, "n": 4096, "k": 4096, "batch": 1, "solution": 1, "tflops": 700.0},
+    ],
+    "distance": "log_euclidean",
+}
+
+
+def write(path: Path, doc: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc) if not isinstance(doc, str) else doc)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("TESSERA_HOME", str(tmp_path / "home"))
+    logic.reload()
+    yield
+    logic.reload()
+
+
+def test_valid_file_loads_into_config_objects(tmp_path: Path) -> None:
+    lf = load_logic(write(tmp_path / "x.yaml", GOOD))
+    assert lf.solutions[0] == TileConfig(16, 16, 16, 1, 2, 1)
+    assert isinstance(lf.solutions[1], TmaConfig) and lf.solutions[1].group_m == 8  # default kept
+    assert [r.sizes for r in lf.table] == [(64, 64, 64, 1), (4096, 4096, 4096, 1)]
+    assert lf.table[1].measured == {"tflops": 700.0}
+
+
+def test_nearest_row_usable_filter_and_max_distance(tmp_path: Path) -> None:
+    lf = load_logic(write(tmp_path / "x.yaml", GOOD))
+    assert lf.nearest((3000, 3000, 3000, 1)).row.solution == 1
+    assert lf.nearest((100, 80, 50, 1)).row.solution == 0
+    only_tile = lf.nearest((3000, 3000, 3000, 1), usable=lambda c: not isinstance(c, TmaConfig))
+    assert only_tile.row.solution == 0
+    near = load_logic(write(tmp_path / "y.yaml", {**GOOD, "max_distance": 0.6}))
+    assert near.nearest((3000, 3000, 3000, 1)) is not None  # √3·ln(4096/3000) ≈ 0.54
+    assert near.nearest((512, 512, 512, 1)) is None  # √3·ln 8 ≈ 3.6 from either row
+
+
+def _mutated(change) -> dict:
+    doc = copy.deepcopy(GOOD)
+    change(doc)
+    return doc
+
+
+BAD = [
+    (lambda d: d.update(schema=2), "field 'schema': version 2 is not supported"),
+    (lambda d: d.pop("arch"), "field 'arch': missing"),
+    (lambda d: d.update(op="gemv"), "field 'op': blas.gemv is unknown"),
+    (lambda d: d["solutions"][0].update(kernel="gemm_magic"), "field 'solutions[0].kernel'"),
+    (lambda d: d["solutions"][0].pop("block_k"), "field 'solutions[0].block_k': missing"),
+    (lambda d: d["solutions"][0].update(block_m=-4), "field 'solutions[0].block_m': must be a positive"),
+    (lambda d: d["solutions"][1].update(warp_specialize=3),
+     "field 'solutions[1].warp_specialize': must be a bool"),
+    (lambda d: d["solutions"][0].update(bogus=1), "field 'solutions[0].bogus': not a parameter"),
+    (lambda d: d["solutions"][1].update(id=0), "field 'solutions[1].id': 0 is used twice"),
+    (lambda d: d["table"][0].update(solution=9), "field 'table[0].solution': 9 is not a solution id"),
+    (lambda d: d["table"][0].update(m="big"), "field 'table[0].m': must be a non-negative integer"),
+    (lambda d: d.update(distance="manhattan"), "field 'distance': 'manhattan' is unknown"),
+    (lambda d: d.update(max_distance=-1), "field 'max_distance'"),
+    (lambda d: d.update(solutions={"id": 0}), "field 'solutions': must be list"),
+]
+
+
+@pytest.mark.parametrize("change,message", BAD)
+def test_each_defect_names_file_and_field(change, message: str, tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.yaml", _mutated(change))
+    with pytest.raises(LogicFileError, match=re.escape(message)) as info:
+        load_logic(path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("- just\n- a list\n", "must be a YAML mapping"),
+    ("schema: [1,\n", "not valid YAML"),
+    ("!!python/object/apply:os.system ['echo pwned']\n", "not valid YAML"),  # safe_load refuses
+])
+def test_not_a_logic_document(text: str, message: str, tmp_path: Path) -> None:
+    with pytest.raises(LogicFileError, match=message):
+        load_logic(write(tmp_path / "bad.yaml", text))
+
+
+def _installed(tmp_path: Path, doc: object, dtype: str = "fp32") -> Path:
+    return write(tmp_path / "home" / "current" / "logic" / "interpreter" / f"blas.gemm.{dtype}.yaml", doc)
+
+
+def test_gemm_uses_installed_logic_then_falls_through(tmp_path: Path) -> None:
+    a, b = torch.randn(70, 50), torch.randn(50, 40)
+    before = explain(a, b)
+    assert "no installed pack logic for interpreter/blas.gemm.fp32" in before.reason
+    assert "no shipped logic" in before.reason and "interpreter: small tiles" in before.reason
+    path = _installed(tmp_path, GOOD)
+    logic.reload()
+    choice = explain(a, b)
+    assert choice.config == TileConfig(16, 16, 16, 1, 2, 1)
+    assert str(path) in choice.reason and "row 64x64x64x1" in choice.reason
+    assert_gemm_close(gemm(a, b), a, b)
+
+
+def test_tma_rows_are_skipped_where_the_layout_does_not_allow_them(tmp_path: Path) -> None:
+    _installed(tmp_path, _mutated(lambda d: d["table"].pop(0)))  # only the TMA row remains
+    logic.reload()
+    a = torch.randn(3, 40, 30)  # batched: the TMA family cannot run it
+    choice = explain(a, torch.randn(30, 20))
+    assert "no usable row" in choice.reason and isinstance(choice.config, TileConfig)
+
+
+def test_broken_installed_logic_warns_and_falls_through(tmp_path: Path) -> None:
+    _installed(tmp_path, _mutated(lambda d: d.update(schema=7)))
+    logic.reload()
+    a, b = torch.randn(20, 10), torch.randn(10, 30)
+    with pytest.warns(UserWarning, match="ignoring installed pack logic"):
+        choice = explain(a, b)
+    assert "is invalid" in choice.reason
+    assert_gemm_close(gemm(a, b), a, b)
+
+
+def test_logic_in_the_wrong_place_is_refused(tmp_path: Path) -> None:
+    _installed(tmp_path, GOOD, dtype="fp16")  # content says fp32
+    logic.reload()
+    with pytest.warns(UserWarning, match="its location for interpreter/blas.gemm.fp16"):
+        explain(torch.randn(4, 4).half(), torch.randn(4, 4).half())
+
+
+def _device(arch: str, backend: str, shared: int | None) -> DeviceInfo:
+    return DeviceInfo(arch=arch, backend=backend, name="fake", multiprocessors=None, warp_size=64,
+                      shared_memory_per_block=shared, peak_tflops={}, memory_bandwidth_tbs=None)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32", "fp64"])
+def test_unknown_arch_never_crashes(dtype: str) -> None:
+    problem = space.GemmProblem(8192, 8192, 8192, 1, dtype, False)
+    unknown = space.select(problem, _device("gfx9999", "hip", None))
+    assert unknown.config == space.SAFE_DEFAULT and "no properties known for hip gfx9999" in unknown.reason
+    small = space.select(problem, _device("gfx9999", "hip", 65536))
+    assert isinstance(small.config, TileConfig)
+    assert space._shared_memory_bytes(small.config, dtype) <= 65536
+
+
+@pytest.mark.parametrize("limit", [8192, 16384, 65536, 101376, 232448])
+def test_fit_to_shared_memory(limit: int) -> None:
+    for config in space.TILE_SPACE[::7]:
+        for dtype in ("bf16", "fp64"):
+            fitted = space._fit_to_shared_memory(config, dtype, limit)
+            assert space._shared_memory_bytes(fitted, dtype) <= limit
+            assert fitted.block_m <= config.block_m and fitted.block_k <= config.block_k
+
+
+def test_cli_validate_and_show(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    good = write(tmp_path / "good.yaml", GOOD)
+    bad = write(tmp_path / "bad.yaml", _mutated(lambda d: d.pop("table")))
+    assert main(["logic", "validate", str(good)]) == 0
+    assert main(["logic", "validate", str(good), str(bad)]) == 1
+    captured = capsys.readouterr()
+    assert "ok: " in captured.out and "field 'table': missing" in captured.err
+    assert main(["logic", "show", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "gemm_tile 16x16x16 g1 w2 s1" in out and "4096x4096x4096x1" in out
