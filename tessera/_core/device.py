@@ -34,6 +34,42 @@ _PEAKS: list[tuple[str, str, dict[str, float], float]] = [
 
 
 @dataclass(frozen=True)
+class ArchFacts:
+    """What offline builds need about an architecture without the GPU at hand."""
+
+    backend: str  # "cuda" or "hip"
+    warp_size: int
+    shared_memory_per_block: int  # bytes a block may use (opt-in maximum on NVIDIA)
+
+
+# Vendor documentation: NVIDIA's per-block opt-in shared memory; AMD's 64 KiB LDS per workgroup
+# (160 KiB on gfx950). RDNA (gfx10/11/12) runs Triton in wave32, CDNA and GCN in wave64.
+KNOWN_ARCHS: dict[str, ArchFacts] = {
+    "sm_80": ArchFacts("cuda", 32, 166912), "sm_86": ArchFacts("cuda", 32, 101376),
+    "sm_89": ArchFacts("cuda", 32, 101376), "sm_90": ArchFacts("cuda", 32, 232448),
+    **{a: ArchFacts("hip", 64, 65536) for a in ("gfx803", "gfx900", "gfx906", "gfx908", "gfx90a",
+                                                   "gfx90c", "gfx942")},
+    "gfx950": ArchFacts("hip", 64, 163840),
+    **{a: ArchFacts("hip", 32, 65536) for a in ("gfx1010", "gfx1012", "gfx1030", "gfx1031", "gfx1100",
+                                                   "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151",
+                                                   "gfx1200", "gfx1201")},
+}
+
+
+def offline_device(arch: str) -> DeviceInfo:
+    """A DeviceInfo for an architecture we are building for but not running on."""
+    if arch == INTERPRETER_ARCH:
+        return DeviceInfo(arch, "interpreter", "Triton interpreter (offline)", None, 32, None, {}, None)
+    facts = KNOWN_ARCHS.get(arch)
+    if facts is None:
+        backend = "cuda" if arch.startswith("sm_") else "hip"
+        return DeviceInfo(arch, backend, f"{arch} (offline, properties unknown)", None,
+                          32 if backend == "cuda" else 64, None, {}, None)
+    return DeviceInfo(arch, facts.backend, f"{arch} (offline)", None, facts.warp_size,
+                      facts.shared_memory_per_block, {}, None)
+
+
+@dataclass(frozen=True)
 class DeviceInfo:
     """Facts about one device that kernel selection and reports need."""
 

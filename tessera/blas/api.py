@@ -97,7 +97,8 @@ def gemm(
 
     A and B are 2-D, or 3-D for a batch (a 2-D or batch-1 operand broadcasts over it); any strides.
     Float16/bfloat16 accumulate in float32 and may return float32 (``out_dtype``); float32 is exact
-    IEEE unless ``precision="tf32"``; float64 accumulates in float64. As in BLAS, ``beta == 0``
+    IEEE unless ``precision="tf32"`` allows TF32 tensor cores (NVIDIA; AMD GPUs compute IEEE fp32);
+    float64 accumulates in float64. As in BLAS, ``beta == 0``
     never reads C (NaN in C does not leak) and ``alpha == 0`` never reads A or B. C may broadcast
     to the result's shape; ``out`` may be C itself (in-place update) but must not overlap A or B.
     Returns the result (``out`` when given).
@@ -228,6 +229,8 @@ def _plan(
         c3 = c3.unsqueeze(0)
 
     info = device_info(device)
+    if precision == "tf32" and info.backend == "hip":
+        precision = "ieee"  # AMD GPUs have no tf32 in Triton: IEEE fp32 is what "allow tf32" gives
     key = dtype_key(a.dtype, precision)
     if key == "tf32" and space.tf32_wants_k_major(info):
         op_a, op_b = _k_major(op_a, op_b, materialize=allocate)

@@ -22,7 +22,6 @@ from tessera.tuning import logic
 
 Config = TileConfig | TmaConfig
 SIZE_KEYS = ("m", "n", "k", "batch")
-logic.register_op("blas", "gemm", SIZE_KEYS, {"gemm_tile": TileConfig, "gemm_tma": TmaConfig})
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
 SAFE_DEFAULT = TileConfig(32, 32, 32, 8, 4, 1)
@@ -183,3 +182,40 @@ def _portable_rules(problem: GemmProblem, hopper: bool) -> Choice:
     if m <= 64 or n <= 64:
         return Choice(TileConfig(64, 64, 64, 8, 4, 3), "small M or N: 64x64 tiles")
     return Choice(TileConfig(128, 128, 64, 8, 8, 3), "portable: 128x128 tiles")
+
+
+# Sizes heuristic logic covers: squares, skinny LLM-like shapes, small batches.
+_HEURISTIC_GRID = (
+    [(s, s, s, 1) for s in (256, 512, 1024, 2048, 4096, 8192, 16384)]
+    + [(m, n, k, 1) for m in (1, 16, 64, 256) for n, k in ((4096, 4096), (8192, 8192), (14336, 4096))]
+    + [(64, 64, 64, 512), (128, 128, 128, 256)]
+)
+DTYPES = ("fp16", "bf16", "tf32", "fp32", "fp64")
+
+
+def heuristic_logic(device: DeviceInfo) -> list[dict]:
+    """Logic documents (one per dtype) holding what the heuristic picks on ``device`` over a grid of
+    sizes: what a pack ships for an architecture nobody has tuned (``origin: heuristic``)."""
+    docs = []
+    for dtype in DTYPES:
+        if dtype == "tf32" and device.backend == "hip":
+            continue  # no tf32 on AMD: gemm computes such calls as fp32
+        ids: dict[Config, int] = {}
+        table = []
+        for m, n, k, batch in _HEURISTIC_GRID:
+            tma_ok = batch == 1 and min(m, n, k) >= 16 and dtype != "fp64"
+            choice = _select_heuristic(GemmProblem(m, n, k, batch, dtype, tma_ok), device.backend,
+                                       device.arch, device.shared_memory_per_block)
+            sid = ids.setdefault(choice.config, len(ids))
+            table.append({"m": m, "n": n, "k": k, "batch": batch, "solution": sid})
+        solutions = [{"id": sid, "kernel": config.kernel, **dataclasses.asdict(config)}
+                     for config, sid in ids.items()]
+        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas",
+                     "op": "gemm", "problem": {"dtype": dtype}, "origin": "heuristic",
+                     "runtime": {"backend": device.backend}, "solutions": solutions, "table": table,
+                     "distance": "log_euclidean"})
+    return docs
+
+
+logic.register_op("blas", "gemm", SIZE_KEYS, {"gemm_tile": TileConfig, "gemm_tma": TmaConfig},
+                  heuristic=heuristic_logic)

@@ -40,6 +40,25 @@ def _build_parser() -> argparse.ArgumentParser:
     validate = logic_sub.add_parser("validate", help="check logic files; exit 1 if any is invalid")
     validate.add_argument("files", type=Path, nargs="+")
 
+    pack = sub.add_parser("pack", help="build, install, check and roll back tuned packs")
+    pack_sub = pack.add_subparsers(dest="action", required=True)
+    build = pack_sub.add_parser("build", help="build a pack offline (no GPU of that arch needed)")
+    build.add_argument("--arch", required=True,
+                       help="target, e.g. sm_90 or gfx1103; several (comma-separated) write one pack each")
+    build.add_argument("--logic", type=Path, help="directory of logic files (default: shipped or heuristic)")
+    build.add_argument("--precompile", action="store_true", help="compile kernels for the arch offline")
+    build.add_argument("--name")
+    build.add_argument("--version", default="1")
+    build.add_argument("-o", "--output", type=Path, required=True,
+                       help="the pack file (a directory when several archs are given)")
+    install = pack_sub.add_parser("install", help="verify and install a pack (the old one is kept)")
+    install.add_argument("file", type=Path)
+    pack_sub.add_parser("list", help="installed packs, current and previous")
+    pack_sub.add_parser("verify", help="check the installed files, results and speed against the vendor")
+    pack_sub.add_parser("rollback", help="switch back to the previous install")
+    remove = pack_sub.add_parser("remove", help="remove the current pack (the previous one takes over)")
+    remove.add_argument("directory", type=Path, nargs="?", help="an installed pack directory instead")
+
     bench = sub.add_parser("bench", help="time Tessera beside the vendor library")
     bench_sub = bench.add_subparsers(dest="op", required=True)
     g = bench_sub.add_parser("gemm", help="GEMM vs torch.matmul (cuBLAS / rocBLAS)")
@@ -64,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             return _info(args)
         if args.command == "logic":
             return _logic(args)
+        if args.command == "pack":
+            return _pack(args)
         return _bench_gemm(args)
     except TesseraError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
@@ -85,8 +106,87 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pack(args: argparse.Namespace) -> int:
+    from tessera.tuning import packs
+
+    if args.action == "build":
+        archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+        rows = []
+        for arch in archs:
+            out = args.output / f"tessera-{arch}.tar.gz" if len(archs) > 1 else args.output
+            result = packs.build_pack(arch, out, logic_dir=args.logic, precompile=args.precompile,
+                                      name=args.name, version=args.version)
+            manifest = result.manifest
+            print(f"built {out}: {manifest['name']} {manifest['version']} for {arch} "
+                  f"(logic: {manifest['logic_origin']}, triton {manifest['runtime']['triton']}, "
+                  f"{len(manifest['files'])} files)")
+            rows += [{"arch": arch, **row} for row in manifest["support"]]
+        if rows:
+            groups: dict[tuple, int] = {}
+            for row in rows:
+                reason = row.get("reason", "").splitlines()[-1] if row.get("reason") else ""
+                key = (row["arch"], row["kernel"], row["dtype"], row["status"], reason)
+                groups[key] = groups.get(key, 0) + 1
+            print(f"\n{'arch':<9} {'kernel':<10} {'dtype':<5} {'configs':>7} {'status':<7} reason")
+            for (arch, kernel, dtype, status, reason), count in groups.items():
+                print(f"{arch:<9} {kernel:<10} {dtype:<5} {count:>7} {status:<7} {reason}")
+            for arch in archs:
+                ok = sum(r["status"] == "ok" for r in rows if r["arch"] == arch)
+                total = sum(r["arch"] == arch for r in rows)
+                print(f"{arch}: {ok}/{total} kernels compiled")
+        return 0
+    if args.action == "install":
+        installed = packs.install_pack(args.file)
+        print(f"installed {installed.manifest['name']} {installed.manifest['version']} into "
+              f"{installed.directory} (previous install kept for `tessera pack rollback`)")
+        return 0
+    if args.action == "list":
+        found = packs.list_packs()
+        if not found:
+            print(f"no packs installed under {packs.install_root()}")
+        for p in found:
+            state = "current" if p.current else ("previous" if p.previous else "")
+            m = p.manifest
+            print(f"{state:<9} {m['name']} {m['version']} {m['arch']} triton {m['runtime'].get('triton')} "
+                  f"{m.get('created', '')} {p.directory}")
+        return 0
+    if args.action == "rollback":
+        now = packs.rollback()
+        print(f"current is now {now.manifest['name']} {now.manifest['version']} ({now.directory})")
+        return 0
+    if args.action == "remove":
+        gone = packs.remove(directory=args.directory)
+        print(f"removed {gone}")
+        return 0
+    return _pack_verify()
+
+
+def _pack_verify() -> int:
+    """Installed files intact, results right, and speed beside the vendor on a few problems."""
+    interpreting = _use_interpreter_without_gpu()
+    from tessera.blas.bench import PRESETS, run_case
+    from tessera.tuning import packs
+
+    problems = list(packs.verify_installed_files())
+    for line in problems:
+        print(f"problem: {line}", file=sys.stderr)
+    if problems:
+        return 1
+    cases = PRESETS["interpreter" if interpreting else "quick"][:3]
+    worst = 0.0
+    for case in cases:
+        row = run_case(case, rounds=1 if interpreting else 3)
+        worst = max(worst, row["rel_err_vs_vendor"])
+        print(f"{row['problem']:<28} {row['kernel']:<40} speedup vs vendor x{row['ratio']:.3f} "
+              f"(relative difference {row['rel_err_vs_vendor']:.1e})")
+    if worst > 1e-2:
+        print(f"problem: results differ from the vendor's by {worst:.1e}", file=sys.stderr)
+        return 1
+    print("pack verified" + (" (interpreter: speeds are not GPU speeds)" if interpreting else ""))
+    return 0
+
+
 def _logic(args: argparse.Namespace) -> int:
-    import tessera.blas  # noqa: F401 - registers the BLAS ops logic files refer to
     from tessera.tuning.logic import load_logic
 
     if args.action == "show":

@@ -15,6 +15,7 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
       - {m: 4096, n: 4096, k: 4096, batch: 1, solution: 0, tflops: 701.2}
     distance: log_euclidean                          # how a size not in the table finds its nearest
     max_distance: 1.5                                # optional: farther than this, fall through
+    origin: tuned                                    # optional: tuned (measured) or heuristic
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher. Libraries declare their ops with :func:`register_op`.
@@ -41,21 +42,40 @@ from tessera.tuning.paths import SHIPPED_LOGIC, installed_logic
 
 SCHEMA_VERSION = 1
 DISTANCES = ("log_euclidean",)
+ORIGINS = ("tuned", "heuristic")
 
 
 @dataclass(frozen=True)
 class OpSpec:
-    """What a library declares about one op: its table's size keys and its kernel families."""
+    """What a library declares about one op: its table's size keys, its kernel families, and how
+    to write heuristic logic documents for a device nobody has tuned (used by pack builds)."""
 
     size_keys: tuple[str, ...]
     families: Mapping[str, type]  # kernel name → frozen config dataclass
+    heuristic: Callable[[Any], list[dict]] | None = None
 
 
 _OPS: dict[tuple[str, str], OpSpec] = {}
 
 
-def register_op(library: str, op: str, size_keys: tuple[str, ...], families: Mapping[str, type]) -> None:
-    _OPS[(library, op)] = OpSpec(tuple(size_keys), dict(families))
+def register_op(library: str, op: str, size_keys: tuple[str, ...], families: Mapping[str, type],
+                heuristic: Callable[[Any], list[dict]] | None = None) -> None:
+    _OPS[(library, op)] = OpSpec(tuple(size_keys), dict(families), heuristic)
+
+
+def _load_libraries() -> None:
+    """Import every Tessera library once, so each has registered its ops."""
+    import importlib
+
+    from tessera import _LIBRARIES
+
+    for name in _LIBRARIES:
+        importlib.import_module(f"tessera.{name}")
+
+
+def registered_ops() -> Mapping[tuple[str, str], OpSpec]:
+    _load_libraries()
+    return dict(_OPS)
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,7 @@ class LogicFile:
     table: tuple[Row, ...]
     distance: str
     max_distance: float | None
+    origin: str = "tuned"
 
     def nearest(self, sizes: tuple[int, ...], usable: Callable[[Any], bool] = lambda _: True
                 ) -> Match | None:
@@ -143,9 +164,10 @@ def load_logic(path: str | Path) -> LogicFile:
     arch = _require(doc, path, "arch", str)
     library = _require(doc, path, "library", str)
     op = _require(doc, path, "op", str)
-    spec = _OPS.get((library, op))
+    ops = registered_ops()
+    spec = ops.get((library, op))
     if spec is None:
-        known = ", ".join(f"{lib}.{name}" for lib, name in sorted(_OPS)) or "none registered"
+        known = ", ".join(f"{lib}.{name}" for lib, name in sorted(ops)) or "none registered"
         raise _fail(path, "op", f"{library}.{op} is unknown; known: {known}")
     problem = _require(doc, path, "problem", dict)
     runtime = doc.get("runtime", {})
@@ -154,6 +176,9 @@ def load_logic(path: str | Path) -> LogicFile:
     distance = doc.get("distance", "log_euclidean")
     if distance not in DISTANCES:
         raise _fail(path, "distance", f"{distance!r} is unknown; known: {', '.join(DISTANCES)}")
+    origin = doc.get("origin", "tuned")
+    if origin not in ORIGINS:
+        raise _fail(path, "origin", f"{origin!r} is unknown; known: {', '.join(ORIGINS)}")
     max_distance = doc.get("max_distance")
     if max_distance is not None and (isinstance(max_distance, bool)
                                      or not isinstance(max_distance, (int, float)) or max_distance < 0):
@@ -187,7 +212,7 @@ def load_logic(path: str | Path) -> LogicFile:
                     if k not in spec.size_keys and k != "solution" and isinstance(v, (int, float))}
         table.append(Row(tuple(sizes), sid, measured))
     return LogicFile(path, arch, library, op, problem, runtime, solutions, tuple(table), distance,
-                     None if max_distance is None else float(max_distance))
+                     None if max_distance is None else float(max_distance), origin)
 
 
 def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[str, Any]) -> Any:

@@ -166,3 +166,25 @@ def launch_gemm_tma(
              WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split),
         config.num_warps, config.num_stages,
     )
+
+
+def offline_source(config: TmaConfig, dtype: str) -> object:
+    """The kernel specialized for the common call (row-major operands, no C, alpha 1), as an
+    ``ASTSource`` to compile for a target we are not running on."""
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
+
+    kernel = JITFunction(_gemm_tma_kernel.fn)
+    elem = "fp32" if dtype == "tf32" else dtype
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    signature = {name: "constexpr" for name in kernel.arg_names}
+    signature.update(
+        a_desc=f"tensordesc<{elem}[{bm}, {bk}]>", b_desc=f"tensordesc<{elem}[{bk}, {bn}]>",
+        d_desc=f"tensordesc<{elem}[{bm}, {bn // config.epilogue_split}]>", c_ptr=f"*{elem}",
+        M="i32", N="i32", K="i32", stride_cm="i32", stride_cn="i32", NUM_SMS="i32",
+        alpha="fp64", beta="fp64")
+    constexprs = dict(HAS_C=False, SCALE_ALPHA=False, INPUT_PRECISION="tf32" if dtype == "tf32" else "ieee",
+                      A_COL_MAJOR=False, B_COL_MAJOR=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                      GROUP_M=config.group_m, WARP_SPECIALIZE=config.warp_specialize,
+                      EPILOGUE_SPLIT=config.epilogue_split)
+    return ASTSource(kernel, signature, constexprs)

@@ -1,0 +1,369 @@
+"""Packs: tuned logic (and precompiled kernels) for one architecture, built offline, installed safely.
+
+A pack is a ``.tar.gz`` holding ``manifest.json`` (format, name, version, arch, backend, the Triton
+and Tessera versions it was built with, creation time, origin of its logic, the sha256 of every
+other member, the precompiled kernels and the build's support table), ``logic/<arch>/*.yaml`` and
+``kernels/*`` (cubin/hsaco with the metadata Triton wrote).
+
+Install root (``TESSERA_HOME`` or the platform's user data directory)::
+
+    <root>/.lock                 filelock: one install/rollback/remove at a time
+    <root>/tmp/<id>/             staging; anything here after a crash is removed by the next install
+    <root>/packs/<name>-<ver>-<sha8>-<time>/   one directory per installed pack
+    <root>/current -> packs/…    the active pack (a symlink replaced atomically)
+    <root>/previous -> packs/…   the backup that ``rollback`` switches back to
+
+Nothing is written outside the root; archive members with absolute paths, ``..``, links or device
+files are refused before anything is written; every member's checksum is verified first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import uuid
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from tessera._core.device import offline_device
+from tessera._core.errors import LogicFileError, PackError
+from tessera.tuning import logic
+from tessera.tuning.paths import SHIPPED_LOGIC, install_root
+
+PACK_FORMAT = 1
+MANIFEST = "manifest.json"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _test_hook(stage: str) -> None:
+    """Reliability tests kill an install at a chosen stage (``TESSERA_TEST_KILL_AT=<stage>``)."""
+    if os.environ.get("TESSERA_TEST_KILL_AT") == stage:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+# ----------------------------------------------------------------------------------------- build
+
+@dataclass
+class BuildResult:
+    path: Path
+    manifest: dict[str, Any]
+
+
+def _logic_documents(arch: str, logic_dir: Path | None) -> tuple[dict[str, bytes], str]:
+    """Logic members for the pack and their origin: given files, shipped ones, or the heuristic."""
+    source = logic_dir if logic_dir is not None else SHIPPED_LOGIC
+    folder = source / arch if (source / arch).is_dir() else source
+    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    if logic_dir is not None and not files:
+        raise PackError(f"--logic {logic_dir}: no *.yaml logic files there or in {logic_dir / arch}")
+    members: dict[str, bytes] = {}
+    origins = set()
+    for path in files:
+        parsed = logic.load_logic(path)
+        if parsed.arch != arch:
+            raise PackError(f"{path} is logic for {parsed.arch}, not {arch}")
+        members[f"logic/{arch}/{path.name}"] = path.read_bytes()
+        origins.add(parsed.origin)
+    if members:
+        return members, origins.pop() if len(origins) == 1 else "mixed"
+    device = offline_device(arch)
+    for (library, op), spec in sorted(logic.registered_ops().items()):
+        for doc in spec.heuristic(device) if spec.heuristic else []:
+            name = f"logic/{arch}/{library}.{op}.{doc['problem']['dtype']}.yaml"
+            members[name] = yaml.safe_dump(doc, sort_keys=False).encode()
+    return members, "heuristic"
+
+
+def _precompile(arch: str, logic_members: dict[str, bytes]) -> tuple[dict[str, bytes], list[dict]]:
+    """Compile every solution of the pack's logic for ``arch`` in a child process."""
+    jobs = []
+    for name, data in sorted(logic_members.items()):
+        doc = yaml.safe_load(data)
+        for solution in doc["solutions"]:
+            config = {k: v for k, v in solution.items() if k not in ("id", "kernel")}
+            jobs.append({"library": doc["library"], "op": doc["op"], "kernel": solution["kernel"],
+                         "dtype": doc["problem"]["dtype"], "config": config, "logic": name,
+                         "solution": solution["id"]})
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                      env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory() as out:
+        request = {"arch": arch, "out": out, "warp_size": offline_device(arch).warp_size, "jobs": jobs}
+        done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"],
+                              input=json.dumps(request), capture_output=True, text=True, env=env,
+                              timeout=3600, check=False)
+        results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0 and not results:
+            raise PackError(f"precompiling for {arch} failed to start: {done.stderr.strip()[-500:]}")
+        members: dict[str, bytes] = {}
+        support = []
+        for job, result in zip(jobs, results, strict=False):
+            row = {k: job[k] for k in ("kernel", "dtype", "logic", "solution")} | {"status": result["status"]}
+            if result["status"] == "ok":
+                for key in ("file", "metadata"):
+                    members[f"kernels/{result[key]}"] = (Path(out) / result[key]).read_bytes()
+                row.update(file=f"kernels/{result['file']}", metadata=f"kernels/{result['metadata']}")
+            else:
+                row["reason"] = result["reason"]
+            support.append(row)
+        for job in jobs[len(results):]:
+            support.append({k: job[k] for k in ("kernel", "dtype", "logic", "solution")}
+                           | {"status": "failed", "reason": "the compiler process stopped early"})
+    return members, support
+
+
+def build_pack(arch: str, out: Path, *, logic_dir: Path | None = None, precompile: bool = False,
+               name: str | None = None, version: str = "1") -> BuildResult:
+    """Build a pack for ``arch`` (no GPU of that arch needed) and write it atomically to ``out``."""
+    import triton
+
+    from tessera import __version__
+
+    logic_members, origin = _logic_documents(arch, logic_dir)
+    kernel_members, support = _precompile(arch, logic_members) if precompile else ({}, [])
+    members = {**logic_members, **kernel_members}
+    manifest = {
+        "format": PACK_FORMAT, "name": name or f"tessera-{arch}", "version": str(version),
+        "arch": arch, "backend": offline_device(arch).backend,
+        "runtime": {"triton": triton.__version__, "tessera": __version__},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "logic_origin": origin,
+        "files": {path: _sha256(data) for path, data in sorted(members.items())},
+        "support": support,
+    }
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with tarfile.open(tmp, "w:gz") as tar:
+            for path, data in [(MANIFEST, json.dumps(manifest, indent=1).encode()), *sorted(members.items())]:
+                info = tarfile.TarInfo(path)
+                info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+                tar.addfile(info, io.BytesIO(data))
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return BuildResult(out, manifest)
+
+
+# ----------------------------------------------------------------------------------------- check
+
+def _safe_member_name(name: str) -> bool:
+    path = PurePosixPath(name)
+    return bool(name) and not path.is_absolute() and ".." not in path.parts and "\\" not in name
+
+
+def check_pack(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Read a pack fully into memory and verify it; raise :class:`PackError` saying what is wrong."""
+    path = Path(path)
+    contents: dict[str, bytes] = {}
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                if not _safe_member_name(member.name):
+                    raise PackError(f"{path}: member {member.name!r} has an absolute or '..' path; refused")
+                if member.issym() or member.islnk():
+                    raise PackError(f"{path}: member {member.name!r} is a link; refused")
+                if member.isdir():
+                    continue
+                if not member.isfile():
+                    raise PackError(f"{path}: member {member.name!r} is a device or special file; refused")
+                if member.name in contents:
+                    raise PackError(f"{path}: member {member.name!r} appears twice; refused")
+                extracted = tar.extractfile(member)
+                contents[member.name] = extracted.read() if extracted else b""
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise PackError(f"{path}: not a readable pack (truncated or not a .tar.gz: {exc})") from exc
+    if MANIFEST not in contents:
+        raise PackError(f"{path}: no {MANIFEST}; not a Tessera pack")
+    try:
+        manifest = json.loads(contents.pop(MANIFEST))
+    except ValueError as exc:
+        raise PackError(f"{path}: {MANIFEST} is not valid JSON ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != PACK_FORMAT:
+        raise PackError(f"{path}: pack format {manifest.get('format') if isinstance(manifest, dict) else '?'}"
+                        f" is not supported; this Tessera reads format {PACK_FORMAT}")
+    for key in ("name", "version", "arch", "runtime", "files"):
+        if key not in manifest:
+            raise PackError(f"{path}: {MANIFEST} lacks '{key}'")
+    listed = manifest["files"]
+    unlisted = sorted(set(contents) - set(listed))
+    if unlisted:
+        raise PackError(f"{path}: member {unlisted[0]!r} is not listed in the manifest; refused")
+    for name, digest in sorted(listed.items()):
+        if name not in contents:
+            raise PackError(f"{path}: {name} is listed in the manifest but missing")
+        if _sha256(contents[name]) != digest:
+            raise PackError(f"{path}: checksum mismatch for {name} (the pack is corrupt or was altered)")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in contents.items():
+            if name.startswith("logic/") and name.endswith(".yaml"):
+                target = Path(tmp) / Path(name).name
+                target.write_bytes(data)
+                try:
+                    logic.load_logic(target)
+                except LogicFileError as exc:
+                    raise PackError(f"{path}: {name}: {str(exc).split(': ', 1)[-1]}") from exc
+    return manifest, contents
+
+
+# --------------------------------------------------------------------------------------- install
+
+@dataclass(frozen=True)
+class Installed:
+    directory: Path
+    manifest: dict[str, Any]
+    current: bool
+    previous: bool
+
+
+def _lock(root: Path) -> Any:
+    from filelock import FileLock
+
+    root.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(root / ".lock"), timeout=600)
+
+
+def _point(link: Path, target: Path) -> None:
+    """Make ``link`` point at ``target`` atomically (a new symlink renamed over the old one)."""
+    tmp = link.with_name(f".{link.name}.{uuid.uuid4().hex}")
+    os.symlink(os.path.relpath(target, link.parent), tmp)
+    os.replace(tmp, link)
+
+
+def _target(link: Path) -> Path | None:
+    if not link.is_symlink():
+        return None
+    target = (link.parent / os.readlink(link)).resolve()
+    return target if target.is_dir() else None
+
+
+def _clean_staging(root: Path) -> None:
+    shutil.rmtree(root / "tmp", ignore_errors=True)
+    for stray in root.glob(".current.*"):
+        stray.unlink(missing_ok=True)
+    for stray in root.glob(".previous.*"):
+        stray.unlink(missing_ok=True)
+
+
+def install_pack(path: Path, *, root: Path | None = None, arch: str | None = None,
+                 triton_version: str | None = None) -> Installed:
+    """Verify ``path``, refuse it for another arch or Triton version, unpack it into a new
+    directory and switch ``current`` to it atomically, keeping the old one as ``previous``."""
+    import triton
+
+    from tessera._core.device import device_info
+
+    manifest, contents = check_pack(path)
+    here_arch = arch or device_info().arch
+    here_triton = triton_version or triton.__version__
+    if manifest["arch"] != here_arch:
+        raise PackError(f"pack {manifest['name']} {manifest['version']} is for {manifest['arch']}; this "
+                        f"machine is {here_arch}: build one with `tessera pack build --arch {here_arch}`")
+    built_with = manifest["runtime"].get("triton")
+    if built_with != here_triton:
+        raise PackError(f"pack {manifest['name']} {manifest['version']} was built with triton {built_with}; "
+                        f"installed triton is {here_triton}: its kernels would not load. Rebuild it "
+                        f"with triton {here_triton}, or install triton=={built_with}")
+    root = Path(root) if root is not None else install_root()
+    with _lock(root):
+        _clean_staging(root)
+        staging = root / "tmp" / uuid.uuid4().hex
+        for name, data in contents.items():
+            target = staging / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1))
+        _test_hook("extracted")
+        digest = _sha256(json.dumps(manifest, sort_keys=True).encode())[:8]
+        final = root / "packs" / f"{manifest['name']}-{manifest['version']}-{digest}-{time.time_ns()}"
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, final)
+        _test_hook("moved")
+        previous = _target(root / "current")
+        _point(root / "current", final)
+        _test_hook("switched")
+        if previous is not None:
+            _point(root / "previous", previous)
+    logic.reload()
+    return Installed(final, manifest, True, False)
+
+
+def list_packs(root: Path | None = None) -> list[Installed]:
+    root = Path(root) if root is not None else install_root()
+    current, previous = _target(root / "current"), _target(root / "previous")
+    found = []
+    for directory in sorted((root / "packs").glob("*")) if (root / "packs").is_dir() else []:
+        try:
+            manifest = json.loads((directory / MANIFEST).read_text())
+        except (OSError, ValueError):
+            continue  # not a complete install (cannot happen through install_pack; be tolerant)
+        found.append(Installed(directory, manifest, directory == current, directory == previous))
+    return found
+
+
+def rollback(root: Path | None = None) -> Installed:
+    """Switch back to the previous install (and keep the one replaced as the new previous)."""
+    root = Path(root) if root is not None else install_root()
+    with _lock(root):
+        current, previous = _target(root / "current"), _target(root / "previous")
+        if previous is None:
+            raise PackError(f"nothing to roll back to: no previous install under {root}")
+        _point(root / "current", previous)
+        if current is not None:
+            _point(root / "previous", current)
+    logic.reload()
+    return next(p for p in list_packs(root) if p.current)
+
+
+def remove(root: Path | None = None, *, directory: Path | None = None) -> Path:
+    """Remove an installed pack (default: the current one; the previous one becomes current)."""
+    root = Path(root) if root is not None else install_root()
+    with _lock(root):
+        current, previous = _target(root / "current"), _target(root / "previous")
+        victim = Path(directory).resolve() if directory is not None else current
+        if victim is None or victim.parent != (root / "packs").resolve():
+            raise PackError(f"no such installed pack under {root / 'packs'}: {directory or 'current'}")
+        if victim == current:
+            if previous is not None:
+                _point(root / "current", previous)
+                (root / "previous").unlink()
+            else:
+                (root / "current").unlink()
+        elif victim == previous:
+            (root / "previous").unlink()
+        shutil.rmtree(victim)
+    logic.reload()
+    return victim
+
+
+def verify_installed_files(root: Path | None = None) -> Iterator[str]:
+    """Re-check the active pack's files against its manifest; yields one line per problem."""
+    root = Path(root) if root is not None else install_root()
+    current = _target(root / "current")
+    if current is None:
+        yield f"no pack is installed under {root}"
+        return
+    manifest = json.loads((current / MANIFEST).read_text())
+    for name, digest in sorted(manifest["files"].items()):
+        file = current / name
+        if not file.is_file():
+            yield f"{name}: missing"
+        elif _sha256(file.read_bytes()) != digest:
+            yield f"{name}: checksum mismatch"

@@ -1,0 +1,255 @@
+"""Packs: build offline, verify, install atomically with a backup, refuse bad packs, survive kills."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+import triton
+import yaml
+
+from reference import assert_gemm_close
+from tessera import PackError
+from tessera.blas import explain, gemm
+from tessera.cli import main
+from tessera.tuning import logic, packs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("TESSERA_HOME", str(tmp_path / "home"))
+    logic.reload()
+    yield
+    logic.reload()
+
+
+@pytest.fixture(scope="module")
+def sm90_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return packs.build_pack("sm_90", tmp_path_factory.mktemp("p") / "sm90.tar.gz").path
+
+
+def install(path: Path, root: Path, arch: str = "sm_90") -> packs.Installed:
+    return packs.install_pack(path, root=root, arch=arch, triton_version=triton.__version__)
+
+
+def state(root: Path) -> list[tuple[str, bool, bool]]:
+    return [(p.directory.name, p.current, p.previous) for p in packs.list_packs(root)]
+
+
+def test_build_manifest_and_heuristic_logic(sm90_pack: Path) -> None:
+    manifest, contents = packs.check_pack(sm90_pack)
+    assert manifest["arch"] == "sm_90" and manifest["backend"] == "cuda"
+    assert manifest["runtime"]["triton"] == triton.__version__ and manifest["logic_origin"] == "heuristic"
+    assert set(manifest["files"]) == set(contents)
+    assert "logic/sm_90/blas.gemm.bf16.yaml" in contents and "logic/sm_90/blas.gemm.tf32.yaml" in contents
+
+
+def test_install_switch_backup_rollback_remove(sm90_pack: Path, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    first = install(sm90_pack, root)
+    assert (root / "current").resolve() == first.directory
+    assert (root / "current" / "logic" / "sm_90" / "blas.gemm.fp16.yaml").is_file()
+    second = install(sm90_pack, root)
+    assert state(root) == sorted([(first.directory.name, False, True), (second.directory.name, True, False)])
+    assert packs.rollback(root).directory == first.directory
+    assert (root / "previous").resolve() == second.directory
+    assert list(packs.verify_installed_files(root)) == []
+    packs.remove(root)  # removes the current (first); the previous (second) takes over
+    assert state(root) == [(second.directory.name, True, False)]
+    with pytest.raises(PackError, match="nothing to roll back to"):
+        packs.rollback(root)
+    packs.remove(root)
+    assert state(root) == [] and not (root / "current").exists()
+
+
+def _rewrite(source: Path, dest: Path, edit) -> Path:
+    """Copy a pack member by member, letting ``edit(name, data, tarinfo)`` change or add members."""
+    with tarfile.open(source, "r:gz") as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar if m.isfile()]
+    with tarfile.open(dest, "w:gz") as out:
+        for info, data in members:
+            data = edit(info.name, data, out)
+            if data is not None:
+                info.size = len(data)
+                out.addfile(info, io.BytesIO(data))
+    return dest
+
+
+def _special(kind: bytes, name: str, linkname: str = ""):
+    def edit(member: str, data: bytes, out: tarfile.TarFile) -> bytes:
+        if member == "manifest.json":
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, linkname
+            out.addfile(info)
+        return data
+    return edit
+
+
+def _alter(member_name: str):
+    def edit(member: str, data: bytes, out: tarfile.TarFile) -> bytes:
+        return data.replace(b"block_m: 128", b"block_m: 64") if member == member_name else data
+    return edit
+
+
+def _add_regular(name: str):
+    def edit(member: str, data: bytes, out: tarfile.TarFile) -> bytes:
+        if member == "manifest.json":
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            out.addfile(info, io.BytesIO(b"x=1"))
+        return data
+    return edit
+
+
+BAD_PACKS = {
+    "member altered": (_alter("logic/sm_90/blas.gemm.bf16.yaml"),
+                       "checksum mismatch for logic/sm_90/blas.gemm.bf16.yaml"),
+    "dot-dot member": (_add_regular("../escape.txt"), "absolute or '..' path"),
+    "absolute member": (_add_regular("/tmp/escape.txt"), "absolute or '..' path"),
+    "symlink member": (_special(tarfile.SYMTYPE, "logic/evil", "/etc/passwd"), "is a link"),
+    "hard link member": (_special(tarfile.LNKTYPE, "logic/evil2", "manifest.json"), "is a link"),
+    "device member": (_special(tarfile.CHRTYPE, "logic/null"), "device or special file"),
+    "unlisted member": (_add_regular("kernels/extra.bin"), "not listed in the manifest"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_PACKS))
+def test_bad_packs_are_refused_and_state_unchanged(case: str, sm90_pack: Path, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    install(sm90_pack, root)
+    before = state(root)
+    edit, message = BAD_PACKS[case]
+    bad = _rewrite(sm90_pack, tmp_path / "bad.tar.gz", edit)
+    with pytest.raises(PackError, match=message):
+        install(bad, root)
+    assert state(root) == before
+    assert list(packs.verify_installed_files(root)) == []
+
+
+def test_truncated_and_bit_flipped_packs(sm90_pack: Path, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    data = sm90_pack.read_bytes()
+    truncated = tmp_path / "t.tar.gz"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(PackError, match="not a readable pack"):
+        install(truncated, root)
+    raw = bytearray(gzip.decompress(data))
+    raw[raw.index(b"block_k")] ^= 0x20  # flip one bit inside a logic member, keep the archive valid
+    flipped = tmp_path / "f.tar.gz"
+    flipped.write_bytes(gzip.compress(bytes(raw)))
+    with pytest.raises(PackError, match="checksum mismatch"):
+        install(flipped, root)
+    assert state(root) == []
+
+
+def test_wrong_arch_and_wrong_triton_say_what_is_needed(sm90_pack: Path, tmp_path: Path) -> None:
+    with pytest.raises(PackError, match=r"is for sm_90; this machine is gfx1103: build one with "
+                                        r"`tessera pack build --arch gfx1103`"):
+        packs.install_pack(sm90_pack, root=tmp_path, arch="gfx1103", triton_version=triton.__version__)
+    wanted = rf"built with triton {re.escape(triton.__version__)}; installed triton is 3\.0\.0"
+    with pytest.raises(PackError, match=wanted):
+        packs.install_pack(sm90_pack, root=tmp_path, arch="sm_90", triton_version="3.0.0")
+
+
+_INSTALL_CHILD = """
+import sys
+import triton
+from tessera.tuning import packs
+packs.install_pack(sys.argv[1], root=sys.argv[2], arch="sm_90", triton_version=triton.__version__)
+"""
+
+
+def _child_install(pack: Path, root: Path, kill_at: str | None = None) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    if kill_at:
+        env["TESSERA_TEST_KILL_AT"] = kill_at
+    return subprocess.Popen([sys.executable, "-c", _INSTALL_CHILD, str(pack), str(root)], env=env,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("stage", ["extracted", "moved", "switched"])
+def test_install_killed_at_each_stage_leaves_a_consistent_state(stage: str, sm90_pack: Path,
+                                                                 tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    old = install(sm90_pack, root)
+    child = _child_install(sm90_pack, root, kill_at=stage)
+    assert child.wait(timeout=120) == -9, child.stderr.read()
+    current = packs.list_packs(root)
+    active = [p for p in current if p.current]
+    assert len(active) == 1 and list(packs.verify_installed_files(root)) == []
+    if stage != "switched":
+        assert active[0].directory == old.directory  # the commit point is the switch
+    new = install(sm90_pack, root)  # the next install succeeds and cleans up staging leftovers
+    assert (root / "current").resolve() == new.directory and not any((root / "tmp").glob("*"))
+
+
+def test_concurrent_installs_one_wins_cleanly(sm90_pack: Path, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    children = [_child_install(sm90_pack, root) for _ in range(2)]
+    assert [c.wait(timeout=180) for c in children] == [0, 0]
+    installed = packs.list_packs(root)
+    assert len(installed) == 2
+    assert sorted((p.current, p.previous) for p in installed) == [(False, True), (True, False)]
+    assert list(packs.verify_installed_files(root)) == []
+
+
+def test_build_from_logic_dir(tmp_path: Path) -> None:
+    from test_logic import GOOD
+
+    folder = tmp_path / "logic" / "interpreter"
+    folder.mkdir(parents=True)
+    (folder / "blas.gemm.fp32.yaml").write_text(yaml.safe_dump(GOOD))
+    result = packs.build_pack("interpreter", tmp_path / "i.tar.gz", logic_dir=tmp_path / "logic")
+    assert result.manifest["logic_origin"] == "tuned"
+    with pytest.raises(PackError, match="is logic for interpreter, not sm_90"):
+        packs.build_pack("sm_90", tmp_path / "x.tar.gz", logic_dir=folder)
+
+
+def test_precompile_reports_support(tmp_path: Path) -> None:
+    folder = tmp_path / "logic"
+    folder.mkdir()
+    doc = {"schema": 1, "arch": "gfx1103", "library": "blas", "op": "gemm", "problem": {"dtype": "fp16"},
+           "solutions": [{"id": 0, "kernel": "gemm_tile", "block_m": 32, "block_n": 32, "block_k": 32,
+                          "num_warps": 4, "num_stages": 2},
+                         {"id": 1, "kernel": "gemm_tma", "block_m": 64, "block_n": 64, "block_k": 32}],
+           "table": [{"m": 64, "n": 64, "k": 64, "batch": 1, "solution": 0},
+                     {"m": 4096, "n": 4096, "k": 4096, "batch": 1, "solution": 1}]}
+    (folder / "blas.gemm.fp16.yaml").write_text(yaml.safe_dump(doc))
+    result = packs.build_pack("gfx1103", tmp_path / "g.tar.gz", logic_dir=folder, precompile=True)
+    support = {row["kernel"]: row for row in result.manifest["support"]}
+    assert support["gemm_tile"]["status"] == "ok" and support["gemm_tile"]["file"].endswith(".hsaco")
+    assert support["gemm_tma"]["status"] == "failed" and "sm_90" in support["gemm_tma"]["reason"]
+    _, contents = packs.check_pack(result.path)
+    assert len(contents[support["gemm_tile"]["file"]]) > 1000
+
+
+def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Build a pack for the running arch, install it, and GEMM selects through its logic."""
+    from tessera import device_info
+
+    arch = device_info().arch
+    pack = tmp_path / "mine.tar.gz"
+    assert main(["pack", "build", "--arch", arch, "-o", str(pack)]) == 0
+    assert main(["pack", "install", str(pack)]) == 0
+    assert main(["pack", "list"]) == 0
+    out = capsys.readouterr().out
+    assert f"built {pack}" in out and "installed tessera-" in out and "current" in out
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    a, b = torch.randn(50, 40, device=device), torch.randn(40, 30, device=device)
+    choice = explain(a, b)
+    assert "current/logic" in choice.reason or "/packs/" in choice.reason, choice.reason
+    assert_gemm_close(gemm(a, b), a, b)
+    assert main(["pack", "verify"]) == 0
+    assert main(["pack", "install", str(tmp_path / "missing.tar.gz")]) == 2
+    assert "not a readable pack" in capsys.readouterr().err
+    assert main(["pack", "remove"]) == 0 and main(["pack", "rollback"]) == 2
