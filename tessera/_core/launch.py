@@ -13,8 +13,10 @@ kernel, and ``TESSERA_DIRECT_LAUNCH=0`` turns the cache off.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -53,6 +55,20 @@ def specialization_key(arg: Any) -> Any:
     raise TypeError(f"no specialization rule for a {type(arg).__name__} kernel argument")
 
 
+_compile_only: ContextVar[bool] = ContextVar("tessera_compile_only", default=False)
+
+
+@contextlib.contextmanager
+def compile_only() -> Iterator[None]:
+    """Launches in this block only compile (``JITFunction.warmup``): the tuner uses it inside
+    Triton's ``AsyncCompileMode`` to compile candidates in parallel before timing them."""
+    token = _compile_only.set(True)
+    try:
+        yield
+    finally:
+        _compile_only.reset(token)
+
+
 class Launcher:
     """Calls ``kernel[grid](*args, **constexprs, num_warps=…, num_stages=…)``, fast after the first time.
 
@@ -70,6 +86,11 @@ class Launcher:
 
     def __call__(self, grid: Sequence[int], args: Sequence[Any], constexprs: dict[str, Any],
                  num_warps: int, num_stages: int) -> None:
+        if _compile_only.get():
+            if not interpreter_enabled():
+                self.kernel.warmup(*args, grid=tuple(grid), **constexprs, num_warps=num_warps,
+                                   num_stages=num_stages)
+            return
         if not self.enabled or interpreter_enabled():
             self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps, num_stages=num_stages)
             return

@@ -40,6 +40,18 @@ def _build_parser() -> argparse.ArgumentParser:
     validate = logic_sub.add_parser("validate", help="check logic files; exit 1 if any is invalid")
     validate.add_argument("files", type=Path, nargs="+")
 
+    tune = sub.add_parser("tune", help="benchmark kernel configurations and write logic files")
+    tune_sub = tune.add_subparsers(dest="op", required=True)
+    tg = tune_sub.add_parser("gemm", help="tune GEMM for the running device")
+    tg.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32", "tf32", "fp64"])
+    tg.add_argument("--sizes", default="preset",
+                    help="preset names (preset, square, skinny, batched, tiny) or MxNxK[xB], comma-separated")
+    tg.add_argument("--space", default="default", choices=["default", "wide", "tiny"])
+    tg.add_argument("--budget-minutes", type=float, help="stop (progress saved) after this long")
+    tg.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    tg.add_argument("--no-plot", action="store_true")
+    tg.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
+
     pack = sub.add_parser("pack", help="build, install, check and roll back tuned packs")
     pack_sub = pack.add_subparsers(dest="action", required=True)
     build = pack_sub.add_parser("build", help="build a pack offline (no GPU of that arch needed)")
@@ -85,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             return _logic(args)
         if args.command == "pack":
             return _pack(args)
+        if args.command == "tune":
+            return _tune_gemm(args)
         return _bench_gemm(args)
     except TesseraError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
@@ -103,6 +117,57 @@ def _info(args: argparse.Namespace) -> int:
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items() if v is not None) or "unknown"
         print(f"{key:>24}: {value if value is not None else 'unknown'}")
+    return 0
+
+
+def _tune_gemm(args: argparse.Namespace) -> int:
+    interpreting = _use_interpreter_without_gpu()
+    import math
+
+    import torch
+
+    from tessera import device_info
+    from tessera._core.timing import flushed_ms
+    from tessera.blas.bench import DTYPES
+    from tessera.blas.tune import SIZE_PRESETS, default_choice, gemm_tunable
+    from tessera.tuning.plot import plot_results
+    from tessera.tuning.tuner import Tuner, parse_sizes
+
+    problems = parse_sizes(args.sizes, SIZE_PRESETS, width=4)
+    if interpreting:
+        print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
+    device = device_info()
+    op = gemm_tunable(args.dtype, problems, args.space, device)
+    tuner = Tuner(op, args.out, resume=args.resume,
+                  budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
+    path = tuner.run()
+    print(f"wrote {path}")
+    best = tuner.best()
+    labels, tuned, default, vendor = [], [], [], []
+    target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
+    for problem in problems:
+        if problem not in best:
+            continue
+        m, n, k, batch = problem
+        labels.append("x".join(map(str, problem)))
+        tuned.append(best[problem][1])
+        default.append(op.measure(problem, default_choice(problem, args.dtype, device)))
+        shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
+        a = torch.randn(shape_a, device=target).to(DTYPES[args.dtype])
+        b = torch.randn(shape_b, device=target).to(DTYPES[args.dtype])
+        vendor.append(2.0 * m * n * k * batch / flushed_ms(lambda a=a, b=b: torch.matmul(a, b)) / 1e9)
+    if not labels:
+        print("no problem has a correct candidate yet")
+        return 1
+    print(f"{'problem':<24} {'tuned':>9} {'default':>9} {'vendor':>9} {'tuned/default':>13}")
+    for row in zip(labels, tuned, default, vendor, strict=True):
+        print(f"{row[0]:<24} {row[1]:>9.2f} {row[2]:>9.2f} {row[3]:>9.2f} {row[1] / row[2]:>13.3f}")
+    gain = math.exp(sum(math.log(t / d) for t, d in zip(tuned, default, strict=True)) / len(tuned))
+    print(f"geometric-mean gain of tuned over the heuristic default: x{gain:.3f}")
+    if not args.no_plot:
+        png = plot_results(path.with_suffix(".png"), f"GEMM {args.dtype} on {device.name}", labels,
+                           {"tuned": tuned, "default (heuristic)": default, "vendor": vendor}, "TFLOP/s")
+        print(f"wrote {png}")
     return 0
 
 

@@ -1,0 +1,129 @@
+"""Tuning GEMM: problems, candidate configurations, correctness check and timing for the tuner."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+from tessera._core.device import DeviceInfo, device_info
+from tessera._core.launch import compile_only
+from tessera._core.timing import flushed_ms, on_gpu
+from tessera.blas import space
+from tessera.blas.accuracy import gemm_error_bound
+from tessera.blas.api import gemm
+from tessera.blas.bench import DTYPES
+from tessera.blas.kernels.gemm_tile import TileConfig
+from tessera.blas.kernels.gemm_tma import TmaConfig
+from tessera.tuning.tuner import TunableOp
+
+LLM_NK = ((4096, 4096), (8192, 8192), (14336, 4096), (4096, 14336))
+SIZE_PRESETS: dict[str, list[tuple[int, int, int, int]]] = {
+    "square": [(s, s, s, 1) for s in (256, 512, 1024, 2048, 4096, 8192, 16384)],
+    "skinny": [(m, n, k, 1) for m in (1, 4, 16, 64, 256) for n, k in LLM_NK],
+    "batched": [(64, 64, 64, 512), (128, 128, 128, 256), (32, 32, 32, 1024), (256, 256, 256, 64)],
+    "tiny": [(48, 40, 32, 1), (20, 64, 40, 1), (32, 32, 32, 3)],  # interpreter-sized, for CPU runs
+}
+SIZE_PRESETS["preset"] = SIZE_PRESETS["square"] + SIZE_PRESETS["skinny"] + SIZE_PRESETS["batched"]
+
+SPACES: dict[str, tuple[space.Config, ...]] = {
+    "default": tuple(c for c in space.TILE_SPACE if c.num_stages == 3) + tuple(
+        c for c in space.TMA_SPACE if c.num_warps == 8 and not c.warp_specialize and c.num_stages < 5),
+    "wide": space.TILE_SPACE + space.TMA_SPACE,
+    "tiny": (TileConfig(16, 16, 16, 1, 2, 1), TileConfig(32, 32, 16, 4, 4, 1),
+             TileConfig(16, 32, 32, 8, 4, 2)),
+}
+
+
+def _pow2_at_least(x: int) -> int:
+    return 1 << max(4, (x - 1).bit_length())
+
+
+def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> bool:
+    m, n, _, batch = problem
+    if config.block_m > _pow2_at_least(m) or config.block_n > _pow2_at_least(n):
+        return False  # a tile mostly outside the matrix
+    if isinstance(config, TmaConfig):
+        if batch != 1 or dtype == "fp64" or device.backend != "cuda" or space._sm_version(
+                device.backend, device.arch) < 90:
+            return False
+        element = 4 if dtype in ("fp32", "tf32") else 2
+        pipeline = config.num_stages * (config.block_m + config.block_n) * config.block_k * element
+        epilogue = config.block_m * config.block_n // config.epilogue_split * element
+        return device.shared_memory_per_block is None or pipeline + epilogue <= device.shared_memory_per_block
+    limit = device.shared_memory_per_block
+    return limit is None or space._shared_memory_bytes(config, dtype) <= limit
+
+
+def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], space_name: str,
+                 device: DeviceInfo | None = None) -> TunableOp:
+    """The GEMM op as the tuner sees it, on the current device (GPU, or the interpreter)."""
+    device = device or device_info()
+    torch_dtype = DTYPES[dtype]
+    precision = "tf32" if dtype == "tf32" else "ieee"
+    target = "cuda" if on_gpu() else "cpu"
+    operands: dict[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def tensors(problem: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        if problem not in operands:
+            operands.clear()  # one problem at a time: keep memory bounded
+            m, n, k, batch = problem
+            gen = torch.Generator().manual_seed(hash(problem) % 2**31)
+            shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
+            operands[problem] = (torch.randn(shape_a, generator=gen).to(torch_dtype).to(target),
+                                 torch.randn(shape_b, generator=gen).to(torch_dtype).to(target))
+        return operands[problem]
+
+    def candidates(problem: tuple[int, ...]) -> list[space.Config]:
+        return [c for c in SPACES[space_name] if _fits(c, problem, dtype, device)]
+
+    def run(problem: tuple[int, ...], config: space.Config) -> torch.Tensor:
+        a, b = tensors(problem)
+        with space.forced(config):
+            return gemm(a, b, precision=precision)
+
+    def check(problem: tuple[int, ...], config: space.Config) -> str | None:
+        a, b = tensors(problem)
+        d = run(problem, config).double().cpu()
+        ref = torch.matmul(a.double(), b.double()).cpu()
+        bound = gemm_error_bound(a.cpu(), b.cpu(), None, alpha=1.0, beta=0.0, out_dtype=d.dtype,
+                                 precision=precision)
+        worst = ((d - ref).abs() / bound).max().item()
+        return None if worst <= 1.0 else f"error exceeds the accuracy bound by x{worst:.3g}"
+
+    def measure(problem: tuple[int, ...], config: space.Config) -> float:
+        m, n, k, batch = problem
+        return 2.0 * m * n * k * batch / flushed_ms(lambda: run(problem, config)) / 1e9
+
+    def warm(problem: tuple[int, ...], configs: Sequence[space.Config]) -> None:
+        try:
+            from triton.runtime._async_compile import AsyncCompileMode
+        except ImportError:  # this Triton cannot compile asynchronously: compile on first run
+            return
+        if not on_gpu():
+            return
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool, \
+                AsyncCompileMode(pool, ignore_errors=True), compile_only():
+            for config in configs:
+                try:
+                    run(problem, config)
+                except Exception:  # noqa: BLE001 - the candidate's own run reports failures
+                    continue
+
+    import triton
+
+    return TunableOp("blas", "gemm", device.arch, dtype, list(problems), candidates, check, measure,
+                     runtime={"triton": triton.__version__, "backend": device.backend,
+                              "device": device.name},
+                     warm=warm)
+
+
+def default_choice(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
+    """What the untuned heuristic picks (the tuner's plot compares against it)."""
+    m, n, k, batch = problem
+    tma_ok = batch == 1 and dtype != "fp64" and min(m, n, k) >= 16
+    return space._select_heuristic(space.GemmProblem(m, n, k, batch, dtype, tma_ok), device.backend,
+                                   device.arch, device.shared_memory_per_block).config
+

@@ -1,0 +1,183 @@
+"""The tuner: time every candidate configuration of an op on a set of sizes and write logic files.
+
+Op-agnostic: a library supplies a :class:`TunableOp` (its problems, its candidates per problem, a
+correctness check and a timer). For each (problem, candidate) the tuner checks correctness first,
+then times; every result is appended to a journal (one JSON line, flushed and fsynced) before the
+next, so a crash or kill loses at most the candidate in flight and ``resume`` skips what is done.
+The logic file is rewritten from the journal after each problem, atomically (temporary file and
+rename) under a file lock, so two tuners sharing a directory never corrupt a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tessera._core.errors import InvalidArgumentError
+from tessera.tuning import logic
+
+
+@dataclass(frozen=True)
+class TunableOp:
+    """What a library provides so its op can be tuned."""
+
+    library: str
+    op: str
+    arch: str
+    dtype: str
+    problems: Sequence[tuple[int, ...]]
+    candidates: Callable[[tuple[int, ...]], Sequence[Any]]  # configs that can run a problem
+    check: Callable[[tuple[int, ...], Any], str | None]  # None when correct, else what is wrong
+    measure: Callable[[tuple[int, ...], Any], float]  # the figure to maximise (e.g. TFLOP/s)
+    figure: str = "tflops"
+    runtime: dict[str, Any] = dataclasses.field(default_factory=dict)
+    warm: Callable[[tuple[int, ...], Sequence[Any]], None] | None = None  # compile ahead, in parallel
+
+
+def _config_key(config: Any) -> str:
+    return json.dumps({"kernel": config.kernel, **dataclasses.asdict(config)}, sort_keys=True)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class Tuner:
+    def __init__(self, op: TunableOp, out_dir: Path, *, resume: bool = False,
+                 budget_s: float | None = None, progress: bool = True) -> None:
+        self.op, self.resume, self.budget_s, self.progress = op, resume, budget_s, progress
+        self.folder = Path(out_dir) / op.arch
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stem = f"{op.library}.{op.op}.{op.dtype}"
+        self.logic_path = self.folder / f"{stem}.yaml"
+        self.journal_path = self.folder / f"{stem}.journal.jsonl"
+        if self.journal_path.exists() and not resume:
+            raise InvalidArgumentError(
+                f"{self.journal_path} exists: pass --resume to continue that run, or choose another --out")
+
+    def _lock(self) -> Any:
+        from filelock import FileLock
+
+        return FileLock(str(self.folder / ".tune.lock"), timeout=600)
+
+    def journal(self) -> list[dict[str, Any]]:
+        """Completed results; a line cut short by a kill is ignored."""
+        if not self.journal_path.exists():
+            return []
+        entries = []
+        for line in self.journal_path.read_text().splitlines():
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue
+        return entries
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        with self._lock(), open(self.journal_path, "a") as f:
+            f.write(json.dumps(entry, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def run(self) -> Path:
+        """Tune every problem (skipping journaled work), write the logic file, return its path."""
+        from tqdm import tqdm
+
+        done = {(tuple(e["sizes"]), e["config"]) for e in self.journal()}
+        work = [(p, c) for p in self.op.problems for c in self.op.candidates(p)]
+        started = time.monotonic()
+        bar = tqdm(total=len(work), initial=sum((p, _config_key(c)) in done for p, c in work),
+                   desc=f"tune {self.op.library}.{self.op.op} {self.op.dtype}", unit="candidate",
+                   disable=not self.progress)
+        try:
+            for problem in self.op.problems:
+                todo = [c for c in self.op.candidates(problem) if (problem, _config_key(c)) not in done]
+                if todo and self.op.warm is not None:
+                    self.op.warm(problem, todo)
+                for config in todo:
+                    if self.budget_s is not None and time.monotonic() - started > self.budget_s:
+                        bar.write("time budget reached: progress saved, continue with --resume")
+                        return self.write_logic()
+                    self._append(self._evaluate(problem, config))
+                    bar.update()
+                self.write_logic()
+        finally:
+            bar.close()
+        return self.write_logic()
+
+    def _evaluate(self, problem: tuple[int, ...], config: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {"sizes": list(problem), "config": _config_key(config)}
+        try:
+            wrong = self.op.check(problem, config)
+            if wrong is not None:
+                return {**entry, "status": "incorrect", "reason": wrong}
+            return {**entry, "status": "ok", self.op.figure: self.op.measure(problem, config)}
+        except Exception as exc:  # noqa: BLE001 - a candidate that fails to compile or run is a result
+            return {**entry, "status": "failed", "reason": f"{type(exc).__name__}: {str(exc)[-300:]}"}
+
+    def best(self) -> dict[tuple[int, ...], tuple[dict[str, Any], float]]:
+        """Best correct configuration per problem (ties: the first journaled)."""
+        best: dict[tuple[int, ...], tuple[dict[str, Any], float]] = {}
+        for e in self.journal():
+            if e.get("status") != "ok":
+                continue
+            sizes, figure = tuple(e["sizes"]), e[self.op.figure]
+            if sizes not in best or figure > best[sizes][1]:
+                best[sizes] = (json.loads(e["config"]), figure)
+        return best
+
+    def write_logic(self) -> Path:
+        best = self.best()
+        ids: dict[str, int] = {}
+        solutions, table = [], []
+        for sizes in sorted(best):
+            config, figure = best[sizes]
+            key = json.dumps(config, sort_keys=True)
+            if key not in ids:
+                ids[key] = len(ids)
+                solutions.append({"id": ids[key], **config})
+            spec = logic.registered_ops()[(self.op.library, self.op.op)]
+            row = dict(zip(spec.size_keys, sizes, strict=True))
+            table.append({**row, "solution": ids[key], self.op.figure: float(f"{figure:.4g}")})
+        doc = {"schema": logic.SCHEMA_VERSION, "arch": self.op.arch, "library": self.op.library,
+               "op": self.op.op, "problem": {"dtype": self.op.dtype}, "origin": "tuned",
+               "runtime": self.op.runtime, "solutions": solutions, "table": table,
+               "distance": "log_euclidean"}
+        with self._lock():
+            _atomic_write(self.logic_path, yaml.safe_dump(doc, sort_keys=False))
+        return self.logic_path
+
+
+def parse_sizes(text: str, presets: dict[str, Iterable[tuple[int, ...]]],
+                width: int) -> list[tuple[int, ...]]:
+    """``preset`` names or ``MxNxK[xB],…`` → problems (missing trailing sizes default to 1)."""
+    problems: list[tuple[int, ...]] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if part in presets:
+            problems += [tuple(p) for p in presets[part]]
+            continue
+        try:
+            values = [int(v) for v in part.lower().split("x")]
+        except ValueError:
+            values = []
+        if not 1 <= len(values) <= width or any(v <= 0 for v in values):
+            raise InvalidArgumentError(
+                f"--sizes entry {part!r} must be a preset ({', '.join(presets)}) or positive sizes "
+                f"joined by 'x' (up to {width})")
+        problems.append(tuple(values + [1] * (width - len(values))))
+    return list(dict.fromkeys(problems))

@@ -1,0 +1,121 @@
+"""The tuner: correctness before timing, durable journal, resume, locking, logic output, CLI."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tessera import InvalidArgumentError
+from tessera.blas.kernels.gemm_tile import TileConfig
+from tessera.cli import main
+from tessera.tuning import load_logic
+from tessera.tuning.tuner import TunableOp, Tuner, parse_sizes
+
+CONFIGS = [TileConfig(16, 16, 16, 1, 2, 1), TileConfig(32, 32, 16, 4, 4, 1), TileConfig(16, 32, 32, 8, 4, 2),
+           TileConfig(64, 64, 32, 8, 4, 3)]
+PROBLEMS = [(64, 64, 64, 1), (128, 32, 256, 1), (32, 32, 32, 4)]
+
+
+def fake_op(interrupt_after: int | None = None, calls: list[int] | None = None) -> TunableOp:
+    """Deterministic figures; config 3 is 'incorrect', config 1 fails on the batched problem."""
+    calls = calls if calls is not None else []
+
+    def check(problem: tuple[int, ...], config: TileConfig) -> str | None:
+        return "error exceeds the accuracy bound by x1e6" if config == CONFIGS[3] else None
+
+    def measure(problem: tuple[int, ...], config: TileConfig) -> float:
+        calls.append(1)
+        if interrupt_after is not None and len(calls) > interrupt_after:
+            raise KeyboardInterrupt  # a kill in the middle of a run
+        if config == CONFIGS[1] and problem[3] > 1:
+            raise RuntimeError("out of resources")
+        return float((sum(problem) * (CONFIGS.index(config) + 3)) % 17 + 1)
+
+    return TunableOp("blas", "gemm", "interpreter", "fp32", PROBLEMS, lambda p: CONFIGS, check, measure)
+
+
+def test_logic_holds_the_best_correct_candidate(tmp_path: Path) -> None:
+    tuner = Tuner(fake_op(), tmp_path, progress=False)
+    lf = load_logic(tuner.run())
+    assert lf.origin == "tuned" and [row.sizes for row in lf.table] == sorted(PROBLEMS)
+    statuses = {(tuple(e["sizes"]), e["status"]) for e in tuner.journal()}
+    assert ((32, 32, 32, 4), "failed") in statuses and ((64, 64, 64, 1), "incorrect") in statuses
+    for row in lf.table:
+        assert lf.solutions[row.solution] != CONFIGS[3]  # never an incorrect candidate
+        figures = [float((sum(row.sizes) * (i + 3)) % 17 + 1) for i in range(3)
+                   if not (i == 1 and row.sizes[3] > 1)]
+        assert row.measured["tflops"] == max(figures)
+
+
+def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path) -> None:
+    whole = Tuner(fake_op(), tmp_path / "whole", progress=False).run().read_text()
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(fake_op(interrupt_after=4), tmp_path / "cut", progress=False).run()
+    journal = tmp_path / "cut" / "interpreter" / "blas.gemm.fp32.journal.jsonl"
+    with open(journal, "a") as f:
+        f.write('{"sizes": [128, 32, 2')  # a line cut short by the kill
+    calls: list[int] = []
+    resumed = Tuner(fake_op(calls=calls), tmp_path / "cut", resume=True, progress=False).run()
+    assert resumed.read_text() == whole
+    assert len(calls) == len(PROBLEMS) * 3 - 4, "resume must not repeat journaled candidates"
+
+
+def test_existing_journal_needs_resume(tmp_path: Path) -> None:
+    Tuner(fake_op(), tmp_path, progress=False).run()
+    with pytest.raises(InvalidArgumentError, match="pass --resume"):
+        Tuner(fake_op(), tmp_path, progress=False)
+
+
+def test_budget_stops_and_resume_finishes(tmp_path: Path) -> None:
+    Tuner(fake_op(), tmp_path, budget_s=0.0, progress=False).run()
+    finished = Tuner(fake_op(), tmp_path, resume=True, progress=False).run()
+    assert len(load_logic(finished).table) == len(PROBLEMS)
+
+
+def test_two_tuners_on_one_directory(tmp_path: Path) -> None:
+    Tuner(fake_op(), tmp_path, budget_s=0.0, progress=False).run()  # create the journal
+    errors: list[BaseException] = []
+
+    def tune() -> None:
+        try:
+            Tuner(fake_op(), tmp_path, resume=True, progress=False).run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=tune) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    path = tmp_path / "interpreter" / "blas.gemm.fp32.yaml"
+    assert len(load_logic(path).table) == len(PROBLEMS)
+    assert not list(path.parent.glob(".*.tmp"))
+
+
+def test_parse_sizes() -> None:
+    presets = {"tiny": [(1, 2, 3, 1)]}
+    expected = [(1, 2, 3, 1), (4, 5, 6, 1), (7, 8, 9, 2)]
+    assert parse_sizes("tiny, 4x5x6, 7x8x9x2, 4x5x6", presets, 4) == expected
+    for bad in ("4x5x0", "big", "1x2x3x4x5"):
+        with pytest.raises(InvalidArgumentError, match="--sizes entry"):
+            parse_sizes(bad, presets, 4)
+
+
+def test_cli_tune_gemm_writes_logic_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the tiny space is for the interpreter; the GPU run uses real spaces")
+    assert main(["tune", "gemm", "--dtype", "fp32", "--sizes", "20x24x16,16x16x16x2", "--space", "tiny",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "geometric-mean gain of tuned over the heuristic default" in out
+    folder = tmp_path / "interpreter"
+    lf = load_logic(folder / "blas.gemm.fp32.yaml")
+    assert {row.sizes for row in lf.table} == {(20, 24, 16, 1), (16, 16, 16, 2)}
+    assert (folder / "blas.gemm.fp32.png").read_bytes()[:4] == b"\x89PNG"
+    assert yaml.safe_load((folder / "blas.gemm.fp32.yaml").read_text())["runtime"]["backend"] == "interpreter"
