@@ -13,8 +13,10 @@ def install_root() -> Path:
     home = os.environ.get("TESSERA_HOME")
     if home:
         return Path(home).expanduser().resolve()
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:  # a dependency, but GPU images run Tessera from a path: use the XDG default
+        return Path(os.environ.get("XDG_DATA_HOME") or "~/.local/share").expanduser() / "tessera"
     return Path(platformdirs.user_data_dir("tessera", appauthor=False))
 
 
