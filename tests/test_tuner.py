@@ -119,3 +119,12 @@ def test_cli_tune_gemm_writes_logic_and_plot(tmp_path: Path, capsys: pytest.Capt
     assert {row.sizes for row in lf.table} == {(20, 24, 16, 1), (16, 16, 16, 2)}
     assert (folder / "blas.gemm.fp32.png").read_bytes()[:4] == b"\x89PNG"
     assert yaml.safe_load((folder / "blas.gemm.fp32.yaml").read_text())["runtime"]["backend"] == "interpreter"
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+def test_gemm_check_accepts_correct_results_with_short_k(dtype: str) -> None:
+    """Regression: the bound must use the output dtype's rounding (K = 32 makes it dominate)."""
+    from tessera.blas.tune import gemm_tunable
+
+    op = gemm_tunable(dtype, [(32, 32, 32, 3)], "tiny")
+    assert op.check((32, 32, 32, 3), TileConfig(32, 32, 16, 4, 4, 1)) is None

@@ -86,9 +86,10 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
 
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
         a, b = tensors(problem)
-        d = run(problem, config).double().cpu()
+        out = run(problem, config)
+        d = out.double().cpu()
         ref = torch.matmul(a.double(), b.double()).cpu()
-        bound = gemm_error_bound(a.cpu(), b.cpu(), None, alpha=1.0, beta=0.0, out_dtype=d.dtype,
+        bound = gemm_error_bound(a.cpu(), b.cpu(), None, alpha=1.0, beta=0.0, out_dtype=out.dtype,
                                  precision=precision)
         worst = ((d - ref).abs() / bound).max().item()
         return None if worst <= 1.0 else f"error exceeds the accuracy bound by x{worst:.3g}"
