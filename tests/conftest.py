@@ -34,3 +34,14 @@ def device() -> str:
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(1234)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_install_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """No test reads or writes the user's real packs: TESSERA_HOME points at a fresh directory."""
+    from tessera.tuning import logic
+
+    monkeypatch.setenv("TESSERA_HOME", str(tmp_path_factory.mktemp("tessera-home")))
+    logic.reload()
+    yield
+    logic.reload()

@@ -59,3 +59,15 @@ def test_python_dash_m_entry_point() -> None:
                             timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert "arch" in result.stdout
+
+
+def test_report_writes_json_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the GPU report runs the quick preset (minutes); checked by hand there")
+    assert main(["report", "-o", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["device"]["arch"] and data["packs"] == [] and len(data["gemm"]) == 4
+    text = (tmp_path / "report.md").read_text()
+    assert "# Tessera report" in text and "installed pack | none" in text and "ratio" in text

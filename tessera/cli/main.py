@@ -40,6 +40,10 @@ def _build_parser() -> argparse.ArgumentParser:
     validate = logic_sub.add_parser("validate", help="check logic files; exit 1 if any is invalid")
     validate.add_argument("files", type=Path, nargs="+")
 
+    report = sub.add_parser("report", help="device, installed pack and bench rows as JSON + Markdown")
+    report.add_argument("--bench", choices=["quick", "full", "none"], default="quick")
+    report.add_argument("-o", "--output", type=Path, required=True, help="directory to write into")
+
     tune = sub.add_parser("tune", help="benchmark kernel configurations and write logic files")
     tune_sub = tune.add_subparsers(dest="op", required=True)
     tg = tune_sub.add_parser("gemm", help="tune GEMM for the running device")
@@ -99,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             return _pack(args)
         if args.command == "tune":
             return _tune_gemm(args)
+        if args.command == "report":
+            return _report(args)
         return _bench_gemm(args)
     except TesseraError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
@@ -117,6 +123,52 @@ def _info(args: argparse.Namespace) -> int:
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items() if v is not None) or "unknown"
         print(f"{key:>24}: {value if value is not None else 'unknown'}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    """What a user posts when contributing performance or compatibility data."""
+    interpreting = _use_interpreter_without_gpu()
+    from tqdm import tqdm
+
+    from tessera import device_info
+    from tessera._core.timing import git_revision
+    from tessera.blas.bench import PRESETS, run_case
+    from tessera.tuning import packs
+
+    info = device_info()
+    installed = [{"name": p.manifest["name"], "version": p.manifest["version"],
+                  "arch": p.manifest["arch"], "triton": p.manifest["runtime"].get("triton"),
+                  "logic_origin": p.manifest.get("logic_origin"), "directory": str(p.directory),
+                  "current": p.current}
+                 for p in packs.list_packs()]
+    preset = None if args.bench == "none" else ("interpreter" if interpreting else args.bench)
+    cases = PRESETS[preset] if preset else []
+    rows = [run_case(c, rounds=1 if interpreting else 3, info=info)
+            for c in tqdm(cases, desc="report", unit="problem", disable=len(cases) < 2, file=sys.stderr)]
+    data = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "git_revision": git_revision(),
+            "interpreter": interpreting, "device": info.as_dict(), "packs": installed, "gemm": rows}
+    args.output.mkdir(parents=True, exist_ok=True)
+    _write_json_atomically(args.output / "report.json", data)
+    current = next((p for p in installed if p["current"]), None)
+    pack_line = (f"{current['name']} {current['version']} (logic: {current['logic_origin']})"
+                 if current else "none")
+    lines = [f"# Tessera report — {info.name} ({info.arch})", "",
+             f"Created {data['created']}; revision {data['git_revision']}.", "",
+             "| | |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in info.versions.items()]
+    lines += [f"| multiprocessors | {info.multiprocessors} |", f"| warp size | {info.warp_size} |",
+              f"| shared memory per block | {info.shared_memory_per_block} |",
+              f"| installed pack | {pack_line} |", ""]
+    if rows:
+        lines += ["```", format_table(rows), "```", ""]
+        if interpreting:
+            lines.append("No GPU: kernels ran in Triton's CPU interpreter; times are not GPU performance.")
+    markdown = args.output / "report.md"
+    tmp = markdown.with_name(f".{markdown.name}.{os.getpid()}.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, markdown)
+    print(f"wrote {args.output / 'report.json'} and {markdown}")
     return 0
 
 
