@@ -9,3 +9,5 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
     "$PY" -m pip install --quiet "torch==2.13.0"
 fi
 "$PY" -m pip install --quiet -e ".[test]"
+# pyenv only sees new console scripts (`tessera`) after a rehash
+if command -v pyenv >/dev/null 2>&1; then pyenv rehash; fi
