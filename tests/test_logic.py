@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import re
 from pathlib import Path
 
@@ -40,14 +41,6 @@ def write(path: Path, doc: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(doc) if not isinstance(doc, str) else doc)
     return path
-
-
-@pytest.fixture(autouse=True)
-def _fresh_logic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("TESSERA_HOME", str(tmp_path / "home"))
-    logic.reload()
-    yield
-    logic.reload()
 
 
 def test_valid_file_loads_into_config_objects(tmp_path: Path) -> None:
@@ -113,7 +106,10 @@ def test_not_a_logic_document(text: str, message: str, tmp_path: Path) -> None:
 
 
 def _installed(tmp_path: Path, doc: object, dtype: str = "fp32") -> Path:
-    return write(tmp_path / "home" / "current" / "logic" / "interpreter" / f"blas.gemm.{dtype}.yaml", doc)
+    """Write ``doc`` where the installed pack's logic lives (conftest points TESSERA_HOME at a
+    fresh directory for every test)."""
+    home = Path(os.environ["TESSERA_HOME"])
+    return write(home / "current" / "logic" / "interpreter" / f"blas.gemm.{dtype}.yaml", doc)
 
 
 def test_gemm_uses_installed_logic_then_falls_through(tmp_path: Path) -> None:

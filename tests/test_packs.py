@@ -20,17 +20,9 @@ from reference import assert_gemm_close
 from tessera import PackError
 from tessera.blas import explain, gemm
 from tessera.cli import main
-from tessera.tuning import logic, packs
+from tessera.tuning import packs
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def _home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("TESSERA_HOME", str(tmp_path / "home"))
-    logic.reload()
-    yield
-    logic.reload()
 
 
 @pytest.fixture(scope="module")
