@@ -21,7 +21,7 @@ from tessera._core import (
     device_info,
 )
 
-_LIBRARIES = ("blas",)
+_LIBRARIES = ("blas", "rand")
 
 __all__ = [
     "DeviceInfo",
@@ -33,6 +33,7 @@ __all__ = [
     "__version__",
     "blas",
     "device_info",
+    "rand",
 ]
 
 

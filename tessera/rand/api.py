@@ -1,0 +1,157 @@
+"""tessera.rand: counter-based random numbers with cuRAND's generator model on torch tensors.
+
+``Generator("philox4x32_10", seed=…, subsequence=…, offset=…)`` draws from one Philox stream; its
+``offset`` counts the 32-bit words consumed, so the same (seed, subsequence, offset) gives the same
+bits on any GPU, any launch configuration, and in Triton's CPU interpreter. Word ``p`` of a stream is
+what cuRAND's device API returns from the (p+1)-th ``curand()`` after ``curand_init(seed,
+subsequence, 0)`` (layout in ``kernels/philox.py``).
+
+Intervals and transforms (cuRAND's conventions):
+- ``uniform`` fp32: x·2⁻³² + 2⁻³³ in (0, 1]; fp64: 53 bits from two words, in (0, 1]; fp16 and bf16
+  round the fp32 value (fp16 values below 2⁻²⁴ become 2⁻²⁴, so 0 is never returned).
+- ``normal``: Box–Muller on consecutive word pairs (curand_normal): values 2t, 2t+1 come from words
+  offset+2t, offset+2t+1; fp64 uses four words per pair of values. An odd count still consumes
+  the whole last pair, as curand_normal does.
+- ``lognormal``: exp of ``normal``.
+MRG32k3a, Sobol32 and Poisson are not implemented yet (UnsupportedError says so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from tessera._core import log
+from tessera._core.device import interpreter_enabled
+from tessera._core.errors import UnsupportedError, invalid
+from tessera._core.validate import as_tensor, check_dtype, check_same_device
+from tessera.rand.kernels.philox import VALUES_PER_GROUP, WORDS_PER_GROUP, launch_bijection, launch_stream
+
+GENERATORS = ("philox4x32_10",)
+PLANNED = ("mrg32k3a", "sobol32")
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_MAX_WORDS = 2**62  # stream positions are computed in int64
+
+
+def philox4x32_10(counter: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """The Philox4x32-10 bijection: ``counter`` (n, 4) and ``key`` (n, 2) 32-bit words (int32 or
+    uint32 holding the raw bits) → (n, 4) int32 holding the output bits."""
+    counter, key = as_tensor("counter", counter), as_tensor("key", key)
+    for name, t, width in (("counter", counter, 4), ("key", key, 2)):
+        check_dtype(name, t, (torch.int32, torch.uint32))
+        if t.dim() != 2 or t.shape[1] != width:
+            raise invalid(f"{name}.shape", tuple(t.shape), f"(n, {width})")
+    if counter.shape[0] != key.shape[0]:
+        raise invalid("key.shape[0]", key.shape[0], f"counter.shape[0] = {counter.shape[0]}")
+    device = check_same_device({"counter": counter, "key": key})
+    out = torch.empty(counter.shape, dtype=torch.int32, device=device)
+    if counter.shape[0]:
+        launch_bijection(counter.contiguous().view(torch.int32), key.contiguous().view(torch.int32), out)
+    return out
+
+
+def _default_device() -> torch.device:
+    if torch.cuda.is_available() and not interpreter_enabled():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _nonnegative_int(name: str, value: object, limit: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
+        raise invalid(name, repr(value), f"an integer in [0, {limit})")
+    return value
+
+
+class Generator:
+    """A random stream: ``Generator("philox4x32_10", seed=0, subsequence=0, offset=0, device=None)``."""
+
+    def __init__(self, name: str = "philox4x32_10", *, seed: int = 0, subsequence: int = 0,
+                 offset: int = 0, device: torch.device | str | None = None,
+                 dimensions: int | None = None) -> None:
+        if name in PLANNED:
+            raise UnsupportedError(f"generator {name!r} is not implemented yet; supported: "
+                                   f"{', '.join(GENERATORS)}")
+        if name not in GENERATORS:
+            raise invalid("name", repr(name), f"one of {', '.join(GENERATORS + PLANNED)}")
+        if dimensions is not None:
+            raise invalid("dimensions", dimensions, "None for philox4x32_10 (quasi-random generators only)")
+        self.name = name
+        self.seed = _nonnegative_int("seed", seed, 2**64)
+        self.subsequence = _nonnegative_int("subsequence", subsequence, 2**64)
+        self.offset = _nonnegative_int("offset", offset, _MAX_WORDS)
+        self.device = torch.device(device) if device is not None else _default_device()
+
+    def __repr__(self) -> str:
+        return (f"Generator({self.name!r}, seed={self.seed}, subsequence={self.subsequence}, "
+                f"offset={self.offset}, device={str(self.device)!r})")
+
+    def skip(self, words: int) -> Generator:
+        """Advance the stream by ``words`` 32-bit words (cuRAND's skipahead); returns self."""
+        self.offset = _nonnegative_int("offset after skip", self.offset + _nonnegative_int(
+            "words", words, _MAX_WORDS), _MAX_WORDS)
+        return self
+
+    def integers32(self, shape: Sequence[int] | int, *, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Raw 32-bit words (as curand() returns them) in an int32 tensor holding the bits."""
+        return self._draw(0, shape, torch.int32, out, 0.0, 1.0)
+
+    def uniform(self, shape: Sequence[int] | int, dtype: torch.dtype = torch.float32, *,
+                out: torch.Tensor | None = None) -> torch.Tensor:
+        """Uniform values in (0, 1] (see the module docstring for each dtype)."""
+        return self._draw(3 if dtype == torch.float64 else 1, shape, dtype, out, 0.0, 1.0)
+
+    def normal(self, shape: Sequence[int] | int, mean: float = 0.0, std: float = 1.0,
+               dtype: torch.dtype = torch.float32, *, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Normal values ``mean + std·z``, z from Box–Muller as curand_normal."""
+        return self._draw(4 if dtype == torch.float64 else 2, shape, dtype, out, mean, std)
+
+    def lognormal(self, shape: Sequence[int] | int, mean: float = 0.0, std: float = 1.0,
+                  dtype: torch.dtype = torch.float32, *, out: torch.Tensor | None = None) -> torch.Tensor:
+        """``exp(normal(mean, std))``: the logarithm is normal (curand_log_normal)."""
+        result = self.normal(shape, mean, std, torch.float64 if dtype == torch.float64 else torch.float32)
+        result = result.exp_().to(dtype)
+        if out is not None:
+            out.copy_(result)
+            return out
+        return result
+
+    def poisson(self, shape: Sequence[int] | int, lam: float) -> torch.Tensor:
+        raise UnsupportedError("poisson is not implemented yet; supported: integers32, uniform, normal, "
+                               "lognormal")
+
+    def _draw(self, kind: int, shape: Sequence[int] | int, dtype: torch.dtype, out: torch.Tensor | None,
+              mean: float, std: float) -> torch.Tensor:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape):
+            raise invalid("shape", shape, "non-negative integers")
+        if kind != 0 and dtype not in FLOAT_DTYPES:
+            raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported; "
+                                   "supported: float16, bfloat16, float32, float64")
+        for name, value in (("mean", mean), ("std", std)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise invalid(name, repr(value), "a finite real number")
+        if std < 0:
+            raise invalid("std", std, "non-negative")
+        if out is None:
+            out = torch.empty(shape, dtype=dtype, device=self.device)
+        else:
+            out = as_tensor("out", out)
+            if tuple(out.shape) != shape or out.dtype != dtype:
+                raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"shape {shape} and dtype {dtype}")
+            check_same_device({"out": out, "generator": torch.empty(0, device=self.device)})
+        n = math.prod(shape)
+        groups = -(-n // VALUES_PER_GROUP[kind])
+        words = groups * WORDS_PER_GROUP[kind]
+        if self.offset + words >= _MAX_WORDS:
+            raise invalid("offset", self.offset, f"room for {words} more words below 2**62")
+        if n:
+            target = out if out.is_contiguous() else torch.empty(shape, dtype=dtype, device=out.device)
+            launch_stream(target.view(-1), kind, self.seed, self.subsequence, self.offset, mean, std)
+            if target is not out:
+                out.copy_(target)
+        log.trace(f"rand {self.name} kind={kind} n={n} seed={self.seed} subsequence={self.subsequence} "
+                  f"offset={self.offset} -> {self.offset + words}")
+        self.offset += words
+        return out

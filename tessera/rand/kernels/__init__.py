@@ -1,0 +1,1 @@
+"""Triton kernels of tessera.rand; one generator family a file."""

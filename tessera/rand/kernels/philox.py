@@ -1,0 +1,214 @@
+"""Philox4x32-10 (Salmon et al., SC'11; Random123): the bijection and cuRAND-compatible streams.
+
+Stream layout (cuRAND's device API, ``curand_init(seed, subsequence, offset)`` then ``curand()``):
+word ``p`` of a stream is lane ``p % 4`` of ``philox(counter, key)`` with
+``counter = (lo(p // 4), hi(p // 4), lo(subsequence), hi(subsequence))`` and
+``key = (lo(seed), hi(seed))``. Outputs therefore depend only on (seed, subsequence, offset),
+never on the launch configuration.
+
+Output kinds (``KIND``), each consuming a fixed number of words per value:
+  0 raw 32-bit words (1 word)          1 uniform fp32 in (0, 1], cuRAND's x·2⁻³² + 2⁻³³ (1 word)
+  2 normal fp32, Box–Muller on word pairs as curand_normal: z₀ = s·sin v, z₁ = s·cos v (2 words → 2)
+  3 uniform fp64 in (0, 1], cuRAND's 53-bit x ^ (y << 21) (2 words → 1)
+  4 normal fp64, Box–Muller on two 53-bit uniforms (4 words → 2)
+The block kernel computes whole Philox blocks (4 words) and handles any start lane for kinds 0/1
+and the aligned starts of the pair kinds; the generic kernel serves misaligned pair kinds.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+PHILOX_M0 = tl.constexpr(0xD2511F53)
+PHILOX_M1 = tl.constexpr(0xCD9E8D57)
+PHILOX_W0 = tl.constexpr(0x9E3779B9)
+PHILOX_W1 = tl.constexpr(0xBB67AE85)
+FP16_TINY = tl.constexpr(5.9604645e-08)  # 2⁻²⁴: fp16 uniforms stay in (0, 1]
+WORDS_PER_GROUP = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4}  # words a kind consumes together
+VALUES_PER_GROUP = {0: 1, 1: 1, 2: 2, 3: 1, 4: 2}
+
+
+@triton.jit
+def _philox(c0, c1, c2, c3, k0, k1):
+    """Ten Philox rounds on uint32 tensors (the key is bumped between rounds)."""
+    m0 = tl.full(c0.shape, PHILOX_M0, tl.uint32)
+    m1 = tl.full(c0.shape, PHILOX_M1, tl.uint32)
+    for _ in tl.static_range(10):
+        hi0 = tl.umulhi(m0, c0)
+        hi1 = tl.umulhi(m1, c2)
+        lo0 = m0 * c0
+        lo1 = m1 * c2
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+        k0 = k0 + PHILOX_W0
+        k1 = k1 + PHILOX_W1
+    return c0, c1, c2, c3
+
+
+@triton.jit
+def _uniform32(x):
+    return x.to(tl.float32) * 2.3283064e-10 + 1.1641532e-10
+
+
+@triton.jit
+def _uniform64(x, y):
+    z = x.to(tl.uint64) ^ (y.to(tl.uint64) << 21)
+    return z.to(tl.float64) * 1.1102230246251565e-16 + 5.551115123125783e-17
+
+
+@triton.jit
+def _box_muller32(x, y):
+    u = _uniform32(x)
+    v = y.to(tl.float32) * 1.4629181e-09 + 7.3145904e-10  # 2π·2⁻³², 2π·2⁻³³
+    s = tl.sqrt(-2.0 * tl.log(u))
+    return s * tl.sin(v), s * tl.cos(v)
+
+
+@triton.jit
+def _box_muller64(u, v_uniform):
+    v = v_uniform * 6.283185307179586
+    s = tl.sqrt(-2.0 * tl.log(u))
+    return s * tl.sin(v), s * tl.cos(v)
+
+
+@triton.jit
+def _finish(z, mean, std, KIND: tl.constexpr, out_ptr):
+    if KIND == 0:
+        return z
+    if KIND == 2 or KIND == 4:
+        z = z * tl.cast(std, z.dtype) + tl.cast(mean, z.dtype)
+    if KIND == 1 and out_ptr.dtype.element_ty == tl.float16:
+        z = tl.maximum(z, FP16_TINY)
+    return z.to(out_ptr.dtype.element_ty)
+
+
+@triton.jit
+def _u32(zero, value):
+    """A runtime integer argument (i32, i64, or the constant 1) as a uint32 tensor."""
+    return (zero + value).to(tl.uint32)
+
+
+@triton.jit
+def _philox_bijection_kernel(ctr_ptr, key_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    c0 = tl.load(ctr_ptr + 4 * i, mask=mask, other=0).to(tl.uint32, bitcast=True)
+    c1 = tl.load(ctr_ptr + 4 * i + 1, mask=mask, other=0).to(tl.uint32, bitcast=True)
+    c2 = tl.load(ctr_ptr + 4 * i + 2, mask=mask, other=0).to(tl.uint32, bitcast=True)
+    c3 = tl.load(ctr_ptr + 4 * i + 3, mask=mask, other=0).to(tl.uint32, bitcast=True)
+    k0 = tl.load(key_ptr + 2 * i, mask=mask, other=0).to(tl.uint32, bitcast=True)
+    k1 = tl.load(key_ptr + 2 * i + 1, mask=mask, other=0).to(tl.uint32, bitcast=True)
+    r0, r1, r2, r3 = _philox(c0, c1, c2, c3, k0, k1)
+    tl.store(out_ptr + 4 * i, r0.to(tl.int32, bitcast=True), mask=mask)
+    tl.store(out_ptr + 4 * i + 1, r1.to(tl.int32, bitcast=True), mask=mask)
+    tl.store(out_ptr + 4 * i + 2, r2.to(tl.int32, bitcast=True), mask=mask)
+    tl.store(out_ptr + 4 * i + 3, r3.to(tl.int32, bitcast=True), mask=mask)
+
+
+@triton.jit
+def _philox_block_kernel(out_ptr, n, first_block, shift, sub_lo, sub_hi, key0, key1,
+                         mean: tl.float64, std: tl.float64,
+                         KIND: tl.constexpr, BLOCK: tl.constexpr):
+    """Values of blocks first_block + [pid·BLOCK, (pid+1)·BLOCK); value v of block b goes to
+    output index VALUES·(b − first_block) + v − shift (masked to [0, n))."""
+    b = first_block + tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    zero = tl.zeros((BLOCK,), tl.uint32)
+    c0 = (b & 0xFFFFFFFF).to(tl.uint32)
+    c1 = (b >> 32).to(tl.uint32)
+    w0, w1, w2, w3 = _philox(c0, c1, _u32(zero, sub_lo), _u32(zero, sub_hi), _u32(zero, key0),
+                             _u32(zero, key1))
+    rel = (b - first_block) * 4
+    if KIND == 3:  # two fp64 uniforms per block
+        v0 = _finish(_uniform64(w0, w1), mean, std, KIND, out_ptr)
+        v1 = _finish(_uniform64(w2, w3), mean, std, KIND, out_ptr)
+        values = tl.reshape(tl.join(v0, v1), (2 * BLOCK,))
+        index = tl.reshape(tl.join(rel // 2, rel // 2 + 1), (2 * BLOCK,)) - shift
+    else:
+        if KIND == 0:
+            v0, v1, v2, v3 = (w0.to(tl.int32, bitcast=True), w1.to(tl.int32, bitcast=True),
+                              w2.to(tl.int32, bitcast=True), w3.to(tl.int32, bitcast=True))
+        elif KIND == 1:
+            v0, v1, v2, v3 = _uniform32(w0), _uniform32(w1), _uniform32(w2), _uniform32(w3)
+        elif KIND == 2:
+            v0, v1 = _box_muller32(w0, w1)
+            v2, v3 = _box_muller32(w2, w3)
+        else:  # KIND == 4: one fp64 pair per block
+            v0, v1 = _box_muller64(_uniform64(w0, w1), _uniform64(w2, w3))
+            v2, v3 = v0, v1  # unused: four words make two values
+        v0 = _finish(v0, mean, std, KIND, out_ptr)
+        v1 = _finish(v1, mean, std, KIND, out_ptr)
+        v2 = _finish(v2, mean, std, KIND, out_ptr)
+        v3 = _finish(v3, mean, std, KIND, out_ptr)
+        if KIND == 4:
+            values = tl.reshape(tl.join(v0, v1), (2 * BLOCK,))
+            index = tl.reshape(tl.join(rel // 2, rel // 2 + 1), (2 * BLOCK,)) - shift
+        else:
+            values = tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (4 * BLOCK,))
+            first = tl.join(tl.join(rel, rel + 2), tl.join(rel + 1, rel + 3))
+            index = tl.reshape(first, (4 * BLOCK,)) - shift
+    tl.store(out_ptr + index, values, mask=(index >= 0) & (index < n))
+
+
+@triton.jit
+def _word_at(p, sub_lo, sub_hi, key0, key1):
+    """Word ``p`` (int64 tensor) of the stream: one Philox block per element."""
+    b = p >> 2
+    lane = p & 3
+    zero = tl.zeros(p.shape, tl.uint32)
+    w0, w1, w2, w3 = _philox((b & 0xFFFFFFFF).to(tl.uint32), (b >> 32).to(tl.uint32),
+                             _u32(zero, sub_lo), _u32(zero, sub_hi), _u32(zero, key0), _u32(zero, key1))
+    return tl.where(lane == 0, w0, tl.where(lane == 1, w1, tl.where(lane == 2, w2, w3)))
+
+
+@triton.jit
+def _philox_group_kernel(out_ptr, n, offset, sub_lo, sub_hi, key0, key1, mean: tl.float64, std: tl.float64,
+                         KIND: tl.constexpr, BLOCK: tl.constexpr):
+    """Pair kinds from any start word: group g uses words offset + W·g + [0, W)."""
+    g = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    if KIND == 2:
+        p = offset + 2 * g
+        z0, z1 = _box_muller32(_word_at(p, sub_lo, sub_hi, key0, key1),
+                               _word_at(p + 1, sub_lo, sub_hi, key0, key1))
+        z0 = _finish(z0, mean, std, KIND, out_ptr)
+        z1 = _finish(z1, mean, std, KIND, out_ptr)
+        tl.store(out_ptr + 2 * g, z0, mask=2 * g < n)
+        tl.store(out_ptr + 2 * g + 1, z1, mask=2 * g + 1 < n)
+    elif KIND == 3:
+        p = offset + 2 * g
+        u = _uniform64(_word_at(p, sub_lo, sub_hi, key0, key1), _word_at(p + 1, sub_lo, sub_hi, key0, key1))
+        tl.store(out_ptr + g, _finish(u, mean, std, KIND, out_ptr), mask=g < n)
+    else:  # KIND == 4
+        p = offset + 4 * g
+        u = _uniform64(_word_at(p, sub_lo, sub_hi, key0, key1), _word_at(p + 1, sub_lo, sub_hi, key0, key1))
+        v = _uniform64(_word_at(p + 2, sub_lo, sub_hi, key0, key1),
+                       _word_at(p + 3, sub_lo, sub_hi, key0, key1))
+        z0, z1 = _box_muller64(u, v)
+        tl.store(out_ptr + 2 * g, _finish(z0, mean, std, KIND, out_ptr), mask=2 * g < n)
+        tl.store(out_ptr + 2 * g + 1, _finish(z1, mean, std, KIND, out_ptr), mask=2 * g + 1 < n)
+
+
+def launch_bijection(counter, key, out, block: int = 256) -> None:
+    n = counter.shape[0]
+    _philox_bijection_kernel[(triton.cdiv(n, block),)](counter, key, out, n, BLOCK=block)
+
+
+def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean: float, std: float,
+                  block: int = 256) -> None:
+    """Fill contiguous 1-D ``out`` (n values) from stream word ``offset``."""
+    n = out.numel()
+    key0, key1 = seed & 0xFFFFFFFF, seed >> 32
+    sub_lo, sub_hi = subsequence & 0xFFFFFFFF, subsequence >> 32
+    words = WORDS_PER_GROUP[kind]
+    aligned = kind in (0, 1) or (kind in (2, 3) and offset % 2 == 0) or (kind == 4 and offset % 4 == 0)
+    if aligned:
+        values_per_block = 4 // words * VALUES_PER_GROUP[kind]
+        first_block, lane = offset // 4, offset % 4
+        shift = lane // words * VALUES_PER_GROUP[kind]
+        blocks = triton.cdiv(n + shift, values_per_block)
+        _philox_block_kernel[(triton.cdiv(blocks, block),)](
+            out, n, first_block, shift, sub_lo, sub_hi, key0, key1, float(mean), float(std),
+            KIND=kind, BLOCK=block)
+    else:
+        groups = triton.cdiv(n, VALUES_PER_GROUP[kind])
+        _philox_group_kernel[(triton.cdiv(groups, block),)](
+            out, n, offset, sub_lo, sub_hi, key0, key1, float(mean), float(std), KIND=kind, BLOCK=block)
