@@ -71,3 +71,16 @@ def test_report_writes_json_and_markdown(tmp_path: Path, capsys: pytest.CaptureF
     assert data["device"]["arch"] and data["packs"] == [] and len(data["gemm"]) == 4
     text = (tmp_path / "report.md").read_text()
     assert "# Tessera report" in text and "installed pack | none" in text and "ratio" in text
+
+
+def test_bench_rand_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the GPU preset draws 2^26 values; run by hand there")
+    path = tmp_path / "rand.json"
+    assert main(["bench", "rand", "--json", str(path)]) == 0
+    rows = json.loads(path.read_text())["rows"]
+    assert {r["distribution"] for r in rows} == {"uniform", "normal"}
+    assert all(r["tessera_gbs"] > 0 and r["copy_gbs"] > 0 for r in rows)
+    assert "% copy" in capsys.readouterr().out

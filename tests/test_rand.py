@@ -211,3 +211,67 @@ def test_matches_curand_device_api() -> None:
                           cupy.int32(257)))
         ours = Generator(seed=seed, subsequence=subsequence, offset=offset).integers32(257)
         assert unsigned(ours) == [int(v) for v in out.get()]
+
+
+def _scipy_sobol_ints(dims: int, n: int, skip: int = 0) -> np.ndarray:
+    from scipy.stats import qmc
+
+    engine = qmc.Sobol(d=dims, scramble=False)
+    if skip:
+        engine.fast_forward(skip)
+    return (engine.random(n) * 2.0**32).astype(np.uint64)
+
+
+@pytest.mark.filterwarnings("ignore:The balance properties")
+@pytest.mark.parametrize("dims,skip", [(1, 0), (5, 0), (1024, 0), (7, 13)])
+def test_sobol_bit_exact_with_scipy(dims: int, skip: int, device: str) -> None:
+    g = Generator("sobol32", dimensions=dims, offset=skip, device=device)
+    first, second = g.integers32((40, dims)), g.integers32(24)  # n alone means (n, dims)
+    got = np.array([[v & MASK for v in row] for row in torch.cat([first, second]).cpu().tolist()],
+                   dtype=np.uint64)
+    assert np.array_equal(got, _scipy_sobol_ints(dims, 64, skip))
+    assert g.offset == skip + 64
+
+
+def test_sobol_uniform_transform_and_dtypes(device: str) -> None:
+    raw = Generator("sobol32", dimensions=3, device=device).integers32(32)
+    ints = raw.cpu().numpy().astype(np.int64) & MASK
+    u64 = Generator("sobol32", dimensions=3, device=device).uniform(32, torch.float64).cpu().numpy()
+    assert np.array_equal(u64, ints * 2.0**-32 + 2.0**-33)
+    u32 = Generator("sobol32", dimensions=3, device=device).uniform(32).cpu().numpy()
+    ref = _f32_uniform((ints.reshape(-1)).tolist()).reshape(32, 3)
+    assert np.all(np.abs(u32 - ref) <= np.spacing(ref))
+    for dtype in (torch.float16, torch.bfloat16):
+        u = Generator("sobol32", dimensions=3, device=device).uniform(16, dtype)
+        assert bool((u > 0).all() & (u <= 1).all())
+
+
+@pytest.mark.parametrize("scramble", [False, True])
+def test_sobol_balance_each_dimension(scramble: bool, device: str) -> None:
+    """The first 2^m points put exactly one point in each interval [j/2^m, (j+1)/2^m), per dimension."""
+    u = Generator("sobol32", dimensions=64, scramble=scramble, seed=77, device=device).uniform(
+        256, torch.float64).cpu().numpy()
+    for d in range(64):
+        assert np.array_equal(np.sort(np.floor(u[:, d] * 256)), np.arange(256))
+
+
+def test_sobol_scramble_is_a_per_dimension_digital_shift(device: str) -> None:
+    plain = Generator("sobol32", dimensions=8, device=device).integers32(16)
+    shifted = Generator("sobol32", dimensions=8, scramble=True, seed=5, device=device).integers32(16)
+    xor = (plain ^ shifted).cpu()
+    assert torch.equal(xor, xor[0].expand_as(xor)) and bool((xor[0] != 0).all())
+    again = Generator("sobol32", dimensions=8, scramble=True, seed=5, device=device).integers32(16)
+    assert torch.equal(shifted, again)
+
+
+def test_sobol_bad_input(device: str) -> None:
+    for dims in (None, 0, 1025):
+        with pytest.raises(InvalidArgumentError, match=r"dimensions must be an integer in \[1, 1024\]"):
+            Generator("sobol32", dimensions=dims, device=device)
+    g = Generator("sobol32", dimensions=4, device=device)
+    with pytest.raises(InvalidArgumentError, match=r"shape must be \(n, 4\)"):
+        g.uniform((10, 3))
+    with pytest.raises(UnsupportedError, match="normal draws from sobol32"):
+        g.normal(4)
+    with pytest.raises(InvalidArgumentError, match="at most 2\\*\\*32"):
+        Generator("sobol32", dimensions=2, offset=2**32 - 2, device=device).uniform(5)

@@ -89,6 +89,10 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--preset", choices=["quick", "full", "interpreter"])
     g.add_argument("--rounds", type=int, default=3, help="interleaved vendor/Tessera rounds")
     g.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    r = bench_sub.add_parser("rand", help="random numbers vs torch and raw cuRAND (CuPy)")
+    r.add_argument("--preset", choices=["quick", "full", "interpreter"], default="quick")
+    r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
     return parser
 
 
@@ -105,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
             return _tune_gemm(args)
         if args.command == "report":
             return _report(args)
+        if args.op == "rand":
+            return _bench_rand(args)
         return _bench_gemm(args)
     except TesseraError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
@@ -372,6 +378,29 @@ def _bench_gemm(args: argparse.Namespace) -> int:
             "interpreter": interpreting, "device": info.as_dict(), "rows": rows,
         }
         _write_json_atomically(args.json, result)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _bench_rand(args: argparse.Namespace) -> int:
+    interpreting = _use_interpreter_without_gpu()
+    from tessera import device_info
+    from tessera._core.timing import git_revision
+    from tessera.rand.bench import PRESETS, format_table, run_case
+
+    if args.rounds < 1:
+        raise TesseraError(f"--rounds must be at least 1 (actual: {args.rounds})")
+    preset = "interpreter" if interpreting else args.preset
+    if interpreting:
+        print("No GPU: running in Triton's CPU interpreter on small sizes; not GPU performance.")
+    info = device_info()
+    rows = [run_case(case, rounds=1 if interpreting else args.rounds) for case in PRESETS[preset]]
+    print(format_table(rows))
+    if args.json:
+        _write_json_atomically(args.json, {
+            "op": "rand", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "git_revision": git_revision(), "command": "tessera " + " ".join(sys.argv[1:]),
+            "interpreter": interpreting, "device": info.as_dict(), "rows": rows})
         print(f"wrote {args.json}")
     return 0
 

@@ -13,7 +13,12 @@ Intervals and transforms (cuRAND's conventions):
   offset+2t, offset+2t+1; fp64 uses four words per pair of values. An odd count still consumes
   the whole last pair, as curand_normal does.
 - ``lognormal``: exp of ``normal``.
-MRG32k3a, Sobol32 and Poisson are not implemented yet (UnsupportedError says so).
+``Generator("sobol32", dimensions=d)`` gives Sobol' points (Joe–Kuo direction numbers, shipped for
+1024 dimensions) in Gray-code order, bit-exact with ``scipy.stats.qmc.Sobol(d, scramble=False)``;
+draws have shape (n, d) (row-major points; cuRAND writes dimension-major) and ``offset`` counts
+points. ``scramble=True`` applies a random digital shift (one Philox word per dimension, from
+``seed``), which keeps the net structure. Uniform only: x·2⁻³² + 2⁻³³, so 0 is never returned.
+MRG32k3a and Poisson are not implemented yet (UnsupportedError says so).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from tessera._core import log
@@ -28,9 +34,10 @@ from tessera._core.device import interpreter_enabled
 from tessera._core.errors import UnsupportedError, invalid
 from tessera._core.validate import as_tensor, check_dtype, check_same_device
 from tessera.rand.kernels.philox import VALUES_PER_GROUP, WORDS_PER_GROUP, launch_bijection, launch_stream
+from tessera.rand.kernels.sobol import MAX_DIMENSIONS, direction_numbers, launch_sobol
 
-GENERATORS = ("philox4x32_10",)
-PLANNED = ("mrg32k3a", "sobol32")
+GENERATORS = ("philox4x32_10", "sobol32")
+PLANNED = ("mrg32k3a",)
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _MAX_WORDS = 2**62  # stream positions are computed in int64
 
@@ -69,19 +76,28 @@ class Generator:
 
     def __init__(self, name: str = "philox4x32_10", *, seed: int = 0, subsequence: int = 0,
                  offset: int = 0, device: torch.device | str | None = None,
-                 dimensions: int | None = None) -> None:
+                 dimensions: int | None = None, scramble: bool = False) -> None:
         if name in PLANNED:
             raise UnsupportedError(f"generator {name!r} is not implemented yet; supported: "
                                    f"{', '.join(GENERATORS)}")
         if name not in GENERATORS:
             raise invalid("name", repr(name), f"one of {', '.join(GENERATORS + PLANNED)}")
-        if dimensions is not None:
-            raise invalid("dimensions", dimensions, "None for philox4x32_10 (quasi-random generators only)")
-        self.name = name
+        quasi = name == "sobol32"
+        if quasi:
+            if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not (
+                    1 <= dimensions <= MAX_DIMENSIONS):
+                raise invalid("dimensions", repr(dimensions), f"an integer in [1, {MAX_DIMENSIONS}] "
+                              "(the shipped Joe–Kuo direction numbers)")
+        elif dimensions is not None or scramble:
+            raise invalid("dimensions/scramble", (dimensions, scramble), "unset for philox4x32_10")
+        self.name, self.scramble = name, bool(scramble)
+        self.dimensions: int = dimensions if quasi else 0  # 0: a pseudo-random stream
         self.seed = _nonnegative_int("seed", seed, 2**64)
         self.subsequence = _nonnegative_int("subsequence", subsequence, 2**64)
-        self.offset = _nonnegative_int("offset", offset, _MAX_WORDS)
+        self.offset = _nonnegative_int("offset", offset, 2**32 if quasi else _MAX_WORDS)
         self.device = torch.device(device) if device is not None else _default_device()
+        self._directions: torch.Tensor | None = None
+        self._shifts: torch.Tensor | None = None
 
     def __repr__(self) -> str:
         return (f"Generator({self.name!r}, seed={self.seed}, subsequence={self.subsequence}, "
@@ -105,6 +121,9 @@ class Generator:
     def normal(self, shape: Sequence[int] | int, mean: float = 0.0, std: float = 1.0,
                dtype: torch.dtype = torch.float32, *, out: torch.Tensor | None = None) -> torch.Tensor:
         """Normal values ``mean + std·z``, z from Box–Muller as curand_normal."""
+        if self.name == "sobol32":
+            raise UnsupportedError("normal draws from sobol32 are not implemented yet; supported: "
+                                   "uniform, integers32")
         return self._draw(4 if dtype == torch.float64 else 2, shape, dtype, out, mean, std)
 
     def lognormal(self, shape: Sequence[int] | int, mean: float = 0.0, std: float = 1.0,
@@ -123,6 +142,8 @@ class Generator:
 
     def _draw(self, kind: int, shape: Sequence[int] | int, dtype: torch.dtype, out: torch.Tensor | None,
               mean: float, std: float) -> torch.Tensor:
+        if self.name == "sobol32":
+            return self._draw_sobol(kind, shape, dtype, out)
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape):
             raise invalid("shape", shape, "non-negative integers")
@@ -154,4 +175,41 @@ class Generator:
         log.trace(f"rand {self.name} kind={kind} n={n} seed={self.seed} subsequence={self.subsequence} "
                   f"offset={self.offset} -> {self.offset + words}")
         self.offset += words
+        return out
+
+    def _draw_sobol(self, kind: int, shape: Sequence[int] | int, dtype: torch.dtype,
+                    out: torch.Tensor | None) -> torch.Tensor:
+        shape = (shape, self.dimensions) if isinstance(shape, int) else tuple(shape)
+        if (len(shape) != 2 or shape[1] != self.dimensions
+                or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape)):
+            raise invalid("shape", shape, f"(n, {self.dimensions}) or n: points × dimensions")
+        if kind != 0 and dtype not in FLOAT_DTYPES:
+            raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported; "
+                                   "supported: float16, bfloat16, float32, float64")
+        n = shape[0]
+        if self.offset + n > 2**32:
+            raise invalid("offset + points", self.offset + n, "at most 2**32 (32-bit Sobol' points)")
+        if out is not None:
+            out = as_tensor("out", out)
+            if tuple(out.shape) != shape or out.dtype != dtype:
+                raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"shape {shape} and dtype {dtype}")
+            check_same_device({"out": out, "generator": torch.empty(0, device=self.device)})
+        else:
+            out = torch.empty(shape, dtype=dtype, device=self.device)
+        if self._directions is None:
+            table = direction_numbers()[: self.dimensions].view(np.int32)
+            self._directions = torch.from_numpy(np.ascontiguousarray(table)).to(self.device)
+            if self.scramble:
+                self._shifts = Generator(seed=self.seed, device=self.device).integers32(self.dimensions)
+        if n:
+            wide = torch.float64 if dtype == torch.float64 else torch.float32
+            target = out if (out.is_contiguous() and dtype in (torch.int32, wide)) else torch.empty(
+                shape, dtype=torch.int32 if kind == 0 else wide, device=out.device)
+            launch_sobol(target, self._directions, self._shifts, self.offset,
+                         0 if kind == 0 else (3 if dtype == torch.float64 else 1))
+            if dtype == torch.float16:
+                target.clamp_(min=2.0**-24)  # fp16 cannot hold 2⁻³³: keep the interval (0, 1]
+            if target is not out:
+                out.copy_(target)
+        self.offset += n
         return out
