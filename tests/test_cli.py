@@ -82,5 +82,6 @@ def test_bench_rand_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture) -
     assert main(["bench", "rand", "--json", str(path)]) == 0
     rows = json.loads(path.read_text())["rows"]
     assert {r["distribution"] for r in rows} == {"uniform", "normal"}
+    assert {r["generator"] for r in rows} == {"philox4x32_10", "mrg32k3a", "sobol32"}
     assert all(r["tessera_gbs"] > 0 and r["copy_gbs"] > 0 for r in rows)
     assert "% copy" in capsys.readouterr().out

@@ -171,8 +171,6 @@ def test_bad_input(device: str) -> None:
         g.uniform((3, -1))
     with pytest.raises(UnsupportedError, match="int8 is not supported"):
         g.uniform(4, torch.int8)
-    with pytest.raises(UnsupportedError, match="'mrg32k3a' is not implemented yet"):
-        Generator("mrg32k3a")
     with pytest.raises(InvalidArgumentError, match="name must be one of"):
         Generator("xorwow")
     with pytest.raises(InvalidArgumentError, match=r"seed must be an integer in \[0, "):
@@ -275,3 +273,67 @@ def test_sobol_bad_input(device: str) -> None:
         g.normal(4)
     with pytest.raises(InvalidArgumentError, match="at most 2\\*\\*32"):
         Generator("sobol32", dimensions=2, offset=2**32 - 2, device=device).uniform(5)
+
+
+M1, M2 = 4294967087, 4294944443
+
+
+def _mat_power_apply(rows: list[list[int]], exponent: int, v: list[int], m: int) -> list[int]:
+    """rows^exponent · v mod m with Python integers (square-and-multiply), for the test only."""
+    def mul(a: list[list[int]], b: list[list[int]]) -> list[list[int]]:
+        return [[sum(a[i][k] * b[k][j] for k in range(3)) % m for j in range(3)] for i in range(3)]
+    result, base = [[int(i == j) for j in range(3)] for i in range(3)], [[x % m for x in r] for r in rows]
+    while exponent:
+        if exponent & 1:
+            result = mul(result, base)
+        base, exponent = mul(base, base), exponent >> 1
+    return [sum(result[i][k] * v[k] for k in range(3)) % m for i in range(3)]
+
+
+def reference_mrg32k3a(seed: int, subsequence: int, offset: int, n: int) -> list[float]:
+    """L'Ecuyer (1999) MRG32k3a in exact integers; seeding and 2^76 subsequences as documented."""
+    lo, hi = seed & MASK, seed >> 32
+    x1 = [lo % M1 or 12345, hi % M1 or 12345, 12345]
+    x2 = [hi % M2 or 12345, lo % M2 or 12345, 12345]
+    a1 = [[0, 1, 0], [0, 0, 1], [-810728, 1403580, 0]]
+    a2 = [[0, 1, 0], [0, 0, 1], [-1370589, 0, 527612]]
+    x1 = _mat_power_apply(a1, subsequence * 2**76 + offset, x1, M1)
+    x2 = _mat_power_apply(a2, subsequence * 2**76 + offset, x2, M2)
+    out = []
+    for _ in range(n):
+        p1 = (1403580 * x1[1] - 810728 * x1[0]) % M1
+        p2 = (527612 * x2[2] - 1370589 * x2[0]) % M2
+        x1, x2 = [x1[1], x1[2], p1], [x2[1], x2[2], p2]
+        out.append((p1 - p2 + M1 if p1 <= p2 else p1 - p2) * 2.328306549295727688e-10)
+    return out
+
+
+def test_mrg32k3a_first_value_is_lecuyers() -> None:
+    assert reference_mrg32k3a(0, 0, 0, 1)[0] == pytest.approx(0.1270111220465771, abs=1e-15)
+
+
+@pytest.mark.parametrize("seed,subsequence,offset", [(0, 0, 0), (2**40 + 17, 0, 3), (9, 3, 2**40 + 5)])
+def test_mrg32k3a_bit_exact_with_the_reference(seed: int, subsequence: int, offset: int,
+                                               device: str) -> None:
+    g = Generator("mrg32k3a", seed=seed, subsequence=subsequence, offset=offset, device=device)
+    got = torch.cat([g.uniform(70, torch.float64), g.uniform(30, torch.float64)]).cpu().tolist()
+    assert got == reference_mrg32k3a(seed, subsequence, offset, 100)
+    assert g.offset == offset + 100
+
+
+def test_mrg32k3a_transforms_and_statistics(device: str) -> None:
+    ref = reference_mrg32k3a(4, 1, 0, 9)
+    ints = Generator("mrg32k3a", seed=4, subsequence=1, device=device).integers32(9)
+    assert [v & MASK for v in ints.cpu().tolist()] == [math.floor(u * 2**32) for u in ref]
+    g = Generator("mrg32k3a", seed=4, subsequence=1, device=device)
+    z = g.normal(7, dtype=torch.float64).cpu().tolist()
+    assert g.offset == 8
+    pairs = [(ref[i], ref[i + 1]) for i in range(0, 8, 2)]
+    expect = [f(2 * math.pi * v) * math.sqrt(-2 * math.log(u))
+              for u, v in pairs for f in (math.sin, math.cos)]
+    assert z == pytest.approx(expect[:7], rel=1e-12, abs=1e-12)
+    u = Generator("mrg32k3a", seed=8, device=device).uniform(1 << 14).cpu().double().numpy()
+    assert scipy.stats.kstest(u, "uniform").pvalue > 1e-4
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        v = Generator("mrg32k3a", seed=1, device=device).uniform(64, dtype)
+        assert bool((v > 0).all() & (v <= 1).all())

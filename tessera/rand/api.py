@@ -18,7 +18,12 @@ Intervals and transforms (cuRAND's conventions):
 draws have shape (n, d) (row-major points; cuRAND writes dimension-major) and ``offset`` counts
 points. ``scramble=True`` applies a random digital shift (one Philox word per dimension, from
 ``seed``), which keeps the net structure. Uniform only: x·2⁻³² + 2⁻³³, so 0 is never returned.
-MRG32k3a and Poisson are not implemented yet (UnsupportedError says so).
+``Generator("mrg32k3a", seed=…, subsequence=…, offset=…)`` follows L'Ecuyer's reference
+recurrence bit for bit (fp64, as his code); subsequences start 2⁷⁶ steps apart (cuRAND's spacing),
+``offset`` counts steps; the seed sets the state as ``kernels/mrg.py`` documents (seed 0 is the
+classic all-12345 state). ``uniform`` is the reference's value in (0, 1) rounded to the dtype,
+``integers32`` is ⌊u·2³²⌋, ``normal`` is Box–Muller on consecutive pairs.
+Poisson is not implemented yet (UnsupportedError says so).
 """
 
 from __future__ import annotations
@@ -33,11 +38,12 @@ from tessera._core import log
 from tessera._core.device import interpreter_enabled
 from tessera._core.errors import UnsupportedError, invalid
 from tessera._core.validate import as_tensor, check_dtype, check_same_device
+from tessera.rand.kernels.mrg import launch_mrg
 from tessera.rand.kernels.philox import VALUES_PER_GROUP, WORDS_PER_GROUP, launch_bijection, launch_stream
 from tessera.rand.kernels.sobol import MAX_DIMENSIONS, direction_numbers, launch_sobol
 
-GENERATORS = ("philox4x32_10", "sobol32")
-PLANNED = ("mrg32k3a",)
+GENERATORS = ("philox4x32_10", "mrg32k3a", "sobol32")
+PLANNED: tuple[str, ...] = ()
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _MAX_WORDS = 2**62  # stream positions are computed in int64
 
@@ -89,7 +95,7 @@ class Generator:
                 raise invalid("dimensions", repr(dimensions), f"an integer in [1, {MAX_DIMENSIONS}] "
                               "(the shipped Joe–Kuo direction numbers)")
         elif dimensions is not None or scramble:
-            raise invalid("dimensions/scramble", (dimensions, scramble), "unset for philox4x32_10")
+            raise invalid("dimensions/scramble", (dimensions, scramble), f"unset for {name}")
         self.name, self.scramble = name, bool(scramble)
         self.dimensions: int = dimensions if quasi else 0  # 0: a pseudo-random stream
         self.seed = _nonnegative_int("seed", seed, 2**64)
@@ -163,13 +169,22 @@ class Generator:
                 raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"shape {shape} and dtype {dtype}")
             check_same_device({"out": out, "generator": torch.empty(0, device=self.device)})
         n = math.prod(shape)
-        groups = -(-n // VALUES_PER_GROUP[kind])
-        words = groups * WORDS_PER_GROUP[kind]
+        if self.name == "mrg32k3a":  # one step per value; normal values come in pairs
+            words = n + (n % 2 if kind in (2, 4) else 0)
+        else:
+            groups = -(-n // VALUES_PER_GROUP[kind])
+            words = groups * WORDS_PER_GROUP[kind]
         if self.offset + words >= _MAX_WORDS:
             raise invalid("offset", self.offset, f"room for {words} more words below 2**62")
         if n:
             target = out if out.is_contiguous() else torch.empty(shape, dtype=dtype, device=out.device)
-            launch_stream(target.view(-1), kind, self.seed, self.subsequence, self.offset, mean, std)
+            if self.name == "mrg32k3a":
+                launch_mrg(target.view(-1), {0: 0, 1: 1, 3: 1, 2: 2, 4: 2}[kind], self.seed,
+                           self.subsequence, self.offset, mean, std)
+                if kind == 1 and dtype == torch.float16:
+                    target.clamp_(min=2.0**-24)  # fp16 cannot hold the smallest values: keep (0, 1]
+            else:
+                launch_stream(target.view(-1), kind, self.seed, self.subsequence, self.offset, mean, std)
             if target is not out:
                 out.copy_(target)
         log.trace(f"rand {self.name} kind={kind} n={n} seed={self.seed} subsequence={self.subsequence} "

@@ -66,7 +66,7 @@ def _box_muller32(x, y):
 
 @triton.jit
 def _box_muller64(u, v_uniform):
-    v = v_uniform * 6.283185307179586
+    v = v_uniform * tl.full(u.shape, 6.283185307179586, tl.float64)  # a bare literal would be fp32
     s = tl.sqrt(-2.0 * tl.log(u))
     return s * tl.sin(v), s * tl.cos(v)
 
