@@ -185,7 +185,12 @@ def test_bad_input(device: str) -> None:
     before = g.offset
     with pytest.raises(InvalidArgumentError, match="out must be"):
         g.uniform(4, out=torch.empty(5, device=device))
+    with pytest.raises(InvalidArgumentError, match="out must be"):
+        g.lognormal(4, out=torch.empty(4, dtype=torch.float64, device=device))
     assert g.offset == before, "a refused draw must not consume the stream"
+    with pytest.raises(InvalidArgumentError, match="offset after skip"):
+        Generator("sobol32", dimensions=2, offset=10, device=device).skip(2**32 - 5)
+    assert Generator(device=device).skip(10).offset == 10
 
 
 @pytest.mark.gpu

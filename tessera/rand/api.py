@@ -43,7 +43,6 @@ from tessera.rand.kernels.philox import VALUES_PER_GROUP, WORDS_PER_GROUP, launc
 from tessera.rand.kernels.sobol import MAX_DIMENSIONS, direction_numbers, launch_sobol
 
 GENERATORS = ("philox4x32_10", "mrg32k3a", "sobol32")
-PLANNED: tuple[str, ...] = ()
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _MAX_WORDS = 2**62  # stream positions are computed in int64
 
@@ -83,11 +82,8 @@ class Generator:
     def __init__(self, name: str = "philox4x32_10", *, seed: int = 0, subsequence: int = 0,
                  offset: int = 0, device: torch.device | str | None = None,
                  dimensions: int | None = None, scramble: bool = False) -> None:
-        if name in PLANNED:
-            raise UnsupportedError(f"generator {name!r} is not implemented yet; supported: "
-                                   f"{', '.join(GENERATORS)}")
         if name not in GENERATORS:
-            raise invalid("name", repr(name), f"one of {', '.join(GENERATORS + PLANNED)}")
+            raise invalid("name", repr(name), f"one of {', '.join(GENERATORS)}")
         quasi = name == "sobol32"
         if quasi:
             if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not (
@@ -100,7 +96,8 @@ class Generator:
         self.dimensions: int = dimensions if quasi else 0  # 0: a pseudo-random stream
         self.seed = _nonnegative_int("seed", seed, 2**64)
         self.subsequence = _nonnegative_int("subsequence", subsequence, 2**64)
-        self.offset = _nonnegative_int("offset", offset, 2**32 if quasi else _MAX_WORDS)
+        self._limit = 2**32 if quasi else _MAX_WORDS  # positions must stay below this
+        self.offset = _nonnegative_int("offset", offset, self._limit)
         self.device = torch.device(device) if device is not None else _default_device()
         self._directions: torch.Tensor | None = None
         self._shifts: torch.Tensor | None = None
@@ -109,10 +106,11 @@ class Generator:
         return (f"Generator({self.name!r}, seed={self.seed}, subsequence={self.subsequence}, "
                 f"offset={self.offset}, device={str(self.device)!r})")
 
-    def skip(self, words: int) -> Generator:
-        """Advance the stream by ``words`` 32-bit words (cuRAND's skipahead); returns self."""
-        self.offset = _nonnegative_int("offset after skip", self.offset + _nonnegative_int(
-            "words", words, _MAX_WORDS), _MAX_WORDS)
+    def skip(self, n: int) -> Generator:
+        """Advance the stream by ``n`` positions (cuRAND's skipahead): 32-bit words for Philox,
+        steps for MRG32k3a, points for Sobol'. Returns self."""
+        self.offset = _nonnegative_int("offset after skip",
+                                       self.offset + _nonnegative_int("n", n, self._limit), self._limit)
         return self
 
     def integers32(self, shape: Sequence[int] | int, *, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -135,6 +133,8 @@ class Generator:
     def lognormal(self, shape: Sequence[int] | int, mean: float = 0.0, std: float = 1.0,
                   dtype: torch.dtype = torch.float32, *, out: torch.Tensor | None = None) -> torch.Tensor:
         """``exp(normal(mean, std))``: the logarithm is normal (curand_log_normal)."""
+        if out is not None:
+            self._check_out(out, (shape,) if isinstance(shape, int) else tuple(shape), dtype)
         result = self.normal(shape, mean, std, torch.float64 if dtype == torch.float64 else torch.float32)
         result = result.exp_().to(dtype)
         if out is not None:
@@ -145,6 +145,13 @@ class Generator:
     def poisson(self, shape: Sequence[int] | int, lam: float) -> torch.Tensor:
         raise UnsupportedError("poisson is not implemented yet; supported: integers32, uniform, normal, "
                                "lognormal")
+
+    def _check_out(self, out: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        out = as_tensor("out", out)
+        if tuple(out.shape) != shape or out.dtype != dtype:
+            raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"shape {shape} and dtype {dtype}")
+        check_same_device({"out": out, "generator": torch.empty(0, device=self.device)})
+        return out
 
     def _draw(self, kind: int, shape: Sequence[int] | int, dtype: torch.dtype, out: torch.Tensor | None,
               mean: float, std: float) -> torch.Tensor:
@@ -161,13 +168,8 @@ class Generator:
                 raise invalid(name, repr(value), "a finite real number")
         if std < 0:
             raise invalid("std", std, "non-negative")
-        if out is None:
-            out = torch.empty(shape, dtype=dtype, device=self.device)
-        else:
-            out = as_tensor("out", out)
-            if tuple(out.shape) != shape or out.dtype != dtype:
-                raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"shape {shape} and dtype {dtype}")
-            check_same_device({"out": out, "generator": torch.empty(0, device=self.device)})
+        out = torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
+            out, shape, dtype)
         n = math.prod(shape)
         if self.name == "mrg32k3a":  # one step per value; normal values come in pairs
             words = n + (n % 2 if kind in (2, 4) else 0)
@@ -204,13 +206,8 @@ class Generator:
         n = shape[0]
         if self.offset + n > 2**32:
             raise invalid("offset + points", self.offset + n, "at most 2**32 (32-bit Sobol' points)")
-        if out is not None:
-            out = as_tensor("out", out)
-            if tuple(out.shape) != shape or out.dtype != dtype:
-                raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"shape {shape} and dtype {dtype}")
-            check_same_device({"out": out, "generator": torch.empty(0, device=self.device)})
-        else:
-            out = torch.empty(shape, dtype=dtype, device=self.device)
+        out = torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
+            out, shape, dtype)
         if self._directions is None:
             table = direction_numbers()[: self.dimensions].view(np.int32)
             self._directions = torch.from_numpy(np.ascontiguousarray(table)).to(self.device)
