@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import torch
 
@@ -143,3 +144,19 @@ def _choice_for(case: GemmCase, a: torch.Tensor, b: torch.Tensor) -> str:
     precision = "tf32" if case.dtype == "tf32" else "ieee"
     choice = explain(a, b, trans_a=case.trans_a, trans_b=case.trans_b, precision=precision)
     return "none" if choice is None else choice.config.short()
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """rocblas-bench-like table: L2-flushed medians, then back-to-back (sustained) medians."""
+    head = (f"{'problem':<28} {'tessera ms':>10} {'TFLOP/s':>8} {'%peak':>6} {'vendor ms':>10} "
+            f"{'TFLOP/s':>8} {'ratio':>6} | {'b2b TF/s':>8} {'vendor':>8} {'ratio':>6}  kernel")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        peak = f"{r['pct_peak']:.1f}" if r["pct_peak"] is not None else "-"
+        lines.append(
+            f"{r['problem']:<28} {r['tessera_ms']:>10.4f} {r['tessera_tflops']:>8.1f} {peak:>6} "
+            f"{r['vendor_ms']:>10.4f} {r['vendor_tflops']:>8.1f} {r['ratio']:>6.3f} | "
+            f"{r['tessera_tflops_b2b']:>8.1f} {r['vendor_tflops_b2b']:>8.1f} {r['ratio_b2b']:>6.3f}"
+            f"  {r['kernel']}"
+        )
+    return "\n".join(lines)

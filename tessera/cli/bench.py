@@ -1,0 +1,124 @@
+"""`tessera bench gemm|rand` and `tessera report`: Tessera beside the vendor, same process."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from tessera._core.errors import TesseraError
+from tessera.cli.common import use_interpreter_without_gpu, write_json_atomically
+
+
+def cmd_bench_gemm(args: argparse.Namespace) -> int:
+    interpreting = use_interpreter_without_gpu()
+    from tqdm import tqdm
+
+    from tessera import InvalidArgumentError, device_info
+    from tessera._core.timing import git_revision
+    from tessera.blas.bench import PRESETS, GemmCase, format_table, run_case
+
+    preset = "quick" if args.quick else args.preset
+    sizes = (args.m, args.n, args.k)
+    if preset is None and None in sizes:
+        raise InvalidArgumentError("give -m, -n and -k, or --quick / --preset NAME")
+    if preset is not None and any(v is not None for v in sizes):
+        raise InvalidArgumentError("give either -m/-n/-k or a preset, not both")
+    for name, value in (("-m", args.m), ("-n", args.n), ("-k", args.k), ("--batch", args.batch),
+                        ("--rounds", args.rounds)):
+        if value is not None and value < (1 if name in ("--batch", "--rounds") else 0):
+            raise InvalidArgumentError(f"{name} must be non-negative (actual: {value})")
+    if interpreting:
+        print("No GPU: running Tessera's kernels in Triton's CPU interpreter (TRITON_INTERPRET=1). "
+              "Times below measure the interpreter, not GPU performance.")
+        if preset is not None:
+            preset = "interpreter"
+    cases = PRESETS[preset] if preset else [
+        GemmCase(args.m, args.n, args.k, args.dtype, args.batch, args.trans_a, args.trans_b)
+    ]
+    info = device_info()
+    print(f"device: {info.name} ({info.arch}, {info.backend}); torch {info.versions['torch']}, "
+          f"triton {info.versions['triton']}")
+    rows = []
+    for case in tqdm(cases, desc="gemm", unit="problem", disable=len(cases) < 2, file=sys.stderr):
+        rows.append(run_case(case, rounds=1 if interpreting else args.rounds, info=info))
+    print(format_table(rows))
+    if args.json:
+        result = {
+            "op": "gemm", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "git_revision": git_revision(), "command": "tessera " + " ".join(sys.argv[1:]),
+            "interpreter": interpreting, "device": info.as_dict(), "rows": rows,
+        }
+        write_json_atomically(args.json, result)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def cmd_bench_rand(args: argparse.Namespace) -> int:
+    interpreting = use_interpreter_without_gpu()
+    from tessera import device_info
+    from tessera._core.timing import git_revision
+    from tessera.rand.bench import PRESETS, format_table, run_case
+
+    if args.rounds < 1:
+        raise TesseraError(f"--rounds must be at least 1 (actual: {args.rounds})")
+    preset = "interpreter" if interpreting else args.preset
+    if interpreting:
+        print("No GPU: running in Triton's CPU interpreter on small sizes; not GPU performance.")
+    info = device_info()
+    rows = [run_case(case, rounds=1 if interpreting else args.rounds) for case in PRESETS[preset]]
+    print(format_table(rows))
+    if args.json:
+        write_json_atomically(args.json, {
+            "op": "rand", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "git_revision": git_revision(), "command": "tessera " + " ".join(sys.argv[1:]),
+            "interpreter": interpreting, "device": info.as_dict(), "rows": rows})
+        print(f"wrote {args.json}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """What a user posts when contributing performance or compatibility data."""
+    interpreting = use_interpreter_without_gpu()
+    from tqdm import tqdm
+
+    from tessera import device_info
+    from tessera._core.timing import git_revision
+    from tessera.blas.bench import PRESETS, format_table, run_case
+    from tessera.tuning import packs
+
+    info = device_info()
+    installed = [{"name": p.manifest["name"], "version": p.manifest["version"],
+                  "arch": p.manifest["arch"], "triton": p.manifest["runtime"].get("triton"),
+                  "logic_origin": p.manifest.get("logic_origin"), "directory": str(p.directory),
+                  "current": p.current}
+                 for p in packs.list_packs()]
+    preset = None if args.bench == "none" else ("interpreter" if interpreting else args.bench)
+    cases = PRESETS[preset] if preset else []
+    rows = [run_case(c, rounds=1 if interpreting else 3, info=info)
+            for c in tqdm(cases, desc="report", unit="problem", disable=len(cases) < 2, file=sys.stderr)]
+    data = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "git_revision": git_revision(),
+            "interpreter": interpreting, "device": info.as_dict(), "packs": installed, "gemm": rows}
+    args.output.mkdir(parents=True, exist_ok=True)
+    write_json_atomically(args.output / "report.json", data)
+    current = next((p for p in installed if p["current"]), None)
+    pack_line = (f"{current['name']} {current['version']} (logic: {current['logic_origin']})"
+                 if current else "none")
+    lines = [f"# Tessera report — {info.name} ({info.arch})", "",
+             f"Created {data['created']}; revision {data['git_revision']}.", "",
+             "| | |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in info.versions.items()]
+    lines += [f"| multiprocessors | {info.multiprocessors} |", f"| warp size | {info.warp_size} |",
+              f"| shared memory per block | {info.shared_memory_per_block} |",
+              f"| installed pack | {pack_line} |", ""]
+    if rows:
+        lines += ["```", format_table(rows), "```", ""]
+        if interpreting:
+            lines.append("No GPU: kernels ran in Triton's CPU interpreter; times are not GPU performance.")
+    markdown = args.output / "report.md"
+    tmp = markdown.with_name(f".{markdown.name}.{os.getpid()}.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, markdown)
+    print(f"wrote {args.output / 'report.json'} and {markdown}")
+    return 0

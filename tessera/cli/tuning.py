@@ -1,0 +1,169 @@
+"""`tessera logic`, `tessera tune` and `tessera pack`: tuning data, the tuner, and packs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tessera._core.errors import TesseraError
+from tessera.cli.common import use_interpreter_without_gpu
+
+
+def cmd_logic(args: argparse.Namespace) -> int:
+    from tessera.tuning.logic import load_logic
+
+    if args.action == "show":
+        logic = load_logic(args.file)
+        print(f"{logic.path}: {logic.arch} {logic.library}.{logic.op} {dict(logic.problem)}; "
+              f"runtime {dict(logic.runtime)}; distance {logic.distance}"
+              + (f" (max {logic.max_distance})" if logic.max_distance is not None else ""))
+        print("solutions:")
+        for sid, config in sorted(logic.solutions.items()):
+            print(f"  {sid:>3}  {config.short()}")
+        print("table:")
+        for row in logic.table:
+            measured = " ".join(f"{k} {v:g}" for k, v in row.measured.items())
+            print(f"  {'x'.join(map(str, row.sizes)):<24} solution {row.solution:>3}  {measured}")
+        return 0
+    failed = 0
+    for path in args.files:
+        try:
+            logic = load_logic(path)
+        except TesseraError as exc:
+            failed += 1
+            print(f"invalid: {exc}", file=sys.stderr)
+            continue
+        print(f"ok: {path} ({logic.arch} {logic.library}.{logic.op} {logic.problem.get('dtype')}, "
+              f"{len(logic.solutions)} solutions, {len(logic.table)} rows)")
+    return 1 if failed else 0
+
+
+def cmd_tune_gemm(args: argparse.Namespace) -> int:
+    interpreting = use_interpreter_without_gpu()
+    import math
+
+    import torch
+
+    from tessera import device_info
+    from tessera._core.timing import flushed_ms
+    from tessera.blas.bench import DTYPES
+    from tessera.blas.tune import SIZE_PRESETS, default_choice, gemm_tunable
+    from tessera.tuning.plot import plot_results
+    from tessera.tuning.tuner import Tuner, parse_sizes
+
+    problems = parse_sizes(args.sizes, SIZE_PRESETS, width=4)
+    if interpreting:
+        print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
+    device = device_info()
+    op = gemm_tunable(args.dtype, problems, args.space, device)
+    tuner = Tuner(op, args.out, resume=args.resume,
+                  budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
+    path = tuner.run()
+    print(f"wrote {path}")
+    best = tuner.best()
+    labels, tuned, default, vendor = [], [], [], []
+    target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
+    for problem in problems:
+        if problem not in best:
+            continue
+        m, n, k, batch = problem
+        labels.append("x".join(map(str, problem)))
+        tuned.append(best[problem][1])
+        default.append(op.measure(problem, default_choice(problem, args.dtype, device)))
+        shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
+        a = torch.randn(shape_a, device=target).to(DTYPES[args.dtype])
+        b = torch.randn(shape_b, device=target).to(DTYPES[args.dtype])
+        vendor.append(2.0 * m * n * k * batch / flushed_ms(lambda a=a, b=b: torch.matmul(a, b)) / 1e9)
+    if not labels:
+        print("no problem has a correct candidate yet")
+        return 1
+    print(f"{'problem':<24} {'tuned':>9} {'default':>9} {'vendor':>9} {'tuned/default':>13}")
+    for row in zip(labels, tuned, default, vendor, strict=True):
+        print(f"{row[0]:<24} {row[1]:>9.2f} {row[2]:>9.2f} {row[3]:>9.2f} {row[1] / row[2]:>13.3f}")
+    gain = math.exp(sum(math.log(t / d) for t, d in zip(tuned, default, strict=True)) / len(tuned))
+    print(f"geometric-mean gain of tuned over the heuristic default: x{gain:.3f}")
+    if not args.no_plot:
+        png = plot_results(path.with_suffix(".png"), f"GEMM {args.dtype} on {device.name}", labels,
+                           {"tuned": tuned, "default (heuristic)": default, "vendor": vendor}, "TFLOP/s")
+        print(f"wrote {png}")
+    return 0
+
+
+def cmd_pack(args: argparse.Namespace) -> int:
+    from tessera.tuning import packs
+
+    if args.action == "build":
+        archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+        rows = []
+        for arch in archs:
+            out = args.output / f"tessera-{arch}.tar.gz" if len(archs) > 1 else args.output
+            result = packs.build_pack(arch, out, logic_dir=args.logic, precompile=args.precompile,
+                                      name=args.name, version=args.version)
+            manifest = result.manifest
+            print(f"built {out}: {manifest['name']} {manifest['version']} for {arch} "
+                  f"(logic: {manifest['logic_origin']}, triton {manifest['runtime']['triton']}, "
+                  f"{len(manifest['files'])} files)")
+            rows += [{"arch": arch, **row} for row in manifest["support"]]
+        if rows:
+            groups: dict[tuple, int] = {}
+            for row in rows:
+                reason = row.get("reason", "").splitlines()[-1] if row.get("reason") else ""
+                key = (row["arch"], row["kernel"], row["dtype"], row["status"], reason)
+                groups[key] = groups.get(key, 0) + 1
+            print(f"\n{'arch':<9} {'kernel':<10} {'dtype':<5} {'configs':>7} {'status':<7} reason")
+            for (arch, kernel, dtype, status, reason), count in groups.items():
+                print(f"{arch:<9} {kernel:<10} {dtype:<5} {count:>7} {status:<7} {reason}")
+            for arch in archs:
+                ok = sum(r["status"] == "ok" for r in rows if r["arch"] == arch)
+                total = sum(r["arch"] == arch for r in rows)
+                print(f"{arch}: {ok}/{total} kernels compiled")
+        return 0
+    if args.action == "install":
+        installed = packs.install_pack(args.file)
+        print(f"installed {installed.manifest['name']} {installed.manifest['version']} into "
+              f"{installed.directory} (previous install kept for `tessera pack rollback`)")
+        return 0
+    if args.action == "list":
+        found = packs.list_packs()
+        if not found:
+            print(f"no packs installed under {packs.install_root()}")
+        for p in found:
+            state = "current" if p.current else ("previous" if p.previous else "")
+            m = p.manifest
+            print(f"{state:<9} {m['name']} {m['version']} {m['arch']} triton {m['runtime'].get('triton')} "
+                  f"{m.get('created', '')} {p.directory}")
+        return 0
+    if args.action == "rollback":
+        now = packs.rollback()
+        print(f"current is now {now.manifest['name']} {now.manifest['version']} ({now.directory})")
+        return 0
+    if args.action == "remove":
+        gone = packs.remove(directory=args.directory)
+        print(f"removed {gone}")
+        return 0
+    return pack_verify()
+
+
+def pack_verify() -> int:
+    """Installed files intact, results right, and speed beside the vendor on a few problems."""
+    interpreting = use_interpreter_without_gpu()
+    from tessera.blas.bench import PRESETS, run_case
+    from tessera.tuning import packs
+
+    problems = list(packs.verify_installed_files())
+    for line in problems:
+        print(f"problem: {line}", file=sys.stderr)
+    if problems:
+        return 1
+    cases = PRESETS["interpreter" if interpreting else "quick"][:3]
+    worst = 0.0
+    for case in cases:
+        row = run_case(case, rounds=1 if interpreting else 3)
+        worst = max(worst, row["rel_err_vs_vendor"])
+        print(f"{row['problem']:<28} {row['kernel']:<40} speedup vs vendor x{row['ratio']:.3f} "
+              f"(relative difference {row['rel_err_vs_vendor']:.1e})")
+    if worst > 1e-2:
+        print(f"problem: results differ from the vendor's by {worst:.1e}", file=sys.stderr)
+        return 1
+    print("pack verified" + (" (interpreter: speeds are not GPU speeds)" if interpreting else ""))
+    return 0
