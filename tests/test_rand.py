@@ -193,6 +193,19 @@ def test_bad_input(device: str) -> None:
     assert Generator(device=device).skip(10).offset == 10
 
 
+def _cuda_include_dirs() -> list[str]:
+    """Where curand_kernel.h and the CUDA runtime headers may be: the toolkit or pip nvidia-* wheels."""
+    import glob
+    import os
+    import sys
+
+    toolkit = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")
+    found = [d for d in (toolkit, "/usr/local/cuda/include") if os.path.isdir(d)]
+    for root in sys.path:
+        found += sorted(glob.glob(os.path.join(root, "nvidia", "*", "include")))
+    return found
+
+
 @pytest.mark.gpu
 def test_matches_curand_device_api() -> None:
     """The raw stream equals curand() after curand_init(seed, subsequence, offset), via CuPy."""
@@ -207,7 +220,8 @@ def test_matches_curand_device_api() -> None:
         for (int i = 0; i < n; ++i) out[i] = curand(&state);
     }
     """
-    draw = cupy.RawModule(code=source, options=("-I/usr/local/cuda/include",)).get_function("draw")
+    options = tuple(f"-I{d}" for d in _cuda_include_dirs())
+    draw = cupy.RawModule(code=source, options=options).get_function("draw")
     for seed, subsequence, offset in [(0, 0, 0), (1234, 7, 3), (2**40 + 1, 2**33, 2**20 + 2)]:
         out = cupy.zeros(257, dtype=cupy.uint32)
         draw((1,), (1,), (out, cupy.uint64(seed), cupy.uint64(subsequence), cupy.uint64(offset),
