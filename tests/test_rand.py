@@ -177,8 +177,11 @@ def test_bad_input(device: str) -> None:
         Generator(seed=-1)
     with pytest.raises(InvalidArgumentError, match="std must be non-negative"):
         g.normal(3, std=-1.0)
-    with pytest.raises(UnsupportedError, match="poisson is not implemented yet"):
-        g.poisson(3, 2.0)
+    for lam in (-1.0, math.inf, math.nan):
+        with pytest.raises(InvalidArgumentError, match="lam must be a finite number"):
+            g.poisson(3, lam)
+    with pytest.raises(UnsupportedError, match="poisson from mrg32k3a"):
+        Generator("mrg32k3a", device=device).poisson(3, 2.0)
     with pytest.raises(InvalidArgumentError, match=r"counter.shape must be \(n, 4\)"):
         philox4x32_10(torch.zeros(3, 3, dtype=torch.int32, device=device),
                       torch.zeros(3, 2, dtype=torch.int32, device=device))
@@ -356,3 +359,30 @@ def test_mrg32k3a_transforms_and_statistics(device: str) -> None:
     for dtype in (torch.float16, torch.bfloat16, torch.float32):
         v = Generator("mrg32k3a", seed=1, device=device).uniform(64, dtype)
         assert bool((v > 0).all() & (v <= 1).all())
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.7, 15.9, 16.0, 1000.0])
+def test_poisson_mean_variance_and_offsets(lam: float, device: str) -> None:
+    n = 1 << 12
+    g = Generator(seed=31, device=device)
+    k = g.poisson(n, lam).cpu().double().numpy()
+    assert g.offset == n * (1 if lam < 16 else 16)
+    assert (k >= 0).all() and np.array_equal(k, np.floor(k))
+    if lam == 0:
+        assert not k.any()
+        return
+    sigma = math.sqrt(lam)
+    assert abs(k.mean() - lam) < 5 * sigma / math.sqrt(n)
+    assert abs(k.var() / lam - 1) < 5 * math.sqrt(2 / n) + 0.01
+
+
+@pytest.mark.parametrize("lam", [4.0, 50.0])
+def test_poisson_goodness_of_fit(lam: float, device: str) -> None:
+    n = 1 << 13
+    k = Generator(seed=5, subsequence=3, device=device).poisson(n, lam).cpu().numpy()
+    low, high = int(scipy.stats.poisson.ppf(0.01, lam)), int(scipy.stats.poisson.ppf(0.99, lam))
+    observed, _ = np.histogram(np.clip(k, low, high), bins=np.arange(low, high + 2) - 0.5)
+    expected = scipy.stats.poisson.pmf(np.arange(low, high + 1), lam)
+    expected[0] += scipy.stats.poisson.cdf(low - 1, lam)
+    expected[-1] += scipy.stats.poisson.sf(high, lam)
+    assert scipy.stats.chisquare(observed, expected * n / expected.sum()).pvalue > 1e-4

@@ -23,7 +23,7 @@ recurrence bit for bit (fp64, as his code); subsequences start 2⁷⁶ steps apa
 ``offset`` counts steps; the seed sets the state as ``kernels/mrg.py`` documents (seed 0 is the
 classic all-12345 state). ``uniform`` is the reference's value in (0, 1) rounded to the dtype,
 ``integers32`` is ⌊u·2³²⌋, ``normal`` is Box–Muller on consecutive pairs.
-Poisson is not implemented yet (UnsupportedError says so).
+``poisson(shape, lam)`` (Philox): inversion for λ < 16, PTRS rejection with a fixed budget above.
 """
 
 from __future__ import annotations
@@ -39,7 +39,15 @@ from tessera._core.device import interpreter_enabled
 from tessera._core.errors import UnsupportedError, invalid
 from tessera._core.validate import as_tensor, check_dtype, check_same_device
 from tessera.rand.kernels.mrg import launch_mrg
-from tessera.rand.kernels.philox import VALUES_PER_GROUP, WORDS_PER_GROUP, launch_bijection, launch_stream
+from tessera.rand.kernels.philox import (
+    POISSON_ATTEMPTS,
+    POISSON_SMALL_LAMBDA,
+    VALUES_PER_GROUP,
+    WORDS_PER_GROUP,
+    launch_bijection,
+    launch_poisson,
+    launch_stream,
+)
 from tessera.rand.kernels.sobol import MAX_DIMENSIONS, direction_numbers, launch_sobol
 
 GENERATORS = ("philox4x32_10", "mrg32k3a", "sobol32")
@@ -142,9 +150,36 @@ class Generator:
             return out
         return result
 
-    def poisson(self, shape: Sequence[int] | int, lam: float) -> torch.Tensor:
-        raise UnsupportedError("poisson is not implemented yet; supported: integers32, uniform, normal, "
-                               "lognormal")
+    def poisson(self, shape: Sequence[int] | int, lam: float, dtype: torch.dtype = torch.int64, *,
+                out: torch.Tensor | None = None) -> torch.Tensor:
+        """Poisson(λ) counts (Philox only). λ < 16: inversion, one word per value; λ ≥ 16: Hörmann's
+        PTRS transformed rejection with eight attempts of two words (the offset advances by 16 words
+        per value); if all eight are rejected (probability < 1e-8) the value is round(λ)."""
+        if self.name != "philox4x32_10":
+            raise UnsupportedError(f"poisson from {self.name} is not implemented yet; supported: "
+                                   "philox4x32_10")
+        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam < 2**31 or (
+                not math.isfinite(lam)):
+            raise invalid("lam", repr(lam), "a finite number in [0, 2**31)")
+        if dtype not in (torch.int32, torch.int64, torch.float32, torch.float64):
+            raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported for "
+                                   "poisson; supported: int32, int64, float32, float64")
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape):
+            raise invalid("shape", shape, "non-negative integers")
+        out = torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
+            out, shape, dtype)
+        n = math.prod(shape)
+        words = n * (1 if lam < POISSON_SMALL_LAMBDA else 2 * POISSON_ATTEMPTS)
+        if self.offset + words >= _MAX_WORDS:
+            raise invalid("offset", self.offset, f"room for {words} more words below 2**62")
+        if n:
+            target = out if out.is_contiguous() else torch.empty(shape, dtype=dtype, device=out.device)
+            launch_poisson(target.view(-1), float(lam), self.seed, self.subsequence, self.offset)
+            if target is not out:
+                out.copy_(target)
+        self.offset += words
+        return out
 
     def _check_out(self, out: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         out = as_tensor("out", out)

@@ -212,3 +212,81 @@ def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean
         groups = triton.cdiv(n, VALUES_PER_GROUP[kind])
         _philox_group_kernel[(triton.cdiv(groups, block),)](
             out, n, offset, sub_lo, sub_hi, key0, key1, float(mean), float(std), KIND=kind, BLOCK=block)
+
+
+# Poisson: a fixed word budget per value keeps offsets predictable (counter-based, any order).
+POISSON_SMALL_LAMBDA = 16.0  # below: inversion, one word; at or above: PTRS, two words an attempt
+POISSON_ATTEMPTS = 8  # PTRS accepts > 90 % of attempts for λ ≥ 10: all eight fail with p < 1e-8
+def poisson_search_terms(lam: float) -> int:
+    """Inversion terms to scan: a power of two ≥ λ + 12√λ + 12, beyond which P(k) < 1e-30 for λ < 16."""
+    need = lam + 12 * lam**0.5 + 12
+    return 32 if need <= 32 else (64 if need <= 64 else 128)
+
+
+@triton.jit
+def _log_factorial(k):
+    """log k! for a non-negative float tensor: exact table below 10, Stirling's series above."""
+    table = tl.where(k < 1.5, 0.0, tl.where(k < 2.5, 0.6931471805599453, tl.where(
+        k < 3.5, 1.791759469228055, tl.where(k < 4.5, 3.1780538303479458, tl.where(
+            k < 5.5, 4.787491742782046, tl.where(k < 6.5, 6.579251212010101, tl.where(
+                k < 7.5, 8.525161361065415, tl.where(k < 8.5, 10.60460290274525, 12.801827480081469))))))))
+    x = k + 1.0
+    stirling = ((x - 0.5) * tl.log(x) - x + 0.9189385332046728 + 1.0 / (12.0 * x)
+                - 1.0 / (360.0 * x * x * x) + 1.0 / (1260.0 * x * x * x * x * x))
+    return tl.where(k < 9.5, table, stirling)
+
+
+@triton.jit
+def _philox_poisson_kernel(out_ptr, n, offset, sub_lo, sub_hi, key0, key1, lam: tl.float64,
+                           LARGE: tl.constexpr, ATTEMPTS: tl.constexpr, SEARCH: tl.constexpr,
+                           BLOCK: tl.constexpr):
+    j = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    two32 = tl.full((BLOCK,), 2.3283064365386963e-10, tl.float64)  # 2⁻³²
+    lam_v = tl.zeros((BLOCK,), tl.float64) + lam
+    if LARGE:
+        base = offset + j * (2 * ATTEMPTS)
+        slam = tl.sqrt(lam_v)
+        loglam = tl.log(lam_v)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2.0)
+        result = tl.floor(lam_v + 0.5)  # used only if every attempt is rejected (p < 1e-8)
+        done = tl.zeros((BLOCK,), tl.int1)
+        for t in range(ATTEMPTS):
+            u = (_word_at(base + 2 * t, sub_lo, sub_hi, key0, key1).to(tl.float64) + 0.5) * two32 - 0.5
+            v = (_word_at(base + 2 * t + 1, sub_lo, sub_hi, key0, key1).to(tl.float64) + 0.5) * two32
+            us = 0.5 - tl.abs(u)
+            k = tl.floor((2.0 * a / us + b) * u + lam_v + 0.43)
+            quick = (us >= 0.07) & (v <= vr)
+            possible = (k >= 0) & ~((us < 0.013) & (v > us))
+            log_accept = tl.log(v) + tl.log(inv_alpha) - tl.log(a / (us * us) + b)
+            log_pmf = -lam_v + k * loglam - _log_factorial(tl.maximum(k, 0.0))
+            accept = quick | (possible & (log_accept <= log_pmf))
+            take = accept & ~done
+            result = tl.where(take, k, result)
+            done = done | accept
+        value = result
+    else:
+        u = (_word_at(offset + j, sub_lo, sub_hi, key0, key1).to(tl.float64) + 0.5) * two32
+        p = tl.exp(-lam_v)
+        cdf = p
+        k = tl.zeros((BLOCK,), tl.float64)
+        for i in range(1, SEARCH):
+            k = tl.where(u > cdf, i * 1.0, k)
+            p = p * lam_v / i
+            cdf = cdf + p
+        value = k
+    tl.store(out_ptr + j, value.to(out_ptr.dtype.element_ty), mask=j < n)
+
+
+def launch_poisson(out, lam: float, seed: int, subsequence: int, offset: int, block: int = 1024) -> int:
+    """Fill contiguous 1-D ``out`` with Poisson(λ) values; returns the words consumed."""
+    n = out.numel()
+    large = lam >= POISSON_SMALL_LAMBDA
+    words = n * (2 * POISSON_ATTEMPTS if large else 1)
+    _philox_poisson_kernel[(triton.cdiv(n, block),)](
+        out, n, offset, subsequence & 0xFFFFFFFF, subsequence >> 32, seed & 0xFFFFFFFF, seed >> 32,
+        float(lam), LARGE=large, ATTEMPTS=POISSON_ATTEMPTS, SEARCH=poisson_search_terms(lam), BLOCK=block,
+        num_warps=8)
+    return words
