@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import re
 import subprocess
@@ -103,6 +104,16 @@ def _add_regular(name: str):
     return edit
 
 
+def _manifest_field(key: str, value: object):
+    def edit(member: str, data: bytes, out: tarfile.TarFile) -> bytes:
+        if member != "manifest.json":
+            return data
+        manifest = json.loads(data)
+        manifest[key] = value
+        return json.dumps(manifest).encode()
+    return edit
+
+
 BAD_PACKS = {
     "member altered": (_alter("logic/sm_90/blas.gemm.bf16.yaml"),
                        "checksum mismatch for logic/sm_90/blas.gemm.bf16.yaml"),
@@ -112,6 +123,9 @@ BAD_PACKS = {
     "hard link member": (_special(tarfile.LNKTYPE, "logic/evil2", "manifest.json"), "is a link"),
     "device member": (_special(tarfile.CHRTYPE, "logic/null"), "device or special file"),
     "unlisted member": (_add_regular("kernels/extra.bin"), "not listed in the manifest"),
+    "name escaping the root": (_manifest_field("name", "../../escaped"),
+                               "'name' '../../escaped' is not a plain"),
+    "version with a slash": (_manifest_field("version", "1/2"), "'version' '1/2' is not a plain name"),
 }
 
 

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +47,7 @@ from tessera.tuning.paths import SHIPPED_LOGIC, install_root
 
 PACK_FORMAT = 1
 MANIFEST = "manifest.json"
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def _sha256(data: bytes) -> str:
@@ -202,6 +204,12 @@ def check_pack(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     for key in ("name", "version", "arch", "runtime", "files"):
         if key not in manifest:
             raise PackError(f"{path}: {MANIFEST} lacks '{key}'")
+    for key in ("name", "version", "arch"):  # they name directories: nothing may escape the root
+        if not isinstance(manifest[key], str) or not _SAFE_NAME.fullmatch(manifest[key]):
+            raise PackError(f"{path}: {MANIFEST} '{key}' {manifest[key]!r} is not a plain name "
+                            "(letters, digits, '.', '_', '-'; at most 64); refused")
+    if not isinstance(manifest["files"], dict) or not isinstance(manifest["runtime"], dict):
+        raise PackError(f"{path}: {MANIFEST} 'files' and 'runtime' must be mappings")
     listed = manifest["files"]
     unlisted = sorted(set(contents) - set(listed))
     if unlisted:
