@@ -55,23 +55,21 @@ def _batch_of(t: torch.Tensor) -> int:
     return t.shape[0] if t.dim() == 3 else 1
 
 
-def _as_batched(t: torch.Tensor, batch: int) -> torch.Tensor:
-    """3-D view (batch, rows, cols); 2-D operands and batch-1 operands broadcast with stride 0."""
-    if t.dim() == 2:
-        t = t.unsqueeze(0)
-    if t.shape[0] != batch:
-        t = t.expand(batch, *t.shape[1:])
-    return t
+def _as_2d(t: torch.Tensor) -> torch.Tensor:
+    """The matrix of a 2-D view or of a batch-1 3-D view."""
+    return t if t.dim() == 2 else t[0]
 
 
 @dataclass(frozen=True)
 class _GemmPlan:
-    """Everything a launch needs, decided before anything runs: 3-D views (batch, rows, cols)."""
+    """Everything a launch needs, decided before anything runs. Operands are 2-D or 3-D views; one
+    without the batch dimension (or with batch 1) is broadcast over ``batch``."""
 
     op_a: torch.Tensor
     op_b: torch.Tensor
-    c3: torch.Tensor | None
-    d3: torch.Tensor
+    c: torch.Tensor | None
+    d: torch.Tensor
+    batch: int
     alpha: float
     beta: float
     precision: str
@@ -221,12 +219,9 @@ def _plan(
             _scale_c_into(out, c, beta)
         return out, None
 
-    op_a = _as_batched(_matrix_layout("a", op_a), batch)
-    op_b = _as_batched(_matrix_layout("b", op_b), batch)
-    d3 = out if out.dim() == 3 else out.unsqueeze(0)
-    c3 = None if c is None else torch.broadcast_to(c, out_shape if batched else (m, n))
-    if c3 is not None and c3.dim() == 2:
-        c3 = c3.unsqueeze(0)
+    op_a = _matrix_layout("a", op_a)
+    op_b = _matrix_layout("b", op_b)
+    c_view = None if c is None else torch.broadcast_to(c, out_shape)
 
     info = device_info(device)
     if precision == "tf32" and info.backend == "hip":
@@ -236,31 +231,31 @@ def _plan(
         op_a, op_b = _k_major(op_a, op_b, materialize=allocate)
     tma_ok = (
         batch == 1
-        and (info.backend == "cuda" or (info.backend == "interpreter" and a.dtype != torch.bfloat16))
         and a.dtype != torch.float64
-        and tma_supported(op_a, op_b, d3)
+        and (space.tma_capable(info) or (info.backend == "interpreter" and a.dtype != torch.bfloat16))
+        and tma_supported(op_a, op_b, out)
     )  # the interpreter's bf16 dot is wrong and only the tile family upcasts around it
     problem = space.GemmProblem(m, n, k, batch, key, tma_ok)
     choice = space.select(problem, info)
     if allocate and log.modes():
         _log_call(problem, choice, a, b, trans_a, trans_b, batched)
-    return out, _GemmPlan(op_a, op_b, c3, d3, alpha, beta, precision, problem, choice,
+    return out, _GemmPlan(op_a, op_b, c_view, out, batch, alpha, beta, precision, problem, choice,
                           info.multiprocessors or 1)
 
 
 def _launch(plan: _GemmPlan) -> None:
-    op_a, op_b, c3, d3 = plan.op_a, plan.op_b, plan.c3, plan.d3
+    a, b, c, d = plan.op_a, plan.op_b, plan.c, plan.d
     config = plan.choice.config
     if isinstance(config, TileConfig):
         launch_gemm_tile(
-            op_a, op_b, c3, d3, plan.alpha, plan.beta, precision=plan.precision,
-            upcast=interpreter_enabled() and op_a.dtype == torch.bfloat16,
-            index_64=needs_int64_index(op_a, op_b, d3, *([c3] if c3 is not None else [])),
+            a, b, c, d, plan.batch, plan.alpha, plan.beta, precision=plan.precision,
+            upcast=interpreter_enabled() and a.dtype == torch.bfloat16,
+            index_64=needs_int64_index(a, b, d, *([c] if c is not None else [])),
             config=config,
         )
     else:
         launch_gemm_tma(
-            op_a[0], op_b[0], None if c3 is None else c3[0], d3[0], plan.alpha, plan.beta,
+            _as_2d(a), _as_2d(b), None if c is None else _as_2d(c), _as_2d(d), plan.alpha, plan.beta,
             precision=plan.precision, num_sms=plan.multiprocessors, config=config,
         )
 
@@ -283,11 +278,14 @@ def _k_major(
     if a.stride(-1) != 1:
         if materialize:
             log.info("a: copied to row-major (K-major) for tf32 tensor cores")
-        a = row_major_copy(a) if materialize else torch.empty(a.shape, device="meta")
+            a = row_major_copy(a.unsqueeze(0) if a.dim() == 2 else a).reshape(a.shape)
+        else:
+            a = torch.empty(a.shape, device="meta")
     if b.stride(-2) != 1:
         if materialize:
             log.info("b: copied to column-major (K-major) for tf32 tensor cores")
-            b = column_major_copy(b)
+            lifted = column_major_copy(b.unsqueeze(0) if b.dim() == 2 else b)
+            b = lifted[0] if b.dim() == 2 else lifted
         else:
             b = torch.empty((*b.shape[:-2], b.shape[-1], b.shape[-2]), device="meta").transpose(-1, -2)
     return a, b

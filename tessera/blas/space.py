@@ -136,6 +136,11 @@ def _sm_version(backend: str, arch: str) -> int:
     return int(digits) if digits else 0
 
 
+def tma_capable(device: DeviceInfo) -> bool:
+    """The TMA family can run here (CUDA sm_90 or newer)."""
+    return _sm_version(device.backend, device.arch) >= 90
+
+
 def tf32_wants_k_major(device: DeviceInfo) -> bool:
     """Hopper's tf32 wgmma reads only K-major operands; other layouts ran at 0.19x (round 2)."""
     return _sm_version(device.backend, device.arch) >= 90

@@ -105,28 +105,42 @@ def _gemm_tile_kernel(
 _launch = Launcher(_gemm_tile_kernel)
 
 
+def _batched_strides(t: torch.Tensor) -> tuple[int, int, int]:
+    """(batch, row, col) strides of a 2-D or 3-D view; a 2-D or batch-1 operand broadcasts (0)."""
+    st = t.stride()
+    if t.dim() == 2:
+        return (0, st[0], st[1])
+    return (0 if t.shape[0] == 1 else st[0], st[1], st[2])
+
+
+def _batch_part(t: torch.Tensor, part: slice) -> torch.Tensor:
+    return t if t.dim() == 2 or t.shape[0] == 1 else t[part]
+
+
 def launch_gemm_tile(
-    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor, batch: int,
     alpha: float, beta: float, *, precision: str, upcast: bool, index_64: bool,
     config: TileConfig,
 ) -> None:
-    """Launch on 3-D views ``a`` (B,M,K), ``b`` (B,K,N), ``c``/``d`` (B,M,N); batch may be stride 0."""
-    batch, m, k = a.shape
+    """Launch on views ``a`` (…,M,K), ``b`` (…,K,N), ``c``/``d`` (…,M,N), each 2-D or 3-D; an
+    operand without the batch dimension (or with batch 1) is broadcast over ``batch``."""
     if batch > MAX_GRID_Y:  # the grid's second axis is limited; launch in slices of the batch
         for start in range(0, batch, MAX_GRID_Y):
             part = slice(start, start + MAX_GRID_Y)
             launch_gemm_tile(
-                a[part], b[part], None if c is None else c[part], d[part], alpha, beta,
+                _batch_part(a, part), _batch_part(b, part), None if c is None else _batch_part(c, part),
+                _batch_part(d, part), min(MAX_GRID_Y, batch - start), alpha, beta,
                 precision=precision, upcast=upcast, index_64=index_64, config=config,
             )
         return
-    n = b.shape[2]
+    m, k = a.shape[-2], a.shape[-1]
+    n = b.shape[-1]
     c_arg = c if c is not None else d
     grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), batch)
     _launch(
         grid,
-        (a, b, c_arg, d, m, n, k, *a.stride(), *b.stride(), *c_arg.stride(), *d.stride(),
-         float(alpha), float(beta)),
+        (a, b, c_arg, d, m, n, k, *_batched_strides(a), *_batched_strides(b), *_batched_strides(c_arg),
+         *_batched_strides(d), float(alpha), float(beta)),
         dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=a.dtype == torch.float64,
              UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
              INDEX_64=index_64, EVEN_K=k % config.block_k == 0, BLOCK_M=config.block_m,

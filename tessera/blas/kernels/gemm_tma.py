@@ -116,7 +116,8 @@ def is_col_major(t: torch.Tensor) -> bool:
 
 def _descriptor_ok(t: torch.Tensor) -> bool:
     """One unit stride, 16-byte aligned base and leading dimension (TMA's requirements)."""
-    row_stride, col_stride = t.stride(-2), t.stride(-1)
+    strides = t.stride()
+    row_stride, col_stride = strides[-2], strides[-1]
     if col_stride == 1:
         lead, inner = row_stride, t.shape[-1]
     elif row_stride == 1:
