@@ -260,3 +260,19 @@ def test_forced_tma_config_with_bf16_stays_correct(device: str) -> None:
     a, b = rand((64, 48), torch.bfloat16, device), rand((48, 80), torch.bfloat16, device)
     with space.forced(TmaConfig(64, 64, 16, 8, 4, 2)):
         assert_gemm_close(gemm(a, b), a, b)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_k_major_copies_for_tf32(batched: bool, device: str) -> None:
+    """The Hopper tf32 path copies A to row-major and B to column-major; values must not change."""
+    from tessera.blas.api import _k_major
+
+    shape_a, shape_b = ((3, 20, 12), (3, 12, 9)) if batched else ((20, 12), (12, 9))
+    a = rand(shape_a[::-1] if not batched else (3, 12, 20), torch.float32, device).transpose(-1, -2)
+    b = rand(shape_b, torch.float32, device)  # row-major: N contiguous
+    ka, kb = _k_major(a, b, materialize=True)
+    assert ka.shape == a.shape and kb.shape == b.shape
+    assert ka.stride(-1) == 1 and kb.stride(-2) == 1
+    assert torch.equal(ka, a) and torch.equal(kb, b)
+    ma, mb = _k_major(a, b, materialize=False)
+    assert ma.device.type == "meta" and mb.stride(-2) == 1 and mb.shape == b.shape
