@@ -57,8 +57,11 @@ def test_install_switch_backup_rollback_remove(sm90_pack: Path, tmp_path: Path) 
     assert packs.rollback(root).directory == first.directory
     assert (root / "previous").resolve() == second.directory
     assert list(packs.verify_installed_files(root)) == []
-    packs.remove(root)  # removes the current (first); the previous (second) takes over
-    assert state(root) == [(second.directory.name, True, False)]
+    third = install(sm90_pack, root)  # keeps the one it replaces as previous, prunes the older
+    assert state(root) == sorted([(first.directory.name, False, True), (third.directory.name, True, False)])
+    assert not second.directory.exists()
+    packs.remove(root)  # removes the current (third); the previous (first) takes over
+    assert state(root) == [(first.directory.name, True, False)]
     with pytest.raises(PackError, match="nothing to roll back to"):
         packs.rollback(root)
     packs.remove(root)

@@ -12,6 +12,7 @@ Install root (``TESSERA_HOME`` or the platform's user data directory)::
     <root>/packs/<name>-<ver>-<sha8>-<time>/   one directory per installed pack
     <root>/current -> packs/…    the active pack (a symlink replaced atomically)
     <root>/previous -> packs/…   the backup that ``rollback`` switches back to
+    (an install removes every other directory under packs/ once it has switched)
 
 Nothing is written outside the root; archive members with absolute paths, ``..``, links or device
 files are refused before anything is written; every member's checksum is verified first.
@@ -248,11 +249,37 @@ def _lock(root: Path) -> Any:
     return FileLock(str(root / ".lock"), timeout=600)
 
 
+def _write_durably(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a directory's entries (new files, renames) durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _point(link: Path, target: Path) -> None:
     """Make ``link`` point at ``target`` atomically (a new symlink renamed over the old one)."""
     tmp = link.with_name(f".{link.name}.{uuid.uuid4().hex}")
     os.symlink(os.path.relpath(target, link.parent), tmp)
     os.replace(tmp, link)
+    _fsync_dir(link.parent)
+
+
+def _prune(root: Path) -> None:
+    """Remove installed packs that are neither current nor previous (older backups, and directories
+    left by an install killed before its switch)."""
+    keep = {_target(root / "current"), _target(root / "previous")}
+    for directory in (root / "packs").iterdir():
+        if directory.resolve() not in keep:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def _target(link: Path) -> Path | None:
@@ -293,22 +320,25 @@ def install_pack(path: Path, *, root: Path | None = None, arch: str | None = Non
     with _lock(root):
         _clean_staging(root)
         staging = root / "tmp" / uuid.uuid4().hex
-        for name, data in contents.items():
+        for name, data in [*contents.items(), (MANIFEST, json.dumps(manifest, indent=1).encode())]:
             target = staging / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1))
+            _write_durably(target, data)
+        for folder in {(staging / name).parent for name in contents} | {staging}:
+            _fsync_dir(folder)
         _test_hook("extracted")
         digest = _sha256(json.dumps(manifest, sort_keys=True).encode())[:8]
         final = root / "packs" / f"{manifest['name']}-{manifest['version']}-{digest}-{time.time_ns()}"
         final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging, final)
+        _fsync_dir(final.parent)
         _test_hook("moved")
         previous = _target(root / "current")
         _point(root / "current", final)
         _test_hook("switched")
         if previous is not None:
             _point(root / "previous", previous)
+        _prune(root)
     logic.reload()
     return Installed(final, manifest, True, False)
 
