@@ -147,3 +147,11 @@ def test_retiming_defeats_the_winners_curse(tmp_path: Path) -> None:
     assert lf.solutions[lf.table[0].solution] == CONFIGS[1]
     assert lf.table[0].measured["tflops"] == 50.0
     assert seen[((64, 64, 64, 1), CONFIGS[0])] == 3 and seen[((64, 64, 64, 1), CONFIGS[2])] == 1
+
+
+def test_resume_with_a_smaller_space(tmp_path: Path) -> None:
+    """Journaled configs that are no longer candidates are neither re-timed nor a crash."""
+    Tuner(fake_op(), tmp_path, progress=False).run()
+    smaller = TunableOp("blas", "gemm", "interpreter", "fp32", PROBLEMS, lambda p: CONFIGS[:1],
+                        lambda p, c: None, lambda p, c: 1.0)
+    assert load_logic(Tuner(smaller, tmp_path, resume=True, progress=False).run()).table

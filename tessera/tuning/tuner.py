@@ -146,9 +146,9 @@ class Tuner:
 
     def _retime_plan(self, problem: tuple[int, ...]) -> list[Any]:
         """Configs to time again for ``problem`` (the current top ones, minus re-times done)."""
-        figures = self._figures().get(problem, {})
-        top = sorted(figures, key=lambda key: -_median(figures[key]))[: self.retime_top]
         by_key = {_config_key(c): c for c in self.op.candidates(problem)}
+        figures = {k: v for k, v in self._figures().get(problem, {}).items() if k in by_key}
+        top = sorted(figures, key=lambda key: -_median(figures[key]))[: self.retime_top]
         plan = []
         for key in top:
             plan += [by_key[key]] * max(0, 1 + self.retimes - len(figures[key]))
