@@ -230,14 +230,18 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     doc = {"schema": 1, "arch": "gfx1103", "library": "blas", "op": "gemm", "problem": {"dtype": "fp16"},
            "solutions": [{"id": 0, "kernel": "gemm_tile", "block_m": 32, "block_n": 32, "block_k": 32,
                           "num_warps": 4, "num_stages": 2},
-                         {"id": 1, "kernel": "gemm_tma", "block_m": 64, "block_n": 64, "block_k": 32}],
+                         {"id": 1, "kernel": "gemm_tma", "block_m": 64, "block_n": 64, "block_k": 32},
+                         {"id": 2, "kernel": "gemm_splitk", "block_m": 16, "block_n": 64, "block_k": 64,
+                          "split_k": 4}],
            "table": [{"m": 64, "n": 64, "k": 64, "batch": 1, "solution": 0},
-                     {"m": 4096, "n": 4096, "k": 4096, "batch": 1, "solution": 1}]}
+                     {"m": 4096, "n": 4096, "k": 4096, "batch": 1, "solution": 1},
+                     {"m": 16, "n": 4096, "k": 4096, "batch": 1, "solution": 2}]}
     (folder / "blas.gemm.fp16.yaml").write_text(yaml.safe_dump(doc))
     result = packs.build_pack("gfx1103", tmp_path / "g.tar.gz", logic_dir=folder, precompile=True)
     support = {row["kernel"]: row for row in result.manifest["support"]}
     assert support["gemm_tile"]["status"] == "ok" and support["gemm_tile"]["file"].endswith(".hsaco")
     assert support["gemm_tma"]["status"] == "failed" and "sm_90" in support["gemm_tma"]["reason"]
+    assert support["gemm_splitk"]["status"] == "ok", support["gemm_splitk"]
     _, contents = packs.check_pack(result.path)
     assert len(contents[support["gemm_tile"]["file"]]) > 1000
 

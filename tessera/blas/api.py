@@ -24,6 +24,7 @@ from tessera._core.validate import (
 )
 from tessera.blas import space
 from tessera.blas.kernels.copy import column_major_copy, row_major_copy
+from tessera.blas.kernels.gemm_splitk import SplitKConfig, launch_gemm_splitk
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile
 from tessera.blas.kernels.gemm_tma import launch_gemm_tma, tma_supported
 
@@ -252,6 +253,11 @@ def _launch(plan: _GemmPlan) -> None:
             upcast=interpreter_enabled() and a.dtype == torch.bfloat16,
             index_64=needs_int64_index(a, b, d, *([c] if c is not None else [])),
             config=config,
+        )
+    elif isinstance(config, SplitKConfig):
+        launch_gemm_splitk(
+            a, b, c, d, plan.batch, plan.alpha, plan.beta, precision=plan.precision,
+            upcast=interpreter_enabled() and a.dtype == torch.bfloat16, config=config,
         )
     else:
         launch_gemm_tma(

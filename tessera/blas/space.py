@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tessera._core.device import DeviceInfo
+from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.tuning import logic
 
-Config = TileConfig | TmaConfig
+Config = TileConfig | TmaConfig | SplitKConfig
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -63,6 +64,16 @@ TMA_SPACE: tuple[TmaConfig, ...] = tuple(
     for s in (3, 4, 5)
     for ws in (False, True)
     for split in (1, 2)
+)
+
+# Split-K for small M·N and long K: chosen through logic files once tuned (not by the heuristic,
+# which has no GPU measurement of it yet).
+SPLITK_SPACE: tuple[SplitKConfig, ...] = tuple(
+    SplitKConfig(bm, bn, bk, split, w, s)
+    for bm, bn, bk in [(16, 64, 128), (16, 128, 64), (32, 64, 64), (64, 64, 64)]
+    for split in (2, 4, 8, 16)
+    for w in (4,)
+    for s in (3, 4)
 )
 
 _override: Config | None = None
@@ -222,5 +233,6 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
     return docs
 
 
-logic.register_op("blas", "gemm", SIZE_KEYS, {"gemm_tile": TileConfig, "gemm_tma": TmaConfig},
+logic.register_op("blas", "gemm", SIZE_KEYS,
+                  {"gemm_tile": TileConfig, "gemm_tma": TmaConfig, "gemm_splitk": SplitKConfig},
                   heuristic=heuristic_logic)

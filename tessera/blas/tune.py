@@ -15,6 +15,7 @@ from tessera.blas import space
 from tessera.blas.accuracy import gemm_error_bound
 from tessera.blas.api import gemm
 from tessera.blas.bench import DTYPES
+from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.tuning.tuner import TunableOp
@@ -30,8 +31,9 @@ SIZE_PRESETS["preset"] = SIZE_PRESETS["square"] + SIZE_PRESETS["skinny"] + SIZE_
 
 SPACES: dict[str, tuple[space.Config, ...]] = {
     "default": tuple(c for c in space.TILE_SPACE if c.num_stages == 3) + tuple(
-        c for c in space.TMA_SPACE if c.num_warps == 8 and not c.warp_specialize and c.num_stages < 5),
-    "wide": space.TILE_SPACE + space.TMA_SPACE,
+        c for c in space.TMA_SPACE if c.num_warps == 8 and not c.warp_specialize and c.num_stages < 5)
+    + tuple(c for c in space.SPLITK_SPACE if c.num_stages == 3),
+    "wide": space.TILE_SPACE + space.TMA_SPACE + space.SPLITK_SPACE,
     "tiny": (TileConfig(16, 16, 16, 1, 2, 1), TileConfig(32, 32, 16, 4, 4, 1),
              TileConfig(16, 32, 32, 8, 4, 2)),
 }
@@ -42,9 +44,12 @@ def _pow2_at_least(x: int) -> int:
 
 
 def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> bool:
-    m, n, _, batch = problem
+    m, n, k, batch = problem
     if config.block_m > _pow2_at_least(m) or config.block_n > _pow2_at_least(n):
         return False  # a tile mostly outside the matrix
+    if isinstance(config, SplitKConfig):
+        # worth it only for few output tiles and a long K that every slice still covers
+        return m * n <= 256 * 8192 and k >= 4 * config.split_k * config.block_k
     if isinstance(config, TmaConfig):
         if batch != 1 or dtype == "fp64" or device.backend != "cuda" or space._sm_version(
                 device.backend, device.arch) < 90:

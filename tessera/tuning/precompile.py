@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 # kernel family → module that defines offline_source(config, dtype)
-FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile", "gemm_tma": "tessera.blas.kernels.gemm_tma"}
+FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile", "gemm_tma": "tessera.blas.kernels.gemm_tma",
+                  "gemm_splitk": "tessera.blas.kernels.gemm_splitk"}
 
 
 def _target(arch: str, warp_size: int) -> object:

@@ -1,0 +1,165 @@
+"""Split-K GEMM for problems with little M·N and long K (decode-style skinny matrices).
+
+The K dimension is cut into SPLIT_K slices; each program computes one output tile over one slice and
+writes its partial sum to a workspace (batch, SPLIT_K, M, N); a second kernel adds the slices in a
+fixed order and applies the epilogue (alpha, beta·C, output dtype). No atomics: results are
+bit-reproducible run to run, whatever the scheduling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from tessera._core.launch import Launcher
+from tessera.blas.kernels.gemm_tile import MAX_GRID_Y, _batch_part, _batched_strides
+
+
+@dataclass(frozen=True)
+class SplitKConfig:
+    """Launch parameters of the split-K family (the tuner forks over these)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    split_k: int
+    num_warps: int = 4
+    num_stages: int = 3
+
+    kernel = "gemm_splitk"
+
+    def short(self) -> str:
+        return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} k/{self.split_k} "
+                f"w{self.num_warps} s{self.num_stages}")
+
+
+@triton.jit
+def _gemm_splitk_partial_kernel(
+    a_ptr, b_ptr, ws_ptr,
+    M, N, K, k_per_split,
+    stride_ab, stride_am, stride_ak,
+    stride_bb, stride_bk, stride_bn,
+    ACC_FP64: tl.constexpr, UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    batch = tl.program_id(2).to(tl.int64)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    rk = tl.arange(0, BLOCK_K)
+    k_start = split * k_per_split
+    k_end = tl.minimum(K, k_start + k_per_split)
+    a_ptrs = a_ptr + batch * stride_ab + rm[:, None] * stride_am + (k_start + rk)[None, :] * stride_ak
+    b_ptrs = b_ptr + batch * stride_bb + (k_start + rk)[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64 if ACC_FP64 else tl.float32)
+    for k in range(k_start, k_end, BLOCK_K):
+        k_ok = (k + rk) < k_end
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None] & (rn[None, :] < N), other=0.0)
+        if UPCAST:  # the interpreter's bf16 dot is wrong; fp32 is exact for bf16 products
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    ws = ws_ptr + ((batch * SPLIT_K + split) * M + rm[:, None]) * N + rn[None, :]
+    tl.store(ws, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def _gemm_splitk_reduce_kernel(
+    ws_ptr, c_ptr, d_ptr,
+    M, N,
+    stride_cb, stride_cm, stride_cn,
+    stride_db, stride_dm, stride_dn,
+    alpha: tl.float64, beta: tl.float64,
+    HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr, ACC_FP64: tl.constexpr,
+    SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    batch = tl.program_id(1).to(tl.int64)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = tl.program_id(0) // num_pid_n
+    pid_n = tl.program_id(0) % num_pid_n
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64 if ACC_FP64 else tl.float32)
+    for s in tl.static_range(SPLIT_K):  # a fixed order: bit-reproducible sums
+        acc += tl.load(ws_ptr + ((batch * SPLIT_K + s) * M + rm[:, None]) * N + rn[None, :], mask=mask,
+                       other=0.0)
+    if SCALE_ALPHA:
+        acc = acc * tl.cast(alpha, acc.dtype)
+    if HAS_C:
+        c = tl.load(c_ptr + batch * stride_cb + rm[:, None] * stride_cm + rn[None, :] * stride_cn,
+                    mask=mask, other=0.0)
+        acc += tl.cast(beta, acc.dtype) * c.to(acc.dtype)
+    d_ptrs = d_ptr + batch * stride_db + rm[:, None] * stride_dm + rn[None, :] * stride_dn
+    tl.store(d_ptrs, acc.to(d_ptr.dtype.element_ty), mask=mask)
+
+
+_partial = Launcher(_gemm_splitk_partial_kernel)
+_reduce = Launcher(_gemm_splitk_reduce_kernel)
+REDUCE_BLOCK = 64
+
+
+def launch_gemm_splitk(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor, batch: int,
+    alpha: float, beta: float, *, precision: str, upcast: bool, config: SplitKConfig,
+) -> None:
+    """Same operand conventions as :func:`~tessera.blas.kernels.gemm_tile.launch_gemm_tile`."""
+    if batch > MAX_GRID_Y:  # grid axes are limited; launch in slices of the batch
+        for start in range(0, batch, MAX_GRID_Y):
+            part = slice(start, start + MAX_GRID_Y)
+            launch_gemm_splitk(
+                _batch_part(a, part), _batch_part(b, part), None if c is None else _batch_part(c, part),
+                _batch_part(d, part), min(MAX_GRID_Y, batch - start), alpha, beta,
+                precision=precision, upcast=upcast, config=config)
+        return
+    m, k = a.shape[-2], a.shape[-1]
+    n = b.shape[-1]
+    fp64 = a.dtype == torch.float64
+    k_per_split = triton.cdiv(triton.cdiv(k, config.split_k), config.block_k) * config.block_k
+    workspace = torch.empty((batch, config.split_k, m, n), dtype=torch.float64 if fp64 else torch.float32,
+                            device=a.device)
+    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    _partial(
+        (tiles, config.split_k, batch),
+        (a, b, workspace, m, n, k, k_per_split, *_batched_strides(a), *_batched_strides(b)),
+        dict(ACC_FP64=fp64, UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+             SPLIT_K=config.split_k, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+             BLOCK_K=config.block_k),
+        config.num_warps, config.num_stages,
+    )
+    c_arg = c if c is not None else d
+    _reduce(
+        (triton.cdiv(m, REDUCE_BLOCK) * triton.cdiv(n, REDUCE_BLOCK), batch),
+        (workspace, c_arg, d, m, n, *_batched_strides(c_arg), *_batched_strides(d), float(alpha),
+         float(beta)),
+        dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=fp64, SPLIT_K=config.split_k,
+             BLOCK_M=REDUCE_BLOCK, BLOCK_N=REDUCE_BLOCK),
+        4, 1,
+    )
+
+
+def offline_source(config: SplitKConfig, dtype: str) -> object:
+    """The partial-sum kernel for the common call (row-major operands), for offline compilation."""
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
+
+    kernel = JITFunction(_gemm_splitk_partial_kernel.fn)
+    elem = "fp32" if dtype == "tf32" else dtype
+    acc = "fp64" if dtype == "fp64" else "fp32"
+    runtime = [f"*{elem}", f"*{elem}", f"*{acc}"] + ["i32"] * 10
+    constexprs = dict(ACC_FP64=dtype == "fp64", UPCAST=False,
+                      INPUT_PRECISION="tf32" if dtype == "tf32" else "ieee", SPLIT_K=config.split_k,
+                      BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k)
+    signature = dict(zip(kernel.arg_names, runtime, strict=False))
+    signature.update({name: "constexpr" for name in constexprs})
+    return ASTSource(kernel, signature, constexprs)
