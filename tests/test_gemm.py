@@ -300,3 +300,18 @@ def test_split_k_batched_transposed_broadcast(device: str) -> None:
         d = gemm(a, b, trans_a=True)
     for i in range(3):
         assert_gemm_close(d[i], a[i], b, trans_a=True)
+
+
+@pytest.mark.parametrize("config", [TileConfig(16, 16, 16, 1, 4, 1), SplitKConfig(16, 16, 16, 2, 4, 1)],
+                         ids=lambda c: c.kernel)
+def test_batches_beyond_the_grid_limit_are_sliced(config: space.Config, device: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from tessera.blas.kernels import gemm_tile
+
+    monkeypatch.setattr(gemm_tile, "MAX_GRID_Y", 2)  # the real limit (65535) needs huge batches
+    a, b, c = rand((5, 8, 16), torch.float32, device), rand((16, 8), torch.float32, device), rand(
+        (5, 8, 8), torch.float32, device)
+    with space.forced(config):
+        d = gemm(a, b, c, beta=1.0)
+    for i in range(5):
+        assert_gemm_close(d[i], a[i], b, c[i], beta=1.0)

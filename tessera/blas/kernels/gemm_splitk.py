@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher
-from tessera.blas.kernels.gemm_tile import MAX_GRID_Y, _batch_part, _batched_strides
+from tessera.blas.kernels.gemm_tile import _batched_strides, launched_in_batch_slices
 
 
 @dataclass(frozen=True)
@@ -114,13 +114,8 @@ def launch_gemm_splitk(
     alpha: float, beta: float, *, precision: str, upcast: bool, config: SplitKConfig,
 ) -> None:
     """Same operand conventions as :func:`~tessera.blas.kernels.gemm_tile.launch_gemm_tile`."""
-    if batch > MAX_GRID_Y:  # grid axes are limited; launch in slices of the batch
-        for start in range(0, batch, MAX_GRID_Y):
-            part = slice(start, start + MAX_GRID_Y)
-            launch_gemm_splitk(
-                _batch_part(a, part), _batch_part(b, part), None if c is None else _batch_part(c, part),
-                _batch_part(d, part), min(MAX_GRID_Y, batch - start), alpha, beta,
-                precision=precision, upcast=upcast, config=config)
+    if launched_in_batch_slices(launch_gemm_splitk, a, b, c, d, batch, alpha, beta,
+                                precision=precision, upcast=upcast, config=config):
         return
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]

@@ -9,7 +9,9 @@ axis; a broadcast operand simply has batch stride 0.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import triton
@@ -117,6 +119,20 @@ def _batch_part(t: torch.Tensor, part: slice) -> torch.Tensor:
     return t if t.dim() == 2 or t.shape[0] == 1 else t[part]
 
 
+def launched_in_batch_slices(launch: Callable[..., None], a: torch.Tensor, b: torch.Tensor,
+                             c: torch.Tensor | None, d: torch.Tensor, batch: int, *args: Any,
+                             **kwargs: Any) -> bool:
+    """Grid axes are limited to MAX_GRID_Y: call ``launch`` once per slice of the batch and return
+    True, or return False when one launch can cover it."""
+    if batch <= MAX_GRID_Y:
+        return False
+    for start in range(0, batch, MAX_GRID_Y):
+        part = slice(start, start + MAX_GRID_Y)
+        launch(_batch_part(a, part), _batch_part(b, part), None if c is None else _batch_part(c, part),
+               _batch_part(d, part), min(MAX_GRID_Y, batch - start), *args, **kwargs)
+    return True
+
+
 def launch_gemm_tile(
     a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor, batch: int,
     alpha: float, beta: float, *, precision: str, upcast: bool, index_64: bool,
@@ -124,14 +140,8 @@ def launch_gemm_tile(
 ) -> None:
     """Launch on views ``a`` (…,M,K), ``b`` (…,K,N), ``c``/``d`` (…,M,N), each 2-D or 3-D; an
     operand without the batch dimension (or with batch 1) is broadcast over ``batch``."""
-    if batch > MAX_GRID_Y:  # the grid's second axis is limited; launch in slices of the batch
-        for start in range(0, batch, MAX_GRID_Y):
-            part = slice(start, start + MAX_GRID_Y)
-            launch_gemm_tile(
-                _batch_part(a, part), _batch_part(b, part), None if c is None else _batch_part(c, part),
-                _batch_part(d, part), min(MAX_GRID_Y, batch - start), alpha, beta,
-                precision=precision, upcast=upcast, index_64=index_64, config=config,
-            )
+    if launched_in_batch_slices(launch_gemm_tile, a, b, c, d, batch, alpha, beta, precision=precision,
+                                upcast=upcast, index_64=index_64, config=config):
         return
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
