@@ -23,7 +23,7 @@ _CHILD = r"""
 import json, sys
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+from tessera._core.offline import ast_source
 from tessera.blas.kernels.gemm_tile import _gemm_tile_kernel as kernel
 
 runtime = ["ptr"] * 4 + ["i32"] * 15 + ["fp64", "fp64"]  # a b c d, M N K + 12 strides, alpha beta
@@ -33,10 +33,9 @@ for backend, arch, warp in json.loads(sys.argv[1]):
         constexprs = dict(HAS_C=True, SCALE_ALPHA=True, ACC_FP64=dtype == "fp64", UPCAST=False,
                           INPUT_PRECISION="ieee", INDEX_64=False, EVEN_K=False, BLOCK_M=64,
                           BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
-        signature = {n: (f"*{dtype}" if t == "ptr" else t) for n, t in zip(kernel.arg_names, runtime)}
-        signature.update({n: "constexpr" for n in constexprs})
+        types = [f"*{dtype}" if t == "ptr" else t for t in runtime]
         try:
-            compiled = triton.compile(ASTSource(kernel, signature, constexprs),
+            compiled = triton.compile(ast_source(kernel, types, constexprs),
                                       target=GPUTarget(backend, arch, warp),
                                       options={"num_warps": 4, "num_stages": 2})
             binary = compiled.asm["hsaco" if backend == "hip" else "cubin"]

@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher
+from tessera._core.offline import ast_source
 from tessera.blas.kernels.gemm_tile import _batched_strides, launched_in_batch_slices
 
 
@@ -145,16 +146,10 @@ def launch_gemm_splitk(
 
 def offline_source(config: SplitKConfig, dtype: str) -> object:
     """The partial-sum kernel for the common call (row-major operands), for offline compilation."""
-    from triton.compiler import ASTSource
-    from triton.runtime.jit import JITFunction
-
-    kernel = JITFunction(_gemm_splitk_partial_kernel.fn)
     elem = "fp32" if dtype == "tf32" else dtype
     acc = "fp64" if dtype == "fp64" else "fp32"
     runtime = [f"*{elem}", f"*{elem}", f"*{acc}"] + ["i32"] * 10
     constexprs = dict(ACC_FP64=dtype == "fp64", UPCAST=False,
                       INPUT_PRECISION="tf32" if dtype == "tf32" else "ieee", SPLIT_K=config.split_k,
                       BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k)
-    signature = dict(zip(kernel.arg_names, runtime, strict=False))
-    signature.update({name: "constexpr" for name in constexprs})
-    return ASTSource(kernel, signature, constexprs)
+    return ast_source(_gemm_splitk_partial_kernel, runtime, constexprs)

@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher
+from tessera._core.offline import ast_source
 
 MAX_GRID_Y = 65535
 
@@ -162,16 +163,10 @@ def launch_gemm_tile(
 def offline_source(config: TileConfig, dtype: str) -> object:
     """The kernel specialized for the common call (row-major operands, no C, alpha 1, K a multiple
     of BLOCK_K), as an ``ASTSource`` to compile for a target we are not running on."""
-    from triton.compiler import ASTSource
-    from triton.runtime.jit import JITFunction
-
-    kernel = JITFunction(_gemm_tile_kernel.fn)  # compilable even where the interpreter is on
     elem = "fp32" if dtype == "tf32" else dtype
     runtime = [f"*{elem}"] * 4 + ["i32"] * 15 + ["fp64", "fp64"]
     constexprs = dict(HAS_C=False, SCALE_ALPHA=False, ACC_FP64=dtype == "fp64", UPCAST=False,
                       INPUT_PRECISION="tf32" if dtype == "tf32" else "ieee", INDEX_64=False,
                       EVEN_K=True, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
                       BLOCK_K=config.block_k, GROUP_M=config.group_m)
-    signature = dict(zip(kernel.arg_names, runtime, strict=False))
-    signature.update({name: "constexpr" for name in constexprs})
-    return ASTSource(kernel, signature, constexprs)
+    return ast_source(_gemm_tile_kernel, runtime, constexprs)

@@ -20,6 +20,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tessera._core.launch import Launcher
+from tessera._core.offline import ast_source
 
 
 @dataclass(frozen=True)
@@ -172,14 +173,9 @@ def launch_gemm_tma(
 def offline_source(config: TmaConfig, dtype: str) -> object:
     """The kernel specialized for the common call (row-major operands, no C, alpha 1), as an
     ``ASTSource`` to compile for a target we are not running on."""
-    from triton.compiler import ASTSource
-    from triton.runtime.jit import JITFunction
-
-    kernel = JITFunction(_gemm_tma_kernel.fn)
     elem = "fp32" if dtype == "tf32" else dtype
     bm, bn, bk = config.block_m, config.block_n, config.block_k
-    signature = {name: "constexpr" for name in kernel.arg_names}
-    signature.update(
+    runtime = dict(
         a_desc=f"tensordesc<{elem}[{bm}, {bk}]>", b_desc=f"tensordesc<{elem}[{bk}, {bn}]>",
         d_desc=f"tensordesc<{elem}[{bm}, {bn // config.epilogue_split}]>", c_ptr=f"*{elem}",
         M="i32", N="i32", K="i32", stride_cm="i32", stride_cn="i32", NUM_SMS="i32",
@@ -188,4 +184,4 @@ def offline_source(config: TmaConfig, dtype: str) -> object:
                       A_COL_MAJOR=False, B_COL_MAJOR=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                       GROUP_M=config.group_m, WARP_SPECIALIZE=config.warp_specialize,
                       EPILOGUE_SPLIT=config.epilogue_split)
-    return ASTSource(kernel, signature, constexprs)
+    return ast_source(_gemm_tma_kernel, runtime, constexprs)
