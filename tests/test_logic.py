@@ -13,7 +13,7 @@ import yaml
 
 from reference import assert_gemm_close
 from tessera import LogicFileError
-from tessera._core.device import DeviceInfo
+from tessera._core.device import DeviceInfo, device_info
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
@@ -105,18 +105,20 @@ def test_not_a_logic_document(text: str, message: str, tmp_path: Path) -> None:
         load_logic(write(tmp_path / "bad.yaml", text))
 
 
-def _installed(tmp_path: Path, doc: object, dtype: str = "fp32") -> Path:
-    """Write ``doc`` where the installed pack's logic lives (conftest points TESSERA_HOME at a
-    fresh directory for every test)."""
+def _installed(tmp_path: Path, doc: dict, dtype: str = "fp32") -> Path:
+    """Write ``doc``, retargeted to the running arch, where the installed pack's logic lives
+    (conftest points TESSERA_HOME at a fresh directory for every test)."""
+    arch = device_info().arch
     home = Path(os.environ["TESSERA_HOME"])
-    return write(home / "current" / "logic" / "interpreter" / f"blas.gemm.{dtype}.yaml", doc)
+    return write(home / "current" / "logic" / arch / f"blas.gemm.{dtype}.yaml", {**doc, "arch": arch})
 
 
-def test_gemm_uses_installed_logic_then_falls_through(tmp_path: Path) -> None:
-    a, b = torch.randn(70, 50), torch.randn(50, 40)
+def test_gemm_uses_installed_logic_then_falls_through(tmp_path: Path, device: str) -> None:
+    a, b = torch.randn(70, 50, device=device), torch.randn(50, 40, device=device)
     before = explain(a, b)
-    assert "no installed pack logic for interpreter/blas.gemm.fp32" in before.reason
-    assert "no shipped logic" in before.reason and "interpreter: small tiles" in before.reason
+    assert f"no installed pack logic for {device_info().arch}/blas.gemm.fp32" in before.reason
+    steps = before.reason.split("; ")  # pack, wheel, then the heuristic's own reason
+    assert len(steps) == 3 and "no shipped logic" in steps[1] and steps[2]
     path = _installed(tmp_path, GOOD)
     logic.reload()
     choice = explain(a, b)
@@ -125,29 +127,30 @@ def test_gemm_uses_installed_logic_then_falls_through(tmp_path: Path) -> None:
     assert_gemm_close(gemm(a, b), a, b)
 
 
-def test_tma_rows_are_skipped_where_the_layout_does_not_allow_them(tmp_path: Path) -> None:
+def test_tma_rows_are_skipped_where_the_layout_does_not_allow_them(tmp_path: Path, device: str) -> None:
     _installed(tmp_path, _mutated(lambda d: d["table"].pop(0)))  # only the TMA row remains
     logic.reload()
-    a = torch.randn(3, 40, 30)  # batched: the TMA family cannot run it
-    choice = explain(a, torch.randn(30, 20))
+    a = torch.randn(3, 40, 30, device=device)  # batched: the TMA family cannot run it
+    choice = explain(a, torch.randn(30, 20, device=device))
     assert "no usable row" in choice.reason and isinstance(choice.config, TileConfig)
 
 
-def test_broken_installed_logic_warns_and_falls_through(tmp_path: Path) -> None:
+def test_broken_installed_logic_warns_and_falls_through(tmp_path: Path, device: str) -> None:
     _installed(tmp_path, _mutated(lambda d: d.update(schema=7)))
     logic.reload()
-    a, b = torch.randn(20, 10), torch.randn(10, 30)
+    a, b = torch.randn(20, 10, device=device), torch.randn(10, 30, device=device)
     with pytest.warns(UserWarning, match="ignoring installed pack logic"):
         choice = explain(a, b)
     assert "is invalid" in choice.reason
     assert_gemm_close(gemm(a, b), a, b)
 
 
-def test_logic_in_the_wrong_place_is_refused(tmp_path: Path) -> None:
+def test_logic_in_the_wrong_place_is_refused(tmp_path: Path, device: str) -> None:
     _installed(tmp_path, GOOD, dtype="fp16")  # content says fp32
     logic.reload()
-    with pytest.warns(UserWarning, match="its location for interpreter/blas.gemm.fp16"):
-        explain(torch.randn(4, 4).half(), torch.randn(4, 4).half())
+    a = torch.randn(4, 4, device=device).half()
+    with pytest.warns(UserWarning, match=f"its location for {device_info().arch}/blas.gemm.fp16"):
+        explain(a, a)
 
 
 def _device(arch: str, backend: str, shared: int | None) -> DeviceInfo:

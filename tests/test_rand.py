@@ -12,7 +12,9 @@ import torch
 
 from tessera import InvalidArgumentError, UnsupportedError
 from tessera.rand import Generator, philox4x32_10
+from tessera.rand.kernels.mrg import launch_mrg
 from tessera.rand.kernels.philox import launch_stream
+from tessera.rand.kernels.sobol import direction_numbers, launch_sobol
 
 MASK = 0xFFFFFFFF
 # Random123 tests/kat_vectors, "philox4x32 10" lines: counter, key, expected output.
@@ -253,6 +255,18 @@ def test_sobol_bit_exact_with_scipy(dims: int, skip: int, device: str) -> None:
     assert g.offset == skip + 64
 
 
+@pytest.mark.filterwarnings("ignore:The balance properties")
+@pytest.mark.parametrize("dims,first,points,steps", [(3, 37, 4, 2), (40, 5, 2, 4), (1, 1, 1, 1)])
+def test_sobol_tiling_never_changes_the_points(dims: int, first: int, points: int, steps: int,
+                                               device: str) -> None:
+    """Many programs, partial first and last tiles, several dimension tiles."""
+    directions = torch.from_numpy(np.ascontiguousarray(direction_numbers()[:dims].T.view(np.int32)))
+    out = torch.empty(100, dims, dtype=torch.int32, device=device)
+    launch_sobol(out, directions.to(device), None, first, 0, points=points, steps=steps)
+    got = out.cpu().numpy().astype(np.int64) & MASK
+    assert np.array_equal(got, _scipy_sobol_ints(dims, 100, first).astype(np.int64))
+
+
 def test_sobol_uniform_transform_and_dtypes(device: str) -> None:
     raw = Generator("sobol32", dimensions=3, device=device).integers32(32)
     ints = raw.cpu().numpy().astype(np.int64) & MASK
@@ -341,6 +355,15 @@ def test_mrg32k3a_bit_exact_with_the_reference(seed: int, subsequence: int, offs
     got = torch.cat([g.uniform(70, torch.float64), g.uniform(30, torch.float64)]).cpu().tolist()
     assert got == reference_mrg32k3a(seed, subsequence, offset, 100)
     assert g.offset == offset + 100
+
+
+def test_mrg32k3a_lane_layout_never_changes_the_values(device: str) -> None:
+    """Lanes of 8…256 values, jumped there with different bits, in programs of 16…128 lanes."""
+    ref = reference_mrg32k3a(5, 2, 2**33 + 7, 3000)
+    for chunk, block in ((8, 16), (64, 32), (256, 128)):
+        out = torch.empty(3000, dtype=torch.float64, device=device)
+        launch_mrg(out, 1, 5, 2, 2**33 + 7, 0.0, 1.0, block=block, chunk=chunk)
+        assert out.cpu().tolist() == ref, (chunk, block)
 
 
 def test_mrg32k3a_transforms_and_statistics(device: str) -> None:

@@ -244,7 +244,7 @@ class Generator:
         out = torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
             out, shape, dtype)
         if self._directions is None:
-            table = direction_numbers()[: self.dimensions].view(np.int32)
+            table = direction_numbers()[: self.dimensions].T.view(np.int32)  # (32, dims)
             self._directions = torch.from_numpy(np.ascontiguousarray(table)).to(self.device)
             if self.scramble:
                 self._shifts = Generator(seed=self.seed, device=self.device).integers32(self.dimensions)

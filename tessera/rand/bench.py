@@ -64,9 +64,12 @@ def _vendor_curand(case: RandCase) -> Callable[[], object] | None:
         return None
     kinds = {"philox4x32_10": curand.CURAND_RNG_PSEUDO_PHILOX4_32_10,
              "mrg32k3a": curand.CURAND_RNG_PSEUDO_MRG32K3A, "sobol32": curand.CURAND_RNG_QUASI_SOBOL32}
+    set_dimensions = getattr(curand, "setQuasiRandomGeneratorDimensions", None)
+    if case.generator == "sobol32" and set_dimensions is None:
+        return None  # CuPy does not wrap it (seen with the H200 image's CuPy)
     generator = curand.createGenerator(kinds[case.generator])
-    if case.generator == "sobol32":
-        curand.setQuasiRandomGeneratorDimensions(generator, case.dimensions)
+    if set_dimensions is not None and case.generator == "sobol32":
+        set_dimensions(generator, case.dimensions)
     else:
         curand.setPseudoRandomGeneratorSeed(generator, 1234)
     out = cupy.empty(case.n, dtype=cupy.float32 if case.dtype == "fp32" else cupy.float64)

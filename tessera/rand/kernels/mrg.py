@@ -4,12 +4,14 @@ Two order-3 recurrences mod m1 = 2³² − 209 and m2 = 2³² − 22853:
     x1[n] = (1403580·x1[n−2] − 810728·x1[n−3]) mod m1
     x2[n] = (527612·x2[n−1] − 1370589·x2[n−3]) mod m2
 output u[n] = ((x1[n] − x2[n]) mod m1, with 0 read as m1) / (m1 + 1), in (0, 1) — computed in
-fp64 exactly as L'Ecuyer's reference code does (every product stays below 2⁵³).
+fp64 exactly as L'Ecuyer's reference code does (every product stays below 2⁵³; the quotient is
+taken with a reciprocal and corrected, which gives the same exact remainder as his division).
 
 Stream layout: the seed gives the initial state (see :func:`seed_state`); subsequence k starts
-k·2⁷⁶ steps later (cuRAND's spacing); word offset p is step p of that subsequence. Each program
-lane produces CHUNK consecutive values: it jumps to its first position with the precomputed
-matrices A^(2^j) (exact modular arithmetic in fp64, RngStreams' MultModM), then runs the recurrence.
+k·2⁷⁶ steps later (cuRAND's spacing); word offset p is step p of that subsequence. The host
+advances the state to the draw's first step; each program lane then produces CHUNK consecutive
+values: it jumps to its first position with the precomputed matrices A^(2^j) (exact 64-bit
+integer arithmetic, using 2³² ≡ 2³² − m), runs the recurrence, and stores eight values at a time.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def _mat_vec(a, v, m):
     return tuple(sum(a[i][k] * v[k] for k in range(3)) % m for i in range(3))
 
 
+@cache
 def seed_state(seed: int, subsequence: int) -> tuple[int, ...]:
     """Initial state (x1[0..2], x2[0..2]) for a seed, advanced to the start of a subsequence.
 
@@ -61,51 +64,70 @@ def seed_state(seed: int, subsequence: int) -> tuple[int, ...]:
 
 
 @cache
-def _jump_tables(device_key: str) -> torch.Tensor:
-    """(2, JUMP_BITS, 9) float64: A1^(2^j) and A2^(2^j), row-major."""
-    rows = []
+def _powers() -> tuple[list, list]:
+    """A1^(2^j) and A2^(2^j) for j < JUMP_BITS, as Python integer matrices."""
+    tables = []
     for a, m in ((A1, M1), (A2, M2)):
         power = tuple(tuple(x % m for x in row) for row in a)
         table = []
         for _ in range(JUMP_BITS):
-            table.append([float(x) for row in power for x in row])
+            table.append(power)
             power = _mat_mul(power, power, m)
-        rows.append(table)
-    return torch.tensor(rows, dtype=torch.float64, device=device_key)
+        tables.append(table)
+    return tables[0], tables[1]
+
+
+def state_at(seed: int, subsequence: int, offset: int) -> tuple[int, ...]:
+    """The state after ``offset`` steps of the subsequence (one mat-vec per set bit of offset)."""
+    state = seed_state(seed, subsequence)
+    s1, s2 = state[:3], state[3:]
+    p1, p2 = _powers()
+    for j in range(offset.bit_length()):
+        if offset >> j & 1:
+            s1, s2 = _mat_vec(p1[j], s1, M1), _mat_vec(p2[j], s2, M2)
+    return (*s1, *s2)
+
+
+@cache
+def _jump_tables(device_key: str) -> torch.Tensor:
+    """(2, JUMP_BITS, 9) int64: A1^(2^j) and A2^(2^j), row-major."""
+    p1, p2 = _powers()
+    rows = [[[x for row in power for x in row] for power in table] for table in (p1, p2)]
+    return torch.tensor(rows, dtype=torch.int64, device=device_key)
 
 
 @triton.jit
-def _mulmod(a, s, c, m):
-    """(a·s + c) mod m for 0 ≤ a, s, c < m < 2³² in exact fp64 (RngStreams' MultModM)."""
-    two17 = 131072.0
-    a1 = tl.floor(a / two17)
-    a0 = a - a1 * two17
-    v = a1 * s
-    v = v - tl.floor(v / m) * m
-    v = v * two17 + a0 * s + c
-    v = v - tl.floor(v / m) * m
-    v = tl.where(v < 0, v + m, v)
-    return tl.where(v >= m, v - m, v)  # both corrections: v/m may round either way near an integer
+def _fold(p, c):
+    """p mod m (m = 2³² − c, c < 2¹⁵) for a uint64 p, using 2³² ≡ c: two folds, one subtraction."""
+    low = tl.full(p.shape, 0xFFFFFFFF, tl.uint64)
+    p = (p >> 32) * c + (p & low)  # < 2⁴⁷ + 2³²
+    p = (p >> 32) * c + (p & low)  # < 2¹⁵·c + 2³² < 2m
+    m = tl.full(p.shape, 0x100000000, tl.uint64) - c
+    return tl.where(p >= m, p - m, p)
 
 
 @triton.jit
-def _apply(t_ptr, x0, x1, x2, m):
-    """(x0, x1, x2) ← T · (x0, x1, x2) mod m for the 3×3 matrix at t_ptr."""
-    zero = x0 * 0.0
-    y0 = _mulmod(tl.load(t_ptr + 0), x0, _mulmod(tl.load(t_ptr + 1), x1,
-                                                 _mulmod(tl.load(t_ptr + 2), x2, zero, m), m), m)
-    y1 = _mulmod(tl.load(t_ptr + 3), x0, _mulmod(tl.load(t_ptr + 4), x1,
-                                                 _mulmod(tl.load(t_ptr + 5), x2, zero, m), m), m)
-    y2 = _mulmod(tl.load(t_ptr + 6), x0, _mulmod(tl.load(t_ptr + 7), x1,
-                                                 _mulmod(tl.load(t_ptr + 8), x2, zero, m), m), m)
-    return y0, y1, y2
+def _row(t_ptr, x0, x1, x2, c):
+    """(T[0]·x0 + T[1]·x1 + T[2]·x2) mod (2³² − c) for one matrix row at t_ptr (uint64 lanes)."""
+    return _fold(_fold(tl.load(t_ptr).to(tl.uint64) * x0, c) + _fold(tl.load(t_ptr + 1).to(tl.uint64) * x1, c)
+                 + _fold(tl.load(t_ptr + 2).to(tl.uint64) * x2, c), c)
 
 
 @triton.jit
-def _mod(p, m):
-    """p mod m for an exact integer-valued fp64 |p| < 2⁵³ (the reference's k = p/m; p −= k·m)."""
-    p = p - tl.floor(p / m) * m
-    return tl.where(p < 0, p + m, p)  # p/m may round up to the next integer
+def _apply(t_ptr, x0, x1, x2, c):
+    """(x0, x1, x2) ← T · (x0, x1, x2) mod (2³² − c) for the row-major 3×3 matrix at t_ptr."""
+    return _row(t_ptr, x0, x1, x2, c), _row(t_ptr + 3, x0, x1, x2, c), _row(t_ptr + 6, x0, x1, x2, c)
+
+
+@triton.jit
+def _mod(p, m, inv_m):
+    """p mod m for an exact integer-valued fp64 |p| < 2⁵³ (the reference's k = p/m; p −= k·m).
+
+    The quotient from the reciprocal may be one off; the fused multiply-add gives the exact
+    remainder for it and one correction either way makes it the reference's."""
+    p = tl.fma(-tl.floor(p * inv_m), m, p)
+    p = tl.where(p < 0, p + m, p)
+    return tl.where(p >= m, p - m, p)
 
 
 @triton.jit
@@ -118,57 +140,88 @@ def _cast_out(value, out_ptr):
 
 
 @triton.jit
-def _mrg_kernel(out_ptr, jump_ptr, n, offset, s10, s11, s12, s20, s21, s22,
-                mean: tl.float64, std: tl.float64, KIND: tl.constexpr,
-                CHUNK: tl.constexpr, BLOCK: tl.constexpr, JUMPS: tl.constexpr):
+def _step(a10, a11, a12, a20, a21, a22, k):
+    """One step of both recurrences (fp64 lanes); ``k`` holds the fp64 constants (m1, m2, 1/m1,
+    1/m2, 1/(m1+1)). Returns the new state and the uniform."""
+    m1, m2, inv_m1, inv_m2, norm = k
+    p1 = _mod(1403580.0 * a11 - 810728.0 * a10, m1, inv_m1)
+    p2 = _mod(527612.0 * a22 - 1370589.0 * a20, m2, inv_m2)
+    u = tl.where(p1 <= p2, p1 - p2 + m1, p1 - p2) * norm
+    return a11, a12, p1, a21, a22, p2, u
+
+
+@triton.jit
+def _transform(u0, u1, mean, std, KIND: tl.constexpr, out_ptr):
+    """Two consecutive uniforms → two output values of the kind."""
+    if KIND == 0:
+        v0 = tl.floor(u0 * 4294967296.0).to(tl.uint32).to(tl.int32, bitcast=True)
+        v1 = tl.floor(u1 * 4294967296.0).to(tl.uint32).to(tl.int32, bitcast=True)
+        return v0, v1
+    if KIND == 2:  # Box–Muller on (u, v): value 2t = s·sin 2πv, 2t+1 = s·cos 2πv
+        radius = tl.sqrt(-2.0 * tl.log(u0))
+        angle = u1 * tl.full(u1.shape, 6.283185307179586, tl.float64)  # a bare literal would be fp32
+        return (_cast_out(radius * tl.sin(angle) * std + mean, out_ptr),
+                _cast_out(radius * tl.cos(angle) * std + mean, out_ptr))
+    return _cast_out(u0, out_ptr), _cast_out(u1, out_ptr)
+
+
+@triton.jit
+def _mrg_kernel(out_ptr, jump_ptr, n, chunk, first_bit, last_bit, s10, s11, s12, s20, s21, s22,
+                mean: tl.float64, std: tl.float64, KIND: tl.constexpr, BLOCK: tl.constexpr,
+                JUMPS: tl.constexpr):
     # Float literals are fp32 in Triton and m1, m2 are not fp32 numbers: build fp64 constants.
     m1 = tl.full((BLOCK,), 4294967087.0, tl.float64)
     m2 = tl.full((BLOCK,), 4294944443.0, tl.float64)
-    norm = tl.full((BLOCK,), 2.328306549295727688e-10, tl.float64)
-    two_pi = tl.full((BLOCK,), 6.283185307179586, tl.float64)
+    inv_m1 = tl.full((BLOCK,), 1.0 / 4294967087.0, tl.float64)
+    inv_m2 = tl.full((BLOCK,), 1.0 / 4294944443.0, tl.float64)
+    norm = tl.full((BLOCK,), 2.328306549295727688e-10, tl.float64)  # 1 / (m1 + 1)
+    k = (m1, m2, inv_m1, inv_m2, norm)
     lane = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    start = offset + lane * CHUNK
-    zero = tl.zeros((BLOCK,), tl.float64)
+    start = lane * chunk  # this lane's first value, relative to the state passed in
+    zero = tl.zeros((BLOCK,), tl.uint64)
     x10, x11, x12 = zero + s10, zero + s11, zero + s12
     x20, x21, x22 = zero + s20, zero + s21, zero + s22
-    for j in range(JUMPS):  # jump each lane to its first position: x ← A^(2^j)·x for set bits
+    for j in range(first_bit, last_bit):  # x ← A^(2^j)·x for the set bits of start
         take = ((start >> j) & 1) != 0
-        y0, y1, y2 = _apply(jump_ptr + j * 9, x10, x11, x12, m1)
+        y0, y1, y2 = _apply(jump_ptr + j * 9, x10, x11, x12, 209)
         x10, x11, x12 = tl.where(take, y0, x10), tl.where(take, y1, x11), tl.where(take, y2, x12)
-        y0, y1, y2 = _apply(jump_ptr + (JUMPS + j) * 9, x20, x21, x22, m2)
+        y0, y1, y2 = _apply(jump_ptr + (JUMPS + j) * 9, x20, x21, x22, 22853)
         x20, x21, x22 = tl.where(take, y0, x20), tl.where(take, y1, x21), tl.where(take, y2, x22)
-    index = lane * CHUNK
-    spare = zero + 0.5
-    for c in range(CHUNK):
-        p1 = _mod(1403580.0 * x11 - 810728.0 * x10, m1)
-        x10, x11, x12 = x11, x12, p1
-        p2 = _mod(527612.0 * x22 - 1370589.0 * x20, m2)
-        x20, x21, x22 = x21, x22, p2
-        u = tl.where(p1 <= p2, p1 - p2 + m1, p1 - p2) * norm
-        mask = (index + c) < n
-        if KIND == 0:
-            value = tl.floor(u * 4294967296.0).to(tl.uint32).to(tl.int32, bitcast=True)
-        elif KIND == 2:  # Box–Muller on uniforms (u, v): value 2t = s·sin 2πv, 2t+1 = s·cos 2πv
-            odd = (c % 2) == 1
-            radius = tl.sqrt(-2.0 * tl.log(spare))
-            first = radius * tl.sin(u * two_pi) * std + mean
-            tl.store(out_ptr + index + c - 1, _cast_out(first, out_ptr),
-                     mask=odd & ((index + c - 1) < n))
-            value = radius * tl.cos(u * two_pi) * std + mean
-            mask = mask & odd
-            spare = u
-        else:
-            value = u
-        tl.store(out_ptr + index + c, _cast_out(value, out_ptr), mask=mask)
+    a10, a11, a12 = x10.to(tl.float64), x11.to(tl.float64), x12.to(tl.float64)
+    a20, a21, a22 = x20.to(tl.float64), x21.to(tl.float64), x22.to(tl.float64)
+    column = tl.arange(0, 8)[None, :]
+    for g in range(0, chunk // 8):  # eight values, then one (BLOCK, 8) store
+        a10, a11, a12, a20, a21, a22, u0 = _step(a10, a11, a12, a20, a21, a22, k)
+        a10, a11, a12, a20, a21, a22, u1 = _step(a10, a11, a12, a20, a21, a22, k)
+        a10, a11, a12, a20, a21, a22, u2 = _step(a10, a11, a12, a20, a21, a22, k)
+        a10, a11, a12, a20, a21, a22, u3 = _step(a10, a11, a12, a20, a21, a22, k)
+        a10, a11, a12, a20, a21, a22, u4 = _step(a10, a11, a12, a20, a21, a22, k)
+        a10, a11, a12, a20, a21, a22, u5 = _step(a10, a11, a12, a20, a21, a22, k)
+        a10, a11, a12, a20, a21, a22, u6 = _step(a10, a11, a12, a20, a21, a22, k)
+        a10, a11, a12, a20, a21, a22, u7 = _step(a10, a11, a12, a20, a21, a22, k)
+        v0, v1 = _transform(u0, u1, mean, std, KIND, out_ptr)
+        v2, v3 = _transform(u2, u3, mean, std, KIND, out_ptr)
+        v4, v5 = _transform(u4, u5, mean, std, KIND, out_ptr)
+        v6, v7 = _transform(u6, u7, mean, std, KIND, out_ptr)
+        values = tl.reshape(tl.join(tl.join(tl.join(v0, v4), tl.join(v2, v6)),
+                                    tl.join(tl.join(v1, v5), tl.join(v3, v7))), (BLOCK, 8))  # v0 … v7
+        index = (start + g * 8)[:, None] + column
+        tl.store(out_ptr + index, values, mask=index < n)
 
 
 def launch_mrg(out, kind: int, seed: int, subsequence: int, offset: int, mean: float, std: float,
-               chunk: int = 64, block: int = 64) -> None:
-    """Fill contiguous 1-D ``out`` with values from step ``offset`` of the subsequence."""
+               block: int = 128, chunk: int | None = None) -> None:
+    """Fill contiguous 1-D ``out`` with values from step ``offset`` of the subsequence.
+
+    Lanes produce ``chunk`` consecutive values each: long enough to pay for the lane's jump, short
+    enough to leave enough lanes on small draws."""
     n = out.numel()
+    if chunk is None:
+        chunk = min(1024, max(32, triton.next_power_of_2(triton.cdiv(n, 1 << 18))))
+    assert chunk % 8 == 0 and chunk & (chunk - 1) == 0, "chunk: a power of two, at least 8"
     lanes = triton.cdiv(n, chunk)
-    state = [float(x) for x in seed_state(seed, subsequence)]
     tables = _jump_tables(str(out.device))
     _mrg_kernel[(triton.cdiv(lanes, block),)](
-        out, tables, n, offset, *state, float(mean), float(std), KIND=kind, CHUNK=chunk, BLOCK=block,
+        out, tables, n, chunk, chunk.bit_length() - 1, (lanes * chunk).bit_length(),
+        *state_at(seed, subsequence, offset), float(mean), float(std), KIND=kind, BLOCK=block,
         JUMPS=JUMP_BITS)

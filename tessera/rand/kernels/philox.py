@@ -57,11 +57,29 @@ def _uniform64(x, y):
 
 
 @triton.jit
+def _sincos_turns(y):
+    """sin and cos of 2π·(y + ½)·2⁻³² for uint32 ``y`` (the angle curand_normal uses), in fp32.
+
+    The quadrant comes from the top two bits of the rounded word, so the reduction to [−π/4, π/4]
+    is exact integer arithmetic; Taylor polynomials there are within 1 ulp (no slow path, no
+    special-function unit, the same code on every backend)."""
+    q = (y + 0x20000000) >> 30  # nearest quarter turn, 0…3 (the add wraps at one full turn)
+    f = (y - (q << 30)).to(tl.int32, bitcast=True)  # the rest, in [−2²⁹, 2²⁹)
+    x = (f.to(tl.float32) + 0.5) * 1.4629180792671596e-09  # 2π·2⁻³²
+    x2 = x * x
+    s = x + x * x2 * (-1.6666667e-01 + x2 * (8.3333333e-03 + x2 * (-1.9841270e-04 + x2 * 2.7557319e-06)))
+    c = 1.0 + x2 * (-0.5 + x2 * (4.1666668e-02 + x2 * (-1.3888889e-03 + x2 * 2.4801587e-05)))
+    odd = (q & 1) != 0
+    sin_abs, cos_abs = tl.where(odd, c, s), tl.where(odd, s, c)
+    return tl.where((q & 2) != 0, -sin_abs, sin_abs), tl.where(((q + 1) & 2) != 0, -cos_abs, cos_abs)
+
+
+@triton.jit
 def _box_muller32(x, y):
-    u = _uniform32(x)
-    v = y.to(tl.float32) * 1.4629181e-09 + 7.3145904e-10  # 2π·2⁻³², 2π·2⁻³³
-    s = tl.sqrt(-2.0 * tl.log(u))
-    return s * tl.sin(v), s * tl.cos(v)
+    """curand_normal's pair from words (x, y): radius from the uniform of x, angle from y."""
+    s = tl.sqrt(-2.0 * tl.log(_uniform32(x)))
+    sin_v, cos_v = _sincos_turns(y)
+    return s * sin_v, s * cos_v
 
 
 @triton.jit
@@ -109,43 +127,44 @@ def _philox_bijection_kernel(ctr_ptr, key_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def _philox_block_kernel(out_ptr, n, first_block, shift, sub_lo, sub_hi, key0, key1,
                          mean: tl.float64, std: tl.float64,
                          KIND: tl.constexpr, BLOCK: tl.constexpr):
-    """Values of blocks first_block + [pid·BLOCK, (pid+1)·BLOCK); value v of block b goes to
-    output index VALUES·(b − first_block) + v − shift (masked to [0, n))."""
-    b = first_block + tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    """Values of Philox blocks first_block + [pid·BLOCK, (pid+1)·BLOCK): block b's values go to
+    output indices VALUES·(b − first_block) − shift + [0, VALUES), masked to [0, n).
+
+    The values of a block are adjacent in a (BLOCK, VALUES) tile, so each thread stores a short
+    vector; with shift = 0 (an aligned start, the usual case) the stores are 16-byte aligned."""
+    VALUES: tl.constexpr = 2 if KIND >= 3 else 4  # fp64 kinds use two words per value
+    pid = tl.program_id(0).to(tl.int64)
+    base = first_block + pid * BLOCK
+    base_lo = (base & 0xFFFFFFFF).to(tl.uint32)
+    c0 = base_lo + tl.arange(0, BLOCK).to(tl.uint32)  # 64-bit block counter, split in two words
+    c1 = (base >> 32).to(tl.uint32) + (c0 < base_lo).to(tl.uint32)
     zero = tl.zeros((BLOCK,), tl.uint32)
-    c0 = (b & 0xFFFFFFFF).to(tl.uint32)
-    c1 = (b >> 32).to(tl.uint32)
     w0, w1, w2, w3 = _philox(c0, c1, _u32(zero, sub_lo), _u32(zero, sub_hi), _u32(zero, key0),
                              _u32(zero, key1))
-    rel = (b - first_block) * 4
-    if KIND == 3:  # two fp64 uniforms per block
-        v0 = _finish(_uniform64(w0, w1), mean, std, KIND, out_ptr)
-        v1 = _finish(_uniform64(w2, w3), mean, std, KIND, out_ptr)
-        values = tl.reshape(tl.join(v0, v1), (2 * BLOCK,))
-        index = tl.reshape(tl.join(rel // 2, rel // 2 + 1), (2 * BLOCK,)) - shift
-    else:
-        if KIND == 0:
-            v0, v1, v2, v3 = (w0.to(tl.int32, bitcast=True), w1.to(tl.int32, bitcast=True),
-                              w2.to(tl.int32, bitcast=True), w3.to(tl.int32, bitcast=True))
-        elif KIND == 1:
-            v0, v1, v2, v3 = _uniform32(w0), _uniform32(w1), _uniform32(w2), _uniform32(w3)
-        elif KIND == 2:
-            v0, v1 = _box_muller32(w0, w1)
-            v2, v3 = _box_muller32(w2, w3)
-        else:  # KIND == 4: one fp64 pair per block
-            v0, v1 = _box_muller64(_uniform64(w0, w1), _uniform64(w2, w3))
-            v2, v3 = v0, v1  # unused: four words make two values
-        v0 = _finish(v0, mean, std, KIND, out_ptr)
-        v1 = _finish(v1, mean, std, KIND, out_ptr)
+    if KIND == 0:
+        v0, v1 = w0.to(tl.int32, bitcast=True), w1.to(tl.int32, bitcast=True)
+        v2, v3 = w2.to(tl.int32, bitcast=True), w3.to(tl.int32, bitcast=True)
+    elif KIND == 1:
+        v0, v1, v2, v3 = _uniform32(w0), _uniform32(w1), _uniform32(w2), _uniform32(w3)
+    elif KIND == 2:
+        v0, v1 = _box_muller32(w0, w1)
+        v2, v3 = _box_muller32(w2, w3)
+    elif KIND == 3:  # two fp64 uniforms per block
+        v0, v1 = _uniform64(w0, w1), _uniform64(w2, w3)
+        v2, v3 = v0, v1  # unused
+    else:  # KIND == 4: one fp64 normal pair per block
+        v0, v1 = _box_muller64(_uniform64(w0, w1), _uniform64(w2, w3))
+        v2, v3 = v0, v1  # unused
+    v0 = _finish(v0, mean, std, KIND, out_ptr)
+    v1 = _finish(v1, mean, std, KIND, out_ptr)
+    if VALUES == 4:
         v2 = _finish(v2, mean, std, KIND, out_ptr)
         v3 = _finish(v3, mean, std, KIND, out_ptr)
-        if KIND == 4:
-            values = tl.reshape(tl.join(v0, v1), (2 * BLOCK,))
-            index = tl.reshape(tl.join(rel // 2, rel // 2 + 1), (2 * BLOCK,)) - shift
-        else:
-            values = tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (4 * BLOCK,))
-            first = tl.join(tl.join(rel, rel + 2), tl.join(rel + 1, rel + 3))
-            index = tl.reshape(first, (4 * BLOCK,)) - shift
+        values = tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (BLOCK, VALUES))  # v0 v1 v2 v3
+    else:
+        values = tl.join(v0, v1)
+    start = pid * (BLOCK * VALUES) - shift  # output index of this program's first value
+    index = start + (tl.arange(0, BLOCK)[:, None] * VALUES + tl.arange(0, VALUES)[None, :])
     tl.store(out_ptr + index, values, mask=(index >= 0) & (index < n))
 
 
@@ -193,7 +212,7 @@ def launch_bijection(counter, key, out, block: int = 256) -> None:
 
 
 def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean: float, std: float,
-                  block: int = 256) -> None:
+                  block: int = 256, num_warps: int = 4) -> None:
     """Fill contiguous 1-D ``out`` (n values) from stream word ``offset``."""
     n = out.numel()
     key0, key1 = seed & 0xFFFFFFFF, seed >> 32
@@ -207,11 +226,12 @@ def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean
         blocks = triton.cdiv(n + shift, values_per_block)
         _philox_block_kernel[(triton.cdiv(blocks, block),)](
             out, n, first_block, shift, sub_lo, sub_hi, key0, key1, float(mean), float(std),
-            KIND=kind, BLOCK=block)
+            KIND=kind, BLOCK=block, num_warps=num_warps)
     else:
         groups = triton.cdiv(n, VALUES_PER_GROUP[kind])
         _philox_group_kernel[(triton.cdiv(groups, block),)](
-            out, n, offset, sub_lo, sub_hi, key0, key1, float(mean), float(std), KIND=kind, BLOCK=block)
+            out, n, offset, sub_lo, sub_hi, key0, key1, float(mean), float(std), KIND=kind, BLOCK=block,
+            num_warps=num_warps)
 
 
 # Poisson: a fixed word budget per value keeps offsets predictable (counter-based, any order).

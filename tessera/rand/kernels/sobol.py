@@ -2,8 +2,14 @@
 
 Point ``i`` in dimension ``d`` is the XOR of the direction numbers ``V[d, k]`` for the bits ``k``
 set in ``gray(i) = i ^ (i >> 1)`` — the order SciPy's ``qmc.Sobol`` and Joe & Kuo use, so the first
-point is the origin. Each program fills a (BLOCK_N points × BLOCK_D dimensions) tile of the
-row-major (n, dims) output, coalesced along dimensions.
+point is the origin.
+
+Gray codes are linear over XOR and ``gray(a + b) = gray(a) ^ gray(b)`` when ``b < 2^j`` divides ``a``,
+so point ``base + r·B + p`` (base a multiple of B·R, p < B = 2^L) is
+``X(gray(base)) ^ X(gray(r·B)) ^ X(gray(p))``: a per-step row term XORed with a per-program tile.
+From step r to r + 1 the row term changes by ``gray(((r+1) ^ r)·B) = 2^(L+c) ^ 2^(L−1)`` with
+c = ctz(r + 1), i.e. by two direction numbers. Each program writes R steps of a (B points ×
+BLOCK_D dimensions) tile of the row-major (n, dims) output: one XOR per value, contiguous stores.
 """
 
 from __future__ import annotations
@@ -43,33 +49,62 @@ def direction_numbers() -> np.ndarray:
 
 
 @triton.jit
-def _sobol_kernel(v_ptr, shift_ptr, out_ptr, n, dims, first, SCRAMBLE: tl.constexpr,
-                  KIND: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
-    i = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+def _xor_rows(bits, v_ptr, dims, d, dmask, LOW: tl.constexpr, HIGH: tl.constexpr):
+    """(rows, BLOCK_D) tile: XOR of the direction numbers V[k, d], k in [LOW, HIGH), over the bits
+    k set in each row's ``bits`` (uint32)."""
+    x = tl.zeros((bits.shape[0], d.shape[0]), tl.uint32)
+    for k in tl.static_range(LOW, HIGH):
+        vk = tl.load(v_ptr + k * dims + d, mask=dmask, other=0).to(tl.uint32, bitcast=True)
+        x = x ^ tl.where((((bits >> k) & 1) != 0)[:, None], vk[None, :], tl.zeros_like(vk)[None, :])
+    return x
+
+
+@triton.jit
+def _sobol_kernel(v_ptr, shift_ptr, out_ptr, n, dims, first, SCRAMBLE: tl.constexpr, KIND: tl.constexpr,
+                  B: tl.constexpr, LOG_B: tl.constexpr, R: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Points base + [0, B·R) (base = the B·R-aligned block of pid 0 containing ``first``, plus pid·B·R)
+    in dimensions pid_d·BLOCK_D + [0, BLOCK_D); rows outside [first, first + n) are masked."""
+    base = (first // (B * R) + tl.program_id(0)) * (B * R)  # int64: first may reach 2³²
     d = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
     dmask = d < dims
-    gray = (first + i) ^ ((first + i) >> 1)
-    x = tl.zeros((BLOCK_N, BLOCK_D), tl.uint32)
-    for k in tl.static_range(32):
-        vk = tl.load(v_ptr + d * 32 + k, mask=dmask, other=0).to(tl.uint32, bitcast=True)
-        bit = ((gray >> k) & 1) != 0
-        x = x ^ tl.where(bit[:, None], vk[None, :], tl.zeros_like(vk)[None, :])
+    base_gray = (base ^ (base >> 1)).to(tl.uint32)
+    row = _xor_rows(tl.zeros((1,), tl.uint32) + base_gray, v_ptr, dims, d, dmask, 0, 32)  # X(gray(base))
     if SCRAMBLE:
-        x = x ^ tl.load(shift_ptr + d, mask=dmask, other=0).to(tl.uint32, bitcast=True)[None, :]
-    if KIND == 0:
-        value = x.to(tl.int32, bitcast=True)
-    elif KIND == 1:
-        value = x.to(tl.float32) * 2.3283064e-10 + 1.1641532e-10
-    else:
-        value = x.to(tl.float64) * 2.3283064365386963e-10 + 1.1641532182693481e-10
-    mask = (i < n)[:, None] & dmask[None, :]
-    tl.store(out_ptr + i[:, None] * dims + d[None, :], value.to(out_ptr.dtype.element_ty), mask=mask)
+        row = row ^ tl.load(shift_ptr + d, mask=dmask, other=0).to(tl.uint32, bitcast=True)[None, :]
+    below = tl.zeros((BLOCK_D,), tl.uint32)  # V[L − 1]: part of every step's change (none if B = 1)
+    if LOG_B > 0:
+        below = tl.load(v_ptr + (LOG_B - 1) * dims + d, mask=dmask, other=0).to(tl.uint32, bitcast=True)
+    p = tl.arange(0, B)
+    tile = _xor_rows((p ^ (p >> 1)).to(tl.uint32), v_ptr, dims, d, dmask, 0, LOG_B)  # X(gray(p))
+    for r in range(R):
+        x = tile ^ row
+        if KIND == 0:
+            value = x.to(tl.int32, bitcast=True)
+        elif KIND == 1:
+            value = x.to(tl.float32) * 2.3283064e-10 + 1.1641532e-10
+        else:
+            value = x.to(tl.float64) * 2.3283064365386963e-10 + 1.1641532182693481e-10
+        index = base + r * B + p - first  # output row
+        mask = ((index >= 0) & (index < n))[:, None] & dmask[None, :]
+        tl.store(out_ptr + index[:, None] * dims + d[None, :], value.to(out_ptr.dtype.element_ty), mask=mask)
+        step = (r + 1) & -(r + 1)
+        ctz = (step.to(tl.float32).to(tl.int32, bitcast=True) >> 23) - 127  # exact: step is 2^c
+        vk = tl.load(v_ptr + (LOG_B + ctz) * dims + d, mask=dmask, other=0)  # LOG_B + ctz < 32: B·R ≤ 2³¹
+        row = row ^ (vk.to(tl.uint32, bitcast=True) ^ below)[None, :]
 
 
-def launch_sobol(out, directions, shifts, first: int, kind: int, block_n: int = 64,
-                 block_d: int = 16) -> None:
-    """Fill contiguous (n, dims) ``out`` with points first … first + n − 1."""
+def launch_sobol(out, directions, shifts, first: int, kind: int, points: int | None = None,
+                 steps: int = 16) -> None:
+    """Fill contiguous (n, dims) ``out`` with points first … first + n − 1; ``directions`` is the
+    (32, dims) int32 table (bit k of every dimension in a row). A program writes ``steps`` tiles
+    of ``points`` points (default: tiles of about 2048 values)."""
     n, dims = out.shape
-    grid = (triton.cdiv(n, block_n), triton.cdiv(dims, block_d))
+    block_d = min(triton.next_power_of_2(dims), 32)
+    points = points or max(1, 2048 // block_d)
+    tile = points * steps
+    assert tile & (tile - 1) == 0 and tile <= 2**31, "points and steps: powers of two"
+    blocks = (first + n - 1) // tile - first // tile + 1
+    grid = (blocks, triton.cdiv(dims, block_d))
     _sobol_kernel[grid](directions, shifts if shifts is not None else directions, out, n, dims, first,
-                        SCRAMBLE=shifts is not None, KIND=kind, BLOCK_N=block_n, BLOCK_D=block_d)
+                        SCRAMBLE=shifts is not None, KIND=kind, B=points, LOG_B=points.bit_length() - 1,
+                        R=steps, BLOCK_D=block_d, num_warps=8)
