@@ -2,7 +2,7 @@
 
 Prints GB/s of output for each (kernel, BLOCK, num_warps) beside the copy bandwidth of the same
 run and writes JSON: the evidence behind the defaults in tessera/rand/kernels/.
-Usage: python benchmarks/sweep_rand.py OUT.json
+Usage: python benchmarks/sweep_rand.py OUT.json [philox] [mrg] [sobol]   (default: all three)
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def main() -> None:
     copy = gbs(2 * 4 * N, out.copy_, src)
     rows.append({"kernel": "copy", "gbs": copy})
     bf16 = torch.empty(N, device="cuda", dtype=torch.bfloat16)
-    for kind, name in ((1, "philox uniform"), (2, "philox normal")):
+    which = set(sys.argv[2:]) or {"philox", "mrg", "sobol"}
+    for kind, name in ((1, "philox uniform"), (2, "philox normal")) if "philox" in which else ():
         for block in (128, 256, 512, 1024):
             for warps in (2, 4, 8):
                 if block // (32 * warps) < 1:
@@ -41,17 +42,17 @@ def main() -> None:
                 rate = gbs(4 * N, launch_stream, out, kind, 1, 0, 0, 0.0, 1.0, block, warps)
                 rows.append({"kernel": name, "block": block, "num_warps": warps, "gbs": rate})
                 print(f"{name:16} BLOCK={block:5} warps={warps} {rate:7.0f} GB/s", flush=True)
-    for block in (256, 512, 1024):
-        for warps in (4, 8):
+    for block in (256, 512, 1024) if "philox" in which else ():
+        for warps in (2, 4, 8):
             rate = gbs(2 * N, launch_stream, bf16, 2, 1, 0, 0, 0.0, 1.0, block, warps)
             rows.append({"kernel": "philox normal bf16", "block": block, "num_warps": warps, "gbs": rate})
             print(f"philox normal bf16 BLOCK={block:5} warps={warps} {rate:7.0f} GB/s", flush=True)
-    for block in (64, 128, 256):
+    for block in (64, 128, 256) if "mrg" in which else ():
         for chunk in (256, 1024, 4096):
             rate = gbs(4 * N, launch_mrg, out, 1, 1, 0, 0, 0.0, 1.0, block=block, chunk=chunk)
             rows.append({"kernel": "mrg uniform", "block": block, "chunk": chunk, "gbs": rate})
             print(f"mrg uniform BLOCK={block:4} chunk={chunk:5} {rate:7.0f} GB/s", flush=True)
-    for dims in (1, 32, 1024):
+    for dims in (1, 32, 1024) if "sobol" in which else ():
         points = torch.empty(N // dims, dims, device="cuda")
         table = torch.from_numpy(direction_numbers()[:dims].T.copy().view("int32")).cuda()
         for tile in (256, 1024, 2048):

@@ -162,7 +162,8 @@ def test_statistics(device: str) -> None:
     assert scipy.stats.kstest(z, "norm").pvalue > 1e-4
     assert abs(np.corrcoef(z[0::2], z[1::2])[0, 1]) < 0.03  # the two halves of each Box–Muller pair
     ln = g.lognormal(n, mean=0.5, std=0.75).cpu().double().numpy()
-    assert scipy.stats.kstest(np.log(ln), "norm", args=(0.5, 0.75)).pvalue > 1e-4
+    assert scipy.stats.kstest((np.log(ln) - 0.5) / 0.75, "norm").pvalue > 1e-4  # no args=: some
+    # SciPy releases (the H200 image's) pass them to ndtr wrongly
     other = Generator(seed=2024, subsequence=1, device=device).uniform(n).cpu().double().numpy()
     assert abs(np.corrcoef(u, other)[0, 1]) < 0.03
 
@@ -209,6 +210,23 @@ def _cuda_include_dirs() -> list[str]:
     for root in sys.path:
         found += sorted(glob.glob(os.path.join(root, "nvidia", "*", "include")))
     return found
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_normal_accuracy_on_a_large_sample(dtype: torch.dtype) -> None:
+    """The hardware log2/sin/cos path against Box–Muller in fp64 on the same (verified) words,
+    2^20 values, u near 0 and near 1 included."""
+    n = 1 << 20
+    words = Generator(seed=77).integers32(n).cpu().numpy().view(np.uint32).astype(np.float64)
+    got = Generator(seed=77).normal(n, dtype=dtype).cpu().double().numpy()
+    u = (words[0::2] + 0.5) * 2.0**-32
+    angle = (words[1::2] + 0.5) * 2.0**-32 * 2 * math.pi
+    radius = np.sqrt(-2 * np.log(u))
+    ref = np.empty(n)
+    ref[0::2], ref[1::2] = radius * np.sin(angle), radius * np.cos(angle)
+    bound = 4e-6 * (1 + np.abs(ref)) + (2.0**-8 * np.abs(ref) if dtype == torch.bfloat16 else 0)
+    assert np.all(np.abs(got - ref) <= bound), np.max(np.abs(got - ref) - bound)
 
 
 @pytest.mark.gpu

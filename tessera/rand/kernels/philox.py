@@ -17,8 +17,12 @@ and the aligned starts of the pair kinds; the generic kernel serves misaligned p
 
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import libdevice as cuda_math
+
+from tessera._core.device import interpreter_enabled
 
 PHILOX_M0 = tl.constexpr(0xD2511F53)
 PHILOX_M1 = tl.constexpr(0xCD9E8D57)
@@ -75,11 +79,37 @@ def _sincos_turns(y):
 
 
 @triton.jit
-def _box_muller32(x, y):
-    """curand_normal's pair from words (x, y): radius from the uniform of x, angle from y."""
-    s = tl.sqrt(-2.0 * tl.log(_uniform32(x)))
+def _minus_two_log(x, MATH: tl.constexpr):
+    """−2·ln u for u = (x + ½)·2⁻³², x a uint32 word, in fp32.
+
+    MATH = 1 (CUDA): the hardware log2 (relative error < 2⁻²²), except near u = 1 where its
+    absolute error would dominate: there −ln(1 − t) is a series in t = 1 − u, which comes exact
+    from the word (t = (~x + ½)·2⁻³²). MATH = 0: the portable libm log."""
+    if MATH == 0:
+        return -2.0 * tl.log(_uniform32(x))
+    t = (~x).to(tl.float32) * 2.3283064e-10 + 1.1641532e-10
+    series = t * (1.0 + t * (0.5 + t * (0.33333334 + t * (0.25 + t * (0.2 + t * 0.16666667)))))
+    return 2.0 * tl.where(t < 0.0625, series, -0.6931472 * cuda_math.fast_log2f(_uniform32(x)))
+
+
+@triton.jit
+def _box_muller32(x, y, MATH: tl.constexpr):
+    """curand_normal's pair from words (x, y): radius from the uniform of x, angle 2π·(y + ½)·2⁻³².
+
+    MATH = 1 (CUDA): the hardware sin/cos, as curand_normal's __sincosf, but on the angle taken
+    as a signed word, i.e. reduced exactly to [−π, π) where their absolute error is below 10⁻⁶.
+    MATH = 0: polynomials after an exact reduction to [−π/4, π/4], within 1 ulp, any backend."""
+    s = tl.sqrt(_minus_two_log(x, MATH))
+    if MATH == 1:
+        angle = (y.to(tl.int32, bitcast=True).to(tl.float32) + 0.5) * 1.4629180792671596e-09
+        return s * cuda_math.fast_sinf(angle), s * cuda_math.fast_cosf(angle)
     sin_v, cos_v = _sincos_turns(y)
     return s * sin_v, s * cos_v
+
+
+def math_mode(out: torch.Tensor) -> int:
+    """MATH for the normal kernels: 1 on CUDA (hardware special functions), else 0 (portable)."""
+    return int(out.device.type == "cuda" and torch.version.hip is None and not interpreter_enabled())
 
 
 @triton.jit
@@ -126,7 +156,7 @@ def _philox_bijection_kernel(ctr_ptr, key_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @triton.jit
 def _philox_block_kernel(out_ptr, n, first_block, shift, sub_lo, sub_hi, key0, key1,
                          mean: tl.float64, std: tl.float64,
-                         KIND: tl.constexpr, BLOCK: tl.constexpr):
+                         KIND: tl.constexpr, BLOCK: tl.constexpr, MATH: tl.constexpr):
     """Values of Philox blocks first_block + [pid·BLOCK, (pid+1)·BLOCK): block b's values go to
     output indices VALUES·(b − first_block) − shift + [0, VALUES), masked to [0, n).
 
@@ -147,8 +177,8 @@ def _philox_block_kernel(out_ptr, n, first_block, shift, sub_lo, sub_hi, key0, k
     elif KIND == 1:
         v0, v1, v2, v3 = _uniform32(w0), _uniform32(w1), _uniform32(w2), _uniform32(w3)
     elif KIND == 2:
-        v0, v1 = _box_muller32(w0, w1)
-        v2, v3 = _box_muller32(w2, w3)
+        v0, v1 = _box_muller32(w0, w1, MATH)
+        v2, v3 = _box_muller32(w2, w3, MATH)
     elif KIND == 3:  # two fp64 uniforms per block
         v0, v1 = _uniform64(w0, w1), _uniform64(w2, w3)
         v2, v3 = v0, v1  # unused
@@ -181,13 +211,13 @@ def _word_at(p, sub_lo, sub_hi, key0, key1):
 
 @triton.jit
 def _philox_group_kernel(out_ptr, n, offset, sub_lo, sub_hi, key0, key1, mean: tl.float64, std: tl.float64,
-                         KIND: tl.constexpr, BLOCK: tl.constexpr):
+                         KIND: tl.constexpr, BLOCK: tl.constexpr, MATH: tl.constexpr):
     """Pair kinds from any start word: group g uses words offset + W·g + [0, W)."""
     g = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     if KIND == 2:
         p = offset + 2 * g
         z0, z1 = _box_muller32(_word_at(p, sub_lo, sub_hi, key0, key1),
-                               _word_at(p + 1, sub_lo, sub_hi, key0, key1))
+                               _word_at(p + 1, sub_lo, sub_hi, key0, key1), MATH)
         z0 = _finish(z0, mean, std, KIND, out_ptr)
         z1 = _finish(z1, mean, std, KIND, out_ptr)
         tl.store(out_ptr + 2 * g, z0, mask=2 * g < n)
@@ -212,7 +242,7 @@ def launch_bijection(counter, key, out, block: int = 256) -> None:
 
 
 def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean: float, std: float,
-                  block: int = 256, num_warps: int = 4) -> None:
+                  block: int = 1024, num_warps: int = 4) -> None:
     """Fill contiguous 1-D ``out`` (n values) from stream word ``offset``."""
     n = out.numel()
     key0, key1 = seed & 0xFFFFFFFF, seed >> 32
@@ -226,12 +256,12 @@ def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean
         blocks = triton.cdiv(n + shift, values_per_block)
         _philox_block_kernel[(triton.cdiv(blocks, block),)](
             out, n, first_block, shift, sub_lo, sub_hi, key0, key1, float(mean), float(std),
-            KIND=kind, BLOCK=block, num_warps=num_warps)
+            KIND=kind, BLOCK=block, MATH=math_mode(out), num_warps=num_warps)
     else:
         groups = triton.cdiv(n, VALUES_PER_GROUP[kind])
         _philox_group_kernel[(triton.cdiv(groups, block),)](
             out, n, offset, sub_lo, sub_hi, key0, key1, float(mean), float(std), KIND=kind, BLOCK=block,
-            num_warps=num_warps)
+            MATH=math_mode(out), num_warps=num_warps)
 
 
 # Poisson: a fixed word budget per value keeps offsets predictable (counter-based, any order).
