@@ -239,11 +239,58 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     (folder / "blas.gemm.fp16.yaml").write_text(yaml.safe_dump(doc))
     result = packs.build_pack("gfx1103", tmp_path / "g.tar.gz", logic_dir=folder, precompile=True)
     support = {row["kernel"]: row for row in result.manifest["support"]}
-    assert support["gemm_tile"]["status"] == "ok" and support["gemm_tile"]["file"].endswith(".hsaco")
+    tile = support["gemm_tile"]
+    suffixes = [f.rsplit(".", 1)[-1] for f in tile["files"]]
+    assert tile["status"] == "ok" and suffixes == ["hsaco", "json", "json"]
     assert support["gemm_tma"]["status"] == "failed" and "sm_90" in support["gemm_tma"]["reason"]
-    assert support["gemm_splitk"]["status"] == "ok", support["gemm_splitk"]
+    splitk = support["gemm_splitk"]
+    assert splitk["status"] == "ok" and len(splitk["files"]) == 6, splitk  # partial and reduce kernels
     _, contents = packs.check_pack(result.path)
-    assert len(contents[support["gemm_tile"]["file"]]) > 1000
+    assert len(contents[tile["files"][0]]) > 1000
+    sidecar = json.loads(contents[tile["files"][2]])
+    assert sidecar["function"] == "tessera.blas.kernels.gemm_tile:_gemm_tile_kernel"
+    assert sidecar["binary"] == Path(tile["files"][0]).name and '"gfx1103"' in sidecar["digest"]
+
+
+_DIGESTS = r"""
+import json, sys, torch
+from triton.backends.compiler import GPUTarget
+from triton.compiler import make_backend
+from tessera._core.launch import capture, jit_specialization, specialization_digest
+from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile, representative_launch
+
+target = GPUTarget("cuda", 90, 32)
+config = TileConfig(64, 64, 32, 8, 4, 3)
+
+def digest(call):
+    spec = jit_specialization(call.launcher.kernel, call.args, call.constexprs, call.num_warps,
+                              call.num_stages, make_backend(target))
+    return specialization_digest(call.launcher.kernel, target, *spec)
+
+def problem(m, n, k):
+    a, b, d = torch.empty(m, k), torch.empty(k, n), torch.empty(m, n)
+    with capture() as calls:
+        launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision="ieee", upcast=False, index_64=False,
+                         config=config)
+    return digest(calls[0])
+
+with capture() as calls:
+    representative_launch(config, "fp32", 132)
+print(json.dumps([digest(calls[0]), problem(2048, 512, 4096), problem(1000, 512, 4096)]))
+"""
+
+
+def test_precompiled_binary_matches_exactly_the_jit_specialization() -> None:
+    """The pack's key is what Triton's binder derives: equal for any aligned problem of the same
+    kind (sizes multiples of 16), different for an odd size (which then goes through the JIT)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", _DIGESTS], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    representative, aligned, odd = json.loads(done.stdout.strip().splitlines()[-1])
+    assert representative == aligned != odd
+    assert '"tt.divisibility"' in representative
 
 
 def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -266,3 +313,27 @@ def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["pack", "install", str(tmp_path / "missing.tar.gz")]) == 2
     assert "not a readable pack" in capsys.readouterr().err
     assert main(["pack", "remove"]) == 0 and main(["pack", "rollback"]) == 2
+
+
+@pytest.mark.gpu
+def test_first_call_with_a_pack_compiles_nothing(tmp_path: Path) -> None:
+    """A fresh process with the pack installed runs bf16 4096³ from the precompiled binary: zero
+    Triton compilations (counted by wrapping triton.compile), a correct result."""
+    from tessera import device_info
+    from tessera.blas import space
+
+    folder = tmp_path / "logic"
+    folder.mkdir()
+    for doc in space.heuristic_logic(device_info()):
+        if doc["problem"]["dtype"] == "bf16":
+            (folder / "blas.gemm.bf16.yaml").write_text(yaml.safe_dump(doc))
+    built = packs.build_pack(device_info().arch, tmp_path / "p.tar.gz", logic_dir=folder, precompile=True)
+    assert all(row["status"] == "ok" for row in built.manifest["support"]), built.manifest["support"]
+    assert main(["pack", "install", str(built.path)]) == 0
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "first_call.py"
+    env = dict(os.environ, PYTHONPATH=str(script.parents[1]))
+    done = subprocess.run([sys.executable, str(script), "--child", "tessera"], capture_output=True,
+                          text=True, env=env, timeout=600, check=False)
+    result = json.loads(next(line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")))
+    assert result["triton_compiles"] == 0 and result["pack_loads"] >= 1, result
+    assert result["relative_error"] < 1e-2, result  # bf16 output: 2⁻⁸ relative rounding

@@ -17,6 +17,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -69,6 +70,71 @@ def compile_only() -> Iterator[None]:
         _compile_only.reset(token)
 
 
+@dataclass(frozen=True)
+class Call:
+    """One launch, as :func:`capture` records it."""
+
+    launcher: Launcher
+    grid: tuple[int, ...]
+    args: tuple[Any, ...]
+    constexprs: dict[str, Any]
+    num_warps: int
+    num_stages: int
+
+
+_captured: ContextVar[list[Call] | None] = ContextVar("tessera_captured", default=None)
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[list[Call]]:
+    """Launches in this block are recorded, not run (no GPU needed): pack builds use it to learn
+    the exact arguments a family's launcher passes for a representative problem."""
+    calls: list[Call] = []
+    token = _captured.set(calls)
+    try:
+        yield calls
+    finally:
+        _captured.reset(token)
+
+
+def function_name(kernel: Any) -> str:
+    """A kernel's stable name across processes: ``module:function``."""
+    return f"{kernel.fn.__module__}:{kernel.fn.__name__}"
+
+
+def jit_specialization(kernel: Any, args: Sequence[Any], constexprs: dict[str, Any], num_warps: int,
+                       num_stages: int, backend: Any) -> tuple[dict, dict, dict, Any]:
+    """What Triton's JIT would compile for this launch on ``backend``'s target — (signature,
+    constexprs, attrs, options) — computed with Triton's own binder, so an offline compile of it
+    is the binary the JIT would build (works without a GPU of that target)."""
+    from triton import knobs
+    from triton.runtime.jit import create_function_from_signature
+
+    kwargs: dict[str, Any] = dict(constexprs, num_warps=num_warps, num_stages=num_stages)
+    kwargs["debug"] = kernel.debug or knobs.runtime.debug  # as JITFunction.run sets them
+    for knob in ("instrumentation_mode", "fpsan_homomorphic_casts"):
+        if hasattr(knobs.compilation, knob):
+            kwargs[knob] = getattr(knobs.compilation, knob)
+    binder = create_function_from_signature(kernel.signature, kernel.params, backend)
+    bound, specialization, options = binder(*args, **kwargs)
+    options, signature, constants, attrs = kernel._pack_args(backend, kwargs, bound, specialization, options)
+    return signature, constants, attrs, options
+
+
+def specialization_digest(kernel: Any, target: Any, signature: dict, constants: dict, attrs: dict,
+                          options: Any) -> str:
+    """A canonical string naming one compiled specialization (the pack index's key)."""
+    import json
+
+    chosen = {k: getattr(options, k, None) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg",
+                                                     "enable_fp_fusion", "debug")}
+    return json.dumps({"function": function_name(kernel),
+                       "target": [target.backend, str(target.arch), target.warp_size],
+                       "signature": signature, "constants": {str(list(k)): v for k, v in constants.items()},
+                       "attrs": {str(list(k)): v for k, v in attrs.items()}, "options": chosen},
+                      sort_keys=True, default=str)
+
+
 class Launcher:
     """Calls ``kernel[grid](*args, **constexprs, num_warps=…, num_stages=…)``, fast after the first time.
 
@@ -83,9 +149,14 @@ class Launcher:
         self.kernel = kernel
         self._cache: dict[tuple, Any] = {}
         self.jit_launches = 0  # launches that went through Triton's JIT (tests count these)
+        self.pack_loads = 0  # binaries taken from the installed pack instead
 
     def __call__(self, grid: Sequence[int], args: Sequence[Any], constexprs: dict[str, Any],
                  num_warps: int, num_stages: int) -> None:
+        captured = _captured.get()
+        if captured is not None:
+            captured.append(Call(self, tuple(grid), tuple(args), dict(constexprs), num_warps, num_stages))
+            return
         if _compile_only.get():
             if not interpreter_enabled():
                 self.kernel.warmup(*args, grid=tuple(grid), **constexprs, num_warps=num_warps,
@@ -106,14 +177,31 @@ class Launcher:
             if trailing != list(constexprs):
                 raise TypeError(f"constexprs must be the kernel's trailing parameters {trailing}, in "
                                 f"order (got {list(constexprs)})")
-            compiled = self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps,
-                                                num_stages=num_stages)
-            self._cache[key] = compiled.result() if hasattr(compiled, "result") else compiled
-            self.jit_launches += 1
-            return
+            compiled = self._from_pack(device, args, constexprs, num_warps, num_stages)
+            if compiled is None:
+                compiled = self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps,
+                                                    num_stages=num_stages)
+                self._cache[key] = compiled.result() if hasattr(compiled, "result") else compiled
+                self.jit_launches += 1
+                return
+            self._cache[key] = compiled
+            self.pack_loads += 1
         bound = (*args, *constexprs.values())
         stream = driver.active.get_current_stream(device)
         grid_0, grid_1, grid_2 = (*grid, 1, 1)[:3]
         metadata = compiled.launch_metadata(grid, stream, *bound)
         compiled.run(grid_0, grid_1, grid_2, stream, compiled.function, compiled.packed_metadata,
                      metadata, knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *bound)
+
+    def _from_pack(self, device: int, args: Sequence[Any], constexprs: dict[str, Any], num_warps: int,
+                   num_stages: int) -> Any:
+        """The installed pack's binary for this exact specialization, loaded, or None."""
+        from tessera.tuning import binaries
+
+        if not binaries.has_function(function_name(self.kernel)):
+            return None
+        _, _, target, backend, _ = self.kernel.device_caches[device]
+        signature, constants, attrs, options = jit_specialization(self.kernel, args, constexprs, num_warps,
+                                                                  num_stages, backend)
+        digest = specialization_digest(self.kernel, target, signature, constants, attrs, options)
+        return binaries.load(self.kernel, digest, signature, constants, attrs)

@@ -122,6 +122,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
         installed = packs.install_pack(args.file)
         print(f"installed {installed.manifest['name']} {installed.manifest['version']} into "
               f"{installed.directory} (previous install kept for `tessera pack rollback`)")
+        _prepare_binaries(installed.manifest["arch"])
         return 0
     if args.action == "list":
         found = packs.list_packs()
@@ -167,3 +168,21 @@ def pack_verify() -> int:
         return 1
     print("pack verified" + (" (interpreter: speeds are not GPU speeds)" if interpreting else ""))
     return 0
+
+
+def _prepare_binaries(arch: str) -> None:
+    """Load the pack's precompiled kernels once where a GPU of its arch is present (builds Triton's
+    per-signature launcher stubs now rather than on the first call)."""
+    from tessera._core.device import device_info
+    from tessera.tuning import binaries
+
+    if not binaries.installed():
+        return
+    info = device_info()
+    if info.arch != arch:
+        print(f"precompiled kernels not loaded: this machine's device is {info.arch}, the pack's {arch}")
+        return
+    loaded, problems = binaries.prepare()
+    print(f"precompiled kernels: {loaded} loaded on {info.name}")
+    for problem in problems:
+        print(f"  cannot load {problem}", file=sys.stderr)

@@ -120,9 +120,9 @@ def _precompile(arch: str, logic_members: dict[str, bytes]) -> tuple[dict[str, b
         for job, result in zip(jobs, results, strict=False):
             row = {k: job[k] for k in ("kernel", "dtype", "logic", "solution")} | {"status": result["status"]}
             if result["status"] == "ok":
-                for key in ("file", "metadata"):
-                    members[f"kernels/{result[key]}"] = (Path(out) / result[key]).read_bytes()
-                row.update(file=f"kernels/{result['file']}", metadata=f"kernels/{result['metadata']}")
+                for name in result["files"]:
+                    members[f"kernels/{name}"] = (Path(out) / name).read_bytes()
+                row["files"] = [f"kernels/{name}" for name in result["files"]]
             else:
                 row["reason"] = result["reason"]
             support.append(row)

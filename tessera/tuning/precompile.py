@@ -1,11 +1,14 @@
 """Compile kernel families for a target we are not running on (run as a child process).
 
 ``python -m tessera.tuning.precompile`` reads one JSON job from stdin —
-``{"arch": "gfx1103", "out": DIR, "jobs": [{"library", "op", "kernel", "dtype", "config"}, …]}`` —
-compiles each job's common specialization with ``triton.compile`` for the target, writes the binary
-into DIR and prints one JSON result line per job: ``{"status": "ok", "file": …}`` or
-``{"status": "failed", "reason": …}``. It runs apart from the caller because Triton's interpreter,
-when on, patches the language module for the whole process.
+``{"arch": "gfx1103", "out": DIR, "jobs": [{"library", "op", "kernel", "dtype", "config"}, …]}``.
+For each job it runs the family's ``representative_launch(config, dtype, num_sms)`` on CPU tensors
+under :func:`~tessera._core.launch.capture`, derives with Triton's own binder the specialization the
+JIT would compile for each captured launch on the target, compiles it with ``triton.compile`` and
+writes into DIR the binary, Triton's metadata and a ``.launch.json`` sidecar with the
+specialization's digest (what the pack loader matches at run time). It prints one JSON result line
+per job: ``{"status": "ok", "files": […]}`` or ``{"status": "failed", "reason": …}``. It runs apart
+from the caller because Triton's interpreter, when on, patches the language module process-wide.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import importlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-# kernel family → module that defines offline_source(config, dtype)
+# kernel family → module that defines representative_launch(config, dtype, num_sms)
 FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile", "gemm_tma": "tessera.blas.kernels.gemm_tma",
                   "gemm_splitk": "tessera.blas.kernels.gemm_splitk"}
 
@@ -28,14 +32,44 @@ def _target(arch: str, warp_size: int) -> object:
     return GPUTarget("hip", arch, warp_size)
 
 
-def main() -> None:
-    import triton
+def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
+    """Compile one captured launch for ``target``; write binary, metadata and sidecar; return names."""
+    import dataclasses
 
+    import triton
+    from triton.compiler import ASTSource, make_backend
+
+    from tessera._core.launch import function_name, jit_specialization, specialization_digest
+    from tessera.tuning.binaries import SIDECAR
+
+    kernel = call.launcher.kernel
+    signature, constants, attrs, options = jit_specialization(
+        kernel, call.args, call.constexprs, call.num_warps, call.num_stages, make_backend(target))
+    compiled = triton.compile(ASTSource(kernel, signature, constants, attrs), target=target,
+                              options=dataclasses.asdict(options))
+    suffix = "cubin" if target.backend == "cuda" else "hsaco"
+    binary, metadata = out / f"{stem}.{suffix}", out / f"{stem}.json"
+    binary.write_bytes(compiled.asm[suffix])
+    metadata.write_text(json.dumps(compiled.metadata._asdict(), default=vars, sort_keys=True))
+    sidecar = out / f"{stem}{SIDECAR}"
+    sidecar.write_text(json.dumps({
+        "function": function_name(kernel), "binary": binary.name, "metadata": metadata.name,
+        "hash": compiled.hash, "signature": signature,
+        "constants": [[list(path), value] for path, value in constants.items()],
+        "attrs": [[list(path), value] for path, value in attrs.items()],
+        "digest": specialization_digest(kernel, target, signature, constants, attrs, options)}))
+    return [binary.name, metadata.name, sidecar.name]
+
+
+def main() -> None:
+    from tessera._core.device import offline_device
+    from tessera._core.launch import capture
     from tessera.tuning.logic import registered_ops
 
     request = json.load(sys.stdin)
     arch, out = request["arch"], Path(request["out"])
     target = _target(arch, request.get("warp_size", 32))
+    num_sms = offline_device(arch).multiprocessors or 132
     for i, job in enumerate(request["jobs"]):
         family = registered_ops()[(job["library"], job["op"])].families[job["kernel"]]
         config = family(**job["config"])
@@ -43,15 +77,12 @@ def main() -> None:
             if job["kernel"] == "gemm_tma" and not (arch.startswith("sm_") and int(arch[3:]) >= 90):
                 raise ValueError("the TMA family needs sm_90 or newer")
             module = importlib.import_module(FAMILY_MODULES[job["kernel"]])
-            compiled = triton.compile(module.offline_source(config, job["dtype"]), target=target,
-                                      options={"num_warps": config.num_warps,
-                                               "num_stages": config.num_stages})
-            suffix = "cubin" if arch.startswith("sm_") else "hsaco"
-            binary = out / f"{i:04d}-{job['kernel']}-{job['dtype']}.{suffix}"
-            binary.write_bytes(compiled.asm[suffix])
-            meta = binary.with_suffix(".json")
-            meta.write_text(json.dumps(compiled.metadata._asdict(), default=str, sort_keys=True))
-            result = {"status": "ok", "file": binary.name, "metadata": meta.name}
+            with capture() as calls:
+                module.representative_launch(config, job["dtype"], num_sms)
+            files = []
+            for j, call in enumerate(calls):
+                files += compile_call(call, target, out, f"{i:04d}-{j}-{job['kernel']}-{job['dtype']}")
+            result = {"status": "ok", "files": files}
         except Exception as exc:  # noqa: BLE001 - each failure is a row of the support table
             result = {"status": "failed", "reason": f"{type(exc).__name__}: {str(exc).strip()[-300:]}"}
         print(json.dumps({"job": i, **result}), flush=True)

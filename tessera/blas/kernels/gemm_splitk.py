@@ -15,8 +15,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher
-from tessera._core.offline import ast_source
-from tessera.blas.kernels.gemm_tile import _batched_strides, launched_in_batch_slices
+from tessera.blas.kernels.gemm_tile import _batched_strides, launched_in_batch_slices, representative_operands
 
 
 @dataclass(frozen=True)
@@ -144,12 +143,9 @@ def launch_gemm_splitk(
     )
 
 
-def offline_source(config: SplitKConfig, dtype: str) -> object:
-    """The partial-sum kernel for the common call (row-major operands), for offline compilation."""
-    elem = "fp32" if dtype == "tf32" else dtype
-    acc = "fp64" if dtype == "fp64" else "fp32"
-    runtime = [f"*{elem}", f"*{elem}", f"*{acc}"] + ["i32"] * 10
-    constexprs = dict(ACC_FP64=dtype == "fp64", UPCAST=False,
-                      INPUT_PRECISION="tf32" if dtype == "tf32" else "ieee", SPLIT_K=config.split_k,
-                      BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k)
-    return ast_source(_gemm_splitk_partial_kernel, runtime, constexprs)
+def representative_launch(config: SplitKConfig, dtype: str, num_sms: int) -> None:
+    """Both launches ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 (run under
+    ``tessera._core.launch.capture()``)."""
+    a, b, d = representative_operands(dtype)
+    launch_gemm_splitk(a, b, None, d, 1, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+                       upcast=False, config=config)

@@ -18,7 +18,6 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher
-from tessera._core.offline import ast_source
 
 MAX_GRID_Y = 65535
 
@@ -160,13 +159,22 @@ def launch_gemm_tile(
     )
 
 
-def offline_source(config: TileConfig, dtype: str) -> object:
-    """The kernel specialized for the common call (row-major operands, no C, alpha 1, K a multiple
-    of BLOCK_K), as an ``ASTSource`` to compile for a target we are not running on."""
-    elem = "fp32" if dtype == "tf32" else dtype
-    runtime = [f"*{elem}"] * 4 + ["i32"] * 15 + ["fp64", "fp64"]
-    constexprs = dict(HAS_C=False, SCALE_ALPHA=False, ACC_FP64=dtype == "fp64", UPCAST=False,
-                      INPUT_PRECISION="tf32" if dtype == "tf32" else "ieee", INDEX_64=False,
-                      EVEN_K=True, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-                      BLOCK_K=config.block_k, GROUP_M=config.group_m)
-    return ast_source(_gemm_tile_kernel, runtime, constexprs)
+REPRESENTATIVE_SIZE = 1024  # a multiple of 16 and of every block size: the common specialization
+_TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "tf32": torch.float32,
+                 "fp64": torch.float64}
+
+
+def representative_operands(dtype: str, b_col_major: bool = False) -> tuple[torch.Tensor, ...]:
+    """CPU stand-ins (a, b, d) for the call a pack precompiles: 2-D, row-major (B column-major if
+    asked), 16-byte aligned, every size a multiple of 16 and of the tile."""
+    a, b, d = (torch.empty(REPRESENTATIVE_SIZE, REPRESENTATIVE_SIZE, dtype=_TORCH_DTYPES[dtype])
+               for _ in range(3))
+    return a, b.t() if b_col_major else b, d
+
+
+def representative_launch(config: TileConfig, dtype: str, num_sms: int) -> None:
+    """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 (run it under
+    ``tessera._core.launch.capture()``: pack builds precompile what it records)."""
+    a, b, d = representative_operands(dtype)
+    launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+                     upcast=False, index_64=False, config=config)

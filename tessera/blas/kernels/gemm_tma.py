@@ -20,7 +20,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tessera._core.launch import Launcher
-from tessera._core.offline import ast_source
+from tessera.blas.kernels.gemm_tile import representative_operands
 
 
 @dataclass(frozen=True)
@@ -170,18 +170,9 @@ def launch_gemm_tma(
     )
 
 
-def offline_source(config: TmaConfig, dtype: str) -> object:
-    """The kernel specialized for the common call (row-major operands, no C, alpha 1), as an
-    ``ASTSource`` to compile for a target we are not running on."""
-    elem = "fp32" if dtype == "tf32" else dtype
-    bm, bn, bk = config.block_m, config.block_n, config.block_k
-    runtime = dict(
-        a_desc=f"tensordesc<{elem}[{bm}, {bk}]>", b_desc=f"tensordesc<{elem}[{bk}, {bn}]>",
-        d_desc=f"tensordesc<{elem}[{bm}, {bn // config.epilogue_split}]>", c_ptr=f"*{elem}",
-        M="i32", N="i32", K="i32", stride_cm="i32", stride_cn="i32", NUM_SMS="i32",
-        alpha="fp64", beta="fp64")
-    constexprs = dict(HAS_C=False, SCALE_ALPHA=False, INPUT_PRECISION="tf32" if dtype == "tf32" else "ieee",
-                      A_COL_MAJOR=False, B_COL_MAJOR=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                      GROUP_M=config.group_m, WARP_SPECIALIZE=config.warp_specialize,
-                      EPILOGUE_SPLIT=config.epilogue_split)
-    return ast_source(_gemm_tma_kernel, runtime, constexprs)
+def representative_launch(config: TmaConfig, dtype: str, num_sms: int) -> None:
+    """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1; tf32 with B
+    column-major, as ``gemm`` copies it for wgmma (run under ``tessera._core.launch.capture()``)."""
+    a, b, d = representative_operands(dtype, b_col_major=dtype == "tf32")
+    launch_gemm_tma(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+                    num_sms=num_sms, config=config)

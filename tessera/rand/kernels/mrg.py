@@ -191,7 +191,7 @@ def _mrg_kernel(out_ptr, jump_ptr, n, chunk, first_bit, last_bit, s10, s11, s12,
         x20, x21, x22 = tl.where(take, y0, x20), tl.where(take, y1, x21), tl.where(take, y2, x22)
     a10, a11, a12 = x10.to(tl.float64), x11.to(tl.float64), x12.to(tl.float64)
     a20, a21, a22 = x20.to(tl.float64), x21.to(tl.float64), x22.to(tl.float64)
-    column = tl.arange(0, 4)[None, :]
+    column = tl.arange(0, 8)[None, :]
     for g in range(0, chunk // 8):  # eight values, then one (BLOCK, 8) store
         a10, a11, a12, a20, a21, a22, u0 = _step(a10, a11, a12, a20, a21, a22, k)
         a10, a11, a12, a20, a21, a22, u1 = _step(a10, a11, a12, a20, a21, a22, k)
@@ -205,12 +205,13 @@ def _mrg_kernel(out_ptr, jump_ptr, n, chunk, first_bit, last_bit, s10, s11, s12,
         v2, v3 = _transform(u2, u3, mean, std, KIND, out_ptr)
         v4, v5 = _transform(u4, u5, mean, std, KIND, out_ptr)
         v6, v7 = _transform(u6, u7, mean, std, KIND, out_ptr)
-        # two (BLOCK, 4) stores: one 16-byte vector per lane each, no layout shuffle
+        # one (BLOCK, 8) store: Triton spreads each lane's 32 bytes over two threads through shared
+        # memory, so every write fills whole 32-byte sectors (two 16-byte stores per lane, one per
+        # thread, ran at half the speed on the H200: benchmarks/results/sweep-rand-h200-*.json)
+        values = tl.reshape(tl.join(tl.join(tl.join(v0, v4), tl.join(v2, v6)),
+                                    tl.join(tl.join(v1, v5), tl.join(v3, v7))), (BLOCK, 8))  # v0 … v7
         index = (start + g * 8)[:, None] + column
-        tl.store(out_ptr + index, tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (BLOCK, 4)),
-                 mask=index < n)
-        tl.store(out_ptr + index + 4, tl.reshape(tl.join(tl.join(v4, v6), tl.join(v5, v7)), (BLOCK, 4)),
-                 mask=index + 4 < n)
+        tl.store(out_ptr + index, values, mask=index < n)
 
 
 def launch_mrg(out, kind: int, seed: int, subsequence: int, offset: int, mean: float, std: float,

@@ -1,0 +1,119 @@
+"""First-call latency of a bf16 4096³ GEMM in fresh processes: torch.matmul vs Tessera.
+
+Each measurement is a new Python process that creates the CUDA context and the operands first
+(not timed), then times the first call and a second one (synchronized, wall clock). Tessera runs
+(a) with the installed pack (precompiled kernels: the call must compile nothing) and (b) without a
+pack, with Triton's cache as it is and with an empty one (a cold JIT compile). Triton compilations
+are counted by wrapping ``triton.compile`` in the child.
+Usage: python benchmarks/first_call.py OUT.json [--repeats N]   (child: ... --child MODE)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MODES = ("torch", "tessera")
+
+
+def child(mode: str) -> None:
+    import torch
+    import triton.compiler as front
+    import triton.compiler.compiler as back
+
+    compiles = [0]
+    original = back.compile
+
+    def counting(*args, **kwargs):
+        compiles[0] += 1
+        return original(*args, **kwargs)
+
+    front.compile = back.compile = counting
+    torch.empty(1, device="cuda")
+    torch.cuda.synchronize()
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    if mode == "torch":
+        op = torch.matmul
+    else:
+        import tessera.blas as blas
+
+        op = blas.gemm
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        out = op(a, b)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e3)
+    reference = a.float() @ b.float()
+    error = ((out.float() - reference).abs().max() / reference.abs().max()).item()
+    result = {"first_ms": times[0], "second_ms": times[1], "triton_compiles": compiles[0],
+              "relative_error": error}
+    if mode == "tessera":
+        from tessera.blas.kernels import gemm_tile, gemm_tma
+
+        result["pack_loads"] = gemm_tma._launch.pack_loads + gemm_tile._launch.pack_loads
+        result["kernel"] = blas.explain(a, b).config.__class__.__name__
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def run_child(mode: str, env: dict[str, str]) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True, text=True,
+                          env=env, timeout=600, check=False)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(f"child {mode} failed: {done.stderr[-2000:]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", nargs="?")
+    parser.add_argument("--child", choices=MODES)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
+        return
+    base = dict(os.environ)
+    empty_home = tempfile.mkdtemp(prefix="tessera-nopack-")
+    setups = {
+        "torch.matmul": ("torch", base),
+        "tessera, pack installed": ("tessera", base),
+        "tessera, no pack, Triton cache warm": ("tessera", {**base, "TESSERA_HOME": empty_home}),
+    }
+    rows = []
+    for name, (mode, env) in setups.items():
+        runs = [run_child(mode, env) for _ in range(args.repeats)]
+        rows.append({"setup": name, "runs": runs,
+                     "first_ms": statistics.median(r["first_ms"] for r in runs)})
+    cold = [run_child("tessera", {**base, "TESSERA_HOME": empty_home,
+                                  "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="triton-cold-")})
+            for _ in range(args.repeats)]
+    rows.append({"setup": "tessera, no pack, Triton cache empty", "runs": cold,
+                 "first_ms": statistics.median(r["first_ms"] for r in cold)})
+    torch_ms = rows[0]["first_ms"]
+    for row in rows:
+        row["vs_torch"] = row["first_ms"] / torch_ms
+        compiles = [r["triton_compiles"] for r in row["runs"]]
+        print(f"{row['setup']:<40} first call {row['first_ms']:9.1f} ms  ({row['vs_torch']:5.2f}× torch)  "
+              f"Triton compiles {compiles}  loads {[r.get('pack_loads') for r in row['runs']]}")
+    if args.out:
+        from tessera._core.device import device_info
+        from tessera._core.timing import git_revision
+
+        info = device_info()
+        with open(args.out, "w") as f:
+            json.dump({"device": info.name, "arch": info.arch, "versions": info.versions,
+                       "git": git_revision(), "problem": "bf16 4096x4096x4096", "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
