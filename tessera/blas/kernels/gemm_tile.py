@@ -164,12 +164,14 @@ _TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.fl
                  "fp64": torch.float64}
 
 
-def representative_operands(dtype: str, b_col_major: bool = False) -> tuple[torch.Tensor, ...]:
+def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = REPRESENTATIVE_SIZE,
+                            k: int = REPRESENTATIVE_SIZE, b_col_major: bool = False
+                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """CPU stand-ins (a, b, d) for the call a pack precompiles: 2-D, row-major (B column-major if
-    asked), 16-byte aligned, every size a multiple of 16 and of the tile."""
-    a, b, d = (torch.empty(REPRESENTATIVE_SIZE, REPRESENTATIVE_SIZE, dtype=_TORCH_DTYPES[dtype])
-               for _ in range(3))
-    return a, b.t() if b_col_major else b, d
+    asked), 16-byte aligned, every size a multiple of 16 and of the tile (never touched: no cost)."""
+    elem = _TORCH_DTYPES[dtype]
+    b = torch.empty(n, k, dtype=elem).t() if b_col_major else torch.empty(k, n, dtype=elem)
+    return torch.empty(m, k, dtype=elem), b, torch.empty(m, n, dtype=elem)
 
 
 def representative_launch(config: TileConfig, dtype: str, num_sms: int) -> None:

@@ -12,6 +12,7 @@ row-major. Anything else goes to the portable tile family.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -171,8 +172,11 @@ def launch_gemm_tma(
 
 
 def representative_launch(config: TmaConfig, dtype: str, num_sms: int) -> None:
-    """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1; tf32 with B
-    column-major, as ``gemm`` copies it for wgmma (run under ``tessera._core.launch.capture()``)."""
-    a, b, d = representative_operands(dtype, b_col_major=dtype == "tf32")
+    """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 and at least one
+    tile per SM (the grid size is an argument, so smaller problems specialize differently); tf32
+    with B column-major, as ``gemm`` copies it for wgmma (run under ``launch.capture()``)."""
+    side = math.isqrt(max(num_sms, 1) - 1) + 1  # tiles per side: side² ≥ num_sms
+    a, b, d = representative_operands(dtype, config.block_m * side, config.block_n * side, 1024,
+                                      b_col_major=dtype == "tf32")
     launch_gemm_tma(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
                     num_sms=num_sms, config=config)
