@@ -22,7 +22,10 @@ import time
 MODES = ("torch", "tessera")
 
 
-def child(mode: str) -> None:
+def child(mode: str, profile: bool = False) -> None:
+    import cProfile
+    import pstats
+
     import torch
     import triton.compiler as front
     import triton.compiler.compiler as back
@@ -47,11 +50,17 @@ def child(mode: str) -> None:
         op = blas.gemm
     torch.cuda.synchronize()
     times = []
-    for _ in range(2):
+    profiler = cProfile.Profile() if profile else None
+    for i in range(2):
+        if profiler is not None and i == 0:
+            profiler.enable()
         start = time.perf_counter()
         out = op(a, b)
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1e3)
+        if profiler is not None and i == 0:
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
     from triton.testing import do_bench
 
     steady = do_bench(lambda: op(a, b))  # the loaded binary runs as fast as a JIT-built one
@@ -81,9 +90,10 @@ def main() -> None:
     parser.add_argument("out", nargs="?")
     parser.add_argument("--child", choices=MODES)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="child: print a cProfile of the first call")
     args = parser.parse_args()
     if args.child:
-        child(args.child)
+        child(args.child, args.profile)
         return
     base = dict(os.environ)
     empty_home = tempfile.mkdtemp(prefix="tessera-nopack-")
