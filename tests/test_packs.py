@@ -249,48 +249,51 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     assert len(contents[tile["files"][0]]) > 1000
     sidecar = json.loads(contents[tile["files"][2]])
     assert sidecar["function"] == "tessera.blas.kernels.gemm_tile:_gemm_tile_kernel"
-    assert sidecar["binary"] == Path(tile["files"][0]).name and '"gfx1103"' in sidecar["digest"]
+    assert sidecar["binary"] == Path(tile["files"][0]).name and "torch.float16" in sidecar["launch_key"]
+    assert sidecar["signature"]["a_ptr"] == "*fp16"
 
 
-_DIGESTS = r"""
+_KEYS = r"""
 import json, sys, torch
 from triton.backends.compiler import GPUTarget
 from triton.compiler import make_backend
-from tessera._core.launch import capture, jit_specialization, specialization_digest
+from tessera._core.launch import capture, jit_specialization, launch_key
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile, representative_launch
 
-target = GPUTarget("cuda", 90, 32)
 config = TileConfig(64, 64, 32, 8, 4, 3)
 
-def digest(call):
+def keys(call):
     spec = jit_specialization(call.launcher.kernel, call.args, call.constexprs, call.num_warps,
-                              call.num_stages, make_backend(target))
-    return specialization_digest(call.launcher.kernel, target, *spec)
+                              call.num_stages, make_backend(GPUTarget("cuda", 90, 32)))
+    return [repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages)),
+            repr(spec[:3])]
 
 def problem(m, n, k):
     a, b, d = torch.empty(m, k), torch.empty(k, n), torch.empty(m, n)
     with capture() as calls:
         launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision="ieee", upcast=False, index_64=False,
                          config=config)
-    return digest(calls[0])
+    return keys(calls[0])
 
 with capture() as calls:
     representative_launch(config, "fp32", 132)
-print(json.dumps([digest(calls[0]), problem(2048, 512, 4096), problem(1000, 512, 4096)]))
+print(json.dumps([keys(calls[0]), problem(2048, 512, 4096), problem(1000, 512, 4096)]))
 """
 
 
-def test_precompiled_binary_matches_exactly_the_jit_specialization() -> None:
-    """The pack's key is what Triton's binder derives: equal for any aligned problem of the same
-    kind (sizes multiples of 16), different for an odd size (which then goes through the JIT)."""
+def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
+    """A precompiled binary is found by the Launcher's key of the representative launch: equal for
+    any aligned problem of the same kind (sizes multiples of 16) and different for an odd size
+    (which then goes through the JIT) — exactly as Triton's own specialization is."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", _DIGESTS], capture_output=True, text=True, env=env,
+    done = subprocess.run([sys.executable, "-c", _KEYS], capture_output=True, text=True, env=env,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     representative, aligned, odd = json.loads(done.stdout.strip().splitlines()[-1])
-    assert representative == aligned != odd
-    assert '"tt.divisibility"' in representative
+    assert representative == aligned  # same launch key and same Triton specialization
+    assert representative[0] != odd[0] and representative[1] != odd[1]
+    assert "tt.divisibility" in representative[1]
 
 
 def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -106,7 +106,7 @@ def jit_specialization(kernel: Any, args: Sequence[Any], constexprs: dict[str, A
                        num_stages: int, backend: Any) -> tuple[dict, dict, dict, Any]:
     """What Triton's JIT would compile for this launch on ``backend``'s target — (signature,
     constexprs, attrs, options) — computed with Triton's own binder, so an offline compile of it
-    is the binary the JIT would build (works without a GPU of that target)."""
+    is the binary the JIT would build (works without a GPU of that target; pack builds use it)."""
     from triton import knobs
     from triton.runtime.jit import create_function_from_signature
 
@@ -121,18 +121,10 @@ def jit_specialization(kernel: Any, args: Sequence[Any], constexprs: dict[str, A
     return signature, constants, attrs, options
 
 
-def specialization_digest(kernel: Any, target: Any, signature: dict, constants: dict, attrs: dict,
-                          options: Any) -> str:
-    """A canonical string naming one compiled specialization (the pack index's key)."""
-    import json
-
-    chosen = {k: getattr(options, k, None) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg",
-                                                     "enable_fp_fusion", "debug")}
-    return json.dumps({"function": function_name(kernel),
-                       "target": [target.backend, str(target.arch), target.warp_size],
-                       "signature": signature, "constants": {str(list(k)): v for k, v in constants.items()},
-                       "attrs": {str(list(k)): v for k, v in attrs.items()}, "options": chosen},
-                      sort_keys=True, default=str)
+def launch_key(args: Sequence[Any], constexprs: dict[str, Any], num_warps: int, num_stages: int) -> tuple:
+    """Everything the binary for a launch depends on besides the device: a :class:`Launcher` cache
+    key, and (as its ``repr``) the name a pack gives the binary it precompiled for it."""
+    return (num_warps, num_stages, tuple(constexprs.values()), tuple(specialization_key(a) for a in args))
 
 
 class Launcher:
@@ -169,15 +161,14 @@ class Launcher:
         from triton.runtime.driver import driver
 
         device = driver.active.get_current_device()
-        key = (device, num_warps, num_stages, tuple(constexprs.values()),
-               tuple(specialization_key(a) for a in args))
+        key = (device, *launch_key(args, constexprs, num_warps, num_stages))
         compiled = self._cache.get(key)
         if compiled is None:
             trailing = list(self.kernel.arg_names[len(args):])
             if trailing != list(constexprs):
                 raise TypeError(f"constexprs must be the kernel's trailing parameters {trailing}, in "
                                 f"order (got {list(constexprs)})")
-            compiled = self._from_pack(device, args, constexprs, num_warps, num_stages)
+            compiled = self._from_pack(key)
             if compiled is None:
                 compiled = self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps,
                                                     num_stages=num_stages)
@@ -193,15 +184,9 @@ class Launcher:
         compiled.run(grid_0, grid_1, grid_2, stream, compiled.function, compiled.packed_metadata,
                      metadata, knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *bound)
 
-    def _from_pack(self, device: int, args: Sequence[Any], constexprs: dict[str, Any], num_warps: int,
-                   num_stages: int) -> Any:
-        """The installed pack's binary for this exact specialization, loaded, or None."""
+    def _from_pack(self, key: tuple) -> Any:
+        """The installed pack's binary for this exact specialization, loaded, or None (no Triton
+        code runs to decide: the pack names each binary by its launch key)."""
         from tessera.tuning import binaries
 
-        if not binaries.has_function(function_name(self.kernel)):
-            return None
-        _, _, target, backend, _ = self.kernel.device_caches[device]
-        signature, constants, attrs, options = jit_specialization(self.kernel, args, constexprs, num_warps,
-                                                                  num_stages, backend)
-        digest = specialization_digest(self.kernel, target, signature, constants, attrs, options)
-        return binaries.load(self.kernel, digest, signature, constants, attrs)
+        return binaries.load(self.kernel, repr(key[1:]))

@@ -41,6 +41,8 @@ from tessera._core.errors import LogicFileError
 from tessera.tuning.paths import SHIPPED_LOGIC, installed_logic
 
 SCHEMA_VERSION = 1
+# libyaml's safe loader where PyYAML has it (tens of ms faster on a first call), else the Python one
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DISTANCES = ("log_euclidean",)
 ORIGINS = ("tuned", "heuristic")
 
@@ -150,7 +152,7 @@ def load_logic(path: str | Path) -> LogicFile:
     """Read and validate one logic file."""
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.load(path.read_text(), Loader=_SAFE_LOADER)
     except OSError as exc:
         raise LogicFileError(f"{path}: cannot be read ({exc.strerror})") from exc
     except yaml.YAMLError as exc:

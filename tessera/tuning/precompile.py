@@ -5,10 +5,11 @@
 For each job it runs the family's ``representative_launch(config, dtype, num_sms)`` on CPU tensors
 under :func:`~tessera._core.launch.capture`, derives with Triton's own binder the specialization the
 JIT would compile for each captured launch on the target, compiles it with ``triton.compile`` and
-writes into DIR the binary, Triton's metadata and a ``.launch.json`` sidecar with the
-specialization's digest (what the pack loader matches at run time). It prints one JSON result line
-per job: ``{"status": "ok", "files": […]}`` or ``{"status": "failed", "reason": …}``. It runs apart
-from the caller because Triton's interpreter, when on, patches the language module process-wide.
+writes into DIR the binary, Triton's metadata and a ``.launch.json`` sidecar with the launch key
+(what the pack loader matches at run time) and Triton's specialization (to rebuild its source).
+It prints one JSON result line per job: ``{"status": "ok", "files": […]}`` or ``{"status":
+"failed", "reason": …}``. It runs apart from the caller because Triton's interpreter, when on,
+patches the language module process-wide.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
     import triton
     from triton.compiler import ASTSource, make_backend
 
-    from tessera._core.launch import function_name, jit_specialization, specialization_digest
+    from tessera._core.launch import function_name, jit_specialization, launch_key
     from tessera.tuning.binaries import SIDECAR
 
     kernel = call.launcher.kernel
@@ -57,7 +58,7 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
         "hash": compiled.hash, "signature": signature,
         "constants": [[list(path), value] for path, value in constants.items()],
         "attrs": [[list(path), value] for path, value in attrs.items()],
-        "digest": specialization_digest(kernel, target, signature, constants, attrs, options)}))
+        "launch_key": repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages))}))
     return [binary.name, metadata.name, sidecar.name]
 
 
