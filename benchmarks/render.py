@@ -61,6 +61,54 @@ def _host_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+# Targets of the rand issue: (problem, versus) → minimum ratio.
+RAND_TARGETS = {
+    ("philox4x32_10 uniform fp32 2^28", "curand"): 1.0, ("philox4x32_10 uniform fp32 2^28", "copy"): 85.0,
+    ("philox4x32_10 normal fp32 2^28", "curand"): 1.0, ("philox4x32_10 normal fp32 2^28", "torch"): 1.4,
+    ("philox4x32_10 normal bf16 2^28", "torch"): 3.0, ("mrg32k3a uniform fp32 2^28", "curand"): 1.5,
+    ("sobol32 uniform fp32 2^28", "copy"): 80.0,
+}
+
+
+def _rand_section(path: Path) -> list[str]:
+    data = json.loads(path.read_text())
+    dev, ver = data["device"], data["device"]["versions"]
+    lines = [f"## Random numbers on {dev['name']} — `{path.relative_to(ROOT)}`", "",
+             f"Measured {data['created']} at revision `{data['git_revision']}` with `{data['command']}`; "
+             f"torch {ver['torch']}, triton {ver['triton']}. GB/s of output written (median of "
+             f"{data['rows'][0]['rounds']} interleaved rounds, L2 flushed); % copy = against the "
+             "device-to-device copy of the same run (read + write); ratios = vendor time / Tessera "
+             "time. cuRAND through CuPy's host API.", "",
+             "| problem | Tessera GB/s | % copy | torch GB/s | vs torch | cuRAND GB/s | vs cuRAND "
+             "| targets |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in data["rows"]:
+        figures = {"torch": r.get("vs_torch"), "curand": r.get("vs_curand"), "copy": r["pct_copy"]}
+        verdicts = [f"{versus} ≥ {goal:g}{'%' if versus == 'copy' else '×'} "
+                    f"{'met' if (figures[versus] or 0) >= goal else '**missed**'}"
+                    for (problem, versus), goal in RAND_TARGETS.items() if problem == r["problem"]]
+        lines.append(f"| {r['problem']} | {r['tessera_gbs']:.0f} | {r['pct_copy']:.1f} | "
+                     f"{_fmt(r.get('torch_gbs'), 0)} | {_fmt(r.get('vs_torch'), 2)} | "
+                     f"{_fmt(r.get('curand_gbs'), 0)} | {_fmt(r.get('vs_curand'), 2)} | "
+                     f"{'; '.join(verdicts) or '–'} |")
+    return [*lines, ""]
+
+
+def _first_call_section(path: Path) -> list[str]:
+    data = json.loads(path.read_text())
+    lines = [f"## First call, fresh process, {data['problem']} on {data['device']} — "
+             f"`{path.relative_to(ROOT)}`", "",
+             f"Revision `{data['git']}`; {data.get('command', '`python benchmarks/first_call.py`')}. "
+             "CUDA context and operands created before timing; wall time of the first call, "
+             "synchronized; median over fresh processes." + (f" {data['note']}." if "note" in data else ""),
+             "", "| setup | first call ms | vs torch | Triton compilations per process |",
+             "|---|---:|---:|---|"]
+    for row in data["rows"]:
+        compiles = [r["triton_compiles"] for r in row["runs"]]
+        lines.append(f"| {row['setup']} | {row['first_ms']:.1f} | {row['vs_torch']:.2f} | {compiles} |")
+    return [*lines, ""]
+
+
 def _tuning_section(folder: Path) -> list[str]:
     import yaml
 
@@ -93,6 +141,10 @@ def main() -> None:
     runs = sorted(RESULTS.glob("gemm-*.json"), key=lambda p: json.loads(p.read_text())["created"])
     for path in reversed(runs):  # newest first
         out += _gemm_section(path)
+    for path in sorted(RESULTS.glob("rand-*.json")):
+        out += _rand_section(path)
+    for path in sorted(RESULTS.glob("first-call-*.json"), reverse=True):
+        out += _first_call_section(path)
     for path in sorted(RESULTS.glob("host-overhead-*.json")):
         out += _host_section(path)
     for folder in sorted(p for p in RESULTS.glob("tune-*") if p.is_dir()):
