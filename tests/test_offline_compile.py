@@ -23,8 +23,11 @@ _CHILD = r"""
 import json, sys
 import triton
 from triton.backends.compiler import GPUTarget
-from tessera._core.offline import ast_source
+from triton.compiler import ASTSource
+from triton.runtime.jit import JITFunction
 from tessera.blas.kernels.gemm_tile import _gemm_tile_kernel as kernel
+
+jit = JITFunction(kernel.fn)  # a compilable function even where the interpreter was on
 
 runtime = ["ptr"] * 4 + ["i32"] * 15 + ["fp64", "fp64"]  # a b c d, M N K + 12 strides, alpha beta
 results = {}
@@ -34,8 +37,9 @@ for backend, arch, warp in json.loads(sys.argv[1]):
                           INPUT_PRECISION="ieee", INDEX_64=False, EVEN_K=False, BLOCK_M=64,
                           BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
         types = [f"*{dtype}" if t == "ptr" else t for t in runtime]
+        signature = dict(zip(jit.arg_names, types)) | {name: "constexpr" for name in constexprs}
         try:
-            compiled = triton.compile(ast_source(kernel, types, constexprs),
+            compiled = triton.compile(ASTSource(jit, signature, constexprs),
                                       target=GPUTarget(backend, arch, warp),
                                       options={"num_warps": 4, "num_stages": 2})
             binary = compiled.asm["hsaco" if backend == "hip" else "cubin"]

@@ -166,8 +166,7 @@ def load_logic(path: str | Path) -> LogicFile:
     arch = _require(doc, path, "arch", str)
     library = _require(doc, path, "library", str)
     op = _require(doc, path, "op", str)
-    spec = _OPS.get((library, op))  # the caller's library has registered its ops: no imports
-    ops = _OPS if spec is not None else registered_ops()
+    ops = _OPS if (library, op) in _OPS else registered_ops()  # import other libraries only if needed
     spec = ops.get((library, op))
     if spec is None:
         known = ", ".join(f"{lib}.{name}" for lib, name in sorted(ops)) or "none registered"
