@@ -257,16 +257,18 @@ _KEYS = r"""
 import json, sys, torch
 from triton.backends.compiler import GPUTarget
 from triton.compiler import make_backend
-from tessera._core.launch import capture, jit_specialization, launch_key
+from tessera._core.launch import capture, jit_specialization, launch_key, unspecialized
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile, representative_launch
+from tessera.rand.kernels import mrg, philox
+from tessera.rand.space import MrgConfig, PhiloxConfig
 
 config = TileConfig(64, 64, 32, 8, 4, 3)
 
 def keys(call):
     spec = jit_specialization(call.launcher.kernel, call.args, call.constexprs, call.num_warps,
                               call.num_stages, make_backend(GPUTarget("cuda", 90, 32)))
-    return [repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages)),
-            repr(spec[:3])]
+    return [repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages,
+                            unspecialized(call.launcher.kernel))), repr(spec[:3])]
 
 def problem(m, n, k):
     a, b, d = torch.empty(m, k), torch.empty(k, n), torch.empty(m, n)
@@ -275,9 +277,17 @@ def problem(m, n, k):
                          config=config)
     return keys(calls[0])
 
+def draws(seed, subsequence, offset):
+    out = torch.empty(1 << 20)
+    with capture() as calls:
+        philox.launch_stream(out, 2, seed, subsequence, offset, 0.0, 1.0, PhiloxConfig())
+        mrg.launch_mrg(out, 1, seed, subsequence, offset, 0.0, 1.0, MrgConfig())
+    return [keys(call) for call in calls]
+
 with capture() as calls:
-    representative_launch(config, "fp32", 132)
-print(json.dumps([keys(calls[0]), problem(2048, 512, 4096), problem(1000, 512, 4096)]))
+    representative_launch("gemm", config, "fp32", 132)
+print(json.dumps([keys(calls[0]), problem(2048, 512, 4096), problem(1000, 512, 4096),
+                  draws(0, 0, 0), draws(2**64 - 17, 2**40 + 1, 2**41 + 8)]))
 """
 
 
@@ -290,10 +300,12 @@ def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
     done = subprocess.run([sys.executable, "-c", _KEYS], capture_output=True, text=True, env=env,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    representative, aligned, odd = json.loads(done.stdout.strip().splitlines()[-1])
+    representative, aligned, odd, first_draws, other_draws = json.loads(done.stdout.strip().splitlines()[-1])
     assert representative == aligned  # same launch key and same Triton specialization
     assert representative[0] != odd[0] and representative[1] != odd[1]
     assert "tt.divisibility" in representative[1]
+    # rand kernels take seeds and offsets unspecialized: one binary (and one pack file) for all
+    assert first_draws == other_draws
 
 
 def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

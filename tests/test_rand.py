@@ -15,6 +15,7 @@ from tessera.rand import Generator, philox4x32_10
 from tessera.rand.kernels.mrg import launch_mrg
 from tessera.rand.kernels.philox import launch_stream
 from tessera.rand.kernels.sobol import direction_numbers, launch_sobol
+from tessera.rand.space import MrgConfig, PhiloxConfig, SobolConfig
 
 MASK = 0xFFFFFFFF
 # Random123 tests/kat_vectors, "philox4x32 10" lines: counter, key, expected output.
@@ -95,11 +96,12 @@ def test_draws_continue_where_the_last_stopped(device: str) -> None:
     assert torch.equal(torch.cat([first, second]), Generator(seed=3, device=device).normal(10))
 
 
-def test_launch_configuration_never_changes_the_bits(device: str) -> None:
+@pytest.mark.parametrize("kind,offset", [(0, 5), (2, 6), (2, 7)])  # block kernel, and the group one
+def test_launch_configuration_never_changes_the_bits(kind: int, offset: int, device: str) -> None:
     outs = []
-    for block in (16, 64, 256):
-        out = torch.empty(1001, dtype=torch.int32, device=device)
-        launch_stream(out, 0, 42, 7, 5, 0.0, 1.0, block=block)
+    for config in (PhiloxConfig(16, 1), PhiloxConfig(64, 2), PhiloxConfig(256, 4)):
+        out = torch.empty(1001, dtype=torch.int32 if kind == 0 else torch.float32, device=device)
+        launch_stream(out, kind, 42, 7, offset, 0.0, 1.0, config)
         outs.append(out)
     assert torch.equal(outs[0], outs[1]) and torch.equal(outs[1], outs[2])
 
@@ -274,13 +276,13 @@ def test_sobol_bit_exact_with_scipy(dims: int, skip: int, device: str) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:The balance properties")
-@pytest.mark.parametrize("dims,first,points,steps", [(3, 37, 4, 2), (40, 5, 2, 4), (1, 1, 1, 1)])
-def test_sobol_tiling_never_changes_the_points(dims: int, first: int, points: int, steps: int,
+@pytest.mark.parametrize("dims,first,values,steps", [(3, 37, 16, 2), (40, 5, 64, 4), (1, 1, 1, 1)])
+def test_sobol_tiling_never_changes_the_points(dims: int, first: int, values: int, steps: int,
                                                device: str) -> None:
     """Many programs, partial first and last tiles, several dimension tiles."""
     directions = torch.from_numpy(np.ascontiguousarray(direction_numbers()[:dims].T.view(np.int32)))
     out = torch.empty(100, dims, dtype=torch.int32, device=device)
-    launch_sobol(out, directions.to(device), None, first, 0, points=points, steps=steps)
+    launch_sobol(out, directions.to(device), None, first, 0, SobolConfig(values, steps, 4))
     got = out.cpu().numpy().astype(np.int64) & MASK
     assert np.array_equal(got, _scipy_sobol_ints(dims, 100, first).astype(np.int64))
 
@@ -375,13 +377,17 @@ def test_mrg32k3a_bit_exact_with_the_reference(seed: int, subsequence: int, offs
     assert g.offset == offset + 100
 
 
-def test_mrg32k3a_lane_layout_never_changes_the_values(device: str) -> None:
-    """Lanes of 8…256 values, jumped there with different bits, in programs of 16…128 lanes."""
+@pytest.mark.parametrize("int_m1,int_m2", [(False, False), (False, True), (True, False), (True, True)])
+def test_mrg32k3a_lane_layout_and_arithmetic_never_change_the_values(int_m1: bool, int_m2: bool,
+                                                                      device: str) -> None:
+    """Lanes of 32…256 values, jumped there with different bits, in programs of 16…128 lanes, each
+    component in fp64 or integer lanes."""
     ref = reference_mrg32k3a(5, 2, 2**33 + 7, 3000)
-    for chunk, block in ((8, 16), (64, 32), (256, 128)):
+    for block, lanes, max_chunk in ((16, 100, 32), (32, 40, 64), (128, 1, 256)):
+        config = MrgConfig(block, lanes, max_chunk, 4, int_m1, int_m2)
         out = torch.empty(3000, dtype=torch.float64, device=device)
-        launch_mrg(out, 1, 5, 2, 2**33 + 7, 0.0, 1.0, block=block, chunk=chunk)
-        assert out.cpu().tolist() == ref, (chunk, block)
+        launch_mrg(out, 1, 5, 2, 2**33 + 7, 0.0, 1.0, config)
+        assert out.cpu().tolist() == ref, config
 
 
 def test_mrg32k3a_transforms_and_statistics(device: str) -> None:

@@ -6,8 +6,9 @@ specializes on, so a hit is guaranteed to be the binary Triton itself would pick
 compiled kernel's launcher directly; a miss goes through Triton's JIT (which compiles or finds the
 binary) and records the result. The rules (identical in triton 3.6 and 3.9, checked with
 ``native_specialize_impl``): an integer equal to 1 becomes a constant; other integers specialize on
-divisibility by 16 and on i32/i64/u64 width; pointers on 16-byte alignment; tensor descriptors on
-dtype and block shape; floats and bools not at all. Under ``TRITON_INTERPRET=1`` it simply calls the
+divisibility by 16 and on i32/i64/u64 width (a parameter named in ``do_not_specialize`` on its width
+only); pointers on 16-byte alignment; tensor descriptors on dtype and block shape; floats and bools
+not at all. Under ``TRITON_INTERPRET=1`` it simply calls the
 kernel, and ``TESSERA_DIRECT_LAUNCH=0`` turns the cache off.
 """
 
@@ -42,8 +43,11 @@ _BY_TYPE: dict[type, Any] = {
 }
 
 
-def specialization_key(arg: Any) -> Any:
-    """What Triton's JIT specializes ``arg`` on (a superset is safe; a subset would not be)."""
+def specialization_key(arg: Any, specialize: bool = True) -> Any:
+    """What Triton's JIT specializes ``arg`` on (a superset is safe; a subset would not be);
+    ``specialize=False`` for a ``do_not_specialize`` parameter (an integer then keys on its width)."""
+    if not specialize and type(arg) is int:
+        return ("i", _int_key(arg)[2])
     rule = _BY_TYPE.get(type(arg))
     if rule is not None:
         return rule(arg)
@@ -121,10 +125,18 @@ def jit_specialization(kernel: Any, args: Sequence[Any], constexprs: dict[str, A
     return signature, constants, attrs, options
 
 
-def launch_key(args: Sequence[Any], constexprs: dict[str, Any], num_warps: int, num_stages: int) -> tuple:
+def unspecialized(kernel: Any) -> frozenset[int]:
+    """Positions of ``kernel``'s ``do_not_specialize`` parameters."""
+    return frozenset(p.num for p in getattr(kernel, "params", ()) if p.do_not_specialize)
+
+
+def launch_key(args: Sequence[Any], constexprs: dict[str, Any], num_warps: int, num_stages: int,
+               plain: frozenset[int] = frozenset()) -> tuple:
     """Everything the binary for a launch depends on besides the device: a :class:`Launcher` cache
-    key, and (as its ``repr``) the name a pack gives the binary it precompiled for it."""
-    return (num_warps, num_stages, tuple(constexprs.values()), tuple(specialization_key(a) for a in args))
+    key, and (as its ``repr``) the name a pack gives the binary it precompiled for it. ``plain``:
+    the positions of ``do_not_specialize`` parameters (:func:`unspecialized`)."""
+    return (num_warps, num_stages, tuple(constexprs.values()),
+            tuple(specialization_key(a, i not in plain) for i, a in enumerate(args)))
 
 
 class Launcher:
@@ -139,6 +151,7 @@ class Launcher:
 
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
+        self._plain = unspecialized(kernel)
         self._cache: dict[tuple, Any] = {}
         self.jit_launches = 0  # launches that went through Triton's JIT (tests count these)
         self.pack_loads = 0  # binaries taken from the installed pack instead
@@ -161,7 +174,7 @@ class Launcher:
         from triton.runtime.driver import driver
 
         device = driver.active.get_current_device()
-        key = (device, *launch_key(args, constexprs, num_warps, num_stages))
+        key = (device, *launch_key(args, constexprs, num_warps, num_stages, self._plain))
         compiled = self._cache.get(key)
         if compiled is None:
             trailing = list(self.kernel.arg_names[len(args):])

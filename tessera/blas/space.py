@@ -103,14 +103,11 @@ def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
 @functools.lru_cache(maxsize=4096)
 def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory: int | None,
                    _logic_generation: int) -> Choice:
-    found, passed = logic.logic_for(arch, "blas", "gemm", problem.dtype)
-    reasons = list(passed)
-    if found is not None:
-        sizes = (problem.m, problem.n, problem.k, problem.batch)
-        match = found.nearest(sizes, usable=lambda cfg: problem.tma_ok or not isinstance(cfg, TmaConfig))
-        if match is not None:
-            return Choice(match.config, match.describe())
-        reasons.append(f"{found.path}: no usable row within its max_distance")
+    match, reasons = logic.lookup(arch, "blas", "gemm", problem.dtype,
+                                  (problem.m, problem.n, problem.k, problem.batch),
+                                  usable=lambda cfg: problem.tma_ok or not isinstance(cfg, TmaConfig))
+    if match is not None:
+        return Choice(match.config, match.describe())
     choice = _select_heuristic(problem, backend, arch, shared_memory)
     return Choice(choice.config, "; ".join([*reasons, choice.reason]))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from tessera._core.errors import TesseraError
 from tessera.cli.bench import cmd_bench_gemm, cmd_bench_rand, cmd_report
 from tessera.cli.common import use_interpreter_without_gpu
-from tessera.cli.tuning import cmd_logic, cmd_pack, cmd_tune_gemm
+from tessera.cli.tuning import cmd_logic, cmd_pack, cmd_tune_gemm, cmd_tune_rand
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -47,6 +47,19 @@ def _build_parser() -> argparse.ArgumentParser:
     tg.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     tg.add_argument("--no-plot", action="store_true")
     tg.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
+    tr = tune_sub.add_parser("rand", help="tune a random-number kernel's launch configuration")
+    tr.add_argument("--op", dest="rand_op", required=True,
+                    help="generator_distribution: philox_{bits,uniform,normal}, "
+                         "mrg32k3a_{bits,uniform,normal}, sobol32_{bits,uniform}")
+    tr.add_argument("--dtype", choices=["int32", "fp16", "bf16", "fp32", "fp64"],
+                    help="output dtype (default: int32 for bits, else fp32)")
+    tr.add_argument("--sizes", default="default",
+                    help="presets (default, large, tiny) or N (sobol32: POINTSxDIMS), comma-separated")
+    tr.add_argument("--space", default="default", choices=["default", "tiny"])
+    tr.add_argument("--budget-minutes", type=float, help="stop (progress saved) after this long")
+    tr.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    tr.add_argument("--no-plot", action="store_true")
+    tr.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
 
     pack = sub.add_parser("pack", help="build, install, check and roll back tuned packs")
     pack_sub = pack.add_subparsers(dest="action", required=True)
@@ -98,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "pack":
             return cmd_pack(args)
         if args.command == "tune":
-            return cmd_tune_gemm(args)
+            return cmd_tune_rand(args) if args.op == "rand" else cmd_tune_gemm(args)
         if args.command == "report":
             return cmd_report(args)
         if args.op == "rand":

@@ -89,6 +89,62 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune_rand(args: argparse.Namespace) -> int:
+    interpreting = use_interpreter_without_gpu()
+    import math
+
+    import torch
+
+    from tessera import device_info
+    from tessera._core.timing import flushed_ms
+    from tessera.rand import space
+    from tessera.rand.tune import SIZE_PRESETS, SOBOL_PRESETS, drawer, rand_tunable, split_op
+    from tessera.tuning.plot import plot_results
+    from tessera.tuning.tuner import Tuner, parse_sizes
+
+    family, _, distribution = split_op(args.rand_op)
+    dtype = args.dtype or ("int32" if distribution == "bits" else "fp32")
+    problems = parse_sizes(args.sizes, SOBOL_PRESETS if family == "sobol32" else SIZE_PRESETS,
+                           width=2 if family == "sobol32" else 1)
+    if interpreting:
+        print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
+    device = device_info()
+    op = rand_tunable(args.rand_op, dtype, problems, args.space, device)
+    tuner = Tuner(op, args.out, resume=args.resume,
+                  budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
+    path = tuner.run()
+    print(f"wrote {path}")
+    best = tuner.best()
+    target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
+    labels, tuned, default, vendor = [], [], [], []
+    for problem in problems:
+        if problem not in best:
+            continue
+        labels.append("x".join(map(str, problem)))
+        tuned.append(best[problem][1])
+        default.append(op.measure(problem, space.heuristic(args.rand_op, device.arch).config))
+        out = drawer(args.rand_op, dtype, target)(problem)
+        fill = {"uniform": out.uniform_, "normal": out.normal_}.get(distribution)
+        vendor.append(math.nan if fill is None or family == "sobol32" else
+                      out.numel() * out.element_size() / flushed_ms(fill) / 1e6)
+    if not labels:
+        print("no problem has a correct candidate yet")
+        return 1
+    print(f"{'problem':<16} {'tuned GB/s':>10} {'default':>10} {'torch':>10} {'tuned/default':>13}")
+    for row in zip(labels, tuned, default, vendor, strict=True):
+        print(f"{row[0]:<16} {row[1]:>10.4g} {row[2]:>10.4g} {row[3]:>10.4g} {row[1] / row[2]:>13.3f}")
+    gain = math.exp(sum(math.log(t / d) for t, d in zip(tuned, default, strict=True)) / len(tuned))
+    print(f"geometric-mean gain of tuned over the heuristic default: x{gain:.3f}")
+    if not args.no_plot:
+        series = {"tuned": tuned, "default (heuristic)": default}
+        if not all(math.isnan(v) for v in vendor):
+            series["torch"] = vendor
+        png = plot_results(path.with_suffix(".png"), f"rand {args.rand_op} {dtype} on {device.name}",
+                           labels, series, "GB/s")
+        print(f"wrote {png}")
+    return 0
+
+
 def cmd_pack(args: argparse.Namespace) -> int:
     from tessera.tuning import packs
 

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from tessera._core import log
-from tessera._core.device import interpreter_enabled
+from tessera._core.device import device_info, interpreter_enabled
 from tessera._core.errors import UnsupportedError, invalid
 from tessera._core.validate import as_tensor, check_dtype, check_same_device
 from tessera.rand.kernels.mrg import launch_mrg
@@ -49,6 +49,7 @@ from tessera.rand.kernels.philox import (
     launch_stream,
 )
 from tessera.rand.kernels.sobol import MAX_DIMENSIONS, direction_numbers, launch_sobol
+from tessera.rand.space import select
 
 GENERATORS = ("philox4x32_10", "mrg32k3a", "sobol32")
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -215,17 +216,22 @@ class Generator:
             raise invalid("offset", self.offset, f"room for {words} more words below 2**62")
         if n:
             target = out if out.is_contiguous() else torch.empty(shape, dtype=dtype, device=out.device)
+            distribution = ("bits", "uniform", "normal", "uniform", "normal")[kind]
+            choice = select(self.name, distribution, dtype, (n,), device_info(out.device))
             if self.name == "mrg32k3a":
-                launch_mrg(target.view(-1), {0: 0, 1: 1, 3: 1, 2: 2, 4: 2}[kind], self.seed,
-                           self.subsequence, self.offset, mean, std)
+                launch_mrg(target.view(-1), ("bits", "uniform", "normal").index(distribution), self.seed,
+                           self.subsequence, self.offset, mean, std, choice.config)
                 if kind == 1 and dtype == torch.float16:
                     target.clamp_(min=2.0**-24)  # fp16 cannot hold the smallest values: keep (0, 1]
             else:
-                launch_stream(target.view(-1), kind, self.seed, self.subsequence, self.offset, mean, std)
+                launch_stream(target.view(-1), kind, self.seed, self.subsequence, self.offset, mean, std,
+                              choice.config)
             if target is not out:
                 out.copy_(target)
-        log.trace(f"rand {self.name} kind={kind} n={n} seed={self.seed} subsequence={self.subsequence} "
-                  f"offset={self.offset} -> {self.offset + words}")
+            if log.trace_enabled():
+                log.trace(f"rand {self.name} {distribution} n={n} seed={self.seed} subsequence="
+                          f"{self.subsequence} offset={self.offset} -> {self.offset + words}: "
+                          f"{choice.config.short()} ({choice.reason})")
         self.offset += words
         return out
 
@@ -252,8 +258,10 @@ class Generator:
             wide = torch.float64 if dtype == torch.float64 else torch.float32
             target = out if (out.is_contiguous() and dtype in (torch.int32, wide)) else torch.empty(
                 shape, dtype=torch.int32 if kind == 0 else wide, device=out.device)
+            choice = select(self.name, "bits" if kind == 0 else "uniform", dtype, shape,
+                            device_info(out.device))
             launch_sobol(target, self._directions, self._shifts, self.offset,
-                         0 if kind == 0 else (3 if dtype == torch.float64 else 1))
+                         0 if kind == 0 else (3 if dtype == torch.float64 else 1), choice.config)
             if dtype == torch.float16:
                 target.clamp_(min=2.0**-24)  # fp16 cannot hold 2⁻³³: keep the interval (0, 1]
             if target is not out:

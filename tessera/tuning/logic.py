@@ -268,6 +268,19 @@ def logic_for(arch: str, library: str, op: str, dtype: str) -> tuple[LogicFile |
     return _logic_for_cached(arch, library, op, dtype)
 
 
+def lookup(arch: str, library: str, op: str, dtype: str, sizes: tuple[int, ...],
+           usable: Callable[[Any], bool] = lambda _: True) -> tuple[Match | None, list[str]]:
+    """The nearest usable row of the logic file for (arch, library, op, dtype), and why each source
+    was passed over: the first half of every library's selection (its heuristic is the second)."""
+    found, passed = logic_for(arch, library, op, dtype)
+    if found is None:
+        return None, list(passed)
+    match = found.nearest(sizes, usable)
+    if match is None:
+        return None, [*passed, f"{found.path}: no usable row within its max_distance"]
+    return match, list(passed)
+
+
 @functools.lru_cache(maxsize=256)
 def _logic_for_cached(arch: str, library: str, op: str, dtype: str
                       ) -> tuple[LogicFile | None, list[str]]:

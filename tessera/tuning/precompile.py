@@ -2,7 +2,7 @@
 
 ``python -m tessera.tuning.precompile`` reads one JSON job from stdin —
 ``{"arch": "gfx1103", "out": DIR, "jobs": [{"library", "op", "kernel", "dtype", "config"}, …]}``.
-For each job it runs the family's ``representative_launch(config, dtype, num_sms)`` on CPU tensors
+For each job it runs the family's ``representative_launch(op, config, dtype, num_sms)`` on CPU tensors
 under :func:`~tessera._core.launch.capture`, derives with Triton's own binder the specialization the
 JIT would compile for each captured launch on the target, compiles it with ``triton.compile`` and
 writes into DIR the binary, Triton's metadata and a ``.launch.json`` sidecar with the launch key
@@ -20,9 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# kernel family → module that defines representative_launch(config, dtype, num_sms)
+# kernel family → module that defines representative_launch(op, config, dtype, num_sms)
 FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile", "gemm_tma": "tessera.blas.kernels.gemm_tma",
-                  "gemm_splitk": "tessera.blas.kernels.gemm_splitk"}
+                  "gemm_splitk": "tessera.blas.kernels.gemm_splitk", "philox": "tessera.rand.kernels.philox",
+                  "mrg32k3a": "tessera.rand.kernels.mrg", "sobol32": "tessera.rand.kernels.sobol"}
 
 
 def _target(arch: str, warp_size: int) -> object:
@@ -40,7 +41,7 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
     import triton
     from triton.compiler import ASTSource, make_backend
 
-    from tessera._core.launch import function_name, jit_specialization, launch_key
+    from tessera._core.launch import function_name, jit_specialization, launch_key, unspecialized
     from tessera.tuning.binaries import SIDECAR
 
     kernel = call.launcher.kernel
@@ -58,7 +59,8 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
         "hash": compiled.hash, "signature": signature,
         "constants": [[list(path), value] for path, value in constants.items()],
         "attrs": [[list(path), value] for path, value in attrs.items()],
-        "launch_key": repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages))}))
+        "launch_key": repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages,
+                                       unspecialized(kernel)))}))
     return [binary.name, metadata.name, sidecar.name]
 
 
@@ -79,7 +81,7 @@ def main() -> None:
                 raise ValueError("the TMA family needs sm_90 or newer")
             module = importlib.import_module(FAMILY_MODULES[job["kernel"]])
             with capture() as calls:
-                module.representative_launch(config, job["dtype"], num_sms)
+                module.representative_launch(job["op"], config, job["dtype"], num_sms)
             files = []
             for j, call in enumerate(calls):
                 files += compile_call(call, target, out, f"{i:04d}-{j}-{job['kernel']}-{job['dtype']}")

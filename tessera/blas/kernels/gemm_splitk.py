@@ -143,7 +143,7 @@ def launch_gemm_splitk(
     )
 
 
-def representative_launch(config: SplitKConfig, dtype: str, num_sms: int) -> None:
+def representative_launch(op: str, config: SplitKConfig, dtype: str, num_sms: int) -> None:
     """Both launches ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 (run under
     ``tessera._core.launch.capture()``)."""
     a, b, d = representative_operands(dtype)

@@ -174,7 +174,7 @@ def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = R
     return torch.empty(m, k, dtype=elem), b, torch.empty(m, n, dtype=elem)
 
 
-def representative_launch(config: TileConfig, dtype: str, num_sms: int) -> None:
+def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int) -> None:
     """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 (run it under
     ``tessera._core.launch.capture()``: pack builds precompile what it records)."""
     a, b, d = representative_operands(dtype)

@@ -171,7 +171,7 @@ def launch_gemm_tma(
     )
 
 
-def representative_launch(config: TmaConfig, dtype: str, num_sms: int) -> None:
+def representative_launch(op: str, config: TmaConfig, dtype: str, num_sms: int) -> None:
     """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 and at least one
     tile per SM (the grid size is an argument, so smaller problems specialize differently); tf32
     with B column-major, as ``gemm`` copies it for wgmma (run under ``launch.capture()``)."""

@@ -22,6 +22,10 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.launch import Launcher
+from tessera.rand.kernels.philox import word
+from tessera.rand.space import TORCH_DTYPES, MrgConfig
+
 M1, M2 = 4294967087, 4294944443
 A1 = ((0, 1, 0), (0, 0, 1), (-810728, 1403580, 0))
 A2 = ((0, 1, 0), (0, 0, 1), (-1370589, 0, 527612))
@@ -142,13 +146,36 @@ def _cast_out(value, out_ptr):
 
 
 @triton.jit
-def _step(a10, a11, a12, a20, a21, a22, k):
-    """One step of both recurrences (fp64 lanes); ``k`` holds the fp64 constants (m1, m2, 1/m1,
-    1/m2, 1/(m1+1), 1.5·2⁵²). Returns the new state and the uniform."""
+def _component(lag, old, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, INTEGER: tl.constexpr,
+               m, inv_m, magic):
+    """(A·lag − B·old) mod (2³² − C): one step of a component, exactly.
+
+    fp64 lanes (INTEGER = 0): the reference's arithmetic (see :func:`_mod`). uint32 lanes
+    (INTEGER = 1): A·lag + B·(m − old) < 2⁵⁴ with one 32×32→64-bit multiply each, then
+    :func:`_fold`; the same remainder on the integer pipes."""
+    if INTEGER:  # one return of either type (Triton 3.6 refuses a return in each branch)
+        modulus = tl.full(old.shape, 4294967296 - C, tl.uint32)
+        result = _fold(lag.to(tl.uint64) * A + (modulus - old).to(tl.uint64) * B, C).to(tl.uint32)
+    else:
+        result = _mod(A * 1.0 * lag - B * 1.0 * old, m, inv_m, magic)
+    return result
+
+
+@triton.jit
+def _step(a10, a11, a12, a20, a21, a22, k, INT1: tl.constexpr, INT2: tl.constexpr):
+    """One step of both recurrences (each component in fp64 or uint32 lanes, see :func:`_component`);
+    ``k`` holds the fp64 constants (m1, m2, 1/m1, 1/m2, 1/(m1+1), 1.5·2⁵²). Returns the new state
+    and the uniform, (p1 − p2 mod m1, 0 read as m1)/(m1 + 1) rounded once, as the reference."""
     m1, m2, inv_m1, inv_m2, norm, magic = k
-    p1 = _mod(1403580.0 * a11 - 810728.0 * a10, m1, inv_m1, magic)
-    p2 = _mod(527612.0 * a22 - 1370589.0 * a20, m2, inv_m2, magic)
-    u = tl.where(p1 <= p2, p1 - p2 + m1, p1 - p2) * norm
+    p1 = _component(a11, a10, 1403580, 810728, 209, INT1, m1, inv_m1, magic)
+    p2 = _component(a22, a20, 527612, 1370589, 22853, INT2, m2, inv_m2, magic)
+    if INT1 and INT2:  # p1 − p2 (+ m1) lies in (0, m1]: exact in uint32 wrap-around arithmetic
+        d = tl.where(p1 <= p2, p1 - p2 + tl.full(p1.shape, 4294967087, tl.uint32), p1 - p2)
+        u = d.to(tl.float64) * norm
+    else:
+        f1 = p1.to(tl.float64) if INT1 else p1
+        f2 = p2.to(tl.float64) if INT2 else p2
+        u = tl.where(f1 <= f2, f1 - f2 + m1, f1 - f2) * norm
     return a11, a12, p1, a21, a22, p2, u
 
 
@@ -168,9 +195,21 @@ def _transform(u0, u1, mean, std, KIND: tl.constexpr, out_ptr):
 
 
 @triton.jit
+def _word64(zero, word):
+    """A 32-bit word passed as the int32 holding its bits, as uint64 lanes."""
+    return zero + word.to(tl.uint32, bitcast=True).to(tl.uint64)
+
+
+@triton.jit
+def _lanes(x, INTEGER: tl.constexpr):
+    """A component's state word (uint64 < 2³²) in the lanes its arithmetic uses."""
+    return x.to(tl.uint32) if INTEGER else x.to(tl.float64)
+
+
+@triton.jit(do_not_specialize=["first_bit", "last_bit", "s10", "s11", "s12", "s20", "s21", "s22"])
 def _mrg_kernel(out_ptr, jump_ptr, n, chunk, first_bit, last_bit, s10, s11, s12, s20, s21, s22,
                 mean: tl.float64, std: tl.float64, KIND: tl.constexpr, BLOCK: tl.constexpr,
-                JUMPS: tl.constexpr):
+                JUMPS: tl.constexpr, INT1: tl.constexpr, INT2: tl.constexpr):
     # Float literals are fp32 in Triton and m1, m2 are not fp32 numbers: build fp64 constants.
     m1 = tl.full((BLOCK,), 4294967087.0, tl.float64)
     m2 = tl.full((BLOCK,), 4294944443.0, tl.float64)
@@ -181,26 +220,26 @@ def _mrg_kernel(out_ptr, jump_ptr, n, chunk, first_bit, last_bit, s10, s11, s12,
     lane = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     start = lane * chunk  # this lane's first value, relative to the state passed in
     zero = tl.zeros((BLOCK,), tl.uint64)
-    x10, x11, x12 = zero + s10, zero + s11, zero + s12
-    x20, x21, x22 = zero + s20, zero + s21, zero + s22
+    x10, x11, x12 = _word64(zero, s10), _word64(zero, s11), _word64(zero, s12)
+    x20, x21, x22 = _word64(zero, s20), _word64(zero, s21), _word64(zero, s22)
     for j in range(first_bit, last_bit):  # x ← A^(2^j)·x for the set bits of start
         take = ((start >> j) & 1) != 0
         y0, y1, y2 = _apply(jump_ptr + j * 9, x10, x11, x12, 209)
         x10, x11, x12 = tl.where(take, y0, x10), tl.where(take, y1, x11), tl.where(take, y2, x12)
         y0, y1, y2 = _apply(jump_ptr + (JUMPS + j) * 9, x20, x21, x22, 22853)
         x20, x21, x22 = tl.where(take, y0, x20), tl.where(take, y1, x21), tl.where(take, y2, x22)
-    a10, a11, a12 = x10.to(tl.float64), x11.to(tl.float64), x12.to(tl.float64)
-    a20, a21, a22 = x20.to(tl.float64), x21.to(tl.float64), x22.to(tl.float64)
+    a10, a11, a12 = _lanes(x10, INT1), _lanes(x11, INT1), _lanes(x12, INT1)
+    a20, a21, a22 = _lanes(x20, INT2), _lanes(x21, INT2), _lanes(x22, INT2)
     column = tl.arange(0, 8)[None, :]
     for g in range(0, chunk // 8):  # eight values, then one (BLOCK, 8) store
-        a10, a11, a12, a20, a21, a22, u0 = _step(a10, a11, a12, a20, a21, a22, k)
-        a10, a11, a12, a20, a21, a22, u1 = _step(a10, a11, a12, a20, a21, a22, k)
-        a10, a11, a12, a20, a21, a22, u2 = _step(a10, a11, a12, a20, a21, a22, k)
-        a10, a11, a12, a20, a21, a22, u3 = _step(a10, a11, a12, a20, a21, a22, k)
-        a10, a11, a12, a20, a21, a22, u4 = _step(a10, a11, a12, a20, a21, a22, k)
-        a10, a11, a12, a20, a21, a22, u5 = _step(a10, a11, a12, a20, a21, a22, k)
-        a10, a11, a12, a20, a21, a22, u6 = _step(a10, a11, a12, a20, a21, a22, k)
-        a10, a11, a12, a20, a21, a22, u7 = _step(a10, a11, a12, a20, a21, a22, k)
+        a10, a11, a12, a20, a21, a22, u0 = _step(a10, a11, a12, a20, a21, a22, k, INT1, INT2)
+        a10, a11, a12, a20, a21, a22, u1 = _step(a10, a11, a12, a20, a21, a22, k, INT1, INT2)
+        a10, a11, a12, a20, a21, a22, u2 = _step(a10, a11, a12, a20, a21, a22, k, INT1, INT2)
+        a10, a11, a12, a20, a21, a22, u3 = _step(a10, a11, a12, a20, a21, a22, k, INT1, INT2)
+        a10, a11, a12, a20, a21, a22, u4 = _step(a10, a11, a12, a20, a21, a22, k, INT1, INT2)
+        a10, a11, a12, a20, a21, a22, u5 = _step(a10, a11, a12, a20, a21, a22, k, INT1, INT2)
+        a10, a11, a12, a20, a21, a22, u6 = _step(a10, a11, a12, a20, a21, a22, k, INT1, INT2)
+        a10, a11, a12, a20, a21, a22, u7 = _step(a10, a11, a12, a20, a21, a22, k, INT1, INT2)
         v0, v1 = _transform(u0, u1, mean, std, KIND, out_ptr)
         v2, v3 = _transform(u2, u3, mean, std, KIND, out_ptr)
         v4, v5 = _transform(u4, u5, mean, std, KIND, out_ptr)
@@ -214,19 +253,26 @@ def _mrg_kernel(out_ptr, jump_ptr, n, chunk, first_bit, last_bit, s10, s11, s12,
         tl.store(out_ptr + index, values, mask=index < n)
 
 
-def launch_mrg(out, kind: int, seed: int, subsequence: int, offset: int, mean: float, std: float,
-               block: int = 128, chunk: int | None = None) -> None:
-    """Fill contiguous 1-D ``out`` with values from step ``offset`` of the subsequence.
+_launch = Launcher(_mrg_kernel)
 
-    Lanes produce ``chunk`` consecutive values each: long enough to pay for the lane's jump, short
-    enough to leave enough lanes on small draws."""
+
+def launch_mrg(out, kind: int, seed: int, subsequence: int, offset: int, mean: float, std: float,
+               config: MrgConfig) -> None:
+    """Fill contiguous 1-D ``out`` with values from step ``offset`` of the subsequence (``kind``:
+    0 words, 1 uniform, 2 normal). Lanes produce ``config.chunk(n)`` consecutive values each: long
+    enough to pay for the lane's jump, short enough to leave enough lanes on small draws."""
     n = out.numel()
-    if chunk is None:
-        chunk = min(1024, max(32, triton.next_power_of_2(triton.cdiv(n, 1 << 18))))
-    assert chunk % 8 == 0 and chunk & (chunk - 1) == 0, "chunk: a power of two, at least 8"
+    chunk = config.chunk(n)
     lanes = triton.cdiv(n, chunk)
-    tables = _jump_tables(str(out.device))
-    _mrg_kernel[(triton.cdiv(lanes, block),)](
-        out, tables, n, chunk, chunk.bit_length() - 1, (lanes * chunk).bit_length(),
-        *state_at(seed, subsequence, offset), float(mean), float(std), KIND=kind, BLOCK=block,
-        JUMPS=JUMP_BITS)
+    state = [word(x) for x in state_at(seed, subsequence, offset)]
+    _launch((triton.cdiv(lanes, config.block),),
+            (out, _jump_tables(str(out.device)), n, chunk, chunk.bit_length() - 1,
+             (lanes * chunk).bit_length(), *state, float(mean), float(std)),
+            {"KIND": kind, "BLOCK": config.block, "JUMPS": JUMP_BITS, "INT1": config.int_m1,
+             "INT2": config.int_m2}, config.num_warps, 3)
+
+
+def representative_launch(op: str, config: MrgConfig, dtype: str, num_sms: int) -> None:
+    """The launch a draw of 2^20 values makes (for pack builds, under capture())."""
+    out = torch.empty(1 << 20, dtype=TORCH_DTYPES[dtype])
+    launch_mrg(out, {"bits": 0, "uniform": 1, "normal": 2}[op.split("_", 1)[1]], 0, 0, 0, 0.0, 1.0, config)

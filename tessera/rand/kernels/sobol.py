@@ -18,8 +18,14 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+import torch
 import triton
 import triton.language as tl
+
+from tessera._core.errors import invalid
+from tessera._core.launch import Launcher
+from tessera.rand.kernels.philox import word
+from tessera.rand.space import SobolConfig
 
 MAX_DIMENSIONS = 1024
 BITS = 32
@@ -59,12 +65,15 @@ def _xor_rows(bits, v_ptr, dims, d, dmask, LOW: tl.constexpr, HIGH: tl.constexpr
     return x
 
 
-@triton.jit
-def _sobol_kernel(v_ptr, shift_ptr, out_ptr, n, dims, first, SCRAMBLE: tl.constexpr, KIND: tl.constexpr,
-                  B: tl.constexpr, LOG_B: tl.constexpr, R: tl.constexpr, BLOCK_D: tl.constexpr):
+@triton.jit(do_not_specialize=["first_word"])
+def _sobol_kernel(v_ptr, shift_ptr, out_ptr, n, dims, first_word, SCRAMBLE: tl.constexpr,
+                  KIND: tl.constexpr, B: tl.constexpr, LOG_B: tl.constexpr, R: tl.constexpr,
+                  BLOCK_D: tl.constexpr):
     """Points base + [0, B·R) (base = the B·R-aligned block of pid 0 containing ``first``, plus pid·B·R)
-    in dimensions pid_d·BLOCK_D + [0, BLOCK_D); rows outside [first, first + n) are masked."""
-    base = (first // (B * R) + tl.program_id(0)) * (B * R)  # int64: first may reach 2³²
+    in dimensions pid_d·BLOCK_D + [0, BLOCK_D); rows outside [first, first + n) are masked.
+    ``first`` < 2³² comes as the int32 holding its bits."""
+    first = first_word.to(tl.uint32, bitcast=True).to(tl.int64)
+    base = (first // (B * R) + tl.program_id(0)) * (B * R)
     d = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
     dmask = d < dims
     base_gray = (base ^ (base >> 1)).to(tl.uint32)
@@ -93,18 +102,31 @@ def _sobol_kernel(v_ptr, shift_ptr, out_ptr, n, dims, first, SCRAMBLE: tl.conste
         row = row ^ (vk.to(tl.uint32, bitcast=True) ^ below)[None, :]
 
 
-def launch_sobol(out, directions, shifts, first: int, kind: int, points: int | None = None,
-                 steps: int = 16) -> None:
+_launch = Launcher(_sobol_kernel)
+
+
+def launch_sobol(out, directions, shifts, first: int, kind: int,
+                 config: SobolConfig) -> None:
     """Fill contiguous (n, dims) ``out`` with points first … first + n − 1; ``directions`` is the
-    (32, dims) int32 table (bit k of every dimension in a row). A program writes ``steps`` tiles
-    of ``points`` points (default: tiles of about 2048 values)."""
+    (32, dims) int32 table (bit k of every dimension in a row). A program writes ``config.steps``
+    tiles of about ``config.values`` values (a power-of-two number of points × up to 32 dimensions)."""
     n, dims = out.shape
     block_d = min(triton.next_power_of_2(dims), 32)
-    points = points or max(1, 2048 // block_d)
-    tile = points * steps
-    assert tile & (tile - 1) == 0 and tile <= 2**31, "points and steps: powers of two"
+    points = max(1, triton.next_power_of_2(config.values) // block_d)
+    tile = points * config.steps
+    if tile & (tile - 1) or tile > 2**31:
+        raise invalid("sobol32 config steps", config.steps, "a power of two (tiles of at most 2^31 points)")
     blocks = (first + n - 1) // tile - first // tile + 1
-    grid = (blocks, triton.cdiv(dims, block_d))
-    _sobol_kernel[grid](directions, shifts if shifts is not None else directions, out, n, dims, first,
-                        SCRAMBLE=shifts is not None, KIND=kind, B=points, LOG_B=points.bit_length() - 1,
-                        R=steps, BLOCK_D=block_d, num_warps=8)
+    _launch((blocks, triton.cdiv(dims, block_d)),
+            (directions, shifts if shifts is not None else directions, out, n, dims, word(first)),
+            {"SCRAMBLE": shifts is not None, "KIND": kind, "B": points, "LOG_B": points.bit_length() - 1,
+             "R": config.steps, "BLOCK_D": block_d}, config.num_warps, 3)
+
+
+def representative_launch(op: str, config: SobolConfig, dtype: str, num_sms: int) -> None:
+    """The launch a draw of 2^15 points in 32 dimensions makes (for pack builds, under capture())."""
+    dims = 32
+    table = torch.from_numpy(np.ascontiguousarray(direction_numbers()[:dims].T.view(np.int32)))
+    kind = 0 if op.endswith("_bits") else (3 if dtype == "fp64" else 1)
+    wide = {0: torch.int32, 1: torch.float32, 3: torch.float64}[kind]  # 16-bit draws round an fp32 one
+    launch_sobol(torch.empty((1 << 15, dims), dtype=wide), table, None, 0, kind, config)
