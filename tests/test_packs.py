@@ -22,6 +22,7 @@ from tessera import PackError
 from tessera.blas import explain, gemm
 from tessera.cli import main
 from tessera.tuning import packs
+from tessera.tuning.paths import SHIPPED_LOGIC
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,9 +43,13 @@ def state(root: Path) -> list[tuple[str, bool, bool]]:
 def test_build_manifest_and_heuristic_logic(sm90_pack: Path) -> None:
     manifest, contents = packs.check_pack(sm90_pack)
     assert manifest["arch"] == "sm_90" and manifest["backend"] == "cuda"
-    assert manifest["runtime"]["triton"] == triton.__version__ and manifest["logic_origin"] == "heuristic"
+    # the wheel ships tuned sm_90 logic for some rand draws; every other op gets the heuristic's
+    assert manifest["runtime"]["triton"] == triton.__version__ and manifest["logic_origin"] == "mixed"
     assert set(manifest["files"]) == set(contents)
     assert "logic/sm_90/blas.gemm.bf16.yaml" in contents and "logic/sm_90/blas.gemm.tf32.yaml" in contents
+    shipped = contents["logic/sm_90/rand.philox_normal.bf16.yaml"]
+    assert shipped == (SHIPPED_LOGIC / "sm_90" / "rand.philox_normal.bf16.yaml").read_bytes()
+    assert b"origin: heuristic" in contents["logic/sm_90/rand.philox_normal.fp16.yaml"]
 
 
 def test_install_switch_backup_rollback_remove(sm90_pack: Path, tmp_path: Path) -> None:

@@ -70,12 +70,16 @@ class BuildResult:
 
 
 def _logic_documents(arch: str, logic_dir: Path | None) -> tuple[dict[str, bytes], str]:
-    """Logic members for the pack and their origin: given files, shipped ones, or the heuristic."""
-    source = logic_dir if logic_dir is not None else SHIPPED_LOGIC
-    folder = source / arch if (source / arch).is_dir() else source
-    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
-    if logic_dir is not None and not files:
-        raise PackError(f"--logic {logic_dir}: no *.yaml logic files there or in {logic_dir / arch}")
+    """Logic members for the pack and their origin. With ``logic_dir``: exactly its files. Without:
+    every registered op's shipped logic for ``arch`` where the wheel has it, the heuristic's
+    elsewhere (an arch tuned for one op still gets the others)."""
+    if logic_dir is not None:
+        folder = logic_dir / arch if (logic_dir / arch).is_dir() else logic_dir
+        files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+        if not files:
+            raise PackError(f"--logic {logic_dir}: no *.yaml logic files there or in {logic_dir / arch}")
+    else:
+        files = sorted((SHIPPED_LOGIC / arch).glob("*.yaml")) if (SHIPPED_LOGIC / arch).is_dir() else []
     members: dict[str, bytes] = {}
     origins = set()
     for path in files:
@@ -84,14 +88,15 @@ def _logic_documents(arch: str, logic_dir: Path | None) -> tuple[dict[str, bytes
             raise PackError(f"{path} is logic for {parsed.arch}, not {arch}")
         members[f"logic/{arch}/{path.name}"] = path.read_bytes()
         origins.add(parsed.origin)
-    if members:
-        return members, origins.pop() if len(origins) == 1 else "mixed"
-    device = offline_device(arch)
-    for (library, op), spec in sorted(logic.registered_ops().items()):
-        for doc in spec.heuristic(device) if spec.heuristic else []:
-            name = f"logic/{arch}/{library}.{op}.{doc['problem']['dtype']}.yaml"
-            members[name] = yaml.safe_dump(doc, sort_keys=False).encode()
-    return members, "heuristic"
+    if logic_dir is None:
+        device = offline_device(arch)
+        for (library, op), spec in sorted(logic.registered_ops().items()):
+            for doc in spec.heuristic(device) if spec.heuristic else []:
+                name = f"logic/{arch}/{library}.{op}.{doc['problem']['dtype']}.yaml"
+                if name not in members:
+                    members[name] = yaml.safe_dump(doc, sort_keys=False).encode()
+                    origins.add("heuristic")
+    return members, origins.pop() if len(origins) == 1 else "mixed"
 
 
 def _precompile(arch: str, logic_members: dict[str, bytes]) -> tuple[dict[str, bytes], list[dict]]:
