@@ -31,17 +31,17 @@ def _install(op: str, dtype: str, solution: dict, rows: list[dict]) -> Path:
 
 def test_draws_select_through_installed_logic_then_the_heuristic(device: str) -> None:
     info = device_info(device)
-    before = space.select("philox4x32_10", "normal", torch.bfloat16, (1000,), info)
+    before = space.select("philox4x32_10", "normal", torch.float16, (1000,), info)  # nothing shipped
     assert before.config == space.heuristic("philox_normal", info.arch).config
     assert "no installed pack logic" in before.reason and "no shipped logic" in before.reason
-    expected = Generator(seed=5, device=device).normal(1000, dtype=torch.bfloat16)
-    path = _install("philox_normal", "bf16", {"kernel": "philox", "block": 32, "num_warps": 1},
+    expected = Generator(seed=5, device=device).normal(1000, dtype=torch.float16)
+    path = _install("philox_normal", "fp16", {"kernel": "philox", "block": 32, "num_warps": 1},
                     [{"n": 1000}])
-    choice = space.select("philox4x32_10", "normal", torch.bfloat16, (1000,), info)
+    choice = space.select("philox4x32_10", "normal", torch.float16, (1000,), info)
     assert choice.config == PhiloxConfig(32, 1) and str(path) in choice.reason
-    assert torch.equal(Generator(seed=5, device=device).normal(1000, dtype=torch.bfloat16), expected)
+    assert torch.equal(Generator(seed=5, device=device).normal(1000, dtype=torch.float16), expected)
     # other dtypes and generators keep their own (absent) files
-    assert space.select("philox4x32_10", "normal", torch.float32, (1000,), info).reason != choice.reason
+    assert space.select("philox4x32_10", "normal", torch.float64, (1000,), info).reason != choice.reason
 
 
 def test_sobol_logic_rows_are_points_by_dimensions(device: str) -> None:
