@@ -119,14 +119,15 @@ def _tuning_section(folder: Path) -> list[str]:
     for path in sorted(folder.glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         solutions = {s["id"]: s for s in doc["solutions"]}
+        figure = "gbs" if any("gbs" in row for row in doc["table"]) else "tflops"
         lines += [f"`{path.name}` ({doc['arch']}, {doc['runtime'].get('device', '')}, triton "
                   f"{doc['runtime'].get('triton')}):", "",
-                  "| problem | TFLOP/s | solution |", "|---|---:|---|"]
+                  f"| problem | {'GB/s' if figure == 'gbs' else 'TFLOP/s'} | solution |", "|---|---:|---|"]
         for row in doc["table"]:
             sol = solutions[row["solution"]]
             config = " ".join(f"{k}={v}" for k, v in sol.items() if k not in ("id", "kernel"))
-            lines.append(f"| {row['m']}x{row['n']}x{row['k']}x{row['batch']} | {row.get('tflops', '–')} | "
-                         f"`{sol['kernel']} {config}` |")
+            sizes = "x".join(str(v) for k, v in row.items() if k not in ("solution", "tflops", "gbs"))
+            lines.append(f"| {sizes} | {row.get(figure, '–')} | `{sol['kernel']} {config}` |")
         lines.append("")
     return lines
 
