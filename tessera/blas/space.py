@@ -9,10 +9,8 @@ gets the heuristic or the default, never an error.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tessera._core.device import DeviceInfo
@@ -76,26 +74,16 @@ SPLITK_SPACE: tuple[SplitKConfig, ...] = tuple(
     for s in (3, 4)
 )
 
-_override: Config | None = None
-
-
-@contextlib.contextmanager
-def forced(config: Config | None) -> Iterator[None]:
-    """Force every GEMM in the block to use ``config`` (tests, the sweep, the future tuner)."""
-    global _override
-    previous, _override = _override, config
-    try:
-        yield
-    finally:
-        _override = previous
+# ``with forced(config):`` makes every GEMM in the block use ``config`` (tests, sweeps, the tuner).
+forced = logic.Override()
 
 
 def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
     """Pick the kernel family and configuration for ``problem`` on ``device``."""
-    if _override is not None:
-        if isinstance(_override, TmaConfig) and not problem.tma_ok:
+    if forced.config is not None:
+        if isinstance(forced.config, TmaConfig) and not problem.tma_ok:
             return Choice(TileConfig(64, 64, 32), "forced TMA config does not fit this layout")
-        return Choice(_override, "forced")
+        return Choice(forced.config, "forced")
     return _select_cached(problem, device.backend, device.arch, device.shared_memory_per_block,
                           logic.generation())
 

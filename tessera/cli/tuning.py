@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tessera._core.errors import TesseraError
 from tessera.cli.common import use_interpreter_without_gpu
@@ -40,7 +41,6 @@ def cmd_logic(args: argparse.Namespace) -> int:
 
 def cmd_tune_gemm(args: argparse.Namespace) -> int:
     interpreting = use_interpreter_without_gpu()
-    import math
 
     import torch
 
@@ -48,7 +48,6 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     from tessera._core.timing import flushed_ms
     from tessera.blas.bench import DTYPES
     from tessera.blas.tune import SIZE_PRESETS, default_choice, gemm_tunable
-    from tessera.tuning.plot import plot_results
     from tessera.tuning.tuner import Tuner, parse_sizes
 
     problems = parse_sizes(args.sizes, SIZE_PRESETS, width=4)
@@ -74,18 +73,31 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
         a = torch.randn(shape_a, device=target).to(DTYPES[args.dtype])
         b = torch.randn(shape_b, device=target).to(DTYPES[args.dtype])
         vendor.append(2.0 * m * n * k * batch / flushed_ms(lambda a=a, b=b: torch.matmul(a, b)) / 1e9)
+    return _summarize(path, f"GEMM {args.dtype} on {device.name}", labels, tuned, default,
+                      {"vendor": vendor}, "TFLOP/s", args.no_plot)
+
+
+def _summarize(path: Path, title: str, labels: list[str], tuned: list[float], default: list[float],
+               vendor: dict[str, list[float]], unit: str, no_plot: bool) -> int:
+    """Print tuned vs heuristic default vs vendor per problem, the geometric-mean gain, and plot."""
+    import math
+
+    from tessera.tuning.plot import plot_results
+
     if not labels:
         print("no problem has a correct candidate yet")
         return 1
-    print(f"{'problem':<24} {'tuned':>9} {'default':>9} {'vendor':>9} {'tuned/default':>13}")
-    for row in zip(labels, tuned, default, vendor, strict=True):
-        print(f"{row[0]:<24} {row[1]:>9.2f} {row[2]:>9.2f} {row[3]:>9.2f} {row[1] / row[2]:>13.3f}")
+    (name, figures), = vendor.items()
+    print(f"{'problem':<24} {'tuned':>10} {'default':>10} {name:>10} {'tuned/default':>13}  ({unit})")
+    for row in zip(labels, tuned, default, figures, strict=True):
+        print(f"{row[0]:<24} {row[1]:>10.4g} {row[2]:>10.4g} {row[3]:>10.4g} {row[1] / row[2]:>13.3f}")
     gain = math.exp(sum(math.log(t / d) for t, d in zip(tuned, default, strict=True)) / len(tuned))
     print(f"geometric-mean gain of tuned over the heuristic default: x{gain:.3f}")
-    if not args.no_plot:
-        png = plot_results(path.with_suffix(".png"), f"GEMM {args.dtype} on {device.name}", labels,
-                           {"tuned": tuned, "default (heuristic)": default, "vendor": vendor}, "TFLOP/s")
-        print(f"wrote {png}")
+    if not no_plot:
+        series = {"tuned": tuned, "default (heuristic)": default}
+        if not all(math.isnan(v) for v in figures):
+            series[name] = figures
+        print(f"wrote {plot_results(path.with_suffix('.png'), title, labels, series, unit)}")
     return 0
 
 
@@ -99,7 +111,6 @@ def cmd_tune_rand(args: argparse.Namespace) -> int:
     from tessera._core.timing import flushed_ms
     from tessera.rand import space
     from tessera.rand.tune import SIZE_PRESETS, SOBOL_PRESETS, drawer, rand_tunable, split_op
-    from tessera.tuning.plot import plot_results
     from tessera.tuning.tuner import Tuner, parse_sizes
 
     family, _, distribution = split_op(args.rand_op)
@@ -127,22 +138,8 @@ def cmd_tune_rand(args: argparse.Namespace) -> int:
         fill = {"uniform": out.uniform_, "normal": out.normal_}.get(distribution)
         vendor.append(math.nan if fill is None or family == "sobol32" else
                       out.numel() * out.element_size() / flushed_ms(fill) / 1e6)
-    if not labels:
-        print("no problem has a correct candidate yet")
-        return 1
-    print(f"{'problem':<16} {'tuned GB/s':>10} {'default':>10} {'torch':>10} {'tuned/default':>13}")
-    for row in zip(labels, tuned, default, vendor, strict=True):
-        print(f"{row[0]:<16} {row[1]:>10.4g} {row[2]:>10.4g} {row[3]:>10.4g} {row[1] / row[2]:>13.3f}")
-    gain = math.exp(sum(math.log(t / d) for t, d in zip(tuned, default, strict=True)) / len(tuned))
-    print(f"geometric-mean gain of tuned over the heuristic default: x{gain:.3f}")
-    if not args.no_plot:
-        series = {"tuned": tuned, "default (heuristic)": default}
-        if not all(math.isnan(v) for v in vendor):
-            series["torch"] = vendor
-        png = plot_results(path.with_suffix(".png"), f"rand {args.rand_op} {dtype} on {device.name}",
-                           labels, series, "GB/s")
-        print(f"wrote {png}")
-    return 0
+    return _summarize(path, f"rand {args.rand_op} {dtype} on {device.name}", labels, tuned, default,
+                      {"torch": vendor}, "GB/s", args.no_plot)
 
 
 def cmd_pack(args: argparse.Namespace) -> int:

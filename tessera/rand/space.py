@@ -10,10 +10,8 @@ logic file's dtype: ``rand.philox_normal.bf16.yaml`` holds Philox normal draws i
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -140,25 +138,15 @@ def dtype_name(dtype: torch.dtype) -> str:
     return "int32" if dtype == torch.int32 else dtype_key(dtype)
 
 
-_override: Config | None = None
-
-
-@contextlib.contextmanager
-def forced(config: Config | None) -> Iterator[None]:
-    """Draws of ``config``'s family in the block use it (the tuner, the sweep, tests)."""
-    global _override
-    previous, _override = _override, config
-    try:
-        yield
-    finally:
-        _override = previous
+# ``with forced(config):`` makes draws of ``config``'s family in the block use it (tests, the tuner).
+forced = logic.Override()
 
 
 def select(generator: str, distribution: str, dtype: torch.dtype, sizes: tuple[int, ...],
            device: DeviceInfo) -> Choice:
     """The configuration for a draw (sizes: (n,), or (points, dims) for sobol32)."""
-    if _override is not None and _override.kernel == GENERATOR_FAMILY[generator]:
-        return Choice(_override, "forced")
+    if forced.config is not None and forced.config.kernel == GENERATOR_FAMILY[generator]:
+        return Choice(forced.config, "forced")
     return _select_cached(op_name(generator, distribution), dtype_name(dtype), sizes, device.arch,
                           logic.generation())
 

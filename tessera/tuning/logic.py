@@ -26,11 +26,12 @@ wheel; callers fall through to their heuristic when neither has a file.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,22 @@ def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[
 def _candidates(arch: str, library: str, op: str, dtype: str) -> list[tuple[str, Path]]:
     name = f"{library}.{op}.{dtype}.yaml"
     return [("installed pack", installed_logic() / arch / name), ("shipped", SHIPPED_LOGIC / arch / name)]
+
+
+class Override:
+    """A configuration that a library's selection returns instead of looking anything up while
+    ``with override(config):`` is active (tests, the tuner, sweeps)."""
+
+    def __init__(self) -> None:
+        self.config: Any = None
+
+    @contextlib.contextmanager
+    def __call__(self, config: Any) -> Iterator[None]:
+        previous, self.config = self.config, config
+        try:
+            yield
+        finally:
+            self.config = previous
 
 
 _generation = 0
