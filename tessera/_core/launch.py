@@ -139,6 +139,19 @@ def launch_key(args: Sequence[Any], constexprs: dict[str, Any], num_warps: int, 
             tuple(specialization_key(a, i not in plain) for i, a in enumerate(args)))
 
 
+def word(value: int) -> int:
+    """A 32-bit word as the int32 holding its bits. Kernels take seeds, offsets and states as such
+    words in ``do_not_specialize`` parameters: always i32, never specialized, so one binary serves
+    every value (a Python int ≥ 2³¹ would make an i64 variant, one divisible by 16 another)."""
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def words(value: int) -> tuple[int, int]:
+    """(low, high) 32-bit words of a 64-bit value, each as :func:`word`."""
+    return word(value), word(value >> 32)
+
+
 class Launcher:
     """Calls ``kernel[grid](*args, **constexprs, num_warps=…, num_stages=…)``, fast after the first time.
 

@@ -22,8 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher
-from tessera.rand.kernels.philox import word
+from tessera._core.launch import Launcher, word
 from tessera.rand.space import TORCH_DTYPES, MrgConfig
 
 M1, M2 = 4294967087, 4294944443

@@ -23,7 +23,7 @@ import triton.language as tl
 from triton.language.extra.cuda import libdevice as cuda_math
 
 from tessera._core.device import interpreter_enabled
-from tessera._core.launch import Launcher
+from tessera._core.launch import Launcher, words
 from tessera.rand.space import TORCH_DTYPES, PhiloxConfig
 
 PHILOX_M0 = tl.constexpr(0xD2511F53)
@@ -138,26 +138,14 @@ def _finish(z, mean, std, KIND: tl.constexpr, out_ptr):
 
 @triton.jit
 def _u32(zero, value):
-    """A 32-bit word passed as an int32 argument (see :func:`word`) as a uint32 tensor."""
+    """A 32-bit word passed as an int32 argument (``launch.word``) as a uint32 tensor."""
     return (zero + value).to(tl.uint32)
 
 
 @triton.jit
 def _u64(lo, hi):
-    """The int64 whose 32-bit halves were passed as int32 arguments (see :func:`word`)."""
+    """The int64 whose 32-bit halves were passed as int32 arguments (``launch.words``)."""
     return (hi.to(tl.int64) << 32) | lo.to(tl.uint32, bitcast=True).to(tl.int64)
-
-
-def word(value: int) -> int:
-    """A 32-bit word as the int32 holding its bits: kernels take seeds, subsequences and offsets as
-    such words, never specialized (``do_not_specialize``), so one binary serves every seed."""
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def words(value: int) -> tuple[int, int]:
-    """(low, high) 32-bit words of a 64-bit value, each as :func:`word`."""
-    return word(value), word(value >> 32)
 
 
 # Never specialized. ``shift`` (0…3) is: the compiler must see that 0 keeps the stores 16-byte

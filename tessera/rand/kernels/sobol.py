@@ -23,8 +23,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.errors import invalid
-from tessera._core.launch import Launcher
-from tessera.rand.kernels.philox import word
+from tessera._core.launch import Launcher, word
 from tessera.rand.space import SobolConfig
 
 MAX_DIMENSIONS = 1024
