@@ -1,0 +1,121 @@
+"""BLAS level 2 kernels: a matrix by its element strides, vectors as in ``level1`` (start, increment).
+
+``_gemv_kernel`` computes rows of op(A)·x for a (BLOCK_M × BLOCK_N) tile walk along the columns; a
+transposed A is the same kernel with the strides swapped, and a symmetric one (``UPLO``) reads each
+element from the stored triangle. With ``SPLIT`` > 1 the columns are divided among programs that
+write partial rows, and ``_gemv_finish_kernel`` adds them in a fixed order (deterministic). ``_ger``
+updates a tile of A; ``_trsv_block_kernel`` solves one diagonal block in a single program (the
+off-diagonal blocks are gemv updates launched between blocks).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from tessera._core.launch import Launcher
+from tessera.blas.kernels.level1 import _arg, _wide
+
+
+@triton.jit
+def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_start, incy,
+                 alpha: tl.float64, beta: tl.float64, cols_per_split,
+                 UPLO: tl.constexpr, SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """y[i] = α Σ_j A[i, j] x[j] + β y[i] for this program's rows (SPLIT = 1), or the partial sum over
+    its share of the columns into ws[split, i]. UPLO: 0 general, 1 upper stored, 2 lower stored."""
+    pid_m = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    rows = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float64 if FP64 else tl.float32)
+    lo = pid_s.to(tl.int64) * cols_per_split
+    hi = tl.minimum(lo + cols_per_split, N)
+    for j0 in range(lo, hi, BLOCK_N):
+        cols = j0 + tl.arange(0, BLOCK_N)
+        col_ok = cols < hi
+        ok = row_ok[:, None] & col_ok[None, :]
+        if UPLO == 0:
+            a = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok, other=0)
+        else:
+            stored = (rows[:, None] <= cols[None, :]) if UPLO == 1 else (rows[:, None] >= cols[None, :])
+            direct = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok & stored, other=0)
+            mirror = tl.load(a_ptr + cols[None, :] * sam + rows[:, None] * san, mask=ok & ~stored, other=0)
+            a = tl.where(stored, direct, mirror)
+        xv = tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0)
+        acc += _wide(a, FP64) * _wide(xv, FP64)[None, :]
+    total = tl.sum(acc, 1)
+    if SPLIT == 1:
+        _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
+    else:
+        tl.store(ws_ptr + pid_s.to(tl.int64) * M + rows, total, mask=row_ok)
+
+
+@triton.jit
+def _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO: tl.constexpr,
+                   FP64: tl.constexpr):
+    yi = y_start + rows * incy
+    out = _arg(alpha, FP64) * total
+    if not BETA_ZERO:  # β = 0: y is not read (BLAS: NaN in y does not propagate)
+        out += _arg(beta, FP64) * _wide(tl.load(y_ptr + yi, mask=row_ok, other=0), FP64)
+    tl.store(y_ptr + yi, out.to(y_ptr.dtype.element_ty), mask=row_ok)
+
+
+@triton.jit
+def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta: tl.float64,
+                        SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    row_ok = rows < M
+    total = tl.load(ws_ptr + rows, mask=row_ok, other=0)
+    for s in range(1, SPLIT):  # a fixed order: the result does not depend on timing
+        total += tl.load(ws_ptr + s * M + rows, mask=row_ok, other=0)
+    _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
+
+
+@triton.jit
+def _ger_kernel(a_ptr, x_ptr, y_ptr, M, N, sam, san, x_start, incx, y_start, incy, alpha: tl.float64,
+                FP64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A[i, j] += α x[i] y[j] on one tile."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ok = (rows < M)[:, None] & (cols < N)[None, :]
+    xv = _wide(tl.load(x_ptr + x_start + rows * incx, mask=rows < M, other=0), FP64)
+    yv = _wide(tl.load(y_ptr + y_start + cols * incy, mask=cols < N, other=0), FP64)
+    pointers = a_ptr + rows[:, None] * sam + cols[None, :] * san
+    a = tl.load(pointers, mask=ok, other=0)
+    update = _arg(alpha, FP64)[:, None] * xv[:, None] * yv[None, :]
+    tl.store(pointers, (_wide(a, FP64) + update).to(a.dtype), mask=ok)
+
+
+@triton.jit
+def _trsv_block_kernel(a_ptr, x_ptr, k0, nb, sam, san, x_start, incx, LOWER: tl.constexpr,
+                       UNIT: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr):
+    """Solve T·x_b = b_b in place for the nb ≤ BS diagonal block T = A[k0:k0+nb, k0:k0+nb]
+    (substitution in registers: forward for lower, backward for upper)."""
+    r = tl.arange(0, BS)
+    ok = r < nb
+    rows = k0 + r
+    t = _wide(tl.load(a_ptr + rows[:, None] * sam + rows[None, :] * san, mask=ok[:, None] & ok[None, :],
+                      other=0), FP64)
+    xi = x_start + rows * incx
+    b = _wide(tl.load(x_ptr + xi, mask=ok, other=0), FP64)
+    solved = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
+    for step in range(nb):
+        i = step if LOWER else nb - 1 - step
+        row = tl.sum(tl.where(r[:, None] == i, t, 0.0), 0)  # T[i, :]
+        value = tl.sum(tl.where(r == i, b, 0.0), 0) - tl.sum(row * solved, 0)  # unsolved entries are 0
+        if not UNIT:
+            value = value / tl.sum(tl.where(r == i, row, 0.0), 0)
+        solved = tl.where(r == i, value, solved)
+    tl.store(x_ptr + xi, solved.to(x_ptr.dtype.element_ty), mask=ok)
+
+
+gemv_launch = Launcher(_gemv_kernel)
+gemv_finish_launch = Launcher(_gemv_finish_kernel)
+ger_launch = Launcher(_ger_kernel)
+trsv_block_launch = Launcher(_trsv_block_kernel)
+
+
+def cdiv(a: int, b: int) -> int:
+    return triton.cdiv(a, b)

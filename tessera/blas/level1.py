@@ -1,0 +1,279 @@
+"""BLAS level 1 with the reference BLAS's vector model, on torch tensors.
+
+A vector argument is a 1-D tensor ``x`` read as BLAS reads an array: ``n`` elements with increment
+``incx`` counted in elements of ``x`` (``x.stride(0)`` is honoured too). A negative increment walks
+from the far end: element i is ``x[(n − 1 − i)·|incx|]``. ``n`` defaults to as many elements as the
+increment reaches. Results of reductions are 0-d tensors on the device (no host synchronisation);
+``iamax``/``iamin`` return a 0-d int64 tensor holding a 0-based index (SciPy's convention; BLAS's
+1-based result minus one), −1 where the reference returns 0.
+
+Edge cases follow the reference BLAS (LAPACK 3.12): n ≤ 0 does nothing and reduces to 0; ``scal``,
+``asum``, ``iamax``, ``iamin`` do nothing / return 0 (−1) for incx ≤ 0; ``nrm2`` walks any increment
+(0 repeats the first element); an output increment of 0 (axpy, copy, swap, rot into one element)
+gives the reference's sequential result. ``nrm2`` scales by max |x| first, so it neither overflows
+nor underflows where the true norm is representable.
+"""
+
+from __future__ import annotations
+
+import copy as copy_module
+
+import torch
+
+from tessera._core.errors import invalid
+from tessera._core.validate import as_tensor, check_dtype, check_same_device
+from tessera.blas.kernels import level1 as k
+
+REAL = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+COMPLEX = (torch.complex64, torch.complex128)
+
+
+class Vector:
+    """A validated BLAS vector: the tensor the kernel indexes, its first element and increment."""
+
+    def __init__(self, name: str, x: object, n: int | None, inc: int, complex_ok: bool = False) -> None:
+        x = as_tensor(name, x)
+        if x.dim() != 1:
+            raise invalid(f"{name}.dim()", f"{x.dim()} (shape {tuple(x.shape)})", "1-D (a BLAS vector)")
+        check_dtype(name, x, REAL + (COMPLEX if complex_ok else ()))
+        if isinstance(inc, bool) or not isinstance(inc, int):
+            raise invalid(f"inc{name}", repr(inc), "an integer (negative walks from the far end)")
+        length = x.shape[0]
+        if n is None:
+            n = length if inc == 0 else (length - 1) // abs(inc) + 1 if length else 0
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise invalid("n", repr(n), "an integer")
+        if n > 0 and (n - 1) * abs(inc) >= length:
+            raise invalid(f"{name}.shape[0]", length, f"at least (n − 1)·|inc{name}| + 1 = "
+                                                      f"{(n - 1) * abs(inc) + 1} for n = {n}")
+        self.name, self.tensor, self.n, self.inc = name, x, max(n, 0), inc
+        self.complex = x.dtype in COMPLEX
+        self.data = torch.view_as_real(x) if self.complex else x  # complex: (re, im) pairs
+        self.step = x.stride(0) * inc * (2 if self.complex else 1)  # in elements of self.data
+        self.start = (self.n - 1) * -self.step if self.step < 0 and self.n else 0
+
+    def kernel_args(self) -> tuple[torch.Tensor, int, int]:
+        """(tensor whose first element the kernel indexes from, first element, increment)."""
+        return self.data, self.start, self.step
+
+    def sub(self, first: int, count: int) -> Vector:
+        """Elements first … first + count − 1 of this vector, as a vector."""
+        part = copy_module.copy(self)
+        part.start, part.n = self.start + first * self.step, count
+        return part
+
+    def elements(self) -> torch.Tensor:
+        """The n elements as one strided view (in address order: reversed for a negative increment)."""
+        low = self.start + min(0, (self.n - 1) * self.step)
+        return self.data.as_strided((self.n,), (abs(self.step),), self.data.storage_offset() + low)
+
+    @property
+    def fp64(self) -> bool:
+        return self.tensor.dtype in (torch.float64, torch.complex128)
+
+
+def _vectors(x: object, y: object, n: int | None, incx: int, incy: int,
+             complex_ok: bool = False) -> tuple[Vector, Vector, int]:
+    """Both vectors with one n (by default as many elements as the shorter one reaches)."""
+    vx, vy = Vector("x", x, n, incx, complex_ok), Vector("y", y, n, incy, complex_ok)
+    if vx.n != vy.n:
+        n = min(vx.n, vy.n)
+        vx, vy = Vector("x", x, n, incx, complex_ok), Vector("y", y, n, incy, complex_ok)
+    check_same_device({"x": vx.tensor, "y": vy.tensor})
+    return vx, vy, vx.n
+
+
+def _scalar(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise invalid(name, repr(value), "a real number")
+    return float(value)
+
+
+def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float = 0.0) -> None:
+    if x.n == 0:
+        return
+    xd, xs, xi = x.kernel_args()
+    yd, ys, yi = y.kernel_args() if y is not None else (xd, xs, xi)
+    k.map_launch((k.programs(x.n, k.BLOCK),), (xd, yd, x.n, xs, xi, ys, yi, alpha, beta),
+                 {"OP": op, "FP64": x.fp64 or (y is not None and y.fp64), "BLOCK": k.BLOCK}, 4, 3)
+
+
+def _element(v: Vector, i: int) -> torch.Tensor:
+    """Element i of the vector, as a 1-element view (for the sequential zero-increment cases)."""
+    return v.data.as_strided((1,), (1,), v.data.storage_offset() + v.start + i * v.step)
+
+
+def axpy(alpha: float, x: object, y: object, *, n: int | None = None, incx: int = 1,
+         incy: int = 1) -> torch.Tensor:
+    """y ← αx + y (in place); returns y."""
+    alpha = _scalar("alpha", alpha)
+    vx, vy, n = _vectors(x, y, n, incx, incy)
+    if n == 0 or alpha == 0.0:
+        return vy.tensor
+    if vy.inc == 0:  # the reference adds every αx_i into y's one element: y₀ + α·Σx
+        total = _signed_sum(vx)
+        _element(vy, 0).add_((alpha * total).to(vy.tensor.dtype))
+        return vy.tensor
+    _map(k.AXPY, vx, vy, alpha)
+    return vy.tensor
+
+
+def _signed_sum(v: Vector) -> torch.Tensor:
+    """Σ x_i (signed) in the wide dtype: the zero-increment axpy's total."""
+    ones = torch.ones(1, dtype=v.tensor.dtype, device=v.tensor.device)
+    return _reduce(k.DOT, v, Vector("y", ones, v.n, 0))
+
+
+def scal(alpha: float, x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
+    """x ← αx (in place; nothing for incx ≤ 0, as the reference); returns x."""
+    alpha = _scalar("alpha", alpha)
+    vx = Vector("x", x, n, incx)
+    if vx.inc > 0:
+        _map(k.SCAL, vx, None, alpha)
+    return vx.tensor
+
+
+def copy(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
+    """y ← x; returns y. x and y may differ in dtype (the value is converted)."""
+    vx, vy, n = _vectors(x, y, n, incx, incy)
+    if n and vy.inc == 0:  # sequential: the last element written wins
+        _element(vy, 0).copy_(_element(vx, n - 1))
+    elif n:
+        _map(k.COPY, vx, vy)
+    return vy.tensor
+
+
+def swap(x: object, y: object, *, n: int | None = None, incx: int = 1,
+         incy: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exchange x and y (in place); returns (x, y)."""
+    vx, vy, n = _vectors(x, y, n, incx, incy)
+    if vx.tensor.dtype != vy.tensor.dtype:
+        raise invalid("y.dtype", vy.tensor.dtype, f"x's dtype {vx.tensor.dtype}")
+    if n and (vx.inc == 0 or vy.inc == 0):
+        _sequential_swap(vx, vy, n)
+    elif n:
+        _map(k.SWAP, vx, vy)
+    return vx.tensor, vy.tensor
+
+
+def _sequential_swap(vx: Vector, vy: Vector, n: int) -> None:
+    """The reference's in-order swaps when an increment is 0 (then one side is a single element)."""
+    xs = [_element(vx, i).clone() for i in range(n)] if vx.inc else None
+    ys = [_element(vy, i).clone() for i in range(n)] if vy.inc else None
+    x0, y0 = _element(vx, 0).clone(), _element(vy, 0).clone()
+    if vx.inc == 0 and vy.inc == 0:
+        if n % 2:
+            _element(vx, 0).copy_(y0)
+            _element(vy, 0).copy_(x0)
+        return
+    if vx.inc == 0:  # x0 ↔ y_0, then that value ↔ y_1, …: y shifts by one, x0 gets y_{n−1}
+        _element(vx, 0).copy_(ys[n - 1])
+        for i in range(n - 1, 0, -1):
+            _element(vy, i).copy_(ys[i - 1])
+        _element(vy, 0).copy_(x0)
+    else:
+        _element(vy, 0).copy_(xs[n - 1])
+        for i in range(n - 1, 0, -1):
+            _element(vx, i).copy_(xs[i - 1])
+        _element(vx, 0).copy_(y0)
+
+
+def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx: int = 1,
+        incy: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plane rotation (x, y) ← (c·x + s·y, c·y − s·x) in place; returns (x, y)."""
+    c, s = _scalar("c", c), _scalar("s", s)
+    vx, vy, n = _vectors(x, y, n, incx, incy)
+    if n and (vx.inc == 0 or vy.inc == 0):  # in order, on the host: a degenerate case
+        for i in range(n):
+            xe, ye = _element(vx, i), _element(vy, i)
+            xv, yv = xe.double().clone(), ye.double().clone()
+            xe.copy_(c * xv + s * yv)
+            ye.copy_(c * yv - s * xv)
+    elif n:
+        _map(k.ROT, vx, vy, c, s)
+    return vx.tensor, vy.tensor
+
+
+def _reduce(op: int, x: Vector, y: Vector | None = None, scale: torch.Tensor | None = None,
+            conj: bool = False) -> torch.Tensor:
+    """The wide-dtype reduction (a complex dot gives a complex result)."""
+    wide = torch.float64 if x.fp64 else torch.float32
+    device = x.tensor.device
+    if x.n == 0:
+        return torch.zeros((), dtype=wide, device=device)
+    xd, xs, xi = x.kernel_args()
+    yd, ys, yi = y.kernel_args() if y is not None else (xd, xs, xi)
+    count = k.programs(x.n, k.BLOCK * k.ITERS)
+    complex_dot = x.complex and op == k.DOT
+    parts = torch.empty(count * (2 if complex_dot else 1), dtype=wide, device=device)
+    k.reduce_launch((count,), (xd, yd, parts, scale if scale is not None else parts, x.n, xs, xi, ys, yi),
+                    {"OP": op, "COMPLEX": x.complex, "CONJ": conj, "FP64": x.fp64, "BLOCK": k.BLOCK,
+                     "ITERS": k.ITERS}, 4, 3)
+    if op == k.MAXABS:
+        return parts.max()
+    if complex_dot:
+        return torch.complex(parts[:count].sum(), parts[count:].sum())
+    return parts.sum()
+
+
+def _dot(x: object, y: object, n: int | None, incx: int, incy: int, conj: bool) -> torch.Tensor:
+    vx, vy, _ = _vectors(x, y, n, incx, incy, complex_ok=True)
+    if vx.tensor.dtype != vy.tensor.dtype:
+        raise invalid("y.dtype", vy.tensor.dtype, f"x's dtype {vx.tensor.dtype}")
+    return _reduce(k.DOT, vx, vy, conj=conj).to(vx.tensor.dtype)
+
+
+def dot(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
+    """Σ x_i·y_i (complex: unconjugated, BLAS's dotu), accumulated in fp32 (fp64 for 64-bit data)."""
+    return _dot(x, y, n, incx, incy, conj=False)
+
+
+def dotc(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
+    """Σ conj(x_i)·y_i (equal to dot for real data)."""
+    return _dot(x, y, n, incx, incy, conj=True)
+
+
+def _real_dtype(v: Vector) -> torch.dtype:
+    return v.tensor.real.dtype if v.complex else v.tensor.dtype
+
+
+def nrm2(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
+    """Euclidean norm, scaled by max |x| first (no overflow or underflow of intermediate squares)."""
+    vx = Vector("x", x, n, incx, complex_ok=True)
+    scale = _reduce(k.MAXABS, vx)
+    total = _reduce(k.SUMSQ, vx, scale=scale.reshape(1))
+    return (scale * total.sqrt()).to(_real_dtype(vx))
+
+
+def asum(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
+    """Σ |x_i| (complex: Σ |re| + |im|, as BLAS); 0 for incx ≤ 0."""
+    vx = Vector("x", x, n, incx, complex_ok=True)
+    if vx.inc <= 0:
+        return torch.zeros((), dtype=_real_dtype(vx), device=vx.tensor.device)
+    return _reduce(k.ASUM, vx).to(_real_dtype(vx))
+
+
+def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor:
+    vx = Vector("x", x, n, incx, complex_ok=True)
+    device = vx.tensor.device
+    if vx.n == 0 or vx.inc <= 0:
+        return torch.full((), -1, dtype=torch.int64, device=device)
+    xd, xs, xi = vx.kernel_args()
+    count = k.programs(vx.n, k.BLOCK * k.ITERS)
+    values = torch.empty(count, dtype=torch.float64 if vx.fp64 else torch.float32, device=device)
+    where = torch.empty(count, dtype=torch.int64, device=device)
+    k.extreme_launch((count,), (xd, values, where, vx.n, xs, xi),
+                     {"LARGEST": largest, "COMPLEX": vx.complex, "FP64": vx.fp64, "BLOCK": k.BLOCK,
+                      "ITERS": k.ITERS}, 4, 3)
+    best = values.max() if largest else values.min()
+    return torch.where(values == best, where, torch.iinfo(torch.int64).max).min()
+
+
+def iamax(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
+    """0-based index of the first largest |x_i| (|re| + |im| for complex); −1 if n = 0 or incx ≤ 0."""
+    return _extreme(x, n, incx, largest=True)
+
+
+def iamin(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
+    """0-based index of the first smallest |x_i|; −1 if n = 0 or incx ≤ 0."""
+    return _extreme(x, n, incx, largest=False)

@@ -1,0 +1,185 @@
+"""BLAS level 2 on torch tensors: gemv, ger, symv, trsv.
+
+Matrices are 2-D tensors with any strides (BLAS's leading dimension is the stride; a transposed or
+sliced view needs no copy); vectors follow ``tessera.blas.level1`` (1-D tensor, ``incx``/``incy``
+in elements, negative increments from the far end). As the reference BLAS: a zero increment is an
+error, an empty matrix returns at once (y untouched), α = 0 does not read A, β = 0 does not read y
+(NaN there does not propagate). Arithmetic is fp32 for 16-bit and fp32 data, fp64 for fp64.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tessera._core.device import device_info
+from tessera._core.errors import invalid
+from tessera._core.validate import as_tensor, check_dtype, check_no_internal_overlap, check_same_device
+from tessera.blas.kernels import level2 as k
+from tessera.blas.level1 import REAL, Vector
+
+TRSV_BLOCK = 64
+
+
+def _matrix(name: str, a: object) -> torch.Tensor:
+    a = as_tensor(name, a)
+    if a.dim() != 2:
+        raise invalid(f"{name}.dim()", f"{a.dim()} (shape {tuple(a.shape)})", "2-D")
+    check_dtype(name, a, REAL)
+    return a
+
+
+def _vector(name: str, v: object, n: int, inc: int) -> Vector:
+    if inc == 0:
+        raise invalid(f"inc{name}", 0, "non-zero (the reference BLAS rejects 0 for level 2)")
+    return Vector(name, v, n, inc)
+
+
+def _fp64(*tensors: torch.Tensor) -> bool:
+    return any(t.dtype == torch.float64 for t in tensors)
+
+
+def _gemv_shape(m: int, n: int, row_contiguous: bool, num_sms: int) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, SPLIT): tiles along the contiguous direction; columns split among programs
+    until about four programs per multiprocessor exist (long rows, few of them)."""
+    block_m, block_n = (64, 32) if row_contiguous else (16, 256)
+    row_programs = k.cdiv(m, block_m)
+    split = max(1, min(k.cdiv(4 * num_sms, row_programs), k.cdiv(n, 4 * block_n), 64))
+    return block_m, block_n, split
+
+
+def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vector, alpha: float,
+          beta: float, uplo: int) -> None:
+    """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san."""
+    fp64 = _fp64(a, x.tensor, y.tensor)
+    info = device_info(a.device)
+    block_m, block_n, split = _gemv_shape(m, n, sam == 1, info.multiprocessors or 8)
+    if info.backend == "interpreter":
+        block_m, block_n, split = 16, 32, min(split, 2)
+    per_split = k.cdiv(k.cdiv(n, split), block_n) * block_n
+    split = k.cdiv(n, per_split)
+    ws = torch.empty(split * m if split > 1 else 1, dtype=torch.float64 if fp64 else torch.float32,
+                     device=a.device)
+    xd, xs, xi = x.kernel_args()
+    yd, ys, yi = y.kernel_args()
+    beta_zero = beta == 0.0
+    k.gemv_launch((k.cdiv(m, block_m), split),
+                  (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
+                  {"UPLO": uplo, "SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64,
+                   "BLOCK_M": block_m, "BLOCK_N": block_n}, 4, 3)
+    if split > 1:
+        k.gemv_finish_launch((k.cdiv(m, 1024),), (ws, yd, m, ys, yi, alpha, beta),
+                             {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": 1024}, 4, 3)
+
+
+def _scale_only(y: Vector, beta: float) -> None:
+    """y ← β y (α = 0: A is not read); β = 0 writes zeros, as the reference."""
+    if beta == 0.0:
+        y.elements().zero_()
+    elif beta != 1.0:
+        y.elements().mul_(beta)
+
+
+def _real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise invalid(name, repr(value), "a real number")
+    return float(value)
+
+
+def _output(a: torch.Tensor, y: object | None, rows: int, incy: int, beta: float) -> Vector:
+    if y is None:
+        if beta != 0.0:
+            raise invalid("y", None, "a vector when beta ≠ 0")
+        y = torch.empty(rows, dtype=a.dtype, device=a.device)
+    return _vector("y", y, rows, incy)
+
+
+def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, beta: float = 0.0,
+         trans: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
+    """y ← α op(A)·x + β y, op(A) = A or Aᵀ; y is written in place (a new vector if None, β = 0)."""
+    a = _matrix("a", a)
+    alpha, beta = _real("alpha", alpha), _real("beta", beta)
+    rows, cols = (a.shape[1], a.shape[0]) if trans else (a.shape[0], a.shape[1])
+    x_vec = _vector("x", x, cols, incx)
+    y_vec = _output(a, y, rows, incy, beta)
+    check_same_device({"a": a, "x": x_vec.tensor, "y": y_vec.tensor})
+    if rows == 0 or cols == 0 or (alpha == 0.0 and beta == 1.0):
+        return y_vec.tensor
+    if alpha == 0.0:
+        _scale_only(y_vec, beta)
+        return y_vec.tensor
+    sam, san = (a.stride(1), a.stride(0)) if trans else (a.stride(0), a.stride(1))
+    _gemv(a, sam, san, rows, cols, x_vec, y_vec, alpha, beta, 0)
+    return y_vec.tensor
+
+
+def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, beta: float = 0.0,
+         lower: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
+    """y ← α A·x + β y for symmetric A, read only from its upper (or ``lower``) triangle."""
+    a = _matrix("a", a)
+    if a.shape[0] != a.shape[1]:
+        raise invalid("a.shape", tuple(a.shape), "square (n, n)")
+    alpha, beta = _real("alpha", alpha), _real("beta", beta)
+    n = a.shape[0]
+    x_vec = _vector("x", x, n, incx)
+    y_vec = _output(a, y, n, incy, beta)
+    check_same_device({"a": a, "x": x_vec.tensor, "y": y_vec.tensor})
+    if n == 0 or (alpha == 0.0 and beta == 1.0):
+        return y_vec.tensor
+    if alpha == 0.0:
+        _scale_only(y_vec, beta)
+        return y_vec.tensor
+    _gemv(a, a.stride(0), a.stride(1), n, n, x_vec, y_vec, alpha, beta, 2 if lower else 1)
+    return y_vec.tensor
+
+
+def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: int = 1) -> torch.Tensor:
+    """A ← α x yᵀ + A (in place); returns A."""
+    a = _matrix("a", a)
+    alpha = _real("alpha", alpha)
+    m, n = a.shape
+    x_vec, y_vec = _vector("x", x, m, incx), _vector("y", y, n, incy)
+    check_same_device({"a": a, "x": x_vec.tensor, "y": y_vec.tensor})
+    check_no_internal_overlap("a", a)
+    if m == 0 or n == 0 or alpha == 0.0:
+        return a
+    xd, xs, xi = x_vec.kernel_args()
+    yd, ys, yi = y_vec.kernel_args()
+    k.ger_launch((k.cdiv(m, 32), k.cdiv(n, 64)), (a, xd, yd, m, n, a.stride(0), a.stride(1), xs, xi, ys, yi,
+                                                  alpha),
+                 {"FP64": _fp64(a, x_vec.tensor, y_vec.tensor), "BLOCK_M": 32, "BLOCK_N": 64}, 4, 3)
+    return a
+
+
+def trsv(a: object, x: object, *, lower: bool = False, trans: bool = False, unit_diagonal: bool = False,
+         incx: int = 1) -> torch.Tensor:
+    """Solve op(A)·x = b for triangular A (``lower`` or upper; ``unit_diagonal``: A's diagonal is
+    taken as ones and not read); x holds b on entry and the solution on exit. No singularity test
+    (as BLAS): a zero on the diagonal gives inf/NaN."""
+    a = _matrix("a", a)
+    if a.shape[0] != a.shape[1]:
+        raise invalid("a.shape", tuple(a.shape), "square (n, n)")
+    n = a.shape[0]
+    x_vec = _vector("x", x, n, incx)
+    check_same_device({"a": a, "x": x_vec.tensor})
+    if n == 0:
+        return x_vec.tensor
+    sam, san = (a.stride(1), a.stride(0)) if trans else (a.stride(0), a.stride(1))
+    forward = lower != trans  # op(A) lower triangular: solve from the top
+    fp64 = _fp64(a, x_vec.tensor)
+    xd, xs, xi = x_vec.kernel_args()
+    starts = list(range(0, n, TRSV_BLOCK))
+    for k0 in starts if forward else reversed(starts):
+        nb = min(TRSV_BLOCK, n - k0)
+        done = (0, k0) if forward else (k0 + nb, n)  # columns already solved
+        if done[1] > done[0]:  # x_b ← x_b − op(A)[b, done]·x[done]
+            _gemv(_offset_view(a, k0, done[0], sam, san), sam, san, nb, done[1] - done[0],
+                  x_vec.sub(done[0], done[1] - done[0]), x_vec.sub(k0, nb), -1.0, 1.0, 0)
+        k.trsv_block_launch((1,), (a, xd, k0, nb, sam, san, xs, xi),
+                            {"LOWER": forward, "UNIT": unit_diagonal, "FP64": fp64, "BS": TRSV_BLOCK},
+                            4, 3)
+    return x_vec.tensor
+
+
+def _offset_view(a: torch.Tensor, i: int, j: int, sam: int, san: int) -> torch.Tensor:
+    """A view of ``a`` starting at op(A)[i, j] (only its first element's address matters)."""
+    return a.as_strided((1,), (1,), a.storage_offset() + i * sam + j * san)

@@ -1,0 +1,316 @@
+"""BLAS levels 1 and 2 against the reference BLAS's loops (written here in fp64 NumPy, index for index)
+and against scipy.linalg.blas: increments of any sign, zero increments, n = 0, strided tensors, every
+real dtype, complex dot/dotc, nrm2 without overflow, and the errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg.blas as sblas
+import torch
+
+from tessera import InvalidArgumentError, UnsupportedError
+from tessera.blas import (
+    asum,
+    axpy,
+    copy,
+    dot,
+    dotc,
+    gemv,
+    ger,
+    iamax,
+    iamin,
+    nrm2,
+    rot,
+    scal,
+    swap,
+    symv,
+    trsv,
+)
+
+EPS = {torch.float16: 2**-10, torch.bfloat16: 2**-7, torch.float32: 2**-23, torch.float64: 2**-52}
+DTYPES = list(EPS)
+
+
+def positions(n: int, inc: int) -> list[int]:
+    """The reference BLAS's element order: from the start, or from the far end for inc < 0."""
+    first = 0 if inc >= 0 else (n - 1) * -inc
+    return [first + i * inc for i in range(n)]
+
+
+def make(length: int, dtype: torch.dtype, device: str, seed: int, stride: int = 1) -> torch.Tensor:
+    """A 1-D tensor of ``length`` elements with tensor stride ``stride`` (a view into a bigger one)."""
+    gen = torch.Generator().manual_seed(seed)
+    base = torch.randn(length * stride, generator=gen, dtype=torch.float64)
+    return base.to(dtype).to(device)[::stride]
+
+
+def f64(t: torch.Tensor) -> np.ndarray:
+    """A NumPy fp64 (complex128) copy: never a view of the tensor under test."""
+    return t.detach().cpu().to(torch.complex128 if t.is_complex() else torch.float64).numpy().copy()
+
+
+def close(got: torch.Tensor | float, want: float | np.ndarray, dtype: torch.dtype, scale: float) -> None:
+    got = f64(got) if isinstance(got, torch.Tensor) else got
+    assert np.allclose(got, want, rtol=0, atol=8 * EPS[dtype] * scale + 1e-300), (got, want)
+
+
+# ------------------------------------------------------------------------------------------ level 1
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,incx,incy,stride",
+                         [(1000, 1, 1, 1), (333, 2, -3, 1), (257, -1, 1, 2), (0, 1, 1, 1)])
+def test_axpy_scal_copy_swap_rot(dtype: torch.dtype, n: int, incx: int, incy: int, stride: int,
+                                 device: str) -> None:
+    lx, ly = max(1, (n - 1) * abs(incx) + 1), max(1, (n - 1) * abs(incy) + 1)
+    x, y = make(lx, dtype, device, 1, stride), make(ly, dtype, device, 2)
+    px, py = positions(n, incx), positions(n, incy)
+    xs, ys = f64(x), f64(y)
+
+    want = ys.copy()
+    want[py] = 0.5 * xs[px] + ys[py]
+    close(axpy(0.5, x, y.clone(), n=n, incx=incx, incy=incy), want, dtype, 3)
+
+    want = xs.copy()
+    if incx > 0:
+        want[px] = -2.0 * xs[px]
+    close(scal(-2.0, x.clone(), n=n, incx=incx), want, dtype, 4)
+
+    want = ys.copy()
+    want[py] = xs[px]
+    assert np.array_equal(f64(copy(x, y.clone(), n=n, incx=incx, incy=incy)), want)
+
+    got_x, got_y = swap(x.clone(), y.clone(), n=n, incx=incx, incy=incy)
+    wx, wy = xs.copy(), ys.copy()
+    wx[px], wy[py] = ys[py], xs[px]
+    assert np.array_equal(f64(got_x), wx) and np.array_equal(f64(got_y), wy)
+
+    c, s = 0.6, 0.8
+    got_x, got_y = rot(x.clone(), y.clone(), c, s, n=n, incx=incx, incy=incy)
+    wx[px], wy[py] = c * xs[px] + s * ys[py], c * ys[py] - s * xs[px]
+    close(got_x, wx, dtype, 6)
+    close(got_y, wy, dtype, 6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,incx,incy", [(3000, 1, 1), (1001, -2, 3), (1, 1, 1), (0, 1, 1), (17, 0, 1)])
+def test_reductions(dtype: torch.dtype, n: int, incx: int, incy: int, device: str) -> None:
+    x = make(max(1, (n - 1) * abs(incx) + 1), dtype, device, 3)
+    y = make(max(1, (n - 1) * abs(incy) + 1), dtype, device, 4)
+    xs, ys = f64(x)[positions(n, incx)], f64(y)[positions(n, incy)]
+    size = max(n, 1)
+    close(dot(x, y, n=n, incx=incx, incy=incy), float(xs @ ys), dtype, math.sqrt(size) * 4)
+    close(dotc(x, y, n=n, incx=incx, incy=incy), float(xs @ ys), dtype, math.sqrt(size) * 4)
+    close(nrm2(x, n=n, incx=incx), float(np.sqrt(xs @ xs)), dtype, math.sqrt(size) * 2)
+    expect_asum = float(np.abs(xs).sum()) if incx > 0 else 0.0  # reference: 0 for incx ≤ 0
+    close(asum(x, n=n, incx=incx), expect_asum, dtype, size * 2)
+    magnitudes = np.abs(xs)
+    expect_max = int(np.argmax(magnitudes)) if n and incx > 0 else -1
+    expect_min = int(np.argmin(magnitudes)) if n and incx > 0 else -1
+    assert iamax(x, n=n, incx=incx).item() == expect_max
+    assert iamin(x, n=n, incx=incx).item() == expect_min
+
+
+def test_iamax_takes_the_first_of_ties_across_programs(device: str) -> None:
+    x = torch.zeros(20000, device=device)
+    x[[5, 9000, 19000]] = -7.0
+    x[[7, 12000]] = 1e-9
+    assert iamax(x).item() == 5
+    assert iamin(torch.ones(20000, device=device)).item() == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_dot_dotc_nrm2_asum_iamax(dtype: torch.dtype, device: str) -> None:
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(2500, generator=gen, dtype=torch.complex128).to(dtype).to(device)
+    y = torch.randn(2500, generator=gen, dtype=torch.complex128).to(dtype).to(device)
+    xs, ys = f64(x), f64(y)
+    eps = 2**-23 if dtype == torch.complex64 else 2**-52
+    assert np.allclose(f64(dot(x, y)), np.sum(xs * ys), atol=400 * eps)
+    assert np.allclose(f64(dotc(x, y)), np.vdot(xs, ys), atol=400 * eps)
+    assert np.allclose(f64(dotc(x, y, incx=-2, n=1000)), np.vdot(xs[::2][:1000][::-1], ys[:1000]),
+                       atol=400 * eps)
+    assert np.isclose(f64(nrm2(x)), np.linalg.norm(xs), atol=100 * eps)
+    assert np.isclose(f64(asum(x)), np.sum(np.abs(xs.real) + np.abs(xs.imag)), rtol=100 * eps)
+    assert iamax(x).item() == int(np.argmax(np.abs(xs.real) + np.abs(xs.imag)))  # BLAS's |re| + |im|
+
+
+def test_nrm2_neither_overflows_nor_underflows(device: str) -> None:
+    for value in (1e30, 1e-30):
+        x = torch.full((1000,), value, device=device)
+        assert math.isclose(nrm2(x).item(), value * math.sqrt(1000), rel_tol=1e-6)
+    x16 = torch.full((4096,), 200.0, dtype=torch.float16, device=device)  # Σx² is far beyond fp16
+    assert math.isclose(nrm2(x16).item(), 200.0 * 64, rel_tol=1e-3)
+    assert nrm2(torch.zeros(10, device=device)).item() == 0.0
+
+
+def test_zero_output_increments_follow_the_sequential_reference(device: str) -> None:
+    x = torch.arange(1.0, 6.0, dtype=torch.float64, device=device)  # 1 … 5
+    y = torch.tensor([10.0, 20.0], dtype=torch.float64, device=device)
+    assert f64(axpy(2.0, x, y.clone(), n=5, incy=0)).tolist() == [10.0 + 2 * 15, 20.0]
+    assert f64(copy(x, y.clone(), n=5, incy=0)).tolist() == [5.0, 20.0]
+    gx, gy = swap(x.clone(), torch.arange(6.0, 11.0, dtype=torch.float64, device=device), n=5, incx=0)
+    # x0 ↔ y0, then x0 (now y0) ↔ y1, …
+    assert f64(gx).tolist() == [10.0, 2, 3, 4, 5] and f64(gy).tolist() == [1.0, 6, 7, 8, 9]
+    gx, gy = swap(x.clone(), y.clone(), n=3, incx=0, incy=0)  # three swaps of the same pair
+    assert f64(gx)[0] == 10.0 and f64(gy)[0] == 1.0
+    rx, ry = rot(x.clone(), y.clone(), 0.6, 0.8, n=2, incx=1, incy=0)
+    a, b = 1.0, 10.0
+    a, b = 0.6 * a + 0.8 * b, 0.6 * b - 0.8 * a
+    c, d = 2.0, b
+    c, d = 0.6 * c + 0.8 * d, 0.6 * d - 0.8 * c
+    assert np.allclose(f64(rx)[:2], [a, c]) and np.isclose(f64(ry)[0], d)
+
+
+def test_level1_matches_scipy_blas(device: str) -> None:
+    x = make(301, torch.float64, device, 7)
+    y = make(301, torch.float64, device, 8)
+    xs, ys = f64(x), f64(y)
+    assert np.allclose(f64(axpy(1.5, x, y.clone(), incx=3, incy=3, n=101)),
+                       sblas.daxpy(xs, ys.copy(), n=101, a=1.5, incx=3, incy=3))
+    assert np.isclose(f64(dot(x, y, n=150, incx=2, incy=-2)), sblas.ddot(xs, ys, n=150, incx=2, incy=-2))
+    assert np.isclose(f64(nrm2(x, n=100, incx=3)), sblas.dnrm2(xs, n=100, incx=3))
+    assert np.isclose(f64(asum(x, n=100, incx=3)), sblas.dasum(xs, n=100, incx=3))
+    assert iamax(x, n=100, incx=3).item() == sblas.idamax(xs, n=100, incx=3)
+
+
+def test_level1_errors(device: str) -> None:
+    x = torch.ones(10, device=device)
+    with pytest.raises(InvalidArgumentError, match=r"x.shape\[0\].*at least"):
+        dot(x, x, n=6, incx=2)
+    with pytest.raises(InvalidArgumentError, match=r"y.shape\[0\].*at least"):
+        dot(x, torch.ones(5, device=device), n=10)
+    assert dot(x, torch.ones(5, device=device)).item() == 5.0  # n defaults to the shorter vector
+    with pytest.raises(InvalidArgumentError, match="1-D"):
+        nrm2(torch.ones(2, 2, device=device))
+    with pytest.raises(UnsupportedError, match="int32"):
+        asum(torch.ones(3, dtype=torch.int32, device=device))
+    with pytest.raises(UnsupportedError, match="complex64"):
+        axpy(1.0, torch.ones(3, dtype=torch.complex64, device=device), torch.ones(3, dtype=torch.complex64,
+                                                                                   device=device))
+    with pytest.raises(InvalidArgumentError, match="alpha"):
+        scal("2", x)
+    with pytest.raises(InvalidArgumentError, match="incx"):
+        scal(2.0, x, incx=1.5)
+    with pytest.raises(InvalidArgumentError, match="dtype"):
+        swap(x, torch.ones(10, dtype=torch.float64, device=device))
+
+
+# ------------------------------------------------------------------------------------------ level 2
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("layout", ["row", "col", "slice"])
+def test_gemv(dtype: torch.dtype, trans: bool, layout: str, device: str) -> None:
+    gen = torch.Generator().manual_seed(11)
+    big = torch.randn(90, 130, generator=gen, dtype=torch.float64)
+    views = {"row": big[:70, :50], "col": big.T.contiguous().T[:70, :50], "slice": big[5:75, 10:110:2]}
+    a64 = views[layout]
+    a = a64.to(dtype).to(device)
+    rows, cols = (50, 70) if trans else (70, 50)
+    x = make(cols * 2, dtype, device, 12)
+    y = make(rows, dtype, device, 13)
+    op = f64(a).T if trans else f64(a)
+    py = positions(rows, -1)
+    want = f64(y)
+    want[py] = 1.5 * op @ f64(x)[positions(cols, -2)] + 0.5 * want[py]
+    got = gemv(a, x, y.clone(), alpha=1.5, beta=0.5, trans=trans, incx=-2, incy=-1)
+    close(got, want, dtype, 4 * cols)
+    close(gemv(a, x, trans=trans, incx=2), op @ f64(x)[positions(cols, 2)], dtype, 4 * cols)
+
+
+def test_gemv_long_rows_split_the_columns(device: str) -> None:
+    """Few rows, many columns: the column split and its fixed-order finish."""
+    a = make(8 * 5000, torch.float32, device, 14).reshape(8, 5000)
+    x = make(5000, torch.float32, device, 15)
+    close(gemv(a, x), f64(a) @ f64(x), torch.float32, 4 * 5000)
+
+
+def test_gemv_blas_quick_returns_and_beta_zero(device: str) -> None:
+    a = torch.randn(4, 3, device=device)
+    x, y = torch.randn(3, device=device), torch.full((4,), float("nan"), device=device)
+    out = gemv(a, x, y.clone(), beta=0.0)  # β = 0: y's NaN is not read
+    close(out, f64(a) @ f64(x), torch.float32, 12)
+    y = torch.randn(4, device=device)
+    assert torch.equal(gemv(torch.empty(4, 0, device=device), torch.empty(0, device=device), y.clone(),
+                            beta=2.0), y)  # n = 0: returns at once (reference)
+    a_nan = torch.full((4, 3), float("nan"), device=device)
+    close(gemv(a_nan, x, y.clone(), alpha=0.0, beta=2.0), 2 * f64(y), torch.float32, 4)  # α = 0: A unread
+    with pytest.raises(InvalidArgumentError, match="incx"):
+        gemv(a, x, incx=0)
+    with pytest.raises(InvalidArgumentError, match=r"x.shape\[0\]"):
+        gemv(a, torch.ones(2, device=device))
+    with pytest.raises(InvalidArgumentError, match="beta"):
+        gemv(a, x, beta=1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("lower", [False, True])
+def test_symv_reads_one_triangle(dtype: torch.dtype, lower: bool, device: str) -> None:
+    gen = torch.Generator().manual_seed(16)
+    full = torch.randn(75, 75, generator=gen, dtype=torch.float64)
+    sym = torch.tril(full) + torch.tril(full, -1).T if lower else torch.triu(full) + torch.triu(full, 1).T
+    stored = full.clone()
+    ones = torch.ones(75, 75, dtype=torch.bool)
+    junk = torch.triu(ones, 1) if lower else torch.tril(ones, -1)
+    stored[junk] = float("nan")  # the other triangle must not be read
+    x = make(75, dtype, device, 17)
+    y = make(75, dtype, device, 18)
+    got = symv(stored.to(dtype).to(device), x, y.clone(), alpha=2.0, beta=-1.0, lower=lower)
+    want = 2.0 * f64(sym.to(dtype)) @ f64(x) - f64(y)
+    close(got, want, dtype, 4 * 75)
+    assert np.allclose(f64(symv(sym.to(device), x.double(), lower=lower)),
+                       sblas.dsymv(1.0, sym.numpy(), f64(x), lower=int(lower)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ger(dtype: torch.dtype, device: str) -> None:
+    a = make(45 * 70, dtype, device, 19).reshape(45, 70)[:, 3:67]  # a strided view, updated in place
+    x, y = make(90, dtype, device, 20), make(64, dtype, device, 21)
+    want = f64(a) + 0.5 * np.outer(f64(x)[positions(45, -2)], f64(y))
+    got = ger(0.5, x, y, a, incx=-2)
+    assert got is a
+    close(a, want, dtype, 4)
+    assert np.allclose(f64(ger(2.0, x[:45].double(), y.double(), torch.zeros(45, 64, dtype=torch.float64,
+                                                                             device=device))),
+                       sblas.dger(2.0, f64(x[:45]), f64(y)))
+
+
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("unit", [False, True])
+def test_trsv(lower: bool, trans: bool, unit: bool, device: str) -> None:
+    n = 150  # more than two diagonal blocks
+    gen = torch.Generator().manual_seed(22)
+    t = 0.05 * torch.randn(n, n, generator=gen, dtype=torch.float64) + torch.eye(n, dtype=torch.float64)
+    b = torch.randn(2 * n, generator=gen, dtype=torch.float64)
+    a = t.T.contiguous().T  # column-major storage, as Fortran callers pass it
+    x = b.clone().to(device)
+    trsv(a.to(device), x, lower=lower, trans=trans, unit_diagonal=unit, incx=-2)
+    tri = torch.tril(t) if lower else torch.triu(t)
+    if unit:
+        tri = tri - torch.diag(torch.diag(tri)) + torch.eye(n, dtype=torch.float64)
+    op = (tri.T if trans else tri).numpy()
+    solution = f64(x)[positions(n, -2)]
+    assert np.allclose(op @ solution, b.numpy()[positions(n, -2)], atol=1e-12)
+    assert np.array_equal(f64(x)[1::2], b.numpy()[1::2])  # elements between the increments untouched
+    ref = sblas.dtrsv(t.numpy(), b.numpy()[:n].copy(), lower=int(lower), trans=int(trans), diag=int(unit))
+    assert np.allclose(f64(trsv(t.to(device), b[:n].clone().to(device), lower=lower, trans=trans,
+                                unit_diagonal=unit)), ref, atol=1e-12)
+
+
+def test_level2_errors(device: str) -> None:
+    a = torch.ones(3, 4, device=device)
+    with pytest.raises(InvalidArgumentError, match="square"):
+        trsv(a, torch.ones(3, device=device))
+    with pytest.raises(InvalidArgumentError, match="square"):
+        symv(a, torch.ones(4, device=device))
+    with pytest.raises(InvalidArgumentError, match="2-D"):
+        ger(1.0, torch.ones(3, device=device), torch.ones(4, device=device), torch.ones(12, device=device))
+    with pytest.raises(UnsupportedError, match="int64"):
+        gemv(torch.ones(3, 4, dtype=torch.int64, device=device), torch.ones(4, device=device))
+    with pytest.raises(InvalidArgumentError, match="non-zero strides"):
+        ger(1.0, torch.ones(3, device=device), torch.ones(4, device=device),
+            torch.ones(3, 1, device=device).expand(3, 4))
