@@ -1,0 +1,98 @@
+"""BLAS level 1 and 2 on the GPU beside the torch equivalent and the copy bandwidth of the same run.
+
+Level 1 at 2^26 fp32 elements, level 2 on 8192 × 8192 bf16 (gemv both ways, symv, ger) and fp32
+trsv. GB/s counts the bytes a routine must move at least (e.g. dot reads x and y; nrm2 reads x once,
+though its scaling pass reads it twice); the copy figure counts read + write. Both sides are timed
+with triton.testing.do_bench (median, L2 flushed), Tessera and torch alternating over rounds.
+Usage: python benchmarks/blas_level12.py OUT.json
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+import triton
+
+from tessera import blas
+from tessera._core.device import device_info
+from tessera._core.timing import flushed_ms, git_revision
+
+N = 1 << 26
+M = 8192
+ROUNDS = 3
+
+
+def case(name: str, nbytes: int, ours: Callable[[], object], theirs: Callable[[], object] | None,
+         torch_name: str) -> dict:
+    mine, vendor = [], []
+    for _ in range(ROUNDS):
+        mine.append(flushed_ms(ours))
+        if theirs is not None:
+            vendor.append(flushed_ms(theirs))
+    ms = statistics.median(mine)
+    row = {"routine": name, "bytes": nbytes, "ms": ms, "gbs": nbytes / ms / 1e6, "torch": torch_name}
+    if vendor:
+        row["torch_ms"] = statistics.median(vendor)
+        row["torch_gbs"] = nbytes / row["torch_ms"] / 1e6
+        row["vs_torch"] = row["torch_ms"] / ms
+    return row
+
+
+def main() -> None:
+    out = sys.argv[1]
+    x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
+    copy_ms = statistics.median(flushed_ms(lambda: y.copy_(x)) for _ in range(ROUNDS))
+    copy_gbs = 2 * 4 * N / copy_ms / 1e6
+    f4 = 4 * N
+    rows = [
+        case("axpy", 3 * f4, lambda: blas.axpy(0.5, x, y), lambda: y.add_(x, alpha=0.5), "y.add_(x, alpha)"),
+        case("scal", 2 * f4, lambda: blas.scal(1.0001, x), lambda: x.mul_(1.0001), "x.mul_(a)"),
+        case("copy", 2 * f4, lambda: blas.copy(x, y), lambda: y.copy_(x), "y.copy_(x)"),
+        case("swap", 4 * f4, lambda: blas.swap(x, y), None, "-"),
+        case("rot", 4 * f4, lambda: blas.rot(x, y, 0.6, 0.8), None, "-"),
+        case("dot", 2 * f4, lambda: blas.dot(x, y), lambda: torch.dot(x, y), "torch.dot"),
+        case("nrm2", f4, lambda: blas.nrm2(x), lambda: torch.linalg.vector_norm(x), "vector_norm"),
+        case("asum", f4, lambda: blas.asum(x), lambda: torch.linalg.vector_norm(x, 1), "vector_norm(x, 1)"),
+        case("iamax", f4, lambda: blas.iamax(x), lambda: x.abs().argmax(), "x.abs().argmax()"),
+        case("dot incx=2 (2^25)", 2 * f4 // 2, lambda: blas.dot(x, y, incx=2, incy=2),
+             lambda: torch.dot(x[::2], y[::2]), "torch.dot(x[::2], y[::2])"),
+    ]
+    a = torch.randn(M, M, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(M, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(M, device="cuda", dtype=torch.bfloat16)
+    mat = 2 * M * M
+    rows += [
+        case("gemv N bf16 8192²", mat, lambda: blas.gemv(a, v, w), lambda: torch.mv(a, v, out=w), "torch.mv"),
+        case("gemv T bf16 8192²", mat, lambda: blas.gemv(a, v, w, trans=True),
+             lambda: torch.mv(a.t(), v, out=w), "torch.mv(a.t())"),
+        case("symv bf16 8192²", mat, lambda: blas.symv(a, v, w), lambda: torch.mv(a, v, out=w),
+             "torch.mv (full matrix)"),
+        case("ger bf16 8192²", 2 * mat, lambda: blas.ger(0.001, v, w, a), lambda: a.addr_(v, w, alpha=0.001),
+             "a.addr_"),
+    ]
+    t = (torch.randn(M, M, device="cuda") * 0.01 + torch.eye(M, device="cuda")).triu()
+    b = torch.randn(M, device="cuda")
+    rows.append(case("trsv fp32 8192² upper", 4 * M * M // 2, lambda: blas.trsv(t, b.clone()),
+                     lambda: torch.linalg.solve_triangular(t, b[:, None], upper=True),
+                     "solve_triangular"))
+    info = device_info()
+    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
+              "versions": {"torch": torch.__version__, "triton": triton.__version__},
+              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "command": "python benchmarks/blas_level12.py OUT.json", "copy_gbs": copy_gbs, "rows": rows}
+    for row in rows:
+        row["pct_copy"] = 100 * row["gbs"] / copy_gbs
+        ratio = f"{row['vs_torch']:.2f}" if "vs_torch" in row else "-"
+        print(f"{row['routine']:<24} {row['gbs']:8.0f} GB/s {row['pct_copy']:6.1f}% copy  vs torch {ratio}")
+    print(f"copy {copy_gbs:.0f} GB/s")
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
