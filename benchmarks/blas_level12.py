@@ -21,6 +21,7 @@ import triton
 from tessera import blas
 from tessera._core.device import device_info
 from tessera._core.timing import flushed_ms, git_revision
+from tessera.blas import level2
 
 N = 1 << 26
 M = 8192
@@ -66,6 +67,17 @@ def main() -> None:
     v = torch.randn(M, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(M, device="cuda", dtype=torch.bfloat16)
     mat = 2 * M * M
+    sweep = []  # gemv tiles (the evidence behind level2.GEMV_TILES)
+    default_tiles = dict(level2.GEMV_TILES)
+    for contiguous, trans in ((False, False), (True, True)):
+        for tile in ((16, 256, 4), (32, 256, 8), (32, 512, 8), (64, 256, 8), (64, 32, 4), (128, 64, 4),
+                     (128, 64, 8), (256, 64, 8), (256, 32, 8)):
+            level2.GEMV_TILES[contiguous] = tile
+            ms = flushed_ms(lambda trans=trans: blas.gemv(a, v, w, trans=trans))
+            sweep.append({"trans": trans, "tile": tile, "gbs": mat / ms / 1e6})
+        level2.GEMV_TILES[contiguous] = default_tiles[contiguous]
+    for row in sweep:
+        print(f"gemv {'T' if row['trans'] else 'N'} tile {row['tile']}: {row['gbs']:.0f} GB/s")
     rows += [
         case("gemv N bf16 8192²", mat, lambda: blas.gemv(a, v, w), lambda: torch.mv(a, v, out=w), "torch.mv"),
         case("gemv T bf16 8192²", mat, lambda: blas.gemv(a, v, w, trans=True),
@@ -84,7 +96,8 @@ def main() -> None:
     result = {"device": info.name, "arch": info.arch, "git": git_revision(),
               "versions": {"torch": torch.__version__, "triton": triton.__version__},
               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/blas_level12.py OUT.json", "copy_gbs": copy_gbs, "rows": rows}
+              "command": "python benchmarks/blas_level12.py OUT.json", "copy_gbs": copy_gbs, "rows": rows,
+              "gemv_sweep": sweep}
     for row in rows:
         row["pct_copy"] = 100 * row["gbs"] / copy_gbs
         ratio = f"{row['vs_torch']:.2f}" if "vs_torch" in row else "-"

@@ -10,7 +10,7 @@ increment reaches. Results of reductions are 0-d tensors on the device (no host 
 Edge cases follow the reference BLAS (LAPACK 3.12): n ≤ 0 does nothing and reduces to 0; ``scal``,
 ``asum``, ``iamax``, ``iamin`` do nothing / return 0 (−1) for incx ≤ 0; ``nrm2`` walks any increment
 (0 repeats the first element); an output increment of 0 (axpy, copy, swap, rot into one element)
-gives the reference's sequential result. ``nrm2`` scales by max |x| first, so it neither overflows
+gives the reference's sequential result. ``nrm2`` scales squares by the largest |x|, so it neither overflows
 nor underflows where the true norm is representable.
 """
 
@@ -194,8 +194,7 @@ def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx:
     return vx.tensor, vy.tensor
 
 
-def _reduce(op: int, x: Vector, y: Vector | None = None, scale: torch.Tensor | None = None,
-            conj: bool = False) -> torch.Tensor:
+def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> torch.Tensor:
     """The wide-dtype reduction (a complex dot gives a complex result)."""
     wide = torch.float64 if x.fp64 else torch.float32
     device = x.tensor.device
@@ -204,14 +203,16 @@ def _reduce(op: int, x: Vector, y: Vector | None = None, scale: torch.Tensor | N
     xd, xs, xi = x.kernel_args()
     yd, ys, yi = y.kernel_args() if y is not None else (xd, xs, xi)
     count = k.programs(x.n, k.BLOCK * k.ITERS)
-    complex_dot = x.complex and op == k.DOT
-    parts = torch.empty(count * (2 if complex_dot else 1), dtype=wide, device=device)
-    k.reduce_launch((count,), (xd, yd, parts, scale if scale is not None else parts, x.n, xs, xi, ys, yi),
+    two = op == k.NRM2 or (x.complex and op == k.DOT)  # a second partial per program
+    parts = torch.empty(count * (2 if two else 1), dtype=wide, device=device)
+    k.reduce_launch((count,), (xd, yd, parts, x.n, xs, xi, ys, yi),
                     {"OP": op, "COMPLEX": x.complex, "CONJ": conj, "FP64": x.fp64, "BLOCK": k.BLOCK,
                      "ITERS": k.ITERS}, 4, 3)
-    if op == k.MAXABS:
-        return parts.max()
-    if complex_dot:
+    if op == k.NRM2:
+        result = torch.empty((), dtype=wide, device=device)
+        k.nrm2_finish_launch((1,), (parts, result, count), {"BLOCK": 1024}, 4, 3)
+        return result
+    if two:
         return torch.complex(parts[:count].sum(), parts[count:].sum())
     return parts.sum()
 
@@ -238,11 +239,10 @@ def _real_dtype(v: Vector) -> torch.dtype:
 
 
 def nrm2(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
-    """Euclidean norm, scaled by max |x| first (no overflow or underflow of intermediate squares)."""
+    """Euclidean norm in one pass, squares scaled by the largest |x| so far (no overflow or
+    underflow of intermediate squares)."""
     vx = Vector("x", x, n, incx, complex_ok=True)
-    scale = _reduce(k.MAXABS, vx)
-    total = _reduce(k.SUMSQ, vx, scale=scale.reshape(1))
-    return (scale * total.sqrt()).to(_real_dtype(vx))
+    return _reduce(k.NRM2, vx).to(_real_dtype(vx))
 
 
 def asum(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:

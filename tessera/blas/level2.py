@@ -38,13 +38,16 @@ def _fp64(*tensors: torch.Tensor) -> bool:
     return any(t.dtype == torch.float64 for t in tensors)
 
 
-def _gemv_shape(m: int, n: int, row_contiguous: bool, num_sms: int) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, SPLIT): tiles along the contiguous direction; columns split among programs
-    until about four programs per multiprocessor exist (long rows, few of them)."""
-    block_m, block_n = (64, 32) if row_contiguous else (16, 256)
+GEMV_TILES = {True: (64, 32, 4), False: (16, 256, 4)}  # rows contiguous? → BLOCK_M, BLOCK_N, warps
+
+
+def _gemv_shape(m: int, n: int, row_contiguous: bool, num_sms: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, SPLIT, num_warps): tiles along the contiguous direction; columns split
+    among programs until about four programs per multiprocessor exist (long rows, few of them)."""
+    block_m, block_n, warps = GEMV_TILES[row_contiguous]
     row_programs = k.cdiv(m, block_m)
     split = max(1, min(k.cdiv(4 * num_sms, row_programs), k.cdiv(n, 4 * block_n), 64))
-    return block_m, block_n, split
+    return block_m, block_n, split, warps
 
 
 def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vector, alpha: float,
@@ -52,7 +55,7 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
     """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san."""
     fp64 = _fp64(a, x.tensor, y.tensor)
     info = device_info(a.device)
-    block_m, block_n, split = _gemv_shape(m, n, sam == 1, info.multiprocessors or 8)
+    block_m, block_n, split, warps = _gemv_shape(m, n, sam == 1, info.multiprocessors or 8)
     if info.backend == "interpreter":
         block_m, block_n, split = 16, 32, min(split, 2)
     per_split = k.cdiv(k.cdiv(n, split), block_n) * block_n
@@ -65,7 +68,7 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
     k.gemv_launch((k.cdiv(m, block_m), split),
                   (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
                   {"UPLO": uplo, "SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64,
-                   "BLOCK_M": block_m, "BLOCK_N": block_n}, 4, 3)
+                   "BLOCK_M": block_m, "BLOCK_N": block_n}, warps, 3)
     if split > 1:
         k.gemv_finish_launch((k.cdiv(m, 1024),), (ws, yd, m, ys, yi, alpha, beta),
                              {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": 1024}, 4, 3)

@@ -6,9 +6,10 @@ Arithmetic runs in fp32 for 16-bit and fp32 data and in fp64 for fp64 data; comp
 their real view (re, im interleaved; the caller doubles the increments).
 
 ``_map_kernel`` serves the element-wise routines (axpy, scal, copy, swap, rot); ``_reduce_kernel``
-writes one partial result per program (dot, dotc, asum, max |x|, scaled sum of squares), which the
-caller combines in a fixed order, so results are deterministic; ``_extreme_kernel`` gives each
-program's first index of the largest (or smallest) |x| for iamax/iamin.
+writes one partial result per program (dot, dotc, asum; nrm2's largest |x| and scaled sum of
+squares), which the caller combines in a fixed order, so results are deterministic;
+``_extreme_kernel`` gives each program's first index of the largest (or smallest) |x| for
+iamax/iamin.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import triton.language as tl
 from tessera._core.launch import Launcher
 
 AXPY, SCAL, COPY, SWAP, ROT = 0, 1, 2, 3, 4
-DOT, ASUM, MAXABS, SUMSQ = 0, 1, 2, 3
+DOT, ASUM, NRM2 = 0, 1, 2
 BLOCK = 1024
 ITERS = 8  # reductions: BLOCK·ITERS elements a program
 
@@ -66,17 +67,19 @@ def _map_kernel(x_ptr, y_ptr, n, x_start, incx, y_start, incy, alpha: tl.float64
 
 
 @triton.jit
-def _reduce_kernel(x_ptr, y_ptr, part_ptr, scale_ptr, n, x_start, incx, y_start, incy,
+def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
                    OP: tl.constexpr, COMPLEX: tl.constexpr, CONJ: tl.constexpr, FP64: tl.constexpr,
                    BLOCK: tl.constexpr, ITERS: tl.constexpr):
-    """Partial of program p over elements [p·BLOCK·ITERS, (p+1)·BLOCK·ITERS): part[p] (and, for a
-    complex dot, part[P + p] the imaginary part). SUMSQ divides by the scale at scale_ptr first."""
+    """Partial of program p over elements [p·BLOCK·ITERS, (p+1)·BLOCK·ITERS) into part[p]; a complex
+    dot also writes its imaginary part, and NRM2 its scaled sum, to part[P + p] (P programs).
+
+    NRM2 keeps (m, s) with m the largest |x| so far and s = Σ (x/m)², rescaled when m grows (once
+    per BLOCK elements): one pass, and no square overflows or underflows."""
     pid = tl.program_id(0).to(tl.int64)
     acc = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     acc_im = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
-    if OP == 3:
-        scale = _wide(tl.load(scale_ptr), FP64)
-        inv = 1.0 / tl.where(scale > 0, scale, 1.0)  # scale 0: every x is 0
+    largest = tl.sum(acc, 0)  # NRM2: m and s, scalars
+    scaled = tl.sum(acc, 0)
     for it in range(ITERS):
         i = (pid * ITERS + it) * BLOCK + tl.arange(0, BLOCK)
         mask = i < n
@@ -99,20 +102,40 @@ def _reduce_kernel(x_ptr, y_ptr, part_ptr, scale_ptr, n, x_start, incx, y_start,
             acc += tl.abs(xr)
             if COMPLEX:
                 acc += tl.abs(xm)
-        elif OP == 2:
-            acc = tl.maximum(acc, tl.abs(xr))
-            if COMPLEX:
-                acc = tl.maximum(acc, tl.abs(xm))
         else:
-            acc += (xr * inv) * (xr * inv)
+            block_max = tl.max(tl.abs(xr), 0)
             if COMPLEX:
-                acc += (xm * inv) * (xm * inv)
+                block_max = tl.maximum(block_max, tl.max(tl.abs(xm), 0))
+            grown = tl.maximum(largest, block_max)
+            inv = 1.0 / tl.where(grown > 0, grown, 1.0)  # 0 only while every x so far is 0
+            block = tl.sum((xr * inv) * (xr * inv), 0)
+            if COMPLEX:
+                block += tl.sum((xm * inv) * (xm * inv), 0)
+            scaled = scaled * ((largest * inv) * (largest * inv)) + block
+            largest = grown
     if OP == 2:
-        tl.store(part_ptr + pid, tl.max(acc, 0))
+        tl.store(part_ptr + pid, largest)
+        tl.store(part_ptr + tl.num_programs(0) + pid, scaled)
     else:
         tl.store(part_ptr + pid, tl.sum(acc, 0))
         if COMPLEX and OP == 0:
             tl.store(part_ptr + tl.num_programs(0) + pid, tl.sum(acc_im, 0))
+
+
+@triton.jit
+def _nrm2_finish_kernel(part_ptr, out_ptr, P, BLOCK: tl.constexpr):
+    """One program: m = max m_p, then m·sqrt(Σ s_p (m_p/m)²) over the P partials."""
+    largest = tl.max(tl.load(part_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < P, other=0), 0)
+    for start in range(BLOCK, P, BLOCK):
+        j = start + tl.arange(0, BLOCK)
+        largest = tl.maximum(largest, tl.max(tl.load(part_ptr + j, mask=j < P, other=0), 0))
+    inv = 1.0 / tl.where(largest > 0, largest, 1.0)
+    total = tl.sum(tl.zeros((BLOCK,), part_ptr.dtype.element_ty), 0)
+    for start in range(0, P, BLOCK):
+        j = start + tl.arange(0, BLOCK)
+        m = tl.load(part_ptr + j, mask=j < P, other=0) * inv
+        total += tl.sum(tl.load(part_ptr + P + j, mask=j < P, other=0) * m * m, 0)
+    tl.store(out_ptr, largest * tl.sqrt(total))
 
 
 @triton.jit
@@ -141,6 +164,7 @@ def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.const
 
 map_launch = Launcher(_map_kernel)
 reduce_launch = Launcher(_reduce_kernel)
+nrm2_finish_launch = Launcher(_nrm2_finish_kernel)
 extreme_launch = Launcher(_extreme_kernel)
 
 

@@ -40,8 +40,10 @@ def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_s
         else:
             stored = (rows[:, None] <= cols[None, :]) if UPLO == 1 else (rows[:, None] >= cols[None, :])
             direct = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok & stored, other=0)
-            mirror = tl.load(a_ptr + cols[None, :] * sam + rows[:, None] * san, mask=ok & ~stored, other=0)
-            a = tl.where(stored, direct, mirror)
+            # the mirrored tile is loaded as A[cols, rows] (coalesced like the direct one), then turned
+            mirror = tl.load(a_ptr + cols[:, None] * sam + rows[None, :] * san,
+                             mask=(ok & ~stored).T, other=0)
+            a = tl.where(stored, direct, tl.trans(mirror))
         xv = tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0)
         acc += _wide(a, FP64) * _wide(xv, FP64)[None, :]
     total = tl.sum(acc, 1)
