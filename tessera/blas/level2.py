@@ -38,7 +38,9 @@ def _fp64(*tensors: torch.Tensor) -> bool:
     return any(t.dtype == torch.float64 for t in tensors)
 
 
-GEMV_TILES = {True: (64, 32, 4), False: (16, 256, 4)}  # rows contiguous? → BLOCK_M, BLOCK_N, warps
+# rows contiguous? → (BLOCK_M, BLOCK_N, num_warps); H200 sweep at 8192² bf16 in
+# benchmarks/results/blas-l12-h200-690c157.json (T: 256x64 w8 2174 GB/s against 1267 for 64x32 w4)
+GEMV_TILES = {True: (256, 64, 8), False: (16, 256, 4)}
 
 
 def _gemv_shape(m: int, n: int, row_contiguous: bool, num_sms: int) -> tuple[int, int, int, int]:

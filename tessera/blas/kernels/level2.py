@@ -37,13 +37,22 @@ def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_s
         ok = row_ok[:, None] & col_ok[None, :]
         if UPLO == 0:
             a = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok, other=0)
-        else:
-            stored = (rows[:, None] <= cols[None, :]) if UPLO == 1 else (rows[:, None] >= cols[None, :])
-            direct = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok & stored, other=0)
-            # the mirrored tile is loaded as A[cols, rows] (coalesced like the direct one), then turned
-            mirror = tl.load(a_ptr + cols[:, None] * sam + rows[None, :] * san,
-                             mask=(ok & ~stored).T, other=0)
-            a = tl.where(stored, direct, tl.trans(mirror))
+        else:  # a tile wholly in the stored triangle, wholly in the mirrored one, or on the diagonal
+            r_lo, r_hi = pid_m * BLOCK_M, pid_m * BLOCK_M + BLOCK_M - 1
+            c_lo, c_hi = j0, j0 + BLOCK_N - 1
+            all_stored = (r_hi <= c_lo) if UPLO == 1 else (c_hi <= r_lo)
+            all_mirrored = (c_hi < r_lo) if UPLO == 1 else (r_hi < c_lo)
+            if all_stored:
+                a = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok, other=0)
+            elif all_mirrored:  # read as A[cols, rows] (coalesced like a stored tile), then turned
+                a = tl.trans(tl.load(a_ptr + cols[:, None] * sam + rows[None, :] * san, mask=ok.T, other=0))
+            else:
+                stored = (rows[:, None] <= cols[None, :]) if UPLO == 1 else (rows[:, None] >= cols[None, :])
+                direct = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok & stored,
+                                 other=0)
+                mirror = tl.load(a_ptr + cols[:, None] * sam + rows[None, :] * san,
+                                 mask=(ok & ~stored).T, other=0)
+                a = tl.where(stored, direct, tl.trans(mirror))
         xv = tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0)
         acc += _wide(a, FP64) * _wide(xv, FP64)[None, :]
     total = tl.sum(acc, 1)
