@@ -61,6 +61,31 @@ def _host_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _level12_section(path: Path) -> list[str]:
+    """BLAS level 1/2 rows; the issue's targets: ≥ 85 % of copy and ≥ 1.0× torch."""
+    data = json.loads(path.read_text())
+    lines = [f"## BLAS level 1 and 2 on {data['device']} — `{path.relative_to(ROOT)}`", "",
+             f"Measured {data['created']} at revision `{data['git']}` with `{data['command']}`; torch "
+             f"{data['versions']['torch']}, triton {data['versions']['triton']}. Level 1 at 2^26 fp32, "
+             "level 2 at 8192² (bf16; trsv fp32). GB/s of the bytes a routine must move; % copy against "
+             f"the device-to-device copy of the same run ({data['copy_gbs']:.0f} GB/s, read + write); "
+             "medians of 3 alternating rounds, L2 flushed. Targets: ≥ 85 % of copy and ≥ 1.0× torch.", "",
+             "| routine | Tessera GB/s | % copy | torch equivalent | torch GB/s | vs torch | targets |",
+             "|---|---:|---:|---|---:|---:|---|"]
+    for row in data["rows"]:
+        checks = [f"copy {'met' if row['pct_copy'] >= 85 else '**missed**'}"]
+        if "vs_torch" in row:
+            checks.append(f"torch {'met' if row['vs_torch'] >= 1.0 else '**missed**'}")
+        torch_gbs = f"{row['torch_gbs']:.0f}" if "torch_gbs" in row else "–"
+        ratio = f"{row['vs_torch']:.2f}" if "vs_torch" in row else "–"
+        lines.append(f"| {row['routine']} | {row['gbs']:.0f} | {row['pct_copy']:.1f} | {row['torch']} | "
+                     f"{torch_gbs} | {ratio} | {'; '.join(checks)} |")
+    if data.get("gemv_sweep"):
+        lines += ["", "gemv tile sweep (BLOCK_M, BLOCK_N, warps → GB/s): " + ", ".join(
+            f"{'T' if r['trans'] else 'N'} {tuple(r['tile'])} {r['gbs']:.0f}" for r in data["gemv_sweep"])]
+    return [*lines, ""]
+
+
 # Targets of the rand issue: (problem, versus) → minimum ratio.
 RAND_TARGETS = {
     ("philox4x32_10 uniform fp32 2^28", "curand"): 1.0, ("philox4x32_10 uniform fp32 2^28", "copy"): 85.0,
@@ -146,6 +171,9 @@ def main() -> None:
         out += _rand_section(path)
     for path in sorted(RESULTS.glob("first-call-*.json"), reverse=True):
         out += _first_call_section(path)
+    for path in sorted(RESULTS.glob("blas-l12-*.json"), key=lambda p: json.loads(p.read_text())["created"],
+                       reverse=True):
+        out += _level12_section(path)
     for path in sorted(RESULTS.glob("host-overhead-*.json")):
         out += _host_section(path)
     for folder in sorted(p for p in RESULTS.glob("tune-*") if p.is_dir()):
