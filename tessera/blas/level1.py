@@ -83,7 +83,8 @@ def _vectors(x: object, y: object, n: int | None, incx: int, incy: int,
     return vx, vy, vx.n
 
 
-def _scalar(name: str, value: object) -> float:
+def real_scalar(name: str, value: object) -> float:
+    """A real scalar argument (alpha, beta, c, s) as a float, or a clear error."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise invalid(name, repr(value), "a real number")
     return float(value)
@@ -100,13 +101,13 @@ def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float =
 
 def _element(v: Vector, i: int) -> torch.Tensor:
     """Element i of the vector, as a 1-element view (for the sequential zero-increment cases)."""
-    return v.data.as_strided((1,), (1,), v.data.storage_offset() + v.start + i * v.step)
+    return v.sub(i, 1).elements()
 
 
 def axpy(alpha: float, x: object, y: object, *, n: int | None = None, incx: int = 1,
          incy: int = 1) -> torch.Tensor:
     """y ← αx + y (in place); returns y."""
-    alpha = _scalar("alpha", alpha)
+    alpha = real_scalar("alpha", alpha)
     vx, vy, n = _vectors(x, y, n, incx, incy)
     if n == 0 or alpha == 0.0:
         return vy.tensor
@@ -126,7 +127,7 @@ def _signed_sum(v: Vector) -> torch.Tensor:
 
 def scal(alpha: float, x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
     """x ← αx (in place; nothing for incx ≤ 0, as the reference); returns x."""
-    alpha = _scalar("alpha", alpha)
+    alpha = real_scalar("alpha", alpha)
     vx = Vector("x", x, n, incx)
     if vx.inc > 0:
         _map(k.SCAL, vx, None, alpha)
@@ -181,7 +182,7 @@ def _sequential_swap(vx: Vector, vy: Vector, n: int) -> None:
 def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx: int = 1,
         incy: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Plane rotation (x, y) ← (c·x + s·y, c·y − s·x) in place; returns (x, y)."""
-    c, s = _scalar("c", c), _scalar("s", s)
+    c, s = real_scalar("c", c), real_scalar("s", s)
     vx, vy, n = _vectors(x, y, n, incx, incy)
     if n and (vx.inc == 0 or vy.inc == 0):  # in order, on the host: a degenerate case
         for i in range(n):

@@ -15,7 +15,7 @@ from tessera._core.device import device_info
 from tessera._core.errors import invalid
 from tessera._core.validate import as_tensor, check_dtype, check_no_internal_overlap, check_same_device
 from tessera.blas.kernels import level2 as k
-from tessera.blas.level1 import REAL, Vector
+from tessera.blas.level1 import REAL, Vector, real_scalar
 
 TRSV_BLOCK = 64
 
@@ -84,12 +84,6 @@ def _scale_only(y: Vector, beta: float) -> None:
         y.elements().mul_(beta)
 
 
-def _real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise invalid(name, repr(value), "a real number")
-    return float(value)
-
-
 def _output(a: torch.Tensor, y: object | None, rows: int, incy: int, beta: float) -> Vector:
     if y is None:
         if beta != 0.0:
@@ -102,7 +96,7 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
          trans: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """y ← α op(A)·x + β y, op(A) = A or Aᵀ; y is written in place (a new vector if None, β = 0)."""
     a = _matrix("a", a)
-    alpha, beta = _real("alpha", alpha), _real("beta", beta)
+    alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     rows, cols = (a.shape[1], a.shape[0]) if trans else (a.shape[0], a.shape[1])
     x_vec = _vector("x", x, cols, incx)
     y_vec = _output(a, y, rows, incy, beta)
@@ -123,7 +117,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
     a = _matrix("a", a)
     if a.shape[0] != a.shape[1]:
         raise invalid("a.shape", tuple(a.shape), "square (n, n)")
-    alpha, beta = _real("alpha", alpha), _real("beta", beta)
+    alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     n = a.shape[0]
     x_vec = _vector("x", x, n, incx)
     y_vec = _output(a, y, n, incy, beta)
@@ -140,7 +134,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
 def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """A ← α x yᵀ + A (in place); returns A."""
     a = _matrix("a", a)
-    alpha = _real("alpha", alpha)
+    alpha = real_scalar("alpha", alpha)
     m, n = a.shape
     x_vec, y_vec = _vector("x", x, m, incx), _vector("y", y, n, incy)
     check_same_device({"a": a, "x": x_vec.tensor, "y": y_vec.tensor})
