@@ -99,12 +99,37 @@ def _minus_two_log(x, MATH: tl.constexpr):
 
 
 @triton.jit
-def _box_muller32(x, y, MATH: tl.constexpr):
+def _approx(x, INSTRUCTION: tl.constexpr):
+    """One PTX special-function instruction on fp32 (``lg2/sqrt/sin/cos.approx.ftz.f32``): a
+    single SFU operation, without the denormal fix-ups the non-ftz forms add (CUDA only)."""
+    return tl.inline_asm_elementwise(INSTRUCTION + ".approx.ftz.f32 $0, $1;", "=f,f", [x],
+                                     dtype=tl.float32, is_pure=True, pack=1)
+
+
+@triton.jit
+def _box_muller_half(x, y):
+    """The pair of ``_box_muller32`` for fp16/bf16 outputs, in the fewest instructions (CUDA only).
+
+    The radius takes the hardware log2 all the way to u = 1 (no series): near u = 1 its absolute
+    error (< 2.2e-7 in −2·ln u) is twice the spacing of the fp32 uniform there, which curand_normal
+    itself has, and invisible in 8 or 11 significant bits elsewhere. ``|·|`` keeps a log rounded
+    above 0 from giving NaN. Before rounding, values equal the fp32 pair's to ~1e-6 (tested)."""
+    r = _approx(_uniform32(x), "lg2") * -1.3862944  # −2·ln u
+    s = _approx(tl.abs(r), "sqrt")
+    angle = y.to(tl.int32, bitcast=True).to(tl.float32) * 1.4629180792671596e-09 + 7.314590396335798e-10
+    return s * _approx(angle, "sin"), s * _approx(angle, "cos")
+
+
+@triton.jit
+def _box_muller32(x, y, MATH: tl.constexpr, HALF: tl.constexpr):
     """curand_normal's pair from words (x, y): radius from the uniform of x, angle 2π·(y + ½)·2⁻³².
 
     MATH = 1 (CUDA): the hardware sin/cos, as curand_normal's __sincosf, but on the angle taken
     as a signed word, i.e. reduced exactly to [−π, π) where their absolute error is below 10⁻⁶.
-    MATH = 0: polynomials after an exact reduction to [−π/4, π/4], within 1 ulp, any backend."""
+    MATH = 0: polynomials after an exact reduction to [−π/4, π/4], within 1 ulp, any backend.
+    HALF (the output is fp16/bf16) with MATH = 1: ``_box_muller_half``."""
+    if MATH == 1 and HALF:
+        return _box_muller_half(x, y)
     s = tl.sqrt(_minus_two_log(x, MATH))
     if MATH == 1:
         angle = (y.to(tl.int32, bitcast=True).to(tl.float32) + 0.5) * 1.4629180792671596e-09
@@ -126,10 +151,12 @@ def _box_muller64(u, v_uniform):
 
 
 @triton.jit
-def _finish(z, mean, std, KIND: tl.constexpr, out_ptr):
+def _finish(z, mean, std, KIND: tl.constexpr, AFFINE: tl.constexpr, out_ptr):
+    """A value as stored: normals scaled (unless AFFINE is off: mean 0, std 1), fp16 uniforms
+    kept above 0, then converted to the output dtype."""
     if KIND == 0:
         return z
-    if KIND == 2 or KIND == 4:
+    if (KIND == 2 or KIND == 4) and AFFINE:
         z = z * tl.cast(std, z.dtype) + tl.cast(mean, z.dtype)
     if KIND == 1 and out_ptr.dtype.element_ty == tl.float16:
         z = tl.maximum(z, FP16_TINY)
@@ -150,7 +177,7 @@ def _u64(lo, hi):
 
 # Never specialized. ``shift`` (0…3) is: the compiler must see that 0 keeps the stores 16-byte
 # aligned (unspecialized, it stored scalars and Philox uniforms fell from 3.97 to 3.58 TB/s).
-_STREAM_WORDS = ["first_lo", "first_hi", "sub_lo", "sub_hi", "key0", "key1"]
+_STREAM_WORDS = ["first_lo", "first_hi", "lead", "sub_lo", "sub_hi", "key0", "key1"]
 
 
 @triton.jit
@@ -171,21 +198,24 @@ def _philox_bijection_kernel(ctr_ptr, key_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=_STREAM_WORDS)
-def _philox_block_kernel(out_ptr, n, first_lo, first_hi, shift, sub_lo, sub_hi, key0, key1,
+def _philox_block_kernel(out_ptr, n, first_lo, first_hi, lead, shift, sub_lo, sub_hi, key0, key1,
                          mean: tl.float64, std: tl.float64,
-                         KIND: tl.constexpr, BLOCK: tl.constexpr, MATH: tl.constexpr):
-    """Values of Philox blocks first_block + [pid·BLOCK, (pid+1)·BLOCK): block b's values go to
-    output indices VALUES·(b − first_block) − shift + [0, VALUES), masked to [0, n).
+                         KIND: tl.constexpr, BLOCK: tl.constexpr, MATH: tl.constexpr,
+                         AFFINE: tl.constexpr):
+    """Values of Philox blocks first + [pid·BLOCK, (pid+1)·BLOCK), where ``first`` is a multiple
+    of BLOCK and the stream starts ``lead`` blocks after it: block b's values go to output indices
+    VALUES·(b − first − lead) − shift + [0, VALUES), masked to [0, n).
 
-    The values of a block are adjacent in a (BLOCK, VALUES) tile, so each thread stores a short
-    vector; with shift = 0 (an aligned start, the usual case) the stores are 16-byte aligned."""
+    A program's block counters share their high word (no carry: BLOCK divides 2³²), so the first
+    two Philox rounds are partly the same for all its blocks and computed once. The values of a
+    block are adjacent in a (BLOCK, VALUES) tile, so each thread stores a short vector; with
+    shift = 0 (the usual case) the stores are 16-byte aligned."""
     VALUES: tl.constexpr = 2 if KIND >= 3 else 4  # fp64 kinds use two words per value
     pid = tl.program_id(0).to(tl.int64)
     base = _u64(first_lo, first_hi) + pid * BLOCK
-    base_lo = (base & 0xFFFFFFFF).to(tl.uint32)
-    c0 = base_lo + tl.arange(0, BLOCK).to(tl.uint32)  # 64-bit block counter, split in two words
-    c1 = (base >> 32).to(tl.uint32) + (c0 < base_lo).to(tl.uint32)
     zero = tl.zeros((BLOCK,), tl.uint32)
+    c0 = (base & 0xFFFFFFFF).to(tl.uint32) + tl.arange(0, BLOCK).to(tl.uint32)  # never wraps
+    c1 = zero + (base >> 32).to(tl.uint32)
     w0, w1, w2, w3 = _philox(c0, c1, _u32(zero, sub_lo), _u32(zero, sub_hi), _u32(zero, key0),
                              _u32(zero, key1))
     if KIND == 0:
@@ -194,27 +224,27 @@ def _philox_block_kernel(out_ptr, n, first_lo, first_hi, shift, sub_lo, sub_hi, 
     elif KIND == 1:
         v0, v1, v2, v3 = _uniform32(w0), _uniform32(w1), _uniform32(w2), _uniform32(w3)
     elif KIND == 2:
-        v0, v1 = _box_muller32(w0, w1, MATH)
-        v2, v3 = _box_muller32(w2, w3, MATH)
+        half = out_ptr.dtype.element_ty != tl.float32
+        v0, v1 = _box_muller32(w0, w1, MATH, half)
+        v2, v3 = _box_muller32(w2, w3, MATH, half)
     elif KIND == 3:  # two fp64 uniforms per block
         v0, v1 = _uniform64(w0, w1), _uniform64(w2, w3)
         v2, v3 = v0, v1  # unused
     else:  # KIND == 4: one fp64 normal pair per block
         v0, v1 = _box_muller64(_uniform64(w0, w1), _uniform64(w2, w3))
         v2, v3 = v0, v1  # unused
-    v0 = _finish(v0, mean, std, KIND, out_ptr)
-    v1 = _finish(v1, mean, std, KIND, out_ptr)
     if VALUES == 4:
-        v2 = _finish(v2, mean, std, KIND, out_ptr)
-        v3 = _finish(v3, mean, std, KIND, out_ptr)
         values = tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (BLOCK, VALUES))  # v0 v1 v2 v3
     else:
         values = tl.join(v0, v1)
-    start = pid * (BLOCK * VALUES) - shift  # output index of this program's first value
-    index = start + (tl.arange(0, BLOCK)[:, None] * VALUES + tl.arange(0, VALUES)[None, :])
+    values = _finish(values, mean, std, KIND, AFFINE, out_ptr)  # after the join: adjacent values
+    # convert together (two fp32 → one bf16x2 instruction, no permutes)
+    start = (pid * BLOCK - lead) * VALUES - shift  # output index of this program's first value
+    local = tl.arange(0, BLOCK)[:, None] * VALUES + tl.arange(0, VALUES)[None, :]
     if (start >= 0) & (start + BLOCK * VALUES <= n):  # a whole tile: no per-value bounds checks
-        tl.store(out_ptr + index, values)
+        tl.store(out_ptr + start + local, values)  # one base address, constant offsets
     else:
+        index = start + local
         tl.store(out_ptr + index, values, mask=(index >= 0) & (index < n))
 
 
@@ -230,33 +260,36 @@ def _word_at(p, sub_lo, sub_hi, key0, key1):
 
 
 @triton.jit(do_not_specialize=_STREAM_WORDS)
-def _philox_group_kernel(out_ptr, n, first_lo, first_hi, shift, sub_lo, sub_hi, key0, key1,
+def _philox_group_kernel(out_ptr, n, first_lo, first_hi, lead, shift, sub_lo, sub_hi, key0, key1,
                          mean: tl.float64, std: tl.float64,
-                         KIND: tl.constexpr, BLOCK: tl.constexpr, MATH: tl.constexpr):
+                         KIND: tl.constexpr, BLOCK: tl.constexpr, MATH: tl.constexpr,
+                         AFFINE: tl.constexpr):
     """Pair kinds from any start word: group g uses words offset + W·g + [0, W), where offset is
-    the 64-bit first word (``shift`` is unused: the block kernel's signature, one launcher)."""
+    the 64-bit first word (``lead`` and ``shift`` are unused: the block kernel's signature, one
+    launcher)."""
     offset = _u64(first_lo, first_hi)
     g = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     if KIND == 2:
         p = offset + 2 * g
         z0, z1 = _box_muller32(_word_at(p, sub_lo, sub_hi, key0, key1),
-                               _word_at(p + 1, sub_lo, sub_hi, key0, key1), MATH)
-        z0 = _finish(z0, mean, std, KIND, out_ptr)
-        z1 = _finish(z1, mean, std, KIND, out_ptr)
+                               _word_at(p + 1, sub_lo, sub_hi, key0, key1), MATH,
+                               out_ptr.dtype.element_ty != tl.float32)
+        z0 = _finish(z0, mean, std, KIND, AFFINE, out_ptr)
+        z1 = _finish(z1, mean, std, KIND, AFFINE, out_ptr)
         tl.store(out_ptr + 2 * g, z0, mask=2 * g < n)
         tl.store(out_ptr + 2 * g + 1, z1, mask=2 * g + 1 < n)
     elif KIND == 3:
         p = offset + 2 * g
         u = _uniform64(_word_at(p, sub_lo, sub_hi, key0, key1), _word_at(p + 1, sub_lo, sub_hi, key0, key1))
-        tl.store(out_ptr + g, _finish(u, mean, std, KIND, out_ptr), mask=g < n)
+        tl.store(out_ptr + g, _finish(u, mean, std, KIND, AFFINE, out_ptr), mask=g < n)
     else:  # KIND == 4
         p = offset + 4 * g
         u = _uniform64(_word_at(p, sub_lo, sub_hi, key0, key1), _word_at(p + 1, sub_lo, sub_hi, key0, key1))
         v = _uniform64(_word_at(p + 2, sub_lo, sub_hi, key0, key1),
                        _word_at(p + 3, sub_lo, sub_hi, key0, key1))
         z0, z1 = _box_muller64(u, v)
-        tl.store(out_ptr + 2 * g, _finish(z0, mean, std, KIND, out_ptr), mask=2 * g < n)
-        tl.store(out_ptr + 2 * g + 1, _finish(z1, mean, std, KIND, out_ptr), mask=2 * g + 1 < n)
+        tl.store(out_ptr + 2 * g, _finish(z0, mean, std, KIND, AFFINE, out_ptr), mask=2 * g < n)
+        tl.store(out_ptr + 2 * g + 1, _finish(z1, mean, std, KIND, AFFINE, out_ptr), mask=2 * g + 1 < n)
 
 
 def launch_bijection(counter, key, out, block: int = 256) -> None:
@@ -277,14 +310,17 @@ def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean
     if aligned:  # whole Philox blocks from block offset // 4, the first `shift` values dropped
         shift = offset % 4 // words_per_group * values
         blocks = triton.cdiv(n + shift, 4 // words_per_group * values)
-        launch, start, programs = _block_launch, offset // 4, triton.cdiv(blocks, config.block)
+        lead = offset // 4 % config.block  # programs start at multiples of config.block
+        launch, start = _block_launch, offset // 4 - lead
+        programs = triton.cdiv(lead + blocks, config.block)
     else:
-        shift = 0
+        shift = lead = 0
         launch, start = _group_launch, offset
         programs = triton.cdiv(triton.cdiv(n, values), config.block)
-    launch((programs,), (out, n, *words(start), shift, *words(subsequence), *words(seed), float(mean),
-                         float(std)),
-           {"KIND": kind, "BLOCK": config.block, "MATH": math_mode(out)}, config.num_warps, 3)
+    launch((programs,), (out, n, *words(start), lead, shift, *words(subsequence), *words(seed),
+                         float(mean), float(std)),
+           {"KIND": kind, "BLOCK": config.block, "MATH": math_mode(out), "AFFINE": (mean, std) != (0.0, 1.0)},
+           config.num_warps, 3)
 
 
 def stream_kind(distribution: str, dtype: torch.dtype) -> int:
