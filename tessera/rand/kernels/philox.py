@@ -116,7 +116,7 @@ def _box_muller_half(x, y):
     above 0 from giving NaN. Before rounding, values equal the fp32 pair's to ~1e-6 (tested)."""
     r = _approx(_uniform32(x), "lg2") * -1.3862944  # −2·ln u
     s = _approx(tl.abs(r), "sqrt")
-    angle = y.to(tl.int32, bitcast=True).to(tl.float32) * 1.4629180792671596e-09 + 7.314590396335798e-10
+    angle = (y.to(tl.int32, bitcast=True).to(tl.float32) + 0.5) * 1.4629180792671596e-09  # as fp32's
     return s * _approx(angle, "sin"), s * _approx(angle, "cos")
 
 
