@@ -1,4 +1,5 @@
-"""Host-side cost of one GEMM call (validation, selection, descriptors, Triton's launcher).
+"""Host-side cost of one GEMM call (validation, selection, descriptors, Triton's launcher), and
+of tiny BLAS level 1/2 calls beside their torch equivalents.
 
 Times many back-to-back calls of a tiny problem whose GPU work is negligible, so the wall time
 per call is what Python and the launcher cost; torch.matmul is the vendor baseline. Also prints a
@@ -16,8 +17,11 @@ import time
 from collections.abc import Callable
 
 import torch
+import triton
 
+from tessera import blas
 from tessera._core.launch import Launcher
+from tessera._core.timing import git_revision
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
@@ -56,6 +60,21 @@ def main() -> None:
         samples.setdefault("torch.matmul", []).append(per_call_us(lambda: torch.matmul(a, b)))
         samples.setdefault("tessera.blas.explain (validation + selection only)", []).append(
             per_call_us(lambda: explain(a, b)))
+    x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
+    v = torch.randn(64, device="cuda", dtype=torch.bfloat16)
+    w = torch.empty(64, device="cuda", dtype=torch.bfloat16)
+    level12 = {  # name: (tessera call, torch call)
+        "axpy 4096": (lambda: blas.axpy(0.5, x, y), lambda: y.add_(x, alpha=0.5)),
+        "dot 4096": (lambda: blas.dot(x, y), lambda: torch.dot(x, y)),
+        "nrm2 4096": (lambda: blas.nrm2(x), lambda: torch.linalg.vector_norm(x)),
+        "iamax 4096": (lambda: blas.iamax(x), lambda: x.abs().argmax()),
+        "gemv 64x64 bf16": (lambda: blas.gemv(a, v, w), lambda: torch.mv(a, v, out=w)),
+        "gemv T 64x64 bf16": (lambda: blas.gemv(a, v, w, trans=True), lambda: torch.mv(a.t(), v, out=w)),
+    }
+    for _ in range(3):
+        for name, (ours, theirs) in level12.items():
+            samples.setdefault(f"tessera.blas {name}", []).append(per_call_us(ours))
+            samples.setdefault(f"torch {name}", []).append(per_call_us(theirs))
     rows = {name: sorted(values)[1] for name, values in samples.items()}  # median of 3
     for name, us in rows.items():
         print(f"{name:<52} {us:8.1f} us/call")
@@ -72,7 +91,8 @@ def main() -> None:
         print("\n".join(text.getvalue().splitlines()[6:30]))
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
-            json.dump({"us_per_call": rows, "device": torch.cuda.get_device_name()}, f, indent=1)
+            json.dump({"us_per_call": rows, "device": torch.cuda.get_device_name(), "git": git_revision(),
+                       "versions": {"torch": torch.__version__, "triton": triton.__version__}}, f, indent=1)
 
 
 if __name__ == "__main__":

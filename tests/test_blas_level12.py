@@ -301,6 +301,26 @@ def test_trsv(lower: bool, trans: bool, unit: bool, device: str) -> None:
                                 unit_diagonal=unit)), ref, atol=1e-12)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("n,lower,trans", [(8192, False, False), (8192, True, True), (5000, True, False),
+                                           (48000, False, True)])
+def test_gpu_trsv_hands_blocks_on_in_one_launch(n: int, lower: bool, trans: bool) -> None:
+    """Many more blocks than the GPU runs at once (48000: 750 programs of 8 warps) and every
+    solve order: the solution's residual against fp64 arithmetic, and the fp32 result against
+    torch's solve_triangular."""
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randn(n, n, device="cuda", generator=gen) / math.sqrt(n) + 4 * torch.eye(n, device="cuda")
+    b = torch.randn(n, device="cuda", generator=gen)
+    x = trsv(a, b.clone(), lower=lower, trans=trans)
+    tri = torch.tril(a) if lower else torch.triu(a)
+    op = tri.T if trans else tri
+    residual = (op.double() @ x.double() - b.double()).abs().max().item()
+    assert residual < 1e-4, residual
+    ref = torch.linalg.solve_triangular(op, b[:, None], upper=lower == trans)[:, 0]
+    assert torch.allclose(x, ref, atol=1e-5, rtol=1e-4)
+    del a, tri, op
+
+
 def test_level2_errors(device: str) -> None:
     a = torch.ones(3, 4, device=device)
     with pytest.raises(InvalidArgumentError, match="square"):

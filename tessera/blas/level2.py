@@ -13,6 +13,7 @@ import torch
 
 from tessera._core.device import device_info
 from tessera._core.errors import invalid
+from tessera._core.launch import cdiv
 from tessera._core.validate import as_tensor, check_dtype, check_no_internal_overlap, check_same_device
 from tessera.blas.kernels import level2 as k
 from tessera.blas.level1 import REAL, Vector, real_scalar
@@ -47,8 +48,8 @@ def _gemv_shape(m: int, n: int, row_contiguous: bool, num_sms: int) -> tuple[int
     """(BLOCK_M, BLOCK_N, SPLIT, num_warps): tiles along the contiguous direction; columns split
     among programs until about four programs per multiprocessor exist (long rows, few of them)."""
     block_m, block_n, warps = GEMV_TILES[row_contiguous]
-    row_programs = k.cdiv(m, block_m)
-    split = max(1, min(k.cdiv(4 * num_sms, row_programs), k.cdiv(n, 4 * block_n), 64))
+    row_programs = cdiv(m, block_m)
+    split = max(1, min(cdiv(4 * num_sms, row_programs), cdiv(n, 4 * block_n), 64))
     return block_m, block_n, split, warps
 
 
@@ -60,19 +61,19 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
     block_m, block_n, split, warps = _gemv_shape(m, n, sam == 1, info.multiprocessors or 8)
     if info.backend == "interpreter":
         block_m, block_n, split = 16, 32, min(split, 2)
-    per_split = k.cdiv(k.cdiv(n, split), block_n) * block_n
-    split = k.cdiv(n, per_split)
+    per_split = cdiv(cdiv(n, split), block_n) * block_n
+    split = cdiv(n, per_split)
     ws = torch.empty(split * m if split > 1 else 1, dtype=torch.float64 if fp64 else torch.float32,
                      device=a.device)
     xd, xs, xi = x.kernel_args()
     yd, ys, yi = y.kernel_args()
     beta_zero = beta == 0.0
-    k.gemv_launch((k.cdiv(m, block_m), split),
+    k.gemv_launch((cdiv(m, block_m), split),
                   (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
                   {"UPLO": uplo, "SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64,
                    "BLOCK_M": block_m, "BLOCK_N": block_n}, warps, 3)
     if split > 1:
-        k.gemv_finish_launch((k.cdiv(m, 1024),), (ws, yd, m, ys, yi, alpha, beta),
+        k.gemv_finish_launch((cdiv(m, 1024),), (ws, yd, m, ys, yi, alpha, beta),
                              {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": 1024}, 4, 3)
 
 
@@ -143,7 +144,7 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
         return a
     xd, xs, xi = x_vec.kernel_args()
     yd, ys, yi = y_vec.kernel_args()
-    k.ger_launch((k.cdiv(m, 32), k.cdiv(n, 64)), (a, xd, yd, m, n, a.stride(0), a.stride(1), xs, xi, ys, yi,
+    k.ger_launch((cdiv(m, 32), cdiv(n, 64)), (a, xd, yd, m, n, a.stride(0), a.stride(1), xs, xi, ys, yi,
                                                   alpha),
                  {"FP64": _fp64(a, x_vec.tensor, y_vec.tensor), "BLOCK_M": 32, "BLOCK_N": 64}, 4, 3)
     return a
@@ -163,22 +164,10 @@ def trsv(a: object, x: object, *, lower: bool = False, trans: bool = False, unit
     if n == 0:
         return x_vec.tensor
     sam, san = (a.stride(1), a.stride(0)) if trans else (a.stride(0), a.stride(1))
-    forward = lower != trans  # op(A) lower triangular: solve from the top
-    fp64 = _fp64(a, x_vec.tensor)
+    blocks = cdiv(n, TRSV_BLOCK)
+    flags = torch.zeros(blocks + 1, dtype=torch.int32, device=a.device)  # per block, then the ticket
     xd, xs, xi = x_vec.kernel_args()
-    starts = list(range(0, n, TRSV_BLOCK))
-    for k0 in starts if forward else reversed(starts):
-        nb = min(TRSV_BLOCK, n - k0)
-        done = (0, k0) if forward else (k0 + nb, n)  # columns already solved
-        if done[1] > done[0]:  # x_b ← x_b − op(A)[b, done]·x[done]
-            _gemv(_offset_view(a, k0, done[0], sam, san), sam, san, nb, done[1] - done[0],
-                  x_vec.sub(done[0], done[1] - done[0]), x_vec.sub(k0, nb), -1.0, 1.0, 0)
-        k.trsv_block_launch((1,), (a, xd, k0, nb, sam, san, xs, xi),
-                            {"LOWER": forward, "UNIT": unit_diagonal, "FP64": fp64, "BS": TRSV_BLOCK},
-                            4, 3)
+    k.trsv_launch((blocks,), (a, xd, flags, n, sam, san, xs, xi),
+                  {"LOWER": lower != trans, "UNIT": unit_diagonal, "FP64": _fp64(a, x_vec.tensor),
+                   "BS": TRSV_BLOCK}, 8, 1)
     return x_vec.tensor
-
-
-def _offset_view(a: torch.Tensor, i: int, j: int, sam: int, san: int) -> torch.Tensor:
-    """A view of ``a`` starting at op(A)[i, j] (only its first element's address matters)."""
-    return a.as_strided((1,), (1,), a.storage_offset() + i * sam + j * san)

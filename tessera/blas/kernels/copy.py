@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher
+from tessera._core.launch import Launcher, cdiv
 
 
 @triton.jit
@@ -46,7 +46,7 @@ def copy_into(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     for start in range(0, batch, 65535):  # the grid's third axis is limited
         part = slice(start, start + 65535)
         s, d = src[part], dst[part]
-        grid = (triton.cdiv(rows, block), triton.cdiv(cols, block), s.shape[0])
+        grid = (cdiv(rows, block), cdiv(cols, block), s.shape[0])
         _launch(grid, (s, d, rows, cols, *s.stride(), *d.stride()),
                 dict(BLOCK_R=block, BLOCK_C=block), 4, 2)
     return dst

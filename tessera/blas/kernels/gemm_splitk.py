@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher
+from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import _batched_strides, launched_in_batch_slices, representative_operands
 
 
@@ -120,10 +120,10 @@ def launch_gemm_splitk(
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
     fp64 = a.dtype == torch.float64
-    k_per_split = triton.cdiv(triton.cdiv(k, config.split_k), config.block_k) * config.block_k
+    k_per_split = cdiv(cdiv(k, config.split_k), config.block_k) * config.block_k
     workspace = torch.empty((batch, config.split_k, m, n), dtype=torch.float64 if fp64 else torch.float32,
                             device=a.device)
-    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     _partial(
         (tiles, config.split_k, batch),
         (a, b, workspace, m, n, k, k_per_split, *_batched_strides(a), *_batched_strides(b)),
@@ -134,7 +134,7 @@ def launch_gemm_splitk(
     )
     c_arg = c if c is not None else d
     _reduce(
-        (triton.cdiv(m, REDUCE_BLOCK) * triton.cdiv(n, REDUCE_BLOCK), batch),
+        (cdiv(m, REDUCE_BLOCK) * cdiv(n, REDUCE_BLOCK), batch),
         (workspace, c_arg, d, m, n, *_batched_strides(c_arg), *_batched_strides(d), float(alpha),
          float(beta)),
         dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=fp64, SPLIT_K=config.split_k,

@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher
+from tessera._core.launch import Launcher, cdiv
 
 MAX_GRID_Y = 65535
 
@@ -146,7 +146,7 @@ def launch_gemm_tile(
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
     c_arg = c if c is not None else d
-    grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), batch)
+    grid = (cdiv(m, config.block_m) * cdiv(n, config.block_n), batch)
     _launch(
         grid,
         (a, b, c_arg, d, m, n, k, *_batched_strides(a), *_batched_strides(b), *_batched_strides(c_arg),

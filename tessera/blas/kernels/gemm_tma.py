@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from tessera._core.launch import Launcher
+from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import representative_operands
 
 
@@ -156,7 +156,7 @@ def launch_gemm_tma(
         d, [m, n], list(d.stride()), [config.block_m, config.block_n // config.epilogue_split]
     )
     c_arg = c if c is not None else d
-    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     grid = (min(num_sms, tiles),)
     _launch(
         grid,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher
+from tessera._core.launch import Launcher, cdiv
 
 AXPY, SCAL, COPY, SWAP, ROT = 0, 1, 2, 3, 4
 DOT, ASUM, NRM2 = 0, 1, 2
@@ -169,4 +169,4 @@ extreme_launch = Launcher(_extreme_kernel)
 
 
 def programs(n: int, per_program: int) -> int:
-    return max(1, triton.cdiv(n, per_program))
+    return max(1, cdiv(n, per_program))

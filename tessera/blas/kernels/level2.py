@@ -4,8 +4,8 @@
 transposed A is the same kernel with the strides swapped, and a symmetric one (``UPLO``) reads each
 element from the stored triangle. With ``SPLIT`` > 1 the columns are divided among programs that
 write partial rows, and ``_gemv_finish_kernel`` adds them in a fixed order (deterministic). ``_ger``
-updates a tile of A; ``_trsv_block_kernel`` solves one diagonal block in a single program (the
-off-diagonal blocks are gemv updates launched between blocks).
+updates a tile of A; ``_trsv_kernel`` solves a triangular system in one launch, block by block,
+programs handing solved blocks on through flags.
 """
 
 from __future__ import annotations
@@ -100,33 +100,70 @@ def _ger_kernel(a_ptr, x_ptr, y_ptr, M, N, sam, san, x_start, incx, y_start, inc
 
 
 @triton.jit
-def _trsv_block_kernel(a_ptr, x_ptr, k0, nb, sam, san, x_start, incx, LOWER: tl.constexpr,
-                       UNIT: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr):
-    """Solve T·x_b = b_b in place for the nb ≤ BS diagonal block T = A[k0:k0+nb, k0:k0+nb]
-    (substitution in registers: forward for lower, backward for upper)."""
+def _triangular_inverse(t, LOWER: tl.constexpr, BS: tl.constexpr, FP64: tl.constexpr):
+    """T⁻¹ for a BS × BS triangular tile whose other triangle is zero: substitution on all columns
+    of the identity at once (forward for lower, backward for upper), in registers."""
     r = tl.arange(0, BS)
-    ok = r < nb
-    rows = k0 + r
-    t = _wide(tl.load(a_ptr + rows[:, None] * sam + rows[None, :] * san, mask=ok[:, None] & ok[None, :],
-                      other=0), FP64)
-    xi = x_start + rows * incx
-    b = _wide(tl.load(x_ptr + xi, mask=ok, other=0), FP64)
-    solved = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
-    for step in range(nb):
-        i = step if LOWER else nb - 1 - step
+    inv = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
+    for step in range(BS):
+        i = step if LOWER else BS - 1 - step
         row = tl.sum(tl.where(r[:, None] == i, t, 0.0), 0)  # T[i, :]
-        value = tl.sum(tl.where(r == i, b, 0.0), 0) - tl.sum(row * solved, 0)  # unsolved entries are 0
-        if not UNIT:
-            value = value / tl.sum(tl.where(r == i, row, 0.0), 0)
-        solved = tl.where(r == i, value, solved)
-    tl.store(x_ptr + xi, solved.to(x_ptr.dtype.element_ty), mask=ok)
+        done = tl.sum(row[:, None] * inv, 0)  # Σₖ T[i, k]·T⁻¹[k, :] over the rows solved so far
+        pivot = tl.sum(tl.where(r == i, row, 0.0), 0)
+        inv = tl.where(r[:, None] == i, ((r == i).to(inv.dtype) - done)[None, :] / pivot, inv)
+    return inv
+
+
+@triton.jit
+def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, LOWER: tl.constexpr,
+                 UNIT: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr):
+    """Solve op(A)·x = b in place, one program per BS-row block, all in one launch.
+
+    A program takes a ticket (``flags[nblocks]``) that fixes its block in solve order, so every
+    block it waits for belongs to a program that started earlier (no deadlock whatever order the
+    GPU starts programs in). It inverts its diagonal block while earlier blocks are being solved,
+    then for each earlier block loads its tile of op(A), waits for that block's flag and subtracts
+    the product with the solved x; last x_b = T⁻¹·(b − Σ), stored, then its flag set (release).
+    The critical path per block is a wait, a 64-element load and two small products."""
+    r = tl.arange(0, BS)
+    nblocks = tl.cdiv(n, BS)
+    order = tl.atomic_add(flags_ptr + nblocks, 1)
+    block = order if LOWER else nblocks - 1 - order
+    rows = block * BS + r
+    ok = rows < n
+    in_triangle = (r[:, None] >= r[None, :]) if LOWER else (r[:, None] <= r[None, :])
+    if UNIT:
+        in_triangle = in_triangle & (r[:, None] != r[None, :])
+    t = _wide(tl.load(a_ptr + rows[:, None] * sam + rows[None, :] * san,
+                      mask=ok[:, None] & ok[None, :] & in_triangle, other=0), FP64)
+    identity = r[:, None] == r[None, :]
+    if UNIT:
+        t = tl.where(identity, 1.0, t)
+    else:
+        t = tl.where(identity & ~ok[:, None], 1.0, t)  # rows past n: an identity block
+    inv = _triangular_inverse(t, LOWER, BS, FP64)
+    acc = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
+    for step in range(0, order):  # the blocks solved before this one, oldest first
+        earlier = step if LOWER else nblocks - 1 - step
+        cols = earlier * BS + r
+        col_ok = cols < n
+        tile = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
+                             mask=ok[:, None] & col_ok[None, :], other=0), FP64)
+        ready = tl.atomic_add(flags_ptr + earlier, 0, sem="acquire")
+        while ready == 0:
+            ready = tl.atomic_add(flags_ptr + earlier, 0, sem="acquire")
+        solved = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0, cache_modifier=".cg"),
+                       FP64)
+        acc += tl.sum(tile * solved[None, :], 1)
+    xi = x_start + rows * incx
+    rhs = _wide(tl.load(x_ptr + xi, mask=ok, other=0), FP64) - acc
+    x = tl.sum(inv * rhs[None, :], 1)
+    tl.store(x_ptr + xi, x.to(x_ptr.dtype.element_ty), mask=ok)
+    tl.debug_barrier()  # every thread's stores before the flag
+    tl.atomic_xchg(flags_ptr + block, 1, sem="release")
 
 
 gemv_launch = Launcher(_gemv_kernel)
 gemv_finish_launch = Launcher(_gemv_finish_kernel)
 ger_launch = Launcher(_ger_kernel)
-trsv_block_launch = Launcher(_trsv_block_kernel)
-
-
-def cdiv(a: int, b: int) -> int:
-    return triton.cdiv(a, b)
+trsv_launch = Launcher(_trsv_kernel)

@@ -22,7 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher, word
+from tessera._core.launch import Launcher, cdiv, word
 from tessera.rand.space import TORCH_DTYPES, MrgConfig
 
 M1, M2 = 4294967087, 4294944443
@@ -262,9 +262,9 @@ def launch_mrg(out, kind: int, seed: int, subsequence: int, offset: int, mean: f
     enough to pay for the lane's jump, short enough to leave enough lanes on small draws."""
     n = out.numel()
     chunk = config.chunk(n)
-    lanes = triton.cdiv(n, chunk)
+    lanes = cdiv(n, chunk)
     state = [word(x) for x in state_at(seed, subsequence, offset)]
-    _launch((triton.cdiv(lanes, config.block),),
+    _launch((cdiv(lanes, config.block),),
             (out, _jump_tables(str(out.device)), n, chunk, chunk.bit_length() - 1,
              (lanes * chunk).bit_length(), *state, float(mean), float(std)),
             {"KIND": kind, "BLOCK": config.block, "JUMPS": JUMP_BITS, "INT1": config.int_m1,

@@ -23,7 +23,7 @@ import triton.language as tl
 from triton.language.extra.cuda import libdevice as cuda_math
 
 from tessera._core.device import interpreter_enabled
-from tessera._core.launch import Launcher, words
+from tessera._core.launch import Launcher, cdiv, words
 from tessera.rand.space import TORCH_DTYPES, PhiloxConfig
 
 PHILOX_M0 = tl.constexpr(0xD2511F53)
@@ -294,7 +294,7 @@ def _philox_group_kernel(out_ptr, n, first_lo, first_hi, lead, shift, sub_lo, su
 
 def launch_bijection(counter, key, out, block: int = 256) -> None:
     n = counter.shape[0]
-    _philox_bijection_kernel[(triton.cdiv(n, block),)](counter, key, out, n, BLOCK=block)
+    _philox_bijection_kernel[(cdiv(n, block),)](counter, key, out, n, BLOCK=block)
 
 
 _block_launch = Launcher(_philox_block_kernel)
@@ -309,14 +309,14 @@ def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean
     aligned = kind in (0, 1) or (kind in (2, 3) and offset % 2 == 0) or (kind == 4 and offset % 4 == 0)
     if aligned:  # whole Philox blocks from block offset // 4, the first `shift` values dropped
         shift = offset % 4 // words_per_group * values
-        blocks = triton.cdiv(n + shift, 4 // words_per_group * values)
+        blocks = cdiv(n + shift, 4 // words_per_group * values)
         lead = offset // 4 % config.block  # programs start at multiples of config.block
         launch, start = _block_launch, offset // 4 - lead
-        programs = triton.cdiv(lead + blocks, config.block)
+        programs = cdiv(lead + blocks, config.block)
     else:
         shift = lead = 0
         launch, start = _group_launch, offset
-        programs = triton.cdiv(triton.cdiv(n, values), config.block)
+        programs = cdiv(cdiv(n, values), config.block)
     launch((programs,), (out, n, *words(start), lead, shift, *words(subsequence), *words(seed),
                          float(mean), float(std)),
            {"KIND": kind, "BLOCK": config.block, "MATH": math_mode(out), "AFFINE": (mean, std) != (0.0, 1.0)},
@@ -409,7 +409,7 @@ def launch_poisson(out, lam: float, seed: int, subsequence: int, offset: int, bl
     """Fill contiguous 1-D ``out`` with Poisson(λ) values; returns the words consumed."""
     n = out.numel()
     large = lam >= POISSON_SMALL_LAMBDA
-    _poisson_launch((triton.cdiv(n, block),),
+    _poisson_launch((cdiv(n, block),),
                     (out, n, *words(offset), *words(subsequence), *words(seed), float(lam)),
                     {"LARGE": large, "ATTEMPTS": POISSON_ATTEMPTS, "SEARCH": poisson_search_terms(lam),
                      "BLOCK": block}, 8, 3)

@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.errors import invalid
-from tessera._core.launch import Launcher, word
+from tessera._core.launch import Launcher, cdiv, next_power_of_2, word
 from tessera.rand.space import SobolConfig
 
 MAX_DIMENSIONS = 1024
@@ -110,13 +110,13 @@ def launch_sobol(out, directions, shifts, first: int, kind: int,
     (32, dims) int32 table (bit k of every dimension in a row). A program writes ``config.steps``
     tiles of about ``config.values`` values (a power-of-two number of points × up to 32 dimensions)."""
     n, dims = out.shape
-    block_d = min(triton.next_power_of_2(dims), 32)
-    points = max(1, triton.next_power_of_2(config.values) // block_d)
+    block_d = min(next_power_of_2(dims), 32)
+    points = max(1, next_power_of_2(config.values) // block_d)
     tile = points * config.steps
     if tile & (tile - 1) or tile > 2**31:
         raise invalid("sobol32 config steps", config.steps, "a power of two (tiles of at most 2^31 points)")
     blocks = (first + n - 1) // tile - first // tile + 1
-    _launch((blocks, triton.cdiv(dims, block_d)),
+    _launch((blocks, cdiv(dims, block_d)),
             (directions, shifts if shifts is not None else directions, out, n, dims, word(first)),
             {"SCRAMBLE": shifts is not None, "KIND": kind, "B": points, "LOG_B": points.bit_length() - 1,
              "R": config.steps, "BLOCK_D": block_d}, config.num_warps, 3)
