@@ -69,9 +69,10 @@ def main() -> None:
     mat = 2 * M * M
     sweep = []  # gemv tiles (the evidence behind level2.GEMV_TILES)
     default_tiles = dict(level2.GEMV_TILES)
+    candidates = {False: ((16, 256, 4, 4), (16, 512, 4, 4), (32, 512, 8, 4), (64, 256, 8, 4)),
+                  True: ((64, 128, 4, 8), (64, 128, 4, 4), (32, 256, 8, 4), (128, 64, 4, 8), (256, 64, 8, 4))}
     for contiguous, trans in ((False, False), (True, True)):
-        for tile in ((16, 256, 4), (32, 256, 8), (32, 512, 8), (64, 256, 8), (64, 32, 4), (128, 64, 4),
-                     (128, 64, 8), (256, 64, 8), (256, 32, 8)):
+        for tile in candidates[contiguous]:  # (BLOCK_M, BLOCK_N, num_warps, programs per SM)
             level2.GEMV_TILES[contiguous] = tile
             ms = flushed_ms(lambda trans=trans: blas.gemv(a, v, w, trans=trans))
             sweep.append({"trans": trans, "tile": tile, "gbs": mat / ms / 1e6})

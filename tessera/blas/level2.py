@@ -39,17 +39,20 @@ def _fp64(*tensors: torch.Tensor) -> bool:
     return any(t.dtype == torch.float64 for t in tensors)
 
 
-# rows contiguous? → (BLOCK_M, BLOCK_N, num_warps); H200 sweep at 8192² bf16 in
-# benchmarks/results/blas-l12-h200-690c157.json (T: 256x64 w8 2174 GB/s against 1267 for 64x32 w4)
-GEMV_TILES = {True: (256, 64, 8), False: (16, 256, 4)}
+# rows contiguous? → (BLOCK_M, BLOCK_N, num_warps, programs per multiprocessor): the best of H200
+# sweeps at 8192² bf16 (the gemv sweep of benchmarks/blas_level12.py, in its results JSON; torch.mv
+# 3050–3100 GB/s in the same runs): N 16×512 w4 ≈2890 GB/s (16×256 w4: 2559); T 64×128 w4 with
+# 8 programs per multiprocessor ≈2870 GB/s (256×64 w8: 2166). A hand-written prefetch of the
+# next tile and num_stages did not help (a62b8e2 session).
+GEMV_TILES = {True: (64, 128, 4, 8), False: (16, 512, 4, 4)}
 
 
 def _gemv_shape(m: int, n: int, row_contiguous: bool, num_sms: int) -> tuple[int, int, int, int]:
     """(BLOCK_M, BLOCK_N, SPLIT, num_warps): tiles along the contiguous direction; columns split
-    among programs until about four programs per multiprocessor exist (long rows, few of them)."""
-    block_m, block_n, warps = GEMV_TILES[row_contiguous]
+    among programs until about ``per_sm`` programs per multiprocessor exist (long rows, few rows)."""
+    block_m, block_n, warps, per_sm = GEMV_TILES[row_contiguous]
     row_programs = cdiv(m, block_m)
-    split = max(1, min(cdiv(4 * num_sms, row_programs), cdiv(n, 4 * block_n), 64))
+    split = max(1, min(cdiv(per_sm * num_sms, row_programs), cdiv(n, 4 * block_n), 64))
     return block_m, block_n, split, warps
 
 

@@ -129,7 +129,7 @@ def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, LOWER: tl.
     nblocks = tl.cdiv(n, BS)
     order = tl.atomic_add(flags_ptr + nblocks, 1)
     block = order if LOWER else nblocks - 1 - order
-    rows = block * BS + r
+    rows = block.to(tl.int64) * BS + r  # 64-bit: rows·stride passes 2³¹ from n ≈ 46341
     ok = rows < n
     in_triangle = (r[:, None] >= r[None, :]) if LOWER else (r[:, None] <= r[None, :])
     if UNIT:
@@ -145,7 +145,7 @@ def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, LOWER: tl.
     acc = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
     for step in range(0, order):  # the blocks solved before this one, oldest first
         earlier = step if LOWER else nblocks - 1 - step
-        cols = earlier * BS + r
+        cols = earlier.to(tl.int64) * BS + r
         col_ok = cols < n
         tile = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
                              mask=ok[:, None] & col_ok[None, :], other=0), FP64)
