@@ -2,7 +2,8 @@
 
 Level 1 at 2^26 fp32 elements, level 2 on 8192 × 8192 bf16 (gemv both ways, symv, ger) and fp32
 trsv. GB/s counts the bytes a routine must move at least (e.g. dot reads x and y; nrm2 reads x once,
-though its scaling pass reads it twice); the copy figure counts read + write. Both sides are timed
+though its scaling pass reads it twice; symv the stored triangle — runs before 5759988 counted the
+whole matrix there); the copy figure counts read + write. Both sides are timed
 with triton.testing.do_bench (median, L2 flushed), Tessera and torch alternating over rounds.
 Usage: python benchmarks/blas_level12.py OUT.json
 """
@@ -83,8 +84,8 @@ def main() -> None:
         case("gemv N bf16 8192²", mat, lambda: blas.gemv(a, v, w), lambda: torch.mv(a, v, out=w), "torch.mv"),
         case("gemv T bf16 8192²", mat, lambda: blas.gemv(a, v, w, trans=True),
              lambda: torch.mv(a.t(), v, out=w), "torch.mv(a.t())"),
-        case("symv bf16 8192²", mat, lambda: blas.symv(a, v, w), lambda: torch.mv(a, v, out=w),
-             "torch.mv (full matrix)"),
+        case("symv bf16 8192²", M * (M + 1), lambda: blas.symv(a, v, w), lambda: torch.mv(a, v, out=w),
+             "torch.mv (full matrix)"),  # bytes: the stored triangle, read once (from 5759988 on)
         case("ger bf16 8192²", 2 * mat, lambda: blas.ger(0.001, v, w, a), lambda: a.addr_(v, w, alpha=0.001),
              "a.addr_"),
     ]

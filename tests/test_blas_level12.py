@@ -265,6 +265,24 @@ def test_symv_reads_one_triangle(dtype: torch.dtype, lower: bool, device: str) -
                        sblas.dsymv(1.0, sym.numpy(), f64(x), lower=int(lower)))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("lower", [False, True])
+def test_gpu_symv_many_block_rows(lower: bool) -> None:
+    """5000 rows: 79 block rows of several programs each, the last block partial; the other
+    triangle holds NaN and must not be read."""
+    n = 5000
+    gen = torch.Generator(device="cuda").manual_seed(9)
+    full = torch.randn(n, n, device="cuda", generator=gen)
+    sym = torch.tril(full) + torch.tril(full, -1).T if lower else torch.triu(full) + torch.triu(full, 1).T
+    stored = full.clone()
+    keep = torch.ones(n, n, dtype=torch.bool, device="cuda")
+    stored[torch.triu(keep, 1) if lower else torch.tril(keep, -1)] = float("nan")
+    x = torch.randn(n, device="cuda", generator=gen)
+    got = symv(stored, x, lower=lower)
+    want = (sym.double() @ x.double()).float()
+    assert torch.allclose(got, want, atol=1e-3, rtol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_ger(dtype: torch.dtype, device: str) -> None:
     a = make(45 * 70, dtype, device, 19).reshape(45, 70)[:, 3:67]  # a strided view, updated in place

@@ -9,6 +9,8 @@ error, an empty matrix returns at once (y untouched), α = 0 does not read A, β
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from tessera._core.device import device_info
@@ -57,7 +59,7 @@ def _gemv_shape(m: int, n: int, row_contiguous: bool, num_sms: int) -> tuple[int
 
 
 def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vector, alpha: float,
-          beta: float, uplo: int) -> None:
+          beta: float) -> None:
     """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san."""
     fp64 = _fp64(a, x.tensor, y.tensor)
     info = device_info(a.device)
@@ -73,11 +75,49 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
     beta_zero = beta == 0.0
     k.gemv_launch((cdiv(m, block_m), split),
                   (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
-                  {"UPLO": uplo, "SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64,
+                  {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64,
                    "BLOCK_M": block_m, "BLOCK_N": block_n}, warps, 3)
     if split > 1:
         k.gemv_finish_launch((cdiv(m, 1024),), (ws, yd, m, ys, yi, alpha, beta),
                              {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": 1024}, 4, 3)
+
+
+# (tile edge, stored tiles per program, num_warps) for symv; the interpreter takes small tiles so
+# that tests of a few dozen rows still cover several programs per block row.
+SYMV_SHAPE = {"gpu": (64, 8, 4), "interpreter": (16, 2, 4)}
+
+
+@functools.lru_cache(maxsize=64)
+def _symv_plan(blocks: int, per_program: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(plan, first): plan[p] = (I, J0, J1), the stored tiles (I, J0 … J1 − 1) of program p, block
+    row by block row; first[I] … first[I + 1] − 1 are the programs of block row I."""
+    plan, first = [], [0]
+    for i in range(blocks):
+        for j0 in range(i, blocks, per_program):
+            plan.append((i, j0, min(j0 + per_program, blocks)))
+        first.append(len(plan))
+    return (torch.tensor(plan, dtype=torch.int32, device=device).reshape(-1),
+            torch.tensor(first, dtype=torch.int32, device=device))
+
+
+def _symv(a: torch.Tensor, sam: int, san: int, n: int, x: Vector, y: Vector, alpha: float,
+          beta: float) -> None:
+    """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j)."""
+    fp64 = _fp64(a, x.tensor, y.tensor)
+    tile, per_program, warps = SYMV_SHAPE["interpreter" if device_info(a.device).backend == "interpreter"
+                                          else "gpu"]
+    blocks = cdiv(n, tile)
+    plan, first = _symv_plan(blocks, per_program, a.device)
+    programs = plan.numel() // 3
+    wide = torch.float64 if fp64 else torch.float32
+    ws_row = torch.empty(programs * tile, dtype=wide, device=a.device)
+    ws_col = torch.empty(max(blocks - 1, 1) * n, dtype=wide, device=a.device)  # block row I < last
+    xd, xs, xi = x.kernel_args()
+    yd, ys, yi = y.kernel_args()
+    k.symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
+                  {"FP64": fp64, "BS": tile}, warps, 3)
+    k.symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, ys, yi, alpha, beta),
+                         {"BETA_ZERO": beta == 0.0, "FP64": fp64, "BS": tile, "ABOVE": 32}, 4, 3)
 
 
 def _scale_only(y: Vector, beta: float) -> None:
@@ -111,7 +151,7 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
         _scale_only(y_vec, beta)
         return y_vec.tensor
     sam, san = (a.stride(1), a.stride(0)) if trans else (a.stride(0), a.stride(1))
-    _gemv(a, sam, san, rows, cols, x_vec, y_vec, alpha, beta, 0)
+    _gemv(a, sam, san, rows, cols, x_vec, y_vec, alpha, beta)
     return y_vec.tensor
 
 
@@ -131,7 +171,8 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
     if alpha == 0.0:
         _scale_only(y_vec, beta)
         return y_vec.tensor
-    _gemv(a, a.stride(0), a.stride(1), n, n, x_vec, y_vec, alpha, beta, 2 if lower else 1)
+    sam, san = (a.stride(1), a.stride(0)) if lower else (a.stride(0), a.stride(1))  # lower = upper of Aᵀ
+    _symv(a, sam, san, n, x_vec, y_vec, alpha, beta)
     return y_vec.tensor
 
 

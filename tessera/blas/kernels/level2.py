@@ -1,9 +1,10 @@
 """BLAS level 2 kernels: a matrix by its element strides, vectors as in ``level1`` (start, increment).
 
 ``_gemv_kernel`` computes rows of op(A)·x for a (BLOCK_M × BLOCK_N) tile walk along the columns; a
-transposed A is the same kernel with the strides swapped, and a symmetric one (``UPLO``) reads each
-element from the stored triangle. With ``SPLIT`` > 1 the columns are divided among programs that
-write partial rows, and ``_gemv_finish_kernel`` adds them in a fixed order (deterministic). ``_ger``
+transposed A is the same kernel with the strides swapped. With ``SPLIT`` > 1 the columns are divided
+among programs that write partial rows, and ``_gemv_finish_kernel`` adds them in a fixed order
+(deterministic). ``_symv_kernel`` reads each tile of the stored triangle once and uses it twice
+(A_IJ·x_J and A_IJᵀ·x_I); ``_symv_finish_kernel`` adds the parts in a fixed order. ``_ger``
 updates a tile of A; ``_trsv_kernel`` solves a triangular system in one launch, block by block,
 programs handing solved blocks on through flags.
 """
@@ -20,10 +21,10 @@ from tessera.blas.kernels.level1 import _arg, _wide
 @triton.jit
 def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_start, incy,
                  alpha: tl.float64, beta: tl.float64, cols_per_split,
-                 UPLO: tl.constexpr, SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
+                 SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """y[i] = α Σ_j A[i, j] x[j] + β y[i] for this program's rows (SPLIT = 1), or the partial sum over
-    its share of the columns into ws[split, i]. UPLO: 0 general, 1 upper stored, 2 lower stored."""
+    its share of the columns into ws[split, i]."""
     pid_m = tl.program_id(0)
     pid_s = tl.program_id(1)
     rows = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -34,25 +35,8 @@ def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_s
     for j0 in range(lo, hi, BLOCK_N):
         cols = j0 + tl.arange(0, BLOCK_N)
         col_ok = cols < hi
-        ok = row_ok[:, None] & col_ok[None, :]
-        if UPLO == 0:
-            a = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok, other=0)
-        else:  # a tile wholly in the stored triangle, wholly in the mirrored one, or on the diagonal
-            r_lo, r_hi = pid_m * BLOCK_M, pid_m * BLOCK_M + BLOCK_M - 1
-            c_lo, c_hi = j0, j0 + BLOCK_N - 1
-            all_stored = (r_hi <= c_lo) if UPLO == 1 else (c_hi <= r_lo)
-            all_mirrored = (c_hi < r_lo) if UPLO == 1 else (r_hi < c_lo)
-            if all_stored:
-                a = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok, other=0)
-            elif all_mirrored:  # read as A[cols, rows] (coalesced like a stored tile), then turned
-                a = tl.trans(tl.load(a_ptr + cols[:, None] * sam + rows[None, :] * san, mask=ok.T, other=0))
-            else:
-                stored = (rows[:, None] <= cols[None, :]) if UPLO == 1 else (rows[:, None] >= cols[None, :])
-                direct = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=ok & stored,
-                                 other=0)
-                mirror = tl.load(a_ptr + cols[:, None] * sam + rows[None, :] * san,
-                                 mask=(ok & ~stored).T, other=0)
-                a = tl.where(stored, direct, tl.trans(mirror))
+        a = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=row_ok[:, None] & col_ok[None, :],
+                    other=0)
         xv = tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0)
         acc += _wide(a, FP64) * _wide(xv, FP64)[None, :]
     total = tl.sum(acc, 1)
@@ -81,6 +65,59 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
     total = tl.load(ws_ptr + rows, mask=row_ok, other=0)
     for s in range(1, SPLIT):  # a fixed order: the result does not depend on timing
         total += tl.load(ws_ptr + s * M + rows, mask=row_ok, other=0)
+    _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
+
+
+@triton.jit
+def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
+                 FP64: tl.constexpr, BS: tl.constexpr):
+    """Tiles (I, J0) … (I, J1 − 1) of the upper triangle (plan row = I, J0, J1; a lower triangle
+    comes with its strides swapped), each read once: A_IJ·x_J into this program's row sums
+    (ws_row), and A_IJᵀ·x_I, the mirrored part, into ws_col[I, J's rows]; on the diagonal tile
+    both halves stay in the row sums. The stored triangle's other side is never read."""
+    pid = tl.program_id(0)
+    bi = tl.load(plan_ptr + 3 * pid)
+    j_first = tl.load(plan_ptr + 3 * pid + 1)
+    j_last = tl.load(plan_ptr + 3 * pid + 2)
+    r = tl.arange(0, BS)
+    rows = bi.to(tl.int64) * BS + r
+    row_ok = rows < n
+    x_rows = _wide(tl.load(x_ptr + x_start + rows * incx, mask=row_ok, other=0), FP64)
+    acc = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
+    next_block = (bi.to(tl.int64) + 1) * BS  # columns from here on lie right of the diagonal block
+    for bj in range(j_first, j_last):
+        cols = bj * BS + r.to(tl.int64)  # (a loop index is a plain int in the interpreter)
+        col_ok = cols < n
+        tile = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
+                             mask=row_ok[:, None] & col_ok[None, :] & (rows[:, None] <= cols[None, :]),
+                             other=0), FP64)  # the stored triangle only
+        x_cols = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0), FP64)
+        acc += tl.sum(tile * x_cols[None, :], 1)
+        strict = tl.where(rows[:, None] < cols[None, :], tile, 0.0)
+        mirrored = tl.sum(strict * x_rows[:, None], 0)
+        tl.store(ws_col_ptr + bi.to(tl.int64) * n + cols, mirrored, mask=col_ok & (cols >= next_block))
+        acc += tl.where(cols < next_block, mirrored, 0.0)  # diagonal tile: column j of it is row j
+    tl.store(ws_row_ptr + pid.to(tl.int64) * BS + r, acc)
+
+
+@triton.jit
+def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, y_start, incy, alpha: tl.float64,
+                        beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
+                        ABOVE: tl.constexpr):
+    """y for row block I: its programs' row sums, then the mirrored parts from the block rows above
+    (ABOVE of them per step), in a fixed order (deterministic)."""
+    bi = tl.program_id(0)
+    r = tl.arange(0, BS)
+    rows = bi.to(tl.int64) * BS + r
+    row_ok = rows < n
+    total = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
+    for p in range(tl.load(first_ptr + bi), tl.load(first_ptr + bi + 1)):
+        total += tl.load(ws_row_ptr + p * BS + r)
+    for i0 in range(0, bi, ABOVE):
+        above = i0 + tl.arange(0, ABOVE)
+        part = tl.load(ws_col_ptr + above.to(tl.int64)[:, None] * n + rows[None, :],
+                       mask=(above < bi)[:, None] & row_ok[None, :], other=0)
+        total += tl.sum(part, 0)
     _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
 
 
@@ -145,7 +182,7 @@ def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, LOWER: tl.
     acc = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
     for step in range(0, order):  # the blocks solved before this one, oldest first
         earlier = step if LOWER else nblocks - 1 - step
-        cols = earlier.to(tl.int64) * BS + r
+        cols = earlier * BS + r.to(tl.int64)
         col_ok = cols < n
         tile = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
                              mask=ok[:, None] & col_ok[None, :], other=0), FP64)
@@ -166,4 +203,6 @@ def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, LOWER: tl.
 gemv_launch = Launcher(_gemv_kernel)
 gemv_finish_launch = Launcher(_gemv_finish_kernel)
 ger_launch = Launcher(_ger_kernel)
+symv_launch = Launcher(_symv_kernel)
+symv_finish_launch = Launcher(_symv_finish_kernel)
 trsv_launch = Launcher(_trsv_kernel)
