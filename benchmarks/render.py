@@ -87,6 +87,24 @@ def _level12_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _quantized_section(path: Path) -> list[str]:
+    """Weight-only quantized GEMM rows beside bf16 torch.matmul, with the issue's targets."""
+    data = json.loads(path.read_text())
+    lines = [f"## Weight-only quantized GEMM on {data['device']} — `{path.relative_to(ROOT)}`", "",
+             f"Measured {data['created']} at revision `{data['git']}` with `{data['command']}`; torch "
+             f"{data['versions']['torch']}, triton {data['versions']['triton']}. x (M × 8192, bf16) times "
+             "an 8192² weight quantized with group 128; torch = bf16 `torch.matmul` of the same shape; "
+             "medians of 3 alternating rounds, L2 flushed. Weight GB/s counts codes and scales.", "",
+             "| weights | M | Tessera µs | torch µs | vs torch | target | TFLOP/s | weight GB/s |",
+             "|---|---:|---:|---:|---:|---|---:|---:|"]
+    for r in data["rows"]:
+        verdict = "met" if r["vs_torch"] >= r["target"] else "**missed**"
+        lines.append(f"| int{r['bits']} | {r['m']} | {r['ms'] * 1e3:.1f} | {r['torch_ms'] * 1e3:.1f} | "
+                     f"{r['vs_torch']:.2f} | ≥ {r['target']}× {verdict} | {r['tflops']:.0f} | "
+                     f"{r['weight_gbs']:.0f} |")
+    return [*lines, ""]
+
+
 # Targets of the rand issue: (problem, versus) → minimum ratio.
 RAND_TARGETS = {
     ("philox4x32_10 uniform fp32 2^28", "curand"): 1.0, ("philox4x32_10 uniform fp32 2^28", "copy"): 85.0,
@@ -176,6 +194,8 @@ def main() -> None:
     for path in sorted(RESULTS.glob("blas-l12-*.json"), key=lambda p: json.loads(p.read_text())["created"],
                        reverse=True):
         out += _level12_section(path)
+    for path in sorted(RESULTS.glob("quantized-*.json"), reverse=True):
+        out += _quantized_section(path)
     for path in sorted(RESULTS.glob("host-overhead-*.json")):
         out += _host_section(path)
     for folder in sorted(p for p in RESULTS.glob("tune-*") if p.is_dir()):

@@ -17,6 +17,7 @@ from tessera._core.device import DeviceInfo
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
+from tessera.blas.kernels.gemm_wq import WqConfig
 from tessera.tuning import logic
 
 Config = TileConfig | TmaConfig | SplitKConfig
@@ -221,3 +222,87 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
 logic.register_op("blas", "gemm", SIZE_KEYS,
                   {"gemm_tile": TileConfig, "gemm_tma": TmaConfig, "gemm_splitk": SplitKConfig},
                   heuristic=heuristic_logic)
+
+
+# Weight-only quantized GEMM (``gemm_wq``): op ``gemm_wq``, dtype ``int{bits}_{activation}`` (e.g.
+# ``int4_bf16``), sizes (m, n, k). BLOCK_K is capped at the quantization group when launched.
+WQ_SIZE_KEYS = ("m", "n", "k")
+WQ_DTYPES = ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")
+WQ_SPACE: tuple[WqConfig, ...] = tuple(
+    WqConfig(bm, bn, bk, split, 8, w, s)
+    for bm, bn, bk in [(16, 64, 128), (16, 128, 128), (16, 256, 64), (32, 128, 64), (64, 128, 64),
+                       (128, 128, 64), (128, 256, 64)]
+    for split in (1, 2, 4, 8)
+    for w in (4, 8)
+    for s in (3, 4)
+    if bm <= 32 or split == 1
+)
+
+
+@dataclass(frozen=True)
+class WqProblem:
+    m: int
+    n: int
+    k: int
+    dtype: str  # int4_bf16 …
+
+
+def select_wq(problem: WqProblem, device: DeviceInfo) -> Choice:
+    """The configuration of a weight-only quantized GEMM: logic files, then the heuristic."""
+    if forced.config is not None and isinstance(forced.config, WqConfig):
+        return Choice(forced.config, "forced")
+    return _select_wq_cached(problem, device.backend, device.arch, device.multiprocessors or 0,
+                             logic.generation())
+
+
+@functools.lru_cache(maxsize=1024)
+def _select_wq_cached(problem: WqProblem, backend: str, arch: str, sms: int, _generation: int) -> Choice:
+    match, reasons = logic.lookup(arch, "blas", "gemm_wq", problem.dtype, (problem.m, problem.n, problem.k))
+    if match is not None:
+        return Choice(match.config, match.describe())
+    choice = _wq_heuristic(problem, backend, sms)
+    return Choice(choice.config, "; ".join([*reasons, choice.reason]))
+
+
+def _wq_heuristic(problem: WqProblem, backend: str, sms: int) -> Choice:
+    """Not yet tuned on a GPU: tile shapes follow the 16-bit tile family's rules; decode-sized M
+    splits K until about two programs per multiprocessor exist."""
+    if backend == "interpreter":
+        return Choice(WqConfig(16, 32, 32, 2 if problem.k >= 128 else 1, 4, 4, 1),
+                      "interpreter: small tiles, split K to cover the reduction path")
+    m, n, k = problem.m, problem.n, problem.k
+    if m <= 32:
+        config = WqConfig(16, 128, 128, 1, 8, 4, 3)
+        tiles = -(-m // 16) * -(-n // 128)
+        split = 1
+        while tiles * split < 2 * max(sms, 1) and k // (split * 2) >= 4 * config.block_k and split < 16:
+            split *= 2
+        return Choice(dataclasses.replace(config, split_k=split),
+                      f"decode-sized M: 16x128 tiles, K split {split}")
+    if m <= 128:
+        return Choice(WqConfig(64, 128, 64, 1, 8, 4, 3), "medium M: 64x128 tiles")
+    return Choice(WqConfig(128, 128, 64, 1, 8, 8, 3), "large M: 128x128 tiles")
+
+
+_WQ_GRID = [(m, n, k) for m in (1, 16, 64, 256, 1024, 4096) for n, k in ((4096, 4096), (8192, 8192),
+                                                                          (14336, 4096))]
+
+
+def heuristic_wq_logic(device: DeviceInfo) -> list[dict]:
+    """What the weight-only heuristic picks on ``device`` over a grid, as logic documents."""
+    docs = []
+    for dtype in WQ_DTYPES:
+        ids: dict[WqConfig, int] = {}
+        table = []
+        for m, n, k in _WQ_GRID:
+            choice = _wq_heuristic(WqProblem(m, n, k, dtype), device.backend, device.multiprocessors or 0)
+            table.append({"m": m, "n": n, "k": k, "solution": ids.setdefault(choice.config, len(ids))})
+        solutions = [{"id": sid, "kernel": c.kernel, **dataclasses.asdict(c)} for c, sid in ids.items()]
+        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas",
+                     "op": "gemm_wq", "problem": {"dtype": dtype}, "origin": "heuristic",
+                     "runtime": {"backend": device.backend}, "solutions": solutions, "table": table,
+                     "distance": "log_euclidean"})
+    return docs
+
+
+logic.register_op("blas", "gemm_wq", WQ_SIZE_KEYS, {"gemm_wq": WqConfig}, heuristic=heuristic_wq_logic)

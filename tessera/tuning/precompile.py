@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 # kernel family → module that defines representative_launch(op, config, dtype, num_sms)
-FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile", "gemm_tma": "tessera.blas.kernels.gemm_tma",
-                  "gemm_splitk": "tessera.blas.kernels.gemm_splitk", "philox": "tessera.rand.kernels.philox",
+FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
+                  "gemm_tma": "tessera.blas.kernels.gemm_tma",
+                  "gemm_splitk": "tessera.blas.kernels.gemm_splitk",
+                  "gemm_wq": "tessera.blas.kernels.gemm_wq", "philox": "tessera.rand.kernels.philox",
                   "mrg32k3a": "tessera.rand.kernels.mrg", "sobol32": "tessera.rand.kernels.sobol"}
 
 

@@ -132,13 +132,21 @@ def launch_gemm_splitk(
              BLOCK_K=config.block_k),
         config.num_warps, config.num_stages,
     )
+    reduce_partials(workspace, d, c, alpha, beta)
+
+
+def reduce_partials(workspace: torch.Tensor, d: torch.Tensor, c: torch.Tensor | None = None,
+                    alpha: float = 1.0, beta: float = 0.0) -> None:
+    """d ← alpha · Σ_s workspace[:, s] + beta · c, the slices added in order s = 0, 1, … (also the
+    second step of the weight-only family's split-K). ``workspace`` is (batch, split, M, N)."""
+    batch, split, m, n = workspace.shape
     c_arg = c if c is not None else d
     _reduce(
         (cdiv(m, REDUCE_BLOCK) * cdiv(n, REDUCE_BLOCK), batch),
         (workspace, c_arg, d, m, n, *_batched_strides(c_arg), *_batched_strides(d), float(alpha),
          float(beta)),
-        dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=fp64, SPLIT_K=config.split_k,
-             BLOCK_M=REDUCE_BLOCK, BLOCK_N=REDUCE_BLOCK),
+        dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=workspace.dtype == torch.float64,
+             SPLIT_K=split, BLOCK_M=REDUCE_BLOCK, BLOCK_N=REDUCE_BLOCK),
         4, 1,
     )
 

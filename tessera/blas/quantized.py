@@ -1,0 +1,159 @@
+"""Weight-only quantization (W4A16, W8A16): quantize a weight once, multiply 16-bit activations by it.
+
+``quantize_weight(w, bits=4, group_size=128, symmetric=True)`` takes the (K, N) weight of
+``y = x @ w`` (an ``nn.Linear`` weight is ``w.t()``) and returns a :class:`QuantizedWeight`:
+
+- ``codes``: uint8, (K, N) for 8 bits; (K / 2, N) for 4 bits, the low nibble holding row 2i and
+  the high nibble row 2i + 1 (no sign: codes run 0 … 2^bits − 1).
+- ``scales``: (K / group_size, N), in the weight's dtype (fp16/bf16; fp32 weights keep fp32).
+- ``zeros``: None when symmetric (the zero point is 2^(bits − 1)), else (K / group_size, N) zero
+  points in code units, same dtype as the scales.
+
+``w[k, n] ≈ (code[k, n] − zero[k // g, n]) · scale[k // g, n]``; ``dequantize_weight`` computes
+exactly that. Symmetric: scale = max|w| / (2^(bits − 1) − 1) over the group, codes round(w / scale)
++ 2^(bits − 1). Asymmetric: scale = (max − min) / (2^bits − 1), zero = round(−min / scale).
+``gemm_wq(x, qweight)`` dequantizes tiles in registers (kernel family ``gemm_wq``, selected through
+logic files like every GEMM) and returns ``x @ dequantize_weight(qweight)`` in x's dtype, fp32
+accumulation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from tessera._core.device import device_info, interpreter_enabled
+from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
+from tessera._core.validate import as_tensor, check_dtype, check_ndim, check_same_device
+from tessera.blas import space
+from tessera.blas.kernels.gemm_wq import launch_gemm_wq
+
+BITS = (4, 8)
+GROUP_SIZES = (32, 64, 128)
+ACTIVATIONS = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
+@dataclass(frozen=True)
+class QuantizedWeight:
+    """A (K, N) weight quantized group-wise along K (see the module docstring for the layout)."""
+
+    codes: torch.Tensor
+    scales: torch.Tensor
+    zeros: torch.Tensor | None
+    bits: int
+    group_size: int
+    shape: tuple[int, int]
+
+    @property
+    def symmetric(self) -> bool:
+        return self.zeros is None
+
+
+def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symmetric: bool = True
+                    ) -> QuantizedWeight:
+    """Quantize the (K, N) weight ``w`` to ``bits`` (4 or 8) with one scale (and zero point when
+    not ``symmetric``) per ``group_size`` (32, 64 or 128) rows of each column."""
+    w = as_tensor("w", w)
+    check_ndim("w", w, (2,))
+    check_dtype("w", w, (torch.float16, torch.bfloat16, torch.float32))
+    if bits not in BITS:
+        raise UnsupportedError(f"bits={bits!r} is not supported; supported: 4 or 8")
+    if group_size not in GROUP_SIZES:
+        raise UnsupportedError(f"group_size={group_size!r} is not supported; supported: 32, 64 or 128")
+    k, n = w.shape
+    if k % group_size:
+        raise invalid("w.shape[0] (K)", k, f"a multiple of group_size={group_size} (pad K with zero rows)")
+    if not bool(torch.isfinite(w).all()):
+        raise InvalidArgumentError("w holds inf or NaN; expected finite values (they have no quantized code)")
+    groups = w.float().reshape(k // group_size, group_size, n)
+    top = 2 ** bits - 1
+    if symmetric:
+        half = 2 ** (bits - 1)
+        scale = groups.abs().amax(dim=1) / (half - 1)
+        scale = torch.where(scale > 0, scale, torch.ones_like(scale))  # an all-zero group
+        codes = torch.clamp(torch.round(groups / scale[:, None, :]), -half, half - 1) + half
+        zeros = None
+    else:
+        low, high = groups.amin(dim=1), groups.amax(dim=1)
+        scale = (high - low) / top
+        scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+        zero = torch.clamp(torch.round(-low / scale), 0, top)
+        codes = torch.clamp(torch.round(groups / scale[:, None, :]) + zero[:, None, :], 0, top)
+        zeros = zero
+    codes = codes.reshape(k, n).to(torch.uint8)
+    if bits == 4:
+        codes = codes[0::2] | (codes[1::2] << 4)
+    stored = w.dtype
+    return QuantizedWeight(codes.contiguous(), scale.to(stored).contiguous(),
+                           None if zeros is None else zeros.to(stored).contiguous(), bits, group_size, (k, n))
+
+
+def _codes(q: QuantizedWeight) -> torch.Tensor:
+    """The (K, N) codes as float32."""
+    if q.bits == 8:
+        return q.codes.float()
+    unpacked = torch.stack([q.codes & 0xF, q.codes >> 4], dim=1)  # (K/2, 2, N): rows 2i, 2i + 1
+    return unpacked.reshape(q.shape).float()
+
+
+def dequantize_weight(q: QuantizedWeight) -> torch.Tensor:
+    """The (K, N) weight the quantized one stands for, in the scales' dtype."""
+    zero = q.zeros.float() if q.zeros is not None else torch.full_like(q.scales, 2 ** (q.bits - 1),
+                                                                          dtype=torch.float32)
+    per_row = torch.repeat_interleave
+    w = (_codes(q) - per_row(zero, q.group_size, dim=0)) * per_row(q.scales.float(), q.group_size, dim=0)
+    return w.to(q.scales.dtype)
+
+
+def _check_quantized(q: object) -> QuantizedWeight:
+    if not isinstance(q, QuantizedWeight):
+        raise invalid("qweight", type(q).__name__, "a QuantizedWeight from tessera.blas.quantize_weight")
+    k, n = q.shape
+    rows = k // 2 if q.bits == 4 else k
+    expected = {"codes": (rows, n), "scales": (k // q.group_size, n)}
+    if q.zeros is not None:
+        expected["zeros"] = (k // q.group_size, n)
+    for name, shape in expected.items():
+        t = getattr(q, name)
+        if tuple(t.shape) != shape:
+            raise invalid(f"qweight.{name}.shape", tuple(t.shape), f"{shape} for a {k}x{n} weight")
+    if q.codes.dtype != torch.uint8:
+        raise invalid("qweight.codes.dtype", q.codes.dtype, "torch.uint8")
+    if q.zeros is not None and q.zeros.stride() != q.scales.stride():
+        raise invalid("qweight.zeros.stride()", q.zeros.stride(), f"the scales' {q.scales.stride()}")
+    return q
+
+
+def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ dequantize_weight(qweight)`` for fp16/bf16 ``x`` of shape (…, K): (…, N) in x's dtype."""
+    x = as_tensor("x", x)
+    q = _check_quantized(qweight)
+    check_dtype("x", x, tuple(ACTIVATIONS))
+    k, n = q.shape
+    if x.dim() < 1 or x.shape[-1] != k:
+        raise InvalidArgumentError(f"x has shape {tuple(x.shape)}; expected (…, {k}) for a {k}x{n} weight")
+    lead = tuple(x.shape[:-1])
+    x2 = x.reshape(-1, k)
+    m = x2.shape[0]
+    if out is None:
+        out = torch.empty((*lead, n), dtype=x.dtype, device=x.device)
+    elif tuple(out.shape) != (*lead, n) or out.dtype != x.dtype:
+        raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"{(*lead, n)} {x.dtype}")
+    tensors = {"x": x, "qweight.codes": q.codes, "qweight.scales": q.scales, "out": out}
+    check_same_device(tensors)
+    if out.numel() == 0:
+        return out
+    if not out.is_contiguous():
+        raise invalid("out", f"strides {out.stride()}", "a contiguous tensor")
+    y2 = out.view(m, n)
+    info = device_info(x.device)
+    dtype = f"int{q.bits}_{ACTIVATIONS[x.dtype]}"
+    config = space.select_wq(space.WqProblem(m, n, k, dtype), info).config
+    block_k = min(config.block_k, q.group_size)
+    if block_k != config.block_k:
+        config = dataclasses.replace(config, block_k=block_k)
+    launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
+                   upcast=interpreter_enabled(), config=config)
+    return out

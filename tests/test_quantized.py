@@ -1,0 +1,131 @@
+"""Weight-only quantized GEMM (W4A16, W8A16): the documented packing against an independent NumPy
+quantizer, the GEMM against x @ dequantized weight in fp64, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tessera import InvalidArgumentError, UnsupportedError
+from tessera.blas import QuantizedWeight, dequantize_weight, gemm_wq, quantize_weight
+
+
+def numpy_codes(w: np.ndarray, bits: int, group: int, symmetric: bool) -> tuple[np.ndarray, np.ndarray,
+                                                                                np.ndarray]:
+    """(codes (K, N), scales, zeros) of the documented quantization, written without torch."""
+    k, n = w.shape
+    g = w.reshape(k // group, group, n).astype(np.float32)
+    top = 2**bits - 1
+    if symmetric:
+        half = 2 ** (bits - 1)
+        scale = np.abs(g).max(axis=1) / np.float32(half - 1)
+        scale[scale == 0] = 1
+        codes = np.clip(np.round(g / scale[:, None, :]), -half, half - 1) + half
+        zero = np.full_like(scale, half)
+    else:
+        low, high = g.min(axis=1), g.max(axis=1)
+        scale = (high - low) / np.float32(top)
+        scale[scale == 0] = 1
+        zero = np.clip(np.round(-low / scale), 0, top)
+        codes = np.clip(np.round(g / scale[:, None, :]) + zero[:, None, :], 0, top)
+    return codes.reshape(k, n).astype(np.uint8), scale, zero
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_packing_layout_and_round_trip(bits: int, symmetric: bool) -> None:
+    gen = torch.Generator().manual_seed(bits + symmetric)
+    w = torch.randn(128, 40, generator=gen, dtype=torch.float32)
+    w[:32, 3] = 0.0  # an all-zero group: scale 1, codes at the zero point
+    q = quantize_weight(w, bits=bits, group_size=32, symmetric=symmetric)
+    codes, scale, zero = numpy_codes(w.numpy(), bits, 32, symmetric)
+    stored = q.codes.numpy()
+    if bits == 4:  # the documented layout: low nibble row 2i, high nibble row 2i + 1
+        assert stored.shape == (64, 40)
+        assert np.array_equal(stored & 0xF, codes[0::2]) and np.array_equal(stored >> 4, codes[1::2])
+    else:
+        assert np.array_equal(stored, codes)
+    assert np.allclose(q.scales.numpy(), scale, rtol=1e-6)
+    assert (q.zeros is None) == symmetric
+    if not symmetric:
+        assert np.array_equal(q.zeros.numpy(), zero)
+    want = (codes.astype(np.float64) - np.repeat(zero, 32, axis=0)) * np.repeat(scale, 32, axis=0)
+    assert np.allclose(dequantize_weight(q).double().numpy(), want, rtol=1e-6, atol=1e-7)
+    step = np.repeat(scale, 32, axis=0)
+    assert np.all(np.abs(want - w.numpy()) <= 0.5 * step * (1 + 1e-5) + 1e-7)  # within half a step
+
+
+def _check(x: torch.Tensor, q: QuantizedWeight, y: torch.Tensor) -> None:
+    """y against x @ dequant(q) in fp64: the output's rounding plus fp32 accumulation."""
+    xd = x.double().cpu().reshape(-1, q.shape[0])
+    wd = dequantize_weight(q).double().cpu()
+    ref = xd @ wd
+    magnitude = xd.abs() @ wd.abs()
+    unit = 2.0**-8 if x.dtype == torch.bfloat16 else 2.0**-11
+    got = y.double().cpu().reshape(ref.shape)
+    assert torch.all((got - ref).abs() <= unit * ref.abs() + 1e-5 * magnitude + 1e-6), \
+        ((got - ref).abs() - unit * ref.abs()).max()
+
+
+@pytest.mark.parametrize("bits,group,symmetric", [(4, 128, True), (4, 32, False), (8, 64, True),
+                                                  (8, 32, False)])
+@pytest.mark.parametrize("m", [1, 5, 33])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gemm_wq_against_dequantized_fp64(bits: int, group: int, symmetric: bool, m: int,
+                                          dtype: torch.dtype, device: str) -> None:
+    if dtype == torch.bfloat16 and device == "cpu":
+        pytest.skip("Triton's interpreter truncates fp32 → bf16 casts (the GPU rounds): bf16 on the GPU")
+    gen = torch.Generator().manual_seed(m * bits)
+    k, n = 256, 72  # 72: a partial column tile; K 256 splits in the interpreter's configuration
+    w = torch.randn(k, n, generator=gen).to(dtype)
+    q = quantize_weight(w.to(device), bits=bits, group_size=group, symmetric=symmetric)
+    x = torch.randn(m, k, generator=gen).to(dtype).to(device)
+    _check(x, q, gemm_wq(x, q))
+
+
+def test_gemm_wq_leading_dimensions_fp16_and_out(device: str) -> None:
+    gen = torch.Generator().manual_seed(3)
+    w = torch.randn(64, 48, generator=gen).to(torch.float16)
+    q = quantize_weight(w.to(device), bits=4, group_size=32)
+    x = torch.randn(2, 3, 64, generator=gen).to(torch.float16).to(device)
+    out = torch.empty(2, 3, 48, dtype=torch.float16, device=device)
+    assert gemm_wq(x, q, out=out) is out
+    _check(x, q, out)
+    assert gemm_wq(x[:, :0], q).shape == (2, 0, 48)
+
+
+def test_bad_input(device: str) -> None:
+    w = torch.randn(64, 16, device=device)
+    with pytest.raises(UnsupportedError, match="bits=3"):
+        quantize_weight(w, bits=3)
+    with pytest.raises(UnsupportedError, match="group_size=48"):
+        quantize_weight(w, group_size=48)
+    with pytest.raises(InvalidArgumentError, match="multiple of group_size=128"):
+        quantize_weight(w, group_size=128)
+    bad = w.clone()
+    bad[0, 0] = float("inf")
+    with pytest.raises(InvalidArgumentError, match="inf or NaN"):
+        quantize_weight(bad, group_size=32)
+    q = quantize_weight(w.half(), group_size=32)
+    with pytest.raises(UnsupportedError, match="float32"):
+        gemm_wq(torch.randn(2, 64, device=device), q)
+    with pytest.raises(InvalidArgumentError, match=r"expected \(…, 64\)"):
+        gemm_wq(torch.randn(2, 32, device=device, dtype=torch.float16), q)
+    with pytest.raises(InvalidArgumentError, match="QuantizedWeight"):
+        gemm_wq(torch.randn(2, 64, device=device, dtype=torch.float16), w)
+    broken = QuantizedWeight(q.codes[:-1], q.scales, None, 4, 32, (64, 16))
+    with pytest.raises(InvalidArgumentError, match=r"codes\.shape"):
+        gemm_wq(torch.randn(2, 64, device=device, dtype=torch.float16), broken)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("m", [1, 16, 300])
+def test_gpu_gemm_wq_llm_shapes(bits: int, m: int) -> None:
+    """Decode and prefill sizes on 4096 × 4096 (split K at small M, several tiles elsewhere)."""
+    gen = torch.Generator(device="cuda").manual_seed(m + bits)
+    w = torch.randn(4096, 4096, device="cuda", generator=gen, dtype=torch.bfloat16) * 0.02
+    q = quantize_weight(w, bits=bits, group_size=128)
+    x = torch.randn(m, 4096, device="cuda", generator=gen, dtype=torch.bfloat16)
+    _check(x, q, gemm_wq(x, q))
