@@ -41,6 +41,18 @@ class TileConfig:
 
 
 @triton.jit
+def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of program ``pid`` in grouped order: GROUP_M rows of tiles share B's columns
+    while they are in L2."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pids_per_group = GROUP_M * num_pid_n
+    first_m = (pid // pids_per_group) * GROUP_M
+    group_rows = min(num_pid_m - first_m, GROUP_M)
+    return first_m + (pid % pids_per_group) % group_rows, (pid % pids_per_group) // group_rows
+
+
+@triton.jit
 def _gemm_tile_kernel(
     a_ptr, b_ptr, c_ptr, d_ptr,
     M, N, K,
@@ -54,16 +66,8 @@ def _gemm_tile_kernel(
     INDEX_64: tl.constexpr, EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    # Grouped tile order: GROUP_M rows of tiles share B columns while they are in L2.
-    pid = tl.program_id(0)
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     batch = tl.program_id(1)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pids_per_group = GROUP_M * num_pid_n
-    first_m = (pid // pids_per_group) * GROUP_M
-    group_rows = min(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % pids_per_group) % group_rows
-    pid_n = (pid % pids_per_group) // group_rows
 
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)

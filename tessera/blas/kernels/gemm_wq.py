@@ -20,6 +20,7 @@ import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_splitk import reduce_partials
+from tessera.blas.kernels.gemm_tile import grouped_tile
 
 
 @dataclass(frozen=True)
@@ -49,15 +50,8 @@ def _gemm_wq_kernel(
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    pid = tl.program_id(0)
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pids_per_group = GROUP_M * num_pid_n
-    first_m = (pid // pids_per_group) * GROUP_M
-    group_rows = min(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % pids_per_group) % group_rows
-    pid_n = (pid % pids_per_group) // group_rows
 
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
