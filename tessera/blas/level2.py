@@ -198,7 +198,8 @@ def trsv(a: object, x: object, *, lower: bool = False, trans: bool = False, unit
          incx: int = 1) -> torch.Tensor:
     """Solve op(A)·x = b for triangular A (``lower`` or upper; ``unit_diagonal``: A's diagonal is
     taken as ones and not read); x holds b on entry and the solution on exit. No singularity test
-    (as BLAS): a zero on the diagonal gives inf/NaN."""
+    (as BLAS): a zero on the diagonal gives inf/NaN. One launch: 64-row blocks solved in order
+    through inverted diagonal blocks (accuracy of order cond(diagonal block)·u per block)."""
     a = _matrix("a", a)
     if a.shape[0] != a.shape[1]:
         raise invalid("a.shape", tuple(a.shape), "square (n, n)")
