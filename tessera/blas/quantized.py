@@ -127,7 +127,8 @@ def _check_quantized(q: object) -> QuantizedWeight:
 
 
 def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``x @ dequantize_weight(qweight)`` for fp16/bf16 ``x`` of shape (…, K): (…, N) in x's dtype."""
+    """``x @ dequantize_weight(qweight)`` for fp16/bf16 ``x`` of shape (…, K): (…, N) in x's dtype.
+    Each dequantized weight is rounded to x's dtype (the scales' dtype, when they match)."""
     x = as_tensor("x", x)
     q = _check_quantized(qweight)
     check_dtype("x", x, tuple(ACTIVATIONS))
@@ -142,6 +143,8 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     elif tuple(out.shape) != (*lead, n) or out.dtype != x.dtype:
         raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"{(*lead, n)} {x.dtype}")
     tensors = {"x": x, "qweight.codes": q.codes, "qweight.scales": q.scales, "out": out}
+    if q.zeros is not None:
+        tensors["qweight.zeros"] = q.zeros
     check_same_device(tensors)
     if out.numel() == 0:
         return out
