@@ -1,4 +1,8 @@
-"""Weight-only quantized GEMM (W4A16, W8A16, group 128) beside bf16 torch.matmul of the same shape.
+"""Quantized GEMM on the GPU beside torch in the same run.
+
+fp8 e4m3 8192³ (per-tensor scales, bf16 out) against ``torch._scaled_mm(use_fast_accum=True)``; int8
+8192³ → int32 against ``torch._int_mm`` with B column-major and row-major. Then weight-only
+quantized GEMM (W4A16, W8A16, group 128) beside bf16 torch.matmul of the same shape.
 
 x (M × 8192, bf16) times an 8192 × 8192 weight, M = 1 and 16 (decode: the weight's bytes decide)
 and 4096 (prefill: the tensor cores decide). Both sides timed with triton.testing.do_bench (median,
@@ -21,7 +25,7 @@ import triton
 
 from tessera._core.device import device_info
 from tessera._core.timing import flushed_ms, git_revision
-from tessera.blas import gemm_wq, quantize_weight, space
+from tessera.blas import gemm, gemm_wq, quantize_weight, space
 from tessera.blas.kernels.gemm_wq import WqConfig
 
 N = K = 8192
@@ -32,7 +36,43 @@ SWEEP = {1: [WqConfig(16, bn, bk, split, 8, 4, 3) for bn, bk in ((64, 128), (128
                                                                    (128, 64, 4))]}
 
 
+def operand_rows() -> list[dict]:
+    """fp8 and int8 operands at 8192³: TFLOP/s (TOP/s) and the ratio to torch's kernel."""
+    size, rows = 8192, []
+    a8 = torch.randn(size, size, device="cuda").to(torch.float8_e4m3fn)
+    b8 = torch.randn(size, size, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
+    one = torch.ones((), device="cuda")
+    ai = torch.randint(-128, 128, (size, size), device="cuda", dtype=torch.int8)
+    bi_col = torch.randint(-128, 128, (size, size), device="cuda", dtype=torch.int8).t()
+    bi_row = bi_col.contiguous()
+    cases = [
+        ("fp8 e4m3, per-tensor scales, bf16 out", 1.05,
+         lambda: gemm(a8, b8, scale_a=one, scale_b=one),
+         lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                  use_fast_accum=True), "torch._scaled_mm(use_fast_accum=True)"),
+        ("int8 → int32, B column-major", 1.3, lambda: gemm(ai, bi_col), lambda: torch._int_mm(ai, bi_col),
+         "torch._int_mm"),
+        ("int8 → int32, B row-major", 5.0, lambda: gemm(ai, bi_row), lambda: torch._int_mm(ai, bi_row),
+         "torch._int_mm"),
+    ]
+    for name, target, ours, theirs, vendor in cases:
+        row = {"problem": name, "size": size, "target": target, "vendor": vendor}
+        try:
+            mine = [flushed_ms(ours) for _ in range(3)]
+            other = [flushed_ms(theirs) for _ in range(3)]
+            row.update(ms=statistics.median(mine), vendor_ms=statistics.median(other))
+            row["vs_vendor"] = row["vendor_ms"] / row["ms"]
+            row["tflops"] = 2 * size**3 / row["ms"] / 1e9
+            print(f"{name:<40} {row['tflops']:7.0f} T/s  {row['vs_vendor']:.2f}x {vendor} (target {target}x)")
+        except (RuntimeError, TypeError) as error:  # a vendor call this torch lacks: recorded, not fatal
+            row["error"] = repr(error)[:300]
+            print(f"{name:<40} error: {row['error']}")
+        rows.append(row)
+    return rows
+
+
 def main() -> None:
+    operands = operand_rows()
     w = torch.randn(K, N, device="cuda", dtype=torch.bfloat16) * 0.02
     rows = []
     for bits in (4, 8):
@@ -66,7 +106,8 @@ def main() -> None:
         json.dump({"device": info.name, "arch": info.arch, "git": git_revision(),
                    "versions": {"torch": torch.__version__, "triton": triton.__version__},
                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "command": "python benchmarks/quantized.py OUT.json", "rows": rows, "sweep": sweep},
+                   "command": "python benchmarks/quantized.py OUT.json", "operands": operands, "rows": rows,
+                   "sweep": sweep},
                   f, indent=1)
 
 

@@ -88,9 +88,9 @@ def _level12_section(path: Path) -> list[str]:
 
 
 def _quantized_section(path: Path) -> list[str]:
-    """Weight-only quantized GEMM rows beside bf16 torch.matmul, with the issue's targets."""
+    """Weight-only rows beside bf16 torch.matmul and fp8/int8 rows beside torch, with targets."""
     data = json.loads(path.read_text())
-    lines = [f"## Weight-only quantized GEMM on {data['device']} — `{path.relative_to(ROOT)}`", "",
+    lines = [f"## Quantized GEMM on {data['device']} — `{path.relative_to(ROOT)}`", "",
              f"Measured {data['created']} at revision `{data['git']}` with `{data['command']}`; torch "
              f"{data['versions']['torch']}, triton {data['versions']['triton']}. x (M × 8192, bf16) times "
              "an 8192² weight quantized with group 128; torch = bf16 `torch.matmul` of the same shape; "
@@ -102,6 +102,17 @@ def _quantized_section(path: Path) -> list[str]:
         lines.append(f"| int{r['bits']} | {r['m']} | {r['ms'] * 1e3:.1f} | {r['torch_ms'] * 1e3:.1f} | "
                      f"{r['vs_torch']:.2f} | ≥ {r['target']}× {verdict} | {r['tflops']:.0f} | "
                      f"{r['weight_gbs']:.0f} |")
+    if data.get("operands"):
+        lines += ["", "| fp8 / int8 operands, 8192³ | Tessera T/s | vendor | vs vendor | target |",
+                  "|---|---:|---|---:|---|"]
+        for r in data["operands"]:
+            if "error" in r:
+                lines.append(f"| {r['problem']} | – | {r['vendor']} | – | {r['error']} |")
+                continue
+            verdict = "met" if r["vs_vendor"] >= r["target"] else "**missed**"
+            lines.append(f"| {r['problem']} | {r['tflops']:.0f} | {r['vendor']} | {r['vs_vendor']:.2f} | "
+                         f"≥ {r['target']}× {verdict} |")
+        lines.append("")
     return [*lines, ""]
 
 

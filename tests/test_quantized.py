@@ -1,5 +1,6 @@
-"""Weight-only quantized GEMM (W4A16, W8A16): the documented packing against an independent NumPy
-quantizer, the GEMM against x @ dequantized weight in fp64, and bad input."""
+"""Quantized GEMM. Weight-only (W4A16, W8A16): the documented packing against an independent NumPy
+quantizer, the GEMM against x @ dequantized weight in fp64. fp8/int8 operands with scales: exact
+int32 products against NumPy int64, scaled results against fp64. Bad input for both."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 from tessera import InvalidArgumentError, UnsupportedError
-from tessera.blas import QuantizedWeight, dequantize_weight, gemm_wq, quantize_weight
+from tessera.blas import QuantizedWeight, dequantize_weight, gemm, gemm_wq, quantize_weight
 
 
 def numpy_codes(w: np.ndarray, bits: int, group: int, symmetric: bool) -> tuple[np.ndarray, np.ndarray,
@@ -129,3 +130,87 @@ def test_gpu_gemm_wq_llm_shapes(bits: int, m: int) -> None:
     q = quantize_weight(w, bits=bits, group_size=128)
     x = torch.randn(m, 4096, device="cuda", generator=gen, dtype=torch.bfloat16)
     _check(x, q, gemm_wq(x, q))
+
+
+# ---------------------------------------------------------------------------------------------
+# fp8 / int8 operands through gemm(…, scale_a=, scale_b=)
+
+def test_int8_gemm_is_exact_int32(device: str) -> None:
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randint(-128, 128, (37, 300), generator=gen, dtype=torch.int8)
+    b = torch.randint(-128, 128, (300, 45), generator=gen, dtype=torch.int8)
+    want = a.numpy().astype(np.int64) @ b.numpy().astype(np.int64)
+    got = gemm(a.to(device), b.to(device))
+    assert got.dtype == torch.int32 and np.array_equal(got.cpu().numpy(), want)
+    bt = b.t().contiguous().to(device)  # B stored column-major: the transposed view, no copy
+    assert np.array_equal(gemm(a.to(device), bt, trans_b=True).cpu().numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.float8_e4m3fn, torch.float8_e5m2])
+@pytest.mark.parametrize("per_row", [False, True])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
+def test_scaled_gemm_against_fp64(dtype: torch.dtype, per_row: bool, out_dtype: torch.dtype,
+                                  device: str) -> None:
+    gen = torch.Generator().manual_seed(2)
+    m, k, n = 33, 96, 50
+    if dtype == torch.int8:
+        a = torch.randint(-100, 100, (m, k), generator=gen, dtype=torch.int8)
+        b = torch.randint(-100, 100, (k, n), generator=gen, dtype=torch.int8)
+    else:
+        a, b = torch.randn(m, k, generator=gen).to(dtype), torch.randn(k, n, generator=gen).to(dtype)
+    sa = torch.rand(m if per_row else 1, generator=gen) + 0.5
+    sb = torch.rand(n if per_row else 1, generator=gen) + 0.5
+    bias = torch.randn(n, generator=gen).to(out_dtype)
+    got = gemm(a.to(device), b.to(device), scale_a=sa.to(device), scale_b=sb.to(device), bias=bias.to(device),
+               out_dtype=out_dtype)
+    assert got.dtype == out_dtype and got.shape == (m, n)
+    product = a.double() @ b.double()  # fp8 and int8 values are exact in fp64
+    want = product * sa.double()[:, None] * sb.double()[None, :] + bias.double()[None, :]
+    # bf16 output: half an ulp when rounded (GPU), a whole one in the interpreter (it truncates)
+    unit = (2.0**-7 if device == "cpu" else 2.0**-8) if out_dtype == torch.bfloat16 else 2.0**-23
+    magnitude = (a.double().abs() @ b.double().abs()) * sa.double()[:, None] * sb.double()[None, :]
+    err = (got.double().cpu() - want).abs()
+    assert bool((err <= unit * want.abs() + 1e-5 * magnitude + 1e-6).all()), err.max()
+
+
+def test_scaled_gemm_bad_input(device: str) -> None:
+    a8 = torch.zeros(4, 8, dtype=torch.float8_e4m3fn, device=device)
+    one = torch.ones(1, device=device)
+    with pytest.raises(InvalidArgumentError, match="float32 scales for fp8"):
+        gemm(a8, a8.t())
+    with pytest.raises(InvalidArgumentError, match="only one given"):
+        gemm(a8, a8.t(), scale_a=one)
+    with pytest.raises(InvalidArgumentError, match=r"scale_a\.shape"):
+        gemm(a8, a8.t(), scale_a=torch.ones(3, device=device), scale_b=one)
+    with pytest.raises(InvalidArgumentError, match=r"scale_b\.dtype"):
+        gemm(a8, a8.t(), scale_a=one, scale_b=one.double())
+    with pytest.raises(UnsupportedError, match="one dtype"):
+        gemm(a8, a8.t().to(torch.float8_e5m2), scale_a=one, scale_b=one)
+    with pytest.raises(UnsupportedError, match="not alpha, beta or c"):
+        gemm(a8, a8.t(), scale_a=one, scale_b=one, alpha=2.0)
+    i8 = torch.zeros(4, 8, dtype=torch.int8, device=device)
+    with pytest.raises(UnsupportedError, match="exact"):
+        gemm(i8, i8.t(), out_dtype=torch.bfloat16)
+    with pytest.raises(UnsupportedError, match="2-D"):
+        gemm(i8[None], i8.t()[None])
+    with pytest.raises(InvalidArgumentError, match="apply to fp8/int8"):
+        gemm(torch.ones(2, 2, device=device), torch.ones(2, 2, device=device), scale_a=one, scale_b=one)
+    assert gemm(i8[:, :0], i8.t()[:0]).eq(0).all()  # K = 0: zeros
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.int8, torch.float8_e4m3fn])
+def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
+    """4096³ with B column-major (the layout torch._scaled_mm and _int_mm want), per-row scales."""
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    if dtype == torch.int8:
+        a = torch.randint(-128, 128, (4096, 4096), device="cuda", generator=gen, dtype=torch.int8)
+        b = torch.randint(-128, 128, (4096, 4096), device="cuda", generator=gen, dtype=torch.int8).t()
+        exact = gemm(a, b)
+        assert torch.equal(exact, torch._int_mm(a, b))
+    a = torch.randn(4096, 4096, device="cuda", generator=gen).to(dtype)
+    b = torch.randn(4096, 4096, device="cuda", generator=gen).to(dtype).t()
+    sa, sb = torch.rand(4096, 1, device="cuda") + 0.5, torch.rand(1, 4096, device="cuda") + 0.5
+    got = gemm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.float32)
+    want = (a.float() @ b.float()) * sa * sb
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-2 * want.abs().max().item() * 1e-3)

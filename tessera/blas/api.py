@@ -24,9 +24,11 @@ from tessera._core.validate import (
 )
 from tessera.blas import space
 from tessera.blas.kernels.copy import column_major_copy, row_major_copy
+from tessera.blas.kernels.gemm_scaled import launch_gemm_scaled
 from tessera.blas.kernels.gemm_splitk import SplitKConfig, launch_gemm_splitk
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile
 from tessera.blas.kernels.gemm_tma import launch_gemm_tma, tma_supported
+from tessera.blas.quantized import QUANTIZED_INPUTS, plan_scaled
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 PRECISIONS = ("ieee", "tf32")
@@ -91,8 +93,16 @@ def gemm(
     out_dtype: torch.dtype | None = None,
     out: torch.Tensor | None = None,
     precision: str = "ieee",
+    scale_a: torch.Tensor | None = None,
+    scale_b: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``alpha · op(A) · op(B) + beta · C`` with ``op(X) = Xᵀ`` when ``trans_x``.
+
+    fp8 (``float8_e4m3fn``, ``float8_e5m2``) and int8 operands take float32 scales instead of
+    alpha/beta/C: ``(op(A) @ op(B)) · scale_a · scale_b + bias``, a scale being one element (per
+    tensor) or one per row of op(A) / column of op(B), the result bf16 (default), fp16 or fp32.
+    int8 without scales gives the exact int32 product. 2-D only.
 
     A and B are 2-D, or 3-D for a batch (a 2-D or batch-1 operand broadcasts over it); any strides.
     Float16/bfloat16 accumulate in float32 and may return float32 (``out_dtype``); float32 is exact
@@ -102,11 +112,41 @@ def gemm(
     to the result's shape; ``out`` may be C itself (in-place update) but must not overlap A or B.
     Returns the result (``out`` when given).
     """
+    a, b = as_tensor("a", a), as_tensor("b", b)
+    if a.dtype in QUANTIZED_INPUTS:
+        out, scaled = _plan_quantized(a, b, c, alpha, beta, trans_a, trans_b, scale_a, scale_b, bias,
+                                      out_dtype, out, allocate=True)
+        if scaled is not None:
+            op_a, op_b, sa, sb, bias_t, choice = scaled
+            launch_gemm_scaled(op_a, op_b, sa, sb, bias_t, out, config=choice.config)
+        return out
+    if scale_a is not None or scale_b is not None or bias is not None:
+        raise invalid("scale_a/scale_b/bias", "given", f"None for {_dtype_name(a.dtype)} operands (scales "
+                      "and bias apply to fp8/int8; use c and beta for a bias here)")
     out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
                       allocate=True)
     if plan is not None:
         _launch(plan)
     return out
+
+
+def _plan_quantized(a: torch.Tensor, b: torch.Tensor, c: object, alpha: float, beta: float, trans_a: bool,
+                    trans_b: bool, scale_a: object, scale_b: object, bias: object,
+                    out_dtype: torch.dtype | None, out: torch.Tensor | None, *, allocate: bool) -> tuple:
+    """fp8/int8 operands: alpha, beta and C do not apply (scales and bias do)."""
+    if c is not None or beta != 0.0 or alpha != 1.0:
+        raise UnsupportedError("fp8/int8 GEMM takes scale_a, scale_b and bias, not alpha, beta or c "
+                               "(fold alpha into a scale; add C afterwards)")
+    if out is not None:
+        out = as_tensor("out", out)
+    op_a = a.transpose(-1, -2) if trans_a else a
+    op_b = b.transpose(-1, -2) if trans_b else b
+    if op_a.dim() == 2 and op_b.dim() == 2 and op_b.shape[0] != op_a.shape[1]:
+        raise InvalidArgumentError(
+            f"inner dimensions differ: op(a) is {op_a.shape[0]}x{op_a.shape[1]} but op(b) is "
+            f"{op_b.shape[0]}x{op_b.shape[1]}; expected op(a).shape[-1] == op(b).shape[-2]")
+    return plan_scaled(_matrix_layout("a", op_a), _matrix_layout("b", op_b), scale_a, scale_b, bias,
+                       out_dtype, out, allocate)
 
 
 def explain(
@@ -120,9 +160,17 @@ def explain(
     trans_b: bool = False,
     out_dtype: torch.dtype | None = None,
     precision: str = "ieee",
+    scale_a: torch.Tensor | None = None,
+    scale_b: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
 ) -> space.Choice | None:
     """The kernel, configuration and reason :func:`gemm` would use for these arguments, without
     running anything; None when no kernel would launch (empty problem, K = 0, alpha = 0)."""
+    a, b = as_tensor("a", a), as_tensor("b", b)
+    if a.dtype in QUANTIZED_INPUTS:
+        _, scaled = _plan_quantized(a, b, c, alpha, beta, trans_a, trans_b, scale_a, scale_b, bias,
+                                    out_dtype, None, allocate=False)
+        return None if scaled is None else scaled[-1]
     _, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, None, precision,
                     allocate=False)
     return None if plan is None else plan.choice

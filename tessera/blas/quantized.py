@@ -160,3 +160,83 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
                    upcast=interpreter_enabled(), config=config)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# fp8 / int8 operands with scales (reached through tessera.blas.gemm)
+
+QUANTIZED_INPUTS = {torch.int8: "int8", torch.float8_e4m3fn: "fp8e4m3", torch.float8_e5m2: "fp8e5m2"}
+_SCALED_OUT = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _scale(name: str, scale: object, length: int, per: str, device: torch.device) -> torch.Tensor:
+    """A float32 scale as a 1-D tensor: one element (per tensor) or ``length`` (per {per})."""
+    t = as_tensor(name, scale)
+    if t.dtype != torch.float32:
+        raise invalid(f"{name}.dtype", t.dtype, "torch.float32")
+    if t.numel() == 1 and t.dim() <= 2:
+        return t.reshape(1)
+    wanted = {(length,), (length, 1)} if per == "row" else {(length,), (1, length)}
+    if tuple(t.shape) not in wanted:
+        raise invalid(f"{name}.shape", tuple(t.shape),
+                      f"one element (per tensor) or {' or '.join(map(str, sorted(wanted)))} (per {per})")
+    if t.device != device:
+        raise invalid(f"{name}.device", t.device, f"the operands' {device}")
+    return t.reshape(length)
+
+
+def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: object, bias: object,
+                out_dtype: torch.dtype | None, out: torch.Tensor | None, allocate: bool
+                ) -> tuple[torch.Tensor, tuple | None]:
+    """Validate a quantized-input GEMM (2-D ``a`` (M, K) and ``b`` (K, N), already transposed as
+    asked) and choose its kernel: (out, launch arguments or None when nothing must launch)."""
+    key = QUANTIZED_INPUTS[a.dtype]
+    if b.dtype != a.dtype:
+        raise UnsupportedError(f"a is {a.dtype} but b is {b.dtype}; quantized GEMM takes two operands of "
+                               "one dtype: int8, float8_e4m3fn or float8_e5m2")
+    if a.dim() != 2 or b.dim() != 2:
+        raise UnsupportedError("fp8/int8 GEMM takes 2-D operands (no batch yet); loop over the batch")
+    m, k = a.shape
+    n = b.shape[1]
+    scaled = scale_a is not None or scale_b is not None
+    if scaled and (scale_a is None or scale_b is None):
+        raise invalid("scale_a/scale_b", "only one given", "both (float32; per tensor, per row of A, per "
+                      "column of B) or, for int8, neither")
+    if not scaled and key != "int8":
+        raise invalid("scale_a/scale_b", None, "float32 scales for fp8 operands (1.0 for unscaled)")
+    if not scaled:
+        if out_dtype not in (None, torch.int32):
+            raise UnsupportedError(f"out_dtype {out_dtype} for unscaled int8; supported: torch.int32 "
+                                   "(exact), or pass scales for a float result")
+        if bias is not None:
+            raise invalid("bias", "a tensor", "None for the exact int32 product (pass scales to add a bias)")
+        out_dtype = torch.int32
+    else:
+        out_dtype = out_dtype if out_dtype is not None else torch.bfloat16
+        if out_dtype not in _SCALED_OUT:
+            raise UnsupportedError(f"out_dtype {out_dtype} for scaled {key}; supported: bfloat16, float16, "
+                                   "float32")
+    device = check_same_device({"a": a, "b": b})
+    sa = _scale("scale_a", scale_a, m, "row", device) if scaled else None
+    sb = _scale("scale_b", scale_b, n, "column", device) if scaled else None
+    bias_t = None
+    if bias is not None:
+        bias_t = as_tensor("bias", bias)
+        if tuple(bias_t.shape) != (n,) or bias_t.dtype not in (*_SCALED_OUT,) or bias_t.device != device:
+            raise invalid("bias", f"{tuple(bias_t.shape)} {bias_t.dtype} on {bias_t.device}",
+                          f"({n},) bfloat16/float16/float32 on {device}")
+    if out is None:
+        out = (torch.empty((m, n), dtype=out_dtype, device=device) if allocate
+               else torch.empty((m, n), dtype=out_dtype, device="meta"))
+    elif tuple(out.shape) != (m, n) or out.dtype != out_dtype:
+        raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"({m}, {n}) {out_dtype}")
+    if out.numel() == 0:
+        return out, None
+    if k == 0:
+        if allocate:
+            out.zero_()
+            if bias_t is not None:
+                out.copy_(bias_t.to(out.dtype).expand(m, n))
+        return out, None
+    choice = space.select_scaled(space.ScaledProblem(m, n, k, key), device_info(device))
+    return out, (a, b, sa, sb, bias_t, choice)

@@ -14,6 +14,7 @@ import functools
 from dataclasses import dataclass
 
 from tessera._core.device import DeviceInfo
+from tessera.blas.kernels.gemm_scaled import ScaledConfig
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
@@ -306,3 +307,77 @@ def heuristic_wq_logic(device: DeviceInfo) -> list[dict]:
 
 
 logic.register_op("blas", "gemm_wq", WQ_SIZE_KEYS, {"gemm_wq": WqConfig}, heuristic=heuristic_wq_logic)
+
+
+# fp8/int8 operands with scales (``gemm_scaled``): op ``gemm_scaled``, dtype ``fp8e4m3``,
+# ``fp8e5m2`` or ``int8``, sizes (m, n, k). Heuristic only: not yet measured on a GPU.
+SCALED_DTYPES = ("fp8e4m3", "fp8e5m2", "int8")
+SCALED_SPACE: tuple[ScaledConfig, ...] = tuple(
+    ScaledConfig(bm, bn, bk, 8, w, s)
+    for bm, bn, bk in [(64, 64, 64), (64, 128, 128), (128, 128, 64), (128, 128, 128), (128, 256, 64),
+                       (128, 256, 128), (256, 128, 128)]
+    for w in (4, 8)
+    for s in (3, 4)
+)
+
+
+@dataclass(frozen=True)
+class ScaledProblem:
+    m: int
+    n: int
+    k: int
+    dtype: str  # fp8e4m3 | fp8e5m2 | int8
+
+
+def select_scaled(problem: ScaledProblem, device: DeviceInfo) -> Choice:
+    """The configuration of an fp8/int8 GEMM: logic files, then the heuristic."""
+    if forced.config is not None and isinstance(forced.config, ScaledConfig):
+        return Choice(forced.config, "forced")
+    return _select_scaled_cached(problem, device.backend, device.arch, logic.generation())
+
+
+@functools.lru_cache(maxsize=1024)
+def _select_scaled_cached(problem: ScaledProblem, backend: str, arch: str, _generation: int) -> Choice:
+    match, reasons = logic.lookup(arch, "blas", "gemm_scaled", problem.dtype,
+                                  (problem.m, problem.n, problem.k))
+    if match is not None:
+        return Choice(match.config, match.describe())
+    choice = _scaled_heuristic(problem, backend)
+    return Choice(choice.config, "; ".join([*reasons, choice.reason]))
+
+
+def _scaled_heuristic(problem: ScaledProblem, backend: str) -> Choice:
+    """Untuned: the 16-bit tile rules with K blocks twice as long (operands are half the bytes)."""
+    if backend == "interpreter":
+        return Choice(ScaledConfig(32, 32, 32, 4, 4, 1), "interpreter: small tiles keep the CPU fast")
+    if problem.m <= 64 or problem.n <= 64:
+        return Choice(ScaledConfig(64, 64, 128, 8, 4, 3), "small M or N: 64x64 tiles")
+    return Choice(ScaledConfig(128, 128, 128, 8, 8, 3), "128x128 tiles, K blocks of 128")
+
+
+def _scaled_dtypes(device: DeviceInfo) -> tuple[str, ...]:
+    """Input dtypes whose tensor-core dot Triton lowers for ``device``: fp8 on CUDA sm_89+ only."""
+    fp8 = device.backend == "cuda" and _sm_version(device.backend, device.arch) >= 89
+    return SCALED_DTYPES if fp8 else ("int8",)
+
+
+def heuristic_scaled_logic(device: DeviceInfo) -> list[dict]:
+    """What the fp8/int8 heuristic picks on ``device`` over a grid, as logic documents."""
+    docs = []
+    grid = [(s, s, s) for s in (1024, 4096, 8192)] + [(m, 8192, 8192) for m in (16, 64, 256)]
+    for dtype in _scaled_dtypes(device):
+        ids: dict[ScaledConfig, int] = {}
+        table = []
+        for m, n, k in grid:
+            choice = _scaled_heuristic(ScaledProblem(m, n, k, dtype), device.backend)
+            table.append({"m": m, "n": n, "k": k, "solution": ids.setdefault(choice.config, len(ids))})
+        solutions = [{"id": sid, "kernel": c.kernel, **dataclasses.asdict(c)} for c, sid in ids.items()]
+        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas",
+                     "op": "gemm_scaled", "problem": {"dtype": dtype}, "origin": "heuristic",
+                     "runtime": {"backend": device.backend}, "solutions": solutions, "table": table,
+                     "distance": "log_euclidean"})
+    return docs
+
+
+logic.register_op("blas", "gemm_scaled", WQ_SIZE_KEYS, {"gemm_scaled": ScaledConfig},
+                  heuristic=heuristic_scaled_logic)

@@ -1,0 +1,117 @@
+"""Quantized-input GEMM: fp8 (e4m3, e5m2) or int8 operands, float32 scales, optional bias.
+
+    D = (A @ B) · scale_a[:, None] · scale_b[None, :] + bias[None, :]
+
+The product accumulates exactly in int32 for int8 and in fp32 for fp8 (tensor cores); a scale is
+one value for the whole operand (per tensor) or one per row of A / column of B (stride 0 turns a
+per-tensor scale into a broadcast vector). Without scales (int8 only) D is the exact int32 product.
+Pointer loads with any strides, as the portable tile family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from tessera._core.launch import Launcher, cdiv
+from tessera.blas.kernels.gemm_tile import grouped_tile
+
+
+@dataclass(frozen=True)
+class ScaledConfig:
+    """Launch parameters of :func:`_gemm_scaled_kernel` (the tuner forks over these)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+
+    kernel = "gemm_scaled"
+
+    def short(self) -> str:
+        return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
+                f"w{self.num_warps} s{self.num_stages}")
+
+
+@triton.jit
+def _gemm_scaled_kernel(
+    a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, d_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_sa, stride_sb, stride_dm, stride_dn,
+    SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, INTEGER: tl.constexpr, EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    mask_m = rm < M
+    mask_n = rn < N
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if INTEGER else tl.float32)
+    zero: tl.constexpr = 0 if INTEGER else 0.0  # fp8 takes a float zero (an int does not cast)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs, mask=mask_m[:, None], other=zero)
+            b = tl.load(b_ptrs, mask=mask_n[None, :], other=zero)
+        else:
+            k_left = K - k * BLOCK_K
+            a = tl.load(a_ptrs, mask=mask_m[:, None] & (rk[None, :] < k_left), other=zero)
+            b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & mask_n[None, :], other=zero)
+        acc = tl.dot(a, b, acc, out_dtype=acc.dtype)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    mask = mask_m[:, None] & mask_n[None, :]
+    d_ptrs = d_ptr + rm[:, None] * stride_dm + rn[None, :] * stride_dn
+    if SCALED:
+        sa = tl.load(sa_ptr + rm * stride_sa, mask=mask_m, other=0)
+        sb = tl.load(sb_ptr + rn * stride_sb, mask=mask_n, other=0)
+        out = acc.to(tl.float32) * sa[:, None] * sb[None, :]
+        if HAS_BIAS:
+            out += tl.load(bias_ptr + rn, mask=mask_n, other=0).to(tl.float32)[None, :]
+        tl.store(d_ptrs, out.to(d_ptr.dtype.element_ty), mask=mask)
+    else:
+        tl.store(d_ptrs, acc, mask=mask)
+
+
+_launch = Launcher(_gemm_scaled_kernel)
+
+
+def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor | None,
+                       scale_b: torch.Tensor | None, bias: torch.Tensor | None, d: torch.Tensor, *,
+                       config: ScaledConfig) -> None:
+    """d (M, N) ← a (M, K) @ b (K, N), scaled when scales are given; a scale is a 1-element or
+    per-row (per-column) 1-D float32 tensor."""
+    m, k = a.shape
+    n = b.shape[1]
+    scaled = scale_a is not None
+    sa = scale_a if scaled else d
+    sb = scale_b if scaled else d
+    stride_sa = 0 if not scaled or sa.numel() == 1 else sa.stride(0)
+    stride_sb = 0 if not scaled or sb.numel() == 1 else sb.stride(0)
+    _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n),),
+            (a, b, sa, sb, bias if bias is not None else d, d, m, n, k, *a.stride(), *b.stride(),
+             stride_sa, stride_sb, *d.stride()),
+            dict(SCALED=scaled, HAS_BIAS=bias is not None, INTEGER=a.dtype == torch.int8,
+                 EVEN_K=k % config.block_k == 0, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+                 BLOCK_K=config.block_k, GROUP_M=config.group_m),
+            config.num_warps, config.num_stages)
+
+
+TORCH_DTYPES = {"int8": torch.int8, "fp8e4m3": torch.float8_e4m3fn, "fp8e5m2": torch.float8_e5m2}
+
+
+def representative_launch(op: str, config: ScaledConfig, dtype: str, num_sms: int) -> None:
+    """The launch ``gemm`` makes for an aligned 1024³ problem of ``dtype`` with per-tensor scales
+    and a bf16 result, B column-major (run under ``tessera._core.launch.capture()``)."""
+    size = 1024
+    elem = TORCH_DTYPES[dtype]
+    a, b = torch.empty(size, size, dtype=elem), torch.empty(size, size, dtype=elem).t()
+    scale = torch.empty(1, dtype=torch.float32)
+    launch_gemm_scaled(a, b, scale, scale, None, torch.empty(size, size, dtype=torch.bfloat16), config=config)
