@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tessera._core.device import DeviceInfo
@@ -21,7 +22,7 @@ from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig
 from tessera.tuning import logic
 
-Config = TileConfig | TmaConfig | SplitKConfig
+Config = TileConfig | TmaConfig | SplitKConfig | WqConfig | ScaledConfig
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -289,21 +290,31 @@ _WQ_GRID = [(m, n, k) for m in (1, 16, 64, 256, 1024, 4096) for n, k in ((4096, 
                                                                           (14336, 4096))]
 
 
-def heuristic_wq_logic(device: DeviceInfo) -> list[dict]:
-    """What the weight-only heuristic picks on ``device`` over a grid, as logic documents."""
+def _mnk_heuristic_docs(device: DeviceInfo, op: str, dtypes: tuple[str, ...],
+                        grid: list[tuple[int, int, int]], pick: Callable[[int, int, int, str], Choice]
+                        ) -> list[dict]:
+    """Logic documents (one per dtype) of what ``pick`` chooses over an (m, n, k) grid: what a pack
+    ships for an op nobody has tuned on ``device`` (``origin: heuristic``)."""
     docs = []
-    for dtype in WQ_DTYPES:
-        ids: dict[WqConfig, int] = {}
+    for dtype in dtypes:
+        ids: dict[Config, int] = {}
         table = []
-        for m, n, k in _WQ_GRID:
-            choice = _wq_heuristic(WqProblem(m, n, k, dtype), device.backend, device.multiprocessors or 0)
-            table.append({"m": m, "n": n, "k": k, "solution": ids.setdefault(choice.config, len(ids))})
+        for m, n, k in grid:
+            config = pick(m, n, k, dtype).config
+            table.append({"m": m, "n": n, "k": k, "solution": ids.setdefault(config, len(ids))})
         solutions = [{"id": sid, "kernel": c.kernel, **dataclasses.asdict(c)} for c, sid in ids.items()]
-        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas",
-                     "op": "gemm_wq", "problem": {"dtype": dtype}, "origin": "heuristic",
+        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas", "op": op,
+                     "problem": {"dtype": dtype}, "origin": "heuristic",
                      "runtime": {"backend": device.backend}, "solutions": solutions, "table": table,
                      "distance": "log_euclidean"})
     return docs
+
+
+def heuristic_wq_logic(device: DeviceInfo) -> list[dict]:
+    """What the weight-only heuristic picks on ``device`` over a grid, as logic documents."""
+    return _mnk_heuristic_docs(device, "gemm_wq", WQ_DTYPES, _WQ_GRID,
+                               lambda m, n, k, dtype: _wq_heuristic(WqProblem(m, n, k, dtype), device.backend,
+                                                                    device.multiprocessors or 0))
 
 
 logic.register_op("blas", "gemm_wq", WQ_SIZE_KEYS, {"gemm_wq": WqConfig}, heuristic=heuristic_wq_logic)
@@ -363,20 +374,10 @@ def _scaled_dtypes(device: DeviceInfo) -> tuple[str, ...]:
 
 def heuristic_scaled_logic(device: DeviceInfo) -> list[dict]:
     """What the fp8/int8 heuristic picks on ``device`` over a grid, as logic documents."""
-    docs = []
     grid = [(s, s, s) for s in (1024, 4096, 8192)] + [(m, 8192, 8192) for m in (16, 64, 256)]
-    for dtype in _scaled_dtypes(device):
-        ids: dict[ScaledConfig, int] = {}
-        table = []
-        for m, n, k in grid:
-            choice = _scaled_heuristic(ScaledProblem(m, n, k, dtype), device.backend)
-            table.append({"m": m, "n": n, "k": k, "solution": ids.setdefault(choice.config, len(ids))})
-        solutions = [{"id": sid, "kernel": c.kernel, **dataclasses.asdict(c)} for c, sid in ids.items()]
-        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas",
-                     "op": "gemm_scaled", "problem": {"dtype": dtype}, "origin": "heuristic",
-                     "runtime": {"backend": device.backend}, "solutions": solutions, "table": table,
-                     "distance": "log_euclidean"})
-    return docs
+    return _mnk_heuristic_docs(device, "gemm_scaled", _scaled_dtypes(device), grid,
+                               lambda m, n, k, dtype: _scaled_heuristic(ScaledProblem(m, n, k, dtype),
+                                                                        device.backend))
 
 
 logic.register_op("blas", "gemm_scaled", WQ_SIZE_KEYS, {"gemm_scaled": ScaledConfig},

@@ -17,25 +17,15 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
-from tessera.blas.kernels.gemm_tile import grouped_tile
+from tessera.blas.kernels.gemm_tile import TileConfig, grouped_tile
 
 
 @dataclass(frozen=True)
-class ScaledConfig:
-    """Launch parameters of :func:`_gemm_scaled_kernel` (the tuner forks over these)."""
-
-    block_m: int
-    block_n: int
-    block_k: int
-    group_m: int = 8
-    num_warps: int = 4
-    num_stages: int = 3
+class ScaledConfig(TileConfig):
+    """Launch parameters of :func:`_gemm_scaled_kernel`: the tile family's fields (the tuner forks
+    over these), its own family name in logic files."""
 
     kernel = "gemm_scaled"
-
-    def short(self) -> str:
-        return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
-                f"w{self.num_warps} s{self.num_stages}")
 
 
 @triton.jit
