@@ -118,6 +118,11 @@ def test_bad_input(device: str) -> None:
     broken = QuantizedWeight(q.codes[:-1], q.scales, None, 4, 32, (64, 16))
     with pytest.raises(InvalidArgumentError, match=r"codes\.shape"):
         gemm_wq(torch.randn(2, 64, device=device, dtype=torch.float16), broken)
+    with pytest.raises(InvalidArgumentError, match="bits 4 or 8"):
+        gemm_wq(torch.randn(2, 64, device=device, dtype=torch.float16),
+                QuantizedWeight(q.codes, q.scales, None, 3, 32, (64, 16)))
+    empty = quantize_weight(torch.zeros(0, 16, device=device, dtype=torch.float16), group_size=32)
+    assert gemm_wq(torch.randn(2, 0, device=device, dtype=torch.float16), empty).eq(0).all()  # K = 0
 
 
 @pytest.mark.gpu

@@ -20,6 +20,7 @@ accumulation.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import torch
@@ -110,6 +111,9 @@ def dequantize_weight(q: QuantizedWeight) -> torch.Tensor:
 def _check_quantized(q: object) -> QuantizedWeight:
     if not isinstance(q, QuantizedWeight):
         raise invalid("qweight", type(q).__name__, "a QuantizedWeight from tessera.blas.quantize_weight")
+    if q.bits not in BITS or q.group_size not in GROUP_SIZES or q.shape[0] % q.group_size:
+        raise invalid("qweight", f"bits={q.bits}, group_size={q.group_size}, shape={q.shape}",
+                      "bits 4 or 8, group_size 32/64/128 dividing K (as quantize_weight makes them)")
     k, n = q.shape
     rows = k // 2 if q.bits == 4 else k
     expected = {"codes": (rows, n), "scales": (k // q.group_size, n)}
@@ -136,8 +140,8 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     if x.dim() < 1 or x.shape[-1] != k:
         raise InvalidArgumentError(f"x has shape {tuple(x.shape)}; expected (…, {k}) for a {k}x{n} weight")
     lead = tuple(x.shape[:-1])
-    x2 = x.reshape(-1, k)
-    m = x2.shape[0]
+    m = math.prod(lead)
+    x2 = x.reshape(m, k)
     if out is None:
         out = torch.empty((*lead, n), dtype=x.dtype, device=x.device)
     elif tuple(out.shape) != (*lead, n) or out.dtype != x.dtype:
@@ -148,6 +152,8 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     check_same_device(tensors)
     if out.numel() == 0:
         return out
+    if k == 0:
+        return out.zero_()
     if not out.is_contiguous():
         raise invalid("out", f"strides {out.stride()}", "a contiguous tensor")
     y2 = out.view(m, n)
