@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tessera import InvalidArgumentError, UnsupportedError
-from tessera.blas import QuantizedWeight, dequantize_weight, gemm, gemm_wq, quantize_weight
+from tessera.blas import QuantizedWeight, dequantize_weight, explain, gemm, gemm_wq, quantize_weight
 
 
 def numpy_codes(w: np.ndarray, bits: int, group: int, symmetric: bool) -> tuple[np.ndarray, np.ndarray,
@@ -149,6 +149,8 @@ def test_int8_gemm_is_exact_int32(device: str) -> None:
     assert got.dtype == torch.int32 and np.array_equal(got.cpu().numpy(), want)
     bt = b.t().contiguous().to(device)  # B stored column-major: the transposed view, no copy
     assert np.array_equal(gemm(a.to(device), bt, trans_b=True).cpu().numpy(), want)
+    choice = explain(a.to(device), b.to(device))
+    assert choice is not None and choice.config.kernel == "gemm_scaled"
 
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.float8_e4m3fn, torch.float8_e5m2])
