@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 import tessera
 from reference import assert_gemm_close, op
-from tessera.blas import gemm, matmul, space
+from tessera.blas import explain, gemm, matmul, space
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
+from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 
@@ -300,6 +301,33 @@ def test_split_k_batched_transposed_broadcast(device: str) -> None:
         d = gemm(a, b, trans_a=True)
     for i in range(3):
         assert_gemm_close(d[i], a[i], b, trans_a=True)
+
+
+# programs: 3 and 5 cut tiles at different K-iterations, 7 leaves the last program short, 40 (more
+# programs than iterations are capped) gives every iteration its own program
+STREAMK_CONFIGS = [StreamKConfig(16, 32, 16, 3, 4, 2), StreamKConfig(32, 16, 32, 5, 4, 1),
+                   StreamKConfig(16, 16, 16, 7, 4, 1), StreamKConfig(16, 16, 16, 40, 4, 1)]
+
+
+@pytest.mark.parametrize("config", STREAMK_CONFIGS, ids=lambda c: c.short())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_stream_k_family(config: StreamKConfig, dtype: torch.dtype, device: str) -> None:
+    a, b, c = rand((41, 75), dtype, device), rand((75, 37), dtype, device), rand((41, 37), dtype, device)
+    beta = -0.5 if dtype != torch.float64 else -1.0
+    with space.forced(config):
+        d = gemm(a, b, c, alpha=1.5, beta=beta)
+        again = gemm(a, b, c, alpha=1.5, beta=beta)
+    assert_gemm_close(d, a, b, c, alpha=1.5, beta=beta)
+    assert torch.equal(d, again), "stream-K must be bit-reproducible"
+
+
+def test_stream_k_transposed_and_batch_fallback(device: str) -> None:
+    a = rand((70, 11), torch.float32, device)  # op(A) = A^T: 11 x 70
+    b = rand((13, 70), torch.float32, device)  # op(B) = B^T
+    with space.forced(StreamKConfig(16, 16, 16, 3, 4, 1)):
+        assert_gemm_close(gemm(a, b, trans_a=True, trans_b=True), a, b, trans_a=True, trans_b=True)
+        batched = rand((2, 11, 70), torch.float32, device)
+        assert explain(batched, b, trans_b=True).reason == "forced stream-K config takes no batch"
 
 
 @pytest.mark.parametrize("config", [TileConfig(16, 16, 16, 1, 4, 1), SplitKConfig(16, 16, 16, 2, 4, 1)],

@@ -26,6 +26,7 @@ from tessera.blas import space
 from tessera.blas.kernels.copy import column_major_copy, row_major_copy
 from tessera.blas.kernels.gemm_scaled import launch_gemm_scaled
 from tessera.blas.kernels.gemm_splitk import SplitKConfig, launch_gemm_splitk
+from tessera.blas.kernels.gemm_streamk import StreamKConfig, launch_gemm_streamk
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile
 from tessera.blas.kernels.gemm_tma import launch_gemm_tma, tma_supported
 from tessera.blas.quantized import QUANTIZED_INPUTS, plan_scaled
@@ -301,6 +302,12 @@ def _launch(plan: _GemmPlan) -> None:
             upcast=interpreter_enabled() and a.dtype == torch.bfloat16,
             index_64=needs_int64_index(a, b, d, *([c] if c is not None else [])),
             config=config,
+        )
+    elif isinstance(config, StreamKConfig):
+        launch_gemm_streamk(
+            _as_2d(a), _as_2d(b), None if c is None else _as_2d(c), _as_2d(d), plan.alpha, plan.beta,
+            precision=plan.precision, upcast=interpreter_enabled() and a.dtype == torch.bfloat16,
+            num_sms=plan.multiprocessors, config=config,
         )
     elif isinstance(config, SplitKConfig):
         launch_gemm_splitk(

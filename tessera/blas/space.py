@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from tessera._core.device import DeviceInfo
 from tessera.blas.kernels.gemm_scaled import ScaledConfig
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
+from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig
 from tessera.tuning import logic
 
-Config = TileConfig | TmaConfig | SplitKConfig | WqConfig | ScaledConfig
+Config = TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WqConfig | ScaledConfig
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -77,6 +78,15 @@ SPLITK_SPACE: tuple[SplitKConfig, ...] = tuple(
     for s in (3, 4)
 )
 
+# Stream-K (persistent, the K-iteration space shared evenly): for wave-quantized grids (tiles a
+# little over a multiple of the SM count). Like split-K, chosen through logic files once tuned.
+STREAMK_SPACE: tuple[StreamKConfig, ...] = tuple(
+    StreamKConfig(bm, bn, bk, 0, w, s)
+    for bm, bn, bk in [(128, 128, 64), (128, 256, 64), (64, 128, 64)]
+    for w in (4, 8)
+    for s in (3, 4)
+)
+
 # ``with forced(config):`` makes every GEMM in the block use ``config`` (tests, sweeps, the tuner).
 forced = logic.Override()
 
@@ -86,6 +96,8 @@ def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
     if forced.config is not None:
         if isinstance(forced.config, TmaConfig) and not problem.tma_ok:
             return Choice(TileConfig(64, 64, 32), "forced TMA config does not fit this layout")
+        if isinstance(forced.config, StreamKConfig) and problem.batch != 1:
+            return Choice(TileConfig(64, 64, 32), "forced stream-K config takes no batch")
         return Choice(forced.config, "forced")
     return _select_cached(problem, device.backend, device.arch, device.shared_memory_per_block,
                           logic.generation())
@@ -96,7 +108,8 @@ def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory:
                    _logic_generation: int) -> Choice:
     match, reasons = logic.lookup(arch, "blas", "gemm", problem.dtype,
                                   (problem.m, problem.n, problem.k, problem.batch),
-                                  usable=lambda cfg: problem.tma_ok or not isinstance(cfg, TmaConfig))
+                                  usable=lambda cfg: (problem.tma_ok or not isinstance(cfg, TmaConfig))
+                                  and (problem.batch == 1 or not isinstance(cfg, StreamKConfig)))
     if match is not None:
         return Choice(match.config, match.describe())
     choice = _select_heuristic(problem, backend, arch, shared_memory)
@@ -222,7 +235,8 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
 
 
 logic.register_op("blas", "gemm", SIZE_KEYS,
-                  {"gemm_tile": TileConfig, "gemm_tma": TmaConfig, "gemm_splitk": SplitKConfig},
+                  {"gemm_tile": TileConfig, "gemm_tma": TmaConfig, "gemm_splitk": SplitKConfig,
+                   "gemm_streamk": StreamKConfig},
                   heuristic=heuristic_logic)
 
 

@@ -16,6 +16,7 @@ from tessera.blas.accuracy import gemm_error_bound
 from tessera.blas.api import gemm
 from tessera.blas.bench import DTYPES
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
+from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.tuning.tuner import TunableOp
@@ -32,8 +33,9 @@ SIZE_PRESETS["preset"] = SIZE_PRESETS["square"] + SIZE_PRESETS["skinny"] + SIZE_
 SPACES: dict[str, tuple[space.Config, ...]] = {
     "default": tuple(c for c in space.TILE_SPACE if c.num_stages == 3) + tuple(
         c for c in space.TMA_SPACE if c.num_warps == 8 and not c.warp_specialize and c.num_stages < 5)
-    + tuple(c for c in space.SPLITK_SPACE if c.num_stages == 3),
-    "wide": space.TILE_SPACE + space.TMA_SPACE + space.SPLITK_SPACE,
+    + tuple(c for c in space.SPLITK_SPACE if c.num_stages == 3)
+    + tuple(c for c in space.STREAMK_SPACE if c.num_stages == 3),
+    "wide": space.TILE_SPACE + space.TMA_SPACE + space.SPLITK_SPACE + space.STREAMK_SPACE,
     "tiny": (TileConfig(16, 16, 16, 1, 2, 1), TileConfig(32, 32, 16, 4, 4, 1),
              TileConfig(16, 32, 32, 8, 4, 2)),
 }
@@ -50,6 +52,8 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
     if isinstance(config, SplitKConfig):
         # worth it only for few output tiles and a long K that every slice still covers
         return m * n <= 256 * 8192 and k >= 4 * config.split_k * config.block_k
+    if isinstance(config, StreamKConfig) and batch != 1:
+        return False  # a persistent grid over one 2-D problem
     if isinstance(config, TmaConfig):
         if batch != 1 or dtype == "fp64" or device.backend != "cuda" or space._sm_version(
                 device.backend, device.arch) < 90:

@@ -1,0 +1,81 @@
+"""Wave quantization, and stream-K against the data-parallel kernels on the shapes it hurts.
+
+Without a GPU (``--shapes``): for each candidate bf16 shape, the configuration the sm_90 heuristic
+picks, its tile count and the fraction of the last wave's multiprocessors left idle (132 SMs).
+On a GPU: the heuristic's data-parallel choice, the best of a few data-parallel tile configs, and
+stream-K configs, all timed with do_bench (median, L2 flushed) beside torch.matmul, in one run.
+Usage: python benchmarks/streamk.py --shapes | OUT.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import torch
+
+from tessera._core.device import offline_device
+from tessera.blas import space
+from tessera.blas.kernels.gemm_streamk import StreamKConfig
+from tessera.blas.kernels.gemm_tile import TileConfig
+
+SMS = 132
+# square-ish bf16 problems whose tile grids overshoot a multiple of 132 by a little (few tiles in the
+# last wave), and two that fill waves exactly (controls)
+SHAPES = [(1664, 1408, 8192), (3456, 3072, 4096), (2432, 2304, 8192), (4224, 4096, 4096), (1536, 1408, 8192),
+          (8448, 8192, 2048)]
+
+
+def grid_facts(m: int, n: int, k: int) -> dict:
+    """What the sm_90 heuristic picks for bf16 (m, n, k) and how its tiles fill waves of 132."""
+    device = offline_device("sm_90")
+    choice = space._select_heuristic(space.GemmProblem(m, n, k, 1, "bf16", True), device.backend, device.arch,
+                                     device.shared_memory_per_block)
+    config = choice.config
+    tiles = -(-m // config.block_m) * -(-n // config.block_n)
+    waves = -(-tiles // SMS)
+    return {"m": m, "n": n, "k": k, "config": config.short(), "tiles": tiles, "waves": waves,
+            "idle_in_last_wave": 1 - (tiles - (waves - 1) * SMS) / SMS, "efficiency": tiles / (waves * SMS)}
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--shapes"]:
+        for facts in map(lambda s: grid_facts(*s), SHAPES):
+            print(f"{facts['m']}x{facts['n']}x{facts['k']}: {facts['config']}, {facts['tiles']} tiles = "
+                  f"{facts['waves']} waves, {facts['efficiency']:.0%} of the SM-waves busy")
+        return
+    import triton
+
+    from tessera._core.timing import flushed_ms, git_revision
+    from tessera.blas import gemm
+
+    rows = []
+    for m, n, k in SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        row = {**grid_facts(m, n, k), "torch_ms": flushed_ms(lambda a=a, b=b: torch.matmul(a, b)),
+               "heuristic_ms": flushed_ms(lambda a=a, b=b: gemm(a, b))}
+        candidates = {"tile": [TileConfig(128, 128, 64, 8, 8, 3), TileConfig(128, 256, 64, 8, 8, 3)],
+                      "streamk": [StreamKConfig(128, 128, 64, 0, 8, 3), StreamKConfig(128, 256, 64, 0, 8, 3),
+                                  StreamKConfig(128, 128, 64, 2 * 132, 8, 3)]}
+        for configs in candidates.values():
+            for config in configs:
+                with space.forced(config):
+                    row[config.short()] = flushed_ms(lambda a=a, b=b: gemm(a, b))
+        best_dp = min(row["heuristic_ms"], *(row[c.short()] for c in candidates["tile"]))
+        best_sk = min(row[c.short()] for c in candidates["streamk"])
+        row["streamk_vs_best_data_parallel"] = best_dp / best_sk
+        rows.append(row)
+        print(f"{m}x{n}x{k}: torch {row['torch_ms'] * 1e3:.0f} us, best data-parallel "
+              f"{best_dp * 1e3:.0f} us, best stream-K {best_sk * 1e3:.0f} us "
+              f"({row['streamk_vs_best_data_parallel']:.2f}x)")
+    with open(sys.argv[1], "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "git": git_revision(),
+                   "versions": {"torch": torch.__version__, "triton": triton.__version__},
+                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "command": "python benchmarks/streamk.py OUT.json", "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Stream-K GEMM: a persistent grid shares the whole MAC-loop iteration space evenly.
+
+The problem's work is T output tiles × I K-iterations each (BLOCK_K deep). Program p of P takes
+iterations [p·L, (p + 1)·L), L = ⌈T·I / P⌉, walking them tile by tile: a tile it covers whole is
+finished and stored at once; a piece of a tile (the program's first or last segment) goes to a
+workspace slot (p, 0) or (p, 1), and the program then adds one to that tile's counter. The program
+that brings the counter to the tile's number of contributors — the last one, whoever that is —
+adds the pieces in contributor order (fixed: bit-reproducible run to run, no waiting on anyone)
+and stores the tile. Unlike a data-parallel grid of T tiles, no wave leaves multiprocessors idle.
+
+    D = alpha · A @ B + beta · C     (C read only when HAS_C; 2-D operands, any strides)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from tessera._core.launch import Launcher, cdiv
+from tessera.blas.kernels.gemm_tile import representative_operands
+
+
+@dataclass(frozen=True)
+class StreamKConfig:
+    """Launch parameters of :func:`_gemm_streamk_kernel`; ``programs`` = 0 means one per SM."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    programs: int = 0
+    num_warps: int = 4
+    num_stages: int = 3
+
+    kernel = "gemm_streamk"
+
+    def short(self) -> str:
+        grid = self.programs or "SMs"
+        return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} p{grid} "
+                f"w{self.num_warps} s{self.num_stages}")
+
+
+@triton.jit
+def _mac(a_ptr, b_ptr, rm, rn, rk, mask_m, mask_n, K, k_first, k_last, stride_am, stride_ak, stride_bk,
+         stride_bn, acc, UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK_K: tl.constexpr):
+    """acc + A[rm, k] @ B[k, rn] over K-iterations k_first … k_last − 1 of one tile."""
+    for kk in range(k_first, k_last):
+        ks = kk * BLOCK_K + rk
+        a = tl.load(a_ptr + rm[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=mask_m[:, None] & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & mask_n[None, :], other=0.0)
+        if UPCAST:  # the interpreter's bf16 dot is wrong; fp32 is exact for bf16 products
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, out_dtype=acc.dtype)
+    return acc
+
+
+@triton.jit
+def _epilogue(acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm, stride_dn,
+              alpha, beta, HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr):
+    if SCALE_ALPHA:
+        acc = acc * tl.cast(alpha, acc.dtype)
+    mask = mask_m[:, None] & mask_n[None, :]
+    if HAS_C:
+        c = tl.load(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, mask=mask, other=0.0)
+        acc += tl.cast(beta, acc.dtype) * c.to(acc.dtype)
+    tl.store(d_ptr + rm[:, None] * stride_dm + rn[None, :] * stride_dn, acc.to(d_ptr.dtype.element_ty),
+             mask=mask)
+
+
+@triton.jit
+def _gemm_streamk_kernel(
+    a_ptr, b_ptr, c_ptr, d_ptr, ws_ptr, count_ptr,
+    M, N, K, per_program,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_dm, stride_dn,
+    alpha: tl.float64, beta: tl.float64,
+    HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr, ACC_FP64: tl.constexpr, UPCAST: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    p = tl.program_id(0)
+    iters = tl.cdiv(K, BLOCK_K)  # K-iterations per tile
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    total = tl.cdiv(M, BLOCK_M) * tiles_n * iters
+    start = p * per_program
+    end = tl.minimum(start + per_program, total)
+    rk = tl.arange(0, BLOCK_K)
+    tile_elems = BLOCK_M * BLOCK_N
+    local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    it = start
+    while it < end:
+        tile = it // iters
+        k_first = it % iters
+        k_last = tl.minimum(iters, k_first + (end - it))
+        rm = (tile // tiles_n).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = (tile % tiles_n).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask_m = rm < M
+        mask_n = rn < N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64 if ACC_FP64 else tl.float32)
+        acc = _mac(a_ptr, b_ptr, rm, rn, rk, mask_m, mask_n, K, k_first, k_last, stride_am, stride_ak,
+                   stride_bk, stride_bn, acc, UPCAST, INPUT_PRECISION, BLOCK_K)
+        if (k_first == 0) & (k_last == iters):  # the whole tile is ours
+            _epilogue(acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm,
+                      stride_dn, alpha, beta, HAS_C, SCALE_ALPHA)
+        else:
+            slot = 2 * p + tl.where(it == start, 0, 1)  # (p, 0): the program's first segment; (p, 1): last
+            tl.store(ws_ptr + slot.to(tl.int64) * tile_elems + local, acc)
+            first = (tile * iters) // per_program  # contributors: the programs covering this tile
+            last = (tile * iters + iters - 1) // per_program
+            tl.debug_barrier()  # every thread's piece stored before the count
+            done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
+            if done == last - first:  # the last piece in: add them all, in contributor order
+                total_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc.dtype)
+                for q in range(first, last + 1):  # slot 1 unless this tile opens q's range
+                    q_slot = 2 * q + tl.where(q * per_program < tile * iters, 1, 0)
+                    total_acc += tl.load(ws_ptr + q_slot.to(tl.int64) * tile_elems + local,
+                                         cache_modifier=".cg")
+                _epilogue(total_acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm,
+                          stride_dn, alpha, beta, HAS_C, SCALE_ALPHA)
+        it += k_last - k_first
+
+
+_launch = Launcher(_gemm_streamk_kernel)
+
+
+def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
+                        alpha: float, beta: float, *, precision: str, upcast: bool, num_sms: int,
+                        config: StreamKConfig) -> None:
+    """d ← alpha · a @ b + beta · c for 2-D views (a (M, K), b (K, N), c/d (M, N))."""
+    m, k = a.shape
+    n = b.shape[1]
+    tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
+    total = tiles * cdiv(k, config.block_k)
+    programs = min(config.programs or max(num_sms, 1), total)
+    per_program = cdiv(total, programs)
+    programs = cdiv(total, per_program)
+    wide = torch.float64 if a.dtype == torch.float64 else torch.float32
+    workspace = torch.empty(2 * programs * config.block_m * config.block_n, dtype=wide, device=a.device)
+    counts = torch.zeros(tiles, dtype=torch.int32, device=a.device)
+    c_arg = c if c is not None else d
+    _launch((programs,),
+            (a, b, c_arg, d, workspace, counts, m, n, k, per_program, *a.stride(), *b.stride(),
+             *c_arg.stride(), *d.stride(), float(alpha), float(beta)),
+            dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=a.dtype == torch.float64,
+                 UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+                 BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k),
+            config.num_warps, config.num_stages)
+
+
+def representative_launch(op: str, config: StreamKConfig, dtype: str, num_sms: int) -> None:
+    """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 (run under
+    ``tessera._core.launch.capture()``)."""
+    a, b, d = representative_operands(dtype)
+    launch_gemm_streamk(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+                        upcast=False, num_sms=num_sms, config=config)
