@@ -122,6 +122,28 @@ def test_cli_tune_gemm_writes_logic_and_plot(tmp_path: Path, capsys: pytest.Capt
     assert yaml.safe_load((folder / "blas.gemm.fp32.yaml").read_text())["runtime"]["backend"] == "interpreter"
 
 
+@pytest.mark.parametrize("dtype,op,kernel", [("int4_fp16", "gemm_wq", "gemm_wq"),
+                                              ("int8", "gemm_scaled", "gemm_scaled"),
+                                              ("fp8e4m3", "gemm_scaled", "gemm_scaled")])
+def test_cli_tune_gemm_quantized_ops(dtype: str, op: str, kernel: str, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture) -> None:
+    """Quantized dtypes tune their own ops (sizes M×N×K), every candidate checked against fp64."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the tiny space is for the interpreter; the GPU run uses real spaces")
+    assert main(["tune", "gemm", "--dtype", dtype, "--sizes", "16x48x64", "--space", "tiny", "--no-plot",
+                 "--out", str(tmp_path)]) == 0
+    assert "geometric-mean gain of tuned over the heuristic default" in capsys.readouterr().out
+    lf = load_logic(tmp_path / "interpreter" / f"blas.{op}.{dtype}.yaml")
+    assert {row.sizes for row in lf.table} == {(16, 48, 64)}
+    assert {config.kernel for config in lf.solutions.values()} == {kernel}
+    journal = (tmp_path / "interpreter" / f"blas.{op}.{dtype}.journal.jsonl").read_text()
+    assert journal.count('"status": "ok"') >= 2  # both candidates ran and passed the check
+    assert '"status": "failed"' not in journal and '"status": "incorrect"' not in journal
+    assert main(["tune", "gemm", "--dtype", dtype, "--sizes", "16x48x64x2", "--out", str(tmp_path)]) == 2
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
 def test_gemm_check_accepts_correct_results_with_short_k(dtype: str) -> None:
     """Regression: the bound must use the output dtype's rounding (K = 32 makes it dominate)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -9,16 +10,20 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from tessera._core.device import DeviceInfo, device_info
+from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import compile_only
 from tessera._core.timing import flushed_ms, on_gpu
 from tessera.blas import space
 from tessera.blas.accuracy import gemm_error_bound
 from tessera.blas.api import gemm
 from tessera.blas.bench import DTYPES
+from tessera.blas.kernels.gemm_scaled import TORCH_DTYPES, ScaledConfig
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
+from tessera.blas.kernels.gemm_wq import WqConfig
+from tessera.blas.quantized import dequantize_weight, gemm_wq, quantize_weight
 from tessera.tuning.tuner import TunableOp
 
 LLM_NK = ((4096, 4096), (8192, 8192), (14336, 4096), (4096, 14336))
@@ -137,3 +142,103 @@ def default_choice(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> 
     return space._select_heuristic(space.GemmProblem(m, n, k, batch, dtype, tma_ok), device.backend,
                                    device.arch, device.shared_memory_per_block).config
 
+
+
+# Quantized ops: ``gemm_wq`` (dtypes int4_bf16 …) and ``gemm_scaled`` (fp8e4m3, fp8e5m2, int8).
+QUANTIZED_TINY_SPACES: dict[str, tuple[space.Config, ...]] = {
+    "gemm_wq": (WqConfig(16, 32, 32, 1, 4, 4, 1), WqConfig(16, 32, 32, 2, 4, 4, 1)),
+    "gemm_scaled": (ScaledConfig(16, 32, 32, 4, 4, 1), ScaledConfig(32, 32, 32, 4, 4, 1)),
+}
+
+
+def quantized_op(dtype: str) -> str | None:
+    """The op a quantized ``--dtype`` tunes (``gemm_wq`` / ``gemm_scaled``), None for float GEMM."""
+    if dtype in space.WQ_DTYPES:
+        return "gemm_wq"
+    return "gemm_scaled" if dtype in space.SCALED_DTYPES else None
+
+
+def _group_for(k: int) -> int:
+    for group in (128, 64, 32):
+        if k % group == 0:
+            return group
+    raise InvalidArgumentError(f"K = {k} for a weight-only problem; expected a multiple of 32")
+
+
+def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], space_name: str,
+                      device: DeviceInfo | None = None) -> TunableOp:
+    """``gemm_wq`` or ``gemm_scaled`` as the tuner sees it: problems (m, n, k); the check is the
+    tests' bound against fp64 (x @ dequantized weight, or the exact product of fp8/int8 values)."""
+    device = device or device_info()
+    op = quantized_op(dtype)
+    target = "cuda" if on_gpu() else "cpu"
+    cache: dict[tuple[int, ...], tuple] = {}
+
+    def operands(problem: tuple[int, ...]) -> tuple:
+        if problem not in cache:
+            cache.clear()
+            m, n, k = problem
+            gen = torch.Generator().manual_seed(hash(problem) % 2**31)
+            if op == "gemm_wq":
+                bits, act = int(dtype[3]), DTYPES[dtype.split("_")[1]]
+                w = (torch.randn(k, n, generator=gen) * 0.02).to(act).to(target)
+                q = quantize_weight(w, bits=bits, group_size=_group_for(k))
+                x = torch.randn(m, k, generator=gen).to(act).to(target)
+                args: tuple = (x, q)
+                wide_a, wide_b = x.double().cpu(), dequantize_weight(q).double().cpu()
+            else:
+                elem = TORCH_DTYPES[dtype]
+                if elem == torch.int8:
+                    a = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
+                    b = torch.randint(-128, 128, (n, k), generator=gen, dtype=torch.int8).t()
+                else:
+                    a = torch.randn(m, k, generator=gen).to(elem)
+                    b = torch.randn(n, k, generator=gen).to(elem).t()  # column-major, as vendors want
+                one = torch.ones(1, device=target)
+                args = (a.to(target), b.to(target), one)
+                wide_a, wide_b = a.double(), b.double()
+            cache[problem] = (args, wide_a @ wide_b, wide_a.abs() @ wide_b.abs())
+        return cache[problem]
+
+    def run(problem: tuple[int, ...], config: space.Config) -> torch.Tensor:
+        args = operands(problem)[0]
+        with space.forced(config):
+            if op == "gemm_wq":
+                return gemm_wq(*args)
+            a, b, one = args
+            return gemm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    def candidates(problem: tuple[int, ...]) -> list[space.Config]:
+        m, n, k = problem
+        if space_name == "tiny":
+            configs: Sequence[space.Config] = QUANTIZED_TINY_SPACES[op]
+        else:
+            configs = space.WQ_SPACE if op == "gemm_wq" else space.SCALED_SPACE
+        return [c for c in configs if c.block_m <= _pow2_at_least(m) and c.block_n <= _pow2_at_least(n)
+                and (op != "gemm_wq" or c.block_k <= _group_for(k))]
+
+    def check(problem: tuple[int, ...], config: space.Config) -> str | None:
+        _, ref, magnitude = operands(problem)
+        got = run(problem, config).double().cpu()
+        unit = 2.0**-7  # one ulp of a 16-bit result (the interpreter truncates bf16)
+        excess = ((got - ref).abs() - unit * ref.abs() - 1e-5 * magnitude - 1e-6).max().item()
+        return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
+
+    def measure(problem: tuple[int, ...], config: space.Config) -> float:
+        m, n, k = problem
+        return 2.0 * m * n * k / flushed_ms(lambda: run(problem, config)) / 1e9
+
+    import triton
+
+    return TunableOp("blas", op, device.arch, dtype, list(problems), candidates, check, measure,
+                     runtime={"triton": triton.__version__, "backend": device.backend, "device": device.name})
+
+
+def quantized_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
+    """What the untuned heuristic of a quantized op picks (the tuner's summary compares with it)."""
+    m, n, k = problem
+    if quantized_op(dtype) == "gemm_wq":
+        config = space._wq_heuristic(space.WqProblem(m, n, k, dtype), device.backend,
+                                     device.multiprocessors or 0).config
+        return dataclasses.replace(config, block_k=min(config.block_k, _group_for(k)))
+    return space._scaled_heuristic(space.ScaledProblem(m, n, k, dtype), device.backend).config

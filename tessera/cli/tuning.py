@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tessera._core.errors import TesseraError
+from tessera._core.errors import InvalidArgumentError, TesseraError
 from tessera.cli.common import use_interpreter_without_gpu
 
 
@@ -47,13 +47,15 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     from tessera import device_info
     from tessera._core.timing import flushed_ms
     from tessera.blas.bench import DTYPES
-    from tessera.blas.tune import SIZE_PRESETS, default_choice, gemm_tunable
+    from tessera.blas.tune import SIZE_PRESETS, default_choice, gemm_tunable, quantized_op
     from tessera.tuning.tuner import Tuner, parse_sizes
 
     problems = parse_sizes(args.sizes, SIZE_PRESETS, width=4)
     if interpreting:
         print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
     device = device_info()
+    if quantized_op(args.dtype) is not None:
+        return _tune_quantized(args, problems, device)
     op = gemm_tunable(args.dtype, problems, args.space, device)
     tuner = Tuner(op, args.out, resume=args.resume,
                   budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
@@ -75,6 +77,40 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
         vendor.append(2.0 * m * n * k * batch / flushed_ms(lambda a=a, b=b: torch.matmul(a, b)) / 1e9)
     return _summarize(path, f"GEMM {args.dtype} on {device.name}", labels, tuned, default,
                       {"vendor": vendor}, "TFLOP/s", args.no_plot)
+
+
+def _tune_quantized(args: argparse.Namespace, problems: list[tuple[int, ...]], device: object) -> int:
+    """``tessera tune gemm --dtype`` for the quantized ops: sizes (m, n, k); the vendor column is
+    bf16 ``torch.matmul`` of the same shape."""
+    import torch
+
+    from tessera._core.timing import flushed_ms, on_gpu
+    from tessera.blas.tune import quantized_default, quantized_tunable
+    from tessera.tuning.tuner import Tuner
+
+    if any(p[3] != 1 for p in problems):
+        raise InvalidArgumentError(f"--dtype {args.dtype} takes no batch; got sizes {problems}")
+    problems3 = [p[:3] for p in problems]
+    op = quantized_tunable(args.dtype, problems3, args.space, device)
+    tuner = Tuner(op, args.out, resume=args.resume,
+                  budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
+    path = tuner.run()
+    print(f"wrote {path}")
+    best = tuner.best()
+    labels, tuned, default, vendor = [], [], [], []
+    target = "cuda" if on_gpu() else "cpu"
+    for problem in problems3:
+        if problem not in best:
+            continue
+        m, n, k = problem
+        labels.append("x".join(map(str, problem)))
+        tuned.append(best[problem][1])
+        default.append(op.measure(problem, quantized_default(problem, args.dtype, device)))
+        a = torch.randn(m, k, device=target, dtype=torch.bfloat16)
+        b = torch.randn(k, n, device=target, dtype=torch.bfloat16)
+        vendor.append(2.0 * m * n * k / flushed_ms(lambda a=a, b=b: torch.matmul(a, b)) / 1e9)
+    return _summarize(path, f"{op.op} {args.dtype} on {device.name}", labels, tuned, default,
+                      {"bf16 torch.matmul": vendor}, "TFLOP/s", args.no_plot)
 
 
 def _summarize(path: Path, title: str, labels: list[str], tuned: list[float], default: list[float],
