@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tessera._core.errors import InvalidArgumentError, TesseraError
@@ -48,7 +49,7 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     from tessera._core.timing import flushed_ms
     from tessera.blas.bench import DTYPES
     from tessera.blas.tune import SIZE_PRESETS, default_choice, gemm_tunable, quantized_op
-    from tessera.tuning.tuner import Tuner, parse_sizes
+    from tessera.tuning.tuner import parse_sizes
 
     problems = parse_sizes(args.sizes, SIZE_PRESETS, width=4)
     if interpreting:
@@ -56,27 +57,19 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     device = device_info()
     if quantized_op(args.dtype) is not None:
         return _tune_quantized(args, problems, device)
-    op = gemm_tunable(args.dtype, problems, args.space, device)
-    tuner = Tuner(op, args.out, resume=args.resume,
-                  budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
-    path = tuner.run()
-    print(f"wrote {path}")
-    best = tuner.best()
-    labels, tuned, default, vendor = [], [], [], []
     target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
-    for problem in problems:
-        if problem not in best:
-            continue
+
+    def vendor(problem: tuple[int, ...]) -> float:
         m, n, k, batch = problem
-        labels.append("x".join(map(str, problem)))
-        tuned.append(best[problem][1])
-        default.append(op.measure(problem, default_choice(problem, args.dtype, device)))
         shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
         a = torch.randn(shape_a, device=target).to(DTYPES[args.dtype])
         b = torch.randn(shape_b, device=target).to(DTYPES[args.dtype])
-        vendor.append(2.0 * m * n * k * batch / flushed_ms(lambda a=a, b=b: torch.matmul(a, b)) / 1e9)
-    return _summarize(path, f"GEMM {args.dtype} on {device.name}", labels, tuned, default,
-                      {"vendor": vendor}, "TFLOP/s", args.no_plot)
+        return 2.0 * m * n * k * batch / flushed_ms(lambda: torch.matmul(a, b)) / 1e9
+
+    op = gemm_tunable(args.dtype, problems, args.space, device)
+    path, rows = _tune(op, args, problems, lambda problem: default_choice(problem, args.dtype, device),
+                       vendor)
+    return _summarize(path, f"GEMM {args.dtype} on {device.name}", *rows, "vendor", "TFLOP/s", args.no_plot)
 
 
 def _tune_quantized(args: argparse.Namespace, problems: list[tuple[int, ...]], device: object) -> int:
@@ -86,35 +79,51 @@ def _tune_quantized(args: argparse.Namespace, problems: list[tuple[int, ...]], d
 
     from tessera._core.timing import flushed_ms, on_gpu
     from tessera.blas.tune import quantized_default, quantized_tunable
-    from tessera.tuning.tuner import Tuner
 
     if any(p[3] != 1 for p in problems):
         raise InvalidArgumentError(f"--dtype {args.dtype} takes no batch; got sizes {problems}")
     problems3 = [p[:3] for p in problems]
+    target = "cuda" if on_gpu() else "cpu"
+
+    def vendor(problem: tuple[int, ...]) -> float:
+        m, n, k = problem
+        a = torch.randn(m, k, device=target, dtype=torch.bfloat16)
+        b = torch.randn(k, n, device=target, dtype=torch.bfloat16)
+        return 2.0 * m * n * k / flushed_ms(lambda: torch.matmul(a, b)) / 1e9
+
     op = quantized_tunable(args.dtype, problems3, args.space, device)
+    path, rows = _tune(op, args, problems3, lambda problem: quantized_default(problem, args.dtype, device),
+                       vendor)
+    return _summarize(path, f"{op.op} {args.dtype} on {device.name}", *rows, "bf16 torch.matmul", "TFLOP/s",
+                      args.no_plot)
+
+
+def _tune(op: object, args: argparse.Namespace, problems: list[tuple[int, ...]],
+          default_config: Callable[[tuple[int, ...]], object],
+          vendor_figure: Callable[[tuple[int, ...]], float],
+          ) -> tuple[Path, tuple[list[str], list[float], list[float], list[float]]]:
+    """Run the tuner (``--out``, ``--resume``, ``--budget-minutes``), then for every problem it
+    tuned: (label, tuned figure, the heuristic default's figure, the vendor's figure)."""
+    from tessera.tuning.tuner import Tuner
+
     tuner = Tuner(op, args.out, resume=args.resume,
                   budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
     path = tuner.run()
     print(f"wrote {path}")
     best = tuner.best()
     labels, tuned, default, vendor = [], [], [], []
-    target = "cuda" if on_gpu() else "cpu"
-    for problem in problems3:
+    for problem in problems:
         if problem not in best:
             continue
-        m, n, k = problem
         labels.append("x".join(map(str, problem)))
         tuned.append(best[problem][1])
-        default.append(op.measure(problem, quantized_default(problem, args.dtype, device)))
-        a = torch.randn(m, k, device=target, dtype=torch.bfloat16)
-        b = torch.randn(k, n, device=target, dtype=torch.bfloat16)
-        vendor.append(2.0 * m * n * k / flushed_ms(lambda a=a, b=b: torch.matmul(a, b)) / 1e9)
-    return _summarize(path, f"{op.op} {args.dtype} on {device.name}", labels, tuned, default,
-                      {"bf16 torch.matmul": vendor}, "TFLOP/s", args.no_plot)
+        default.append(op.measure(problem, default_config(problem)))
+        vendor.append(vendor_figure(problem))
+    return path, (labels, tuned, default, vendor)
 
 
 def _summarize(path: Path, title: str, labels: list[str], tuned: list[float], default: list[float],
-               vendor: dict[str, list[float]], unit: str, no_plot: bool) -> int:
+               figures: list[float], name: str, unit: str, no_plot: bool) -> int:
     """Print tuned vs heuristic default vs vendor per problem, the geometric-mean gain, and plot."""
     import math
 
@@ -123,7 +132,6 @@ def _summarize(path: Path, title: str, labels: list[str], tuned: list[float], de
     if not labels:
         print("no problem has a correct candidate yet")
         return 1
-    (name, figures), = vendor.items()
     print(f"{'problem':<24} {'tuned':>10} {'default':>10} {name:>10} {'tuned/default':>13}  ({unit})")
     for row in zip(labels, tuned, default, figures, strict=True):
         print(f"{row[0]:<24} {row[1]:>10.4g} {row[2]:>10.4g} {row[3]:>10.4g} {row[1] / row[2]:>13.3f}")
@@ -147,7 +155,7 @@ def cmd_tune_rand(args: argparse.Namespace) -> int:
     from tessera._core.timing import flushed_ms
     from tessera.rand import space
     from tessera.rand.tune import SIZE_PRESETS, SOBOL_PRESETS, drawer, rand_tunable, split_op
-    from tessera.tuning.tuner import Tuner, parse_sizes
+    from tessera.tuning.tuner import parse_sizes
 
     family, _, distribution = split_op(args.rand_op)
     dtype = args.dtype or ("int32" if distribution == "bits" else "fp32")
@@ -156,26 +164,20 @@ def cmd_tune_rand(args: argparse.Namespace) -> int:
     if interpreting:
         print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
     device = device_info()
-    op = rand_tunable(args.rand_op, dtype, problems, args.space, device)
-    tuner = Tuner(op, args.out, resume=args.resume,
-                  budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
-    path = tuner.run()
-    print(f"wrote {path}")
-    best = tuner.best()
     target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
-    labels, tuned, default, vendor = [], [], [], []
-    for problem in problems:
-        if problem not in best:
-            continue
-        labels.append("x".join(map(str, problem)))
-        tuned.append(best[problem][1])
-        default.append(op.measure(problem, space.heuristic(args.rand_op, device.arch).config))
+
+    def vendor(problem: tuple[int, ...]) -> float:
         out = drawer(args.rand_op, dtype, target)(problem)
         fill = {"uniform": out.uniform_, "normal": out.normal_}.get(distribution)
-        vendor.append(math.nan if fill is None or family == "sobol32" else
-                      out.numel() * out.element_size() / flushed_ms(fill) / 1e6)
-    return _summarize(path, f"rand {args.rand_op} {dtype} on {device.name}", labels, tuned, default,
-                      {"torch": vendor}, "GB/s", args.no_plot)
+        if fill is None or family == "sobol32":
+            return math.nan
+        return out.numel() * out.element_size() / flushed_ms(fill) / 1e6
+
+    op = rand_tunable(args.rand_op, dtype, problems, args.space, device)
+    path, rows = _tune(op, args, problems, lambda _: space.heuristic(args.rand_op, device.arch).config,
+                       vendor)
+    return _summarize(path, f"rand {args.rand_op} {dtype} on {device.name}", *rows, "torch", "GB/s",
+                      args.no_plot)
 
 
 def cmd_pack(args: argparse.Namespace) -> int:
