@@ -61,12 +61,17 @@ def _host_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _provenance(data: dict) -> str:
+    """When, at which revision, with which command and versions a benchmark script's JSON was made."""
+    return (f"Measured {data['created']} at revision `{data['git']}` with `{data['command']}`; torch "
+            f"{data['versions']['torch']}, triton {data['versions']['triton']}.")
+
+
 def _level12_section(path: Path) -> list[str]:
     """BLAS level 1/2 rows; the issue's targets: ≥ 85 % of copy and ≥ 1.0× torch."""
     data = json.loads(path.read_text())
     lines = [f"## BLAS level 1 and 2 on {data['device']} — `{path.relative_to(ROOT)}`", "",
-             f"Measured {data['created']} at revision `{data['git']}` with `{data['command']}`; torch "
-             f"{data['versions']['torch']}, triton {data['versions']['triton']}. Level 1 at 2^26 fp32, "
+             f"{_provenance(data)} Level 1 at 2^26 fp32, "
              "level 2 at 8192² (bf16; trsv fp32). GB/s of the bytes a routine must move; % copy against "
              f"the device-to-device copy of the same run ({data['copy_gbs']:.0f} GB/s, read + write); "
              "medians of 3 alternating rounds, L2 flushed. Targets: ≥ 85 % of copy and ≥ 1.0× torch "
@@ -91,8 +96,7 @@ def _quantized_section(path: Path) -> list[str]:
     """Weight-only rows beside bf16 torch.matmul and fp8/int8 rows beside torch, with targets."""
     data = json.loads(path.read_text())
     lines = [f"## Quantized GEMM on {data['device']} — `{path.relative_to(ROOT)}`", "",
-             f"Measured {data['created']} at revision `{data['git']}` with `{data['command']}`; torch "
-             f"{data['versions']['torch']}, triton {data['versions']['triton']}. x (M × 8192, bf16) times "
+             f"{_provenance(data)} x (M × 8192, bf16) times "
              "an 8192² weight quantized with group 128; torch = bf16 `torch.matmul` of the same shape; "
              "medians of 3 alternating rounds, L2 flushed. Weight GB/s counts codes and scales.", "",
              "| weights | M | Tessera µs | torch µs | vs torch | target | TFLOP/s | weight GB/s |",
