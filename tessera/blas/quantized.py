@@ -159,7 +159,7 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     y2 = out.view(m, n)
     info = device_info(x.device)
     dtype = f"int{q.bits}_{ACTIVATIONS[x.dtype]}"
-    config = space.select_wq(space.WqProblem(m, n, k, dtype), info).config
+    config = space.select_mnk("gemm_wq", space.MnkProblem(m, n, k, dtype), info).config
     block_k = min(config.block_k, q.group_size)
     if block_k != config.block_k:
         config = dataclasses.replace(config, block_k=block_k)
@@ -244,5 +244,5 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
             if bias_t is not None:
                 out.copy_(bias_t.to(out.dtype).expand(m, n))
         return out, None
-    choice = space.select_scaled(space.ScaledProblem(m, n, k, key), device_info(device))
+    choice = space.select_mnk("gemm_scaled", space.MnkProblem(m, n, k, key), device_info(device))
     return out, (a, b, sa, sb, bias_t, choice)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from tessera._core.device import DeviceInfo
@@ -256,31 +255,35 @@ WQ_SPACE: tuple[WqConfig, ...] = tuple(
 
 
 @dataclass(frozen=True)
-class WqProblem:
+class MnkProblem:
+    """A quantized GEMM as selection sees it (ops ``gemm_wq`` and ``gemm_scaled``)."""
+
     m: int
     n: int
     k: int
-    dtype: str  # int4_bf16 …
+    dtype: str  # int4_bf16 … for gemm_wq; fp8e4m3, fp8e5m2, int8 for gemm_scaled
 
 
-def select_wq(problem: WqProblem, device: DeviceInfo) -> Choice:
-    """The configuration of a weight-only quantized GEMM: logic files, then the heuristic."""
-    if forced.config is not None and isinstance(forced.config, WqConfig):
+def select_mnk(op: str, problem: MnkProblem, device: DeviceInfo) -> Choice:
+    """The configuration of a quantized GEMM (``op`` gemm_wq or gemm_scaled): a forced config of
+    that family, else the logic files, else the op's heuristic."""
+    if forced.config is not None and forced.config.kernel == op:
         return Choice(forced.config, "forced")
-    return _select_wq_cached(problem, device.backend, device.arch, device.multiprocessors or 0,
-                             logic.generation())
+    return _select_mnk_cached(op, problem, device.backend, device.arch, device.multiprocessors or 0,
+                              logic.generation())
 
 
 @functools.lru_cache(maxsize=1024)
-def _select_wq_cached(problem: WqProblem, backend: str, arch: str, sms: int, _generation: int) -> Choice:
-    match, reasons = logic.lookup(arch, "blas", "gemm_wq", problem.dtype, (problem.m, problem.n, problem.k))
+def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sms: int,
+                       _generation: int) -> Choice:
+    match, reasons = logic.lookup(arch, "blas", op, problem.dtype, (problem.m, problem.n, problem.k))
     if match is not None:
         return Choice(match.config, match.describe())
-    choice = _wq_heuristic(problem, backend, sms)
+    choice = MNK_HEURISTICS[op](problem, backend, sms)
     return Choice(choice.config, "; ".join([*reasons, choice.reason]))
 
 
-def _wq_heuristic(problem: WqProblem, backend: str, sms: int) -> Choice:
+def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     """Not yet tuned on a GPU: tile shapes follow the 16-bit tile family's rules; decode-sized M
     splits K until about two programs per multiprocessor exist."""
     if backend == "interpreter":
@@ -305,16 +308,16 @@ _WQ_GRID = [(m, n, k) for m in (1, 16, 64, 256, 1024, 4096) for n, k in ((4096, 
 
 
 def _mnk_heuristic_docs(device: DeviceInfo, op: str, dtypes: tuple[str, ...],
-                        grid: list[tuple[int, int, int]], pick: Callable[[int, int, int, str], Choice]
-                        ) -> list[dict]:
-    """Logic documents (one per dtype) of what ``pick`` chooses over an (m, n, k) grid: what a pack
-    ships for an op nobody has tuned on ``device`` (``origin: heuristic``)."""
+                        grid: list[tuple[int, int, int]]) -> list[dict]:
+    """Logic documents (one per dtype) of what ``op``'s heuristic chooses over an (m, n, k) grid:
+    what a pack ships for an op nobody has tuned on ``device`` (``origin: heuristic``)."""
     docs = []
     for dtype in dtypes:
         ids: dict[Config, int] = {}
         table = []
         for m, n, k in grid:
-            config = pick(m, n, k, dtype).config
+            config = MNK_HEURISTICS[op](MnkProblem(m, n, k, dtype), device.backend,
+                                        device.multiprocessors or 0).config
             table.append({"m": m, "n": n, "k": k, "solution": ids.setdefault(config, len(ids))})
         solutions = [{"id": sid, "kernel": c.kernel, **dataclasses.asdict(c)} for c, sid in ids.items()]
         docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas", "op": op,
@@ -326,9 +329,7 @@ def _mnk_heuristic_docs(device: DeviceInfo, op: str, dtypes: tuple[str, ...],
 
 def heuristic_wq_logic(device: DeviceInfo) -> list[dict]:
     """What the weight-only heuristic picks on ``device`` over a grid, as logic documents."""
-    return _mnk_heuristic_docs(device, "gemm_wq", WQ_DTYPES, _WQ_GRID,
-                               lambda m, n, k, dtype: _wq_heuristic(WqProblem(m, n, k, dtype), device.backend,
-                                                                    device.multiprocessors or 0))
+    return _mnk_heuristic_docs(device, "gemm_wq", WQ_DTYPES, _WQ_GRID)
 
 
 logic.register_op("blas", "gemm_wq", WQ_SIZE_KEYS, {"gemm_wq": WqConfig}, heuristic=heuristic_wq_logic)
@@ -346,32 +347,7 @@ SCALED_SPACE: tuple[ScaledConfig, ...] = tuple(
 )
 
 
-@dataclass(frozen=True)
-class ScaledProblem:
-    m: int
-    n: int
-    k: int
-    dtype: str  # fp8e4m3 | fp8e5m2 | int8
-
-
-def select_scaled(problem: ScaledProblem, device: DeviceInfo) -> Choice:
-    """The configuration of an fp8/int8 GEMM: logic files, then the heuristic."""
-    if forced.config is not None and isinstance(forced.config, ScaledConfig):
-        return Choice(forced.config, "forced")
-    return _select_scaled_cached(problem, device.backend, device.arch, logic.generation())
-
-
-@functools.lru_cache(maxsize=1024)
-def _select_scaled_cached(problem: ScaledProblem, backend: str, arch: str, _generation: int) -> Choice:
-    match, reasons = logic.lookup(arch, "blas", "gemm_scaled", problem.dtype,
-                                  (problem.m, problem.n, problem.k))
-    if match is not None:
-        return Choice(match.config, match.describe())
-    choice = _scaled_heuristic(problem, backend)
-    return Choice(choice.config, "; ".join([*reasons, choice.reason]))
-
-
-def _scaled_heuristic(problem: ScaledProblem, backend: str) -> Choice:
+def _scaled_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     """Untuned: the 16-bit tile rules with K blocks twice as long (operands are half the bytes)."""
     if backend == "interpreter":
         return Choice(ScaledConfig(32, 32, 32, 4, 4, 1), "interpreter: small tiles keep the CPU fast")
@@ -389,10 +365,9 @@ def _scaled_dtypes(device: DeviceInfo) -> tuple[str, ...]:
 def heuristic_scaled_logic(device: DeviceInfo) -> list[dict]:
     """What the fp8/int8 heuristic picks on ``device`` over a grid, as logic documents."""
     grid = [(s, s, s) for s in (1024, 4096, 8192)] + [(m, 8192, 8192) for m in (16, 64, 256)]
-    return _mnk_heuristic_docs(device, "gemm_scaled", _scaled_dtypes(device), grid,
-                               lambda m, n, k, dtype: _scaled_heuristic(ScaledProblem(m, n, k, dtype),
-                                                                        device.backend))
+    return _mnk_heuristic_docs(device, "gemm_scaled", _scaled_dtypes(device), grid)
 
 
 logic.register_op("blas", "gemm_scaled", WQ_SIZE_KEYS, {"gemm_scaled": ScaledConfig},
                   heuristic=heuristic_scaled_logic)
+MNK_HEURISTICS = {"gemm_wq": _wq_heuristic, "gemm_scaled": _scaled_heuristic}

@@ -236,9 +236,9 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
 
 def quantized_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
     """What the untuned heuristic of a quantized op picks (the tuner's summary compares with it)."""
-    m, n, k = problem
-    if quantized_op(dtype) == "gemm_wq":
-        config = space._wq_heuristic(space.WqProblem(m, n, k, dtype), device.backend,
-                                     device.multiprocessors or 0).config
-        return dataclasses.replace(config, block_k=min(config.block_k, _group_for(k)))
-    return space._scaled_heuristic(space.ScaledProblem(m, n, k, dtype), device.backend).config
+    op = quantized_op(dtype)
+    config = space.MNK_HEURISTICS[op](space.MnkProblem(*problem, dtype), device.backend,
+                                      device.multiprocessors or 0).config
+    if op == "gemm_wq":  # as gemm_wq launches it: BLOCK_K within the quantization group
+        config = dataclasses.replace(config, block_k=min(config.block_k, _group_for(problem[2])))
+    return config
