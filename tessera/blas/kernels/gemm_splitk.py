@@ -15,7 +15,12 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
-from tessera.blas.kernels.gemm_tile import _batched_strides, launched_in_batch_slices, representative_operands
+from tessera.blas.kernels.gemm_tile import (
+    _batched_strides,
+    epilogue,
+    launched_in_batch_slices,
+    representative_operands,
+)
 
 
 @dataclass(frozen=True)
@@ -94,14 +99,8 @@ def _gemm_splitk_reduce_kernel(
     for s in tl.static_range(SPLIT_K):  # a fixed order: bit-reproducible sums
         acc += tl.load(ws_ptr + ((batch * SPLIT_K + s) * M + rm[:, None]) * N + rn[None, :], mask=mask,
                        other=0.0)
-    if SCALE_ALPHA:
-        acc = acc * tl.cast(alpha, acc.dtype)
-    if HAS_C:
-        c = tl.load(c_ptr + batch * stride_cb + rm[:, None] * stride_cm + rn[None, :] * stride_cn,
-                    mask=mask, other=0.0)
-        acc += tl.cast(beta, acc.dtype) * c.to(acc.dtype)
-    d_ptrs = d_ptr + batch * stride_db + rm[:, None] * stride_dm + rn[None, :] * stride_dn
-    tl.store(d_ptrs, acc.to(d_ptr.dtype.element_ty), mask=mask)
+    epilogue(acc, c_ptr + batch * stride_cb, d_ptr + batch * stride_db, rm, rn, rm < M, rn < N, stride_cm,
+             stride_cn, stride_dm, stride_dn, alpha, beta, HAS_C, SCALE_ALPHA)
 
 
 _partial = Launcher(_gemm_splitk_partial_kernel)

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
-from tessera.blas.kernels.gemm_tile import representative_operands
+from tessera.blas.kernels.gemm_tile import epilogue, representative_operands
 
 
 @dataclass(frozen=True)
@@ -60,19 +60,6 @@ def _mac(a_ptr, b_ptr, rm, rn, rk, mask_m, mask_n, K, k_first, k_last, stride_am
 
 
 @triton.jit
-def _epilogue(acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm, stride_dn,
-              alpha, beta, HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr):
-    if SCALE_ALPHA:
-        acc = acc * tl.cast(alpha, acc.dtype)
-    mask = mask_m[:, None] & mask_n[None, :]
-    if HAS_C:
-        c = tl.load(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, mask=mask, other=0.0)
-        acc += tl.cast(beta, acc.dtype) * c.to(acc.dtype)
-    tl.store(d_ptr + rm[:, None] * stride_dm + rn[None, :] * stride_dn, acc.to(d_ptr.dtype.element_ty),
-             mask=mask)
-
-
-@triton.jit
 def _gemm_streamk_kernel(
     a_ptr, b_ptr, c_ptr, d_ptr, ws_ptr, count_ptr,
     M, N, K, per_program,
@@ -103,8 +90,8 @@ def _gemm_streamk_kernel(
         acc = _mac(a_ptr, b_ptr, rm, rn, rk, mask_m, mask_n, K, k_first, k_last, stride_am, stride_ak,
                    stride_bk, stride_bn, acc, UPCAST, INPUT_PRECISION, BLOCK_K)
         if (k_first == 0) & (k_last == iters):  # the whole tile is ours
-            _epilogue(acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm,
-                      stride_dn, alpha, beta, HAS_C, SCALE_ALPHA)
+            epilogue(acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm, stride_dn,
+                     alpha, beta, HAS_C, SCALE_ALPHA)
         else:
             slot = 2 * p + tl.where(it == start, 0, 1)  # (p, 0): the program's first segment; (p, 1): last
             tl.store(ws_ptr + slot.to(tl.int64) * tile_elems + local, acc)
@@ -118,8 +105,8 @@ def _gemm_streamk_kernel(
                     q_slot = 2 * q + tl.where(q * per_program < tile * iters, 1, 0)
                     total_acc += tl.load(ws_ptr + q_slot.to(tl.int64) * tile_elems + local,
                                          cache_modifier=".cg")
-                _epilogue(total_acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm,
-                          stride_dn, alpha, beta, HAS_C, SCALE_ALPHA)
+                epilogue(total_acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm,
+                         stride_dn, alpha, beta, HAS_C, SCALE_ALPHA)
         it += k_last - k_first
 
 

@@ -53,6 +53,22 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 
 @triton.jit
+def epilogue(acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm, stride_dn, alpha,
+             beta, HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr):
+    """D[rm, rn] = alpha · acc + beta · C[rm, rn] on one tile (C read only when HAS_C), stored in
+    D's dtype; shared by the tile, split-K and stream-K families (``c_ptr``/``d_ptr`` already at
+    the batch's matrix)."""
+    if SCALE_ALPHA:
+        acc = acc * tl.cast(alpha, acc.dtype)
+    mask = mask_m[:, None] & mask_n[None, :]
+    if HAS_C:
+        c = tl.load(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, mask=mask, other=0.0)
+        acc += tl.cast(beta, acc.dtype) * c.to(acc.dtype)
+    d_ptrs = d_ptr + rm[:, None] * stride_dm + rn[None, :] * stride_dn
+    tl.store(d_ptrs, acc.to(d_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _gemm_tile_kernel(
     a_ptr, b_ptr, c_ptr, d_ptr,
     M, N, K,
@@ -97,15 +113,8 @@ def _gemm_tile_kernel(
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 
-    if SCALE_ALPHA:
-        acc = acc * tl.cast(alpha, acc.dtype)
-    mask = mask_m[:, None] & mask_n[None, :]
-    if HAS_C:
-        c_ptrs = c_ptr + batch * stride_cb + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-        c = tl.load(c_ptrs, mask=mask, other=0.0)
-        acc += tl.cast(beta, acc.dtype) * c.to(acc.dtype)
-    d_ptrs = d_ptr + batch * stride_db + rm[:, None] * stride_dm + rn[None, :] * stride_dn
-    tl.store(d_ptrs, acc.to(d_ptr.dtype.element_ty), mask=mask)
+    epilogue(acc, c_ptr + batch * stride_cb, d_ptr + batch * stride_db, rm, rn, mask_m, mask_n, stride_cm,
+             stride_cn, stride_dm, stride_dn, alpha, beta, HAS_C, SCALE_ALPHA)
 
 
 _launch = Launcher(_gemm_tile_kernel)
