@@ -203,6 +203,13 @@ def test_scaled_gemm_bad_input(device: str) -> None:
     with pytest.raises(InvalidArgumentError, match="apply to fp8/int8"):
         gemm(torch.ones(2, 2, device=device), torch.ones(2, 2, device=device), scale_a=one, scale_b=one)
     assert gemm(i8[:, :0], i8.t()[:0]).eq(0).all()  # K = 0: zeros
+    with pytest.raises(InvalidArgumentError, match="no expand"):
+        gemm(i8, i8.t(), out=torch.empty(4, 1, dtype=torch.int32, device=device).expand(4, 4))
+    memory = torch.zeros(64, dtype=torch.int8, device=device)
+    with pytest.raises(InvalidArgumentError, match="overlap"):  # out would write over a
+        gemm(memory[:32].view(4, 8), i8.t(), out=memory.view(torch.int32).view(4, 4))
+    with pytest.raises(InvalidArgumentError, match="out"):
+        gemm(i8, i8.t(), out=torch.empty(4, 4, dtype=torch.int32, device="meta"))
 
 
 @pytest.mark.gpu

@@ -27,7 +27,14 @@ import torch
 
 from tessera._core.device import device_info, interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
-from tessera._core.validate import as_tensor, check_dtype, check_ndim, check_same_device
+from tessera._core.validate import (
+    as_tensor,
+    check_dtype,
+    check_ndim,
+    check_no_internal_overlap,
+    check_no_overlap,
+    check_same_device,
+)
 from tessera.blas import space
 from tessera.blas.kernels.gemm_wq import launch_gemm_wq
 
@@ -222,7 +229,7 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
         if out_dtype not in _SCALED_OUT:
             raise UnsupportedError(f"out_dtype {out_dtype} for scaled {key}; supported: bfloat16, float16, "
                                    "float32")
-    device = check_same_device({"a": a, "b": b})
+    device = check_same_device({"a": a, "b": b} if out is None else {"a": a, "b": b, "out": out})
     sa = _scale("scale_a", scale_a, m, "row", device) if scaled else None
     sb = _scale("scale_b", scale_b, n, "column", device) if scaled else None
     bias_t = None
@@ -234,8 +241,11 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
     if out is None:
         out = (torch.empty((m, n), dtype=out_dtype, device=device) if allocate
                else torch.empty((m, n), dtype=out_dtype, device="meta"))
-    elif tuple(out.shape) != (m, n) or out.dtype != out_dtype:
-        raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"({m}, {n}) {out_dtype}")
+    else:
+        if tuple(out.shape) != (m, n) or out.dtype != out_dtype:
+            raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"({m}, {n}) {out_dtype}")
+        check_no_internal_overlap("out", out)
+        check_no_overlap("out", out, {"a": a, "b": b})
     if out.numel() == 0:
         return out, None
     if k == 0:
