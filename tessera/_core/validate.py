@@ -94,6 +94,13 @@ def check_no_overlap(out_name: str, out: torch.Tensor, inputs: dict[str, torch.T
             )
 
 
+def real_scalar(name: str, value: object) -> float:
+    """A real scalar argument (alpha, beta, a rotation's c and s) as a float, or a clear error."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise invalid(name, repr(value), "a real Python number")
+    return float(value)
+
+
 def check_no_internal_overlap(name: str, t: torch.Tensor) -> None:
     """An output whose elements alias each other (a stride of 0, an expanded view) is refused."""
     if t.numel() > 1 and any(st == 0 and s > 1 for s, st in zip(t.shape, t.stride(), strict=True)):

@@ -21,6 +21,7 @@ from tessera._core.validate import (
     check_no_overlap,
     check_same_device,
     needs_int64_index,
+    real_scalar,
 )
 from tessera.blas import space
 from tessera.blas.kernels.copy import column_major_copy, row_major_copy
@@ -207,10 +208,7 @@ def _plan(
             f"out_dtype {_dtype_name(out_dtype)} for {_dtype_name(a.dtype)} inputs is not supported;"
             f" supported: {', '.join(_dtype_name(d) for d in allowed_out)}"
         )
-    for name, value in (("alpha", alpha), ("beta", beta)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise invalid(name, repr(value), "a real Python number")
-    alpha, beta = float(alpha), float(beta)
+    alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     if beta != 0.0 and c is None:
         raise invalid("c", None, "a tensor when beta != 0 (BLAS reads C only when beta != 0)")
 

@@ -21,7 +21,7 @@ import copy as copy_module
 import torch
 
 from tessera._core.errors import invalid
-from tessera._core.validate import as_tensor, check_dtype, check_same_device
+from tessera._core.validate import as_tensor, check_dtype, check_same_device, real_scalar
 from tessera.blas.kernels import level1 as k
 
 REAL = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -81,13 +81,6 @@ def _vectors(x: object, y: object, n: int | None, incx: int, incy: int,
         vx, vy = Vector("x", x, n, incx, complex_ok), Vector("y", y, n, incy, complex_ok)
     check_same_device({"x": vx.tensor, "y": vy.tensor})
     return vx, vy, vx.n
-
-
-def real_scalar(name: str, value: object) -> float:
-    """A real scalar argument (alpha, beta, c, s) as a float, or a clear error."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise invalid(name, repr(value), "a real number")
-    return float(value)
 
 
 def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float = 0.0) -> None:

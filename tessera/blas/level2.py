@@ -16,9 +16,15 @@ import torch
 from tessera._core.device import device_info
 from tessera._core.errors import invalid
 from tessera._core.launch import cdiv
-from tessera._core.validate import as_tensor, check_dtype, check_no_internal_overlap, check_same_device
+from tessera._core.validate import (
+    as_tensor,
+    check_dtype,
+    check_no_internal_overlap,
+    check_same_device,
+    real_scalar,
+)
 from tessera.blas.kernels import level2 as k
-from tessera.blas.level1 import REAL, Vector, real_scalar
+from tessera.blas.level1 import REAL, Vector
 
 TRSV_BLOCK = 64
 
