@@ -85,6 +85,21 @@ def _nonnegative_int(name: str, value: object, limit: int) -> int:
     return value
 
 
+def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
+    """A draw's shape as a tuple of non-negative integers (an int n is (n,)), or a clear error."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape):
+        raise invalid("shape", shape, "non-negative integers")
+    return shape
+
+
+def _check_float(kind: int, dtype: torch.dtype) -> None:
+    """Every draw but raw words (kind 0) writes a floating-point dtype."""
+    if kind != 0 and dtype not in FLOAT_DTYPES:
+        raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported; "
+                               "supported: float16, bfloat16, float32, float64")
+
+
 class Generator:
     """A random stream: ``Generator("philox4x32_10", seed=0, subsequence=0, offset=0, device=None)``."""
 
@@ -143,7 +158,7 @@ class Generator:
                   dtype: torch.dtype = torch.float32, *, out: torch.Tensor | None = None) -> torch.Tensor:
         """``exp(normal(mean, std))``: the logarithm is normal (curand_log_normal)."""
         if out is not None:
-            self._check_out(out, (shape,) if isinstance(shape, int) else tuple(shape), dtype)
+            self._check_out(out, _shape(shape), dtype)
         result = self.normal(shape, mean, std, torch.float64 if dtype == torch.float64 else torch.float32)
         result = result.exp_().to(dtype)
         if out is not None:
@@ -165,11 +180,8 @@ class Generator:
         if dtype not in (torch.int32, torch.int64, torch.float32, torch.float64):
             raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported for "
                                    "poisson; supported: int32, int64, float32, float64")
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape):
-            raise invalid("shape", shape, "non-negative integers")
-        out = torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
-            out, shape, dtype)
+        shape = _shape(shape)
+        out = self._output(out, shape, dtype)
         n = math.prod(shape)
         words = n * (1 if lam < POISSON_SMALL_LAMBDA else 2 * POISSON_ATTEMPTS)
         if self.offset + words >= _MAX_WORDS:
@@ -182,6 +194,11 @@ class Generator:
         self.offset += words
         return out
 
+    def _output(self, out: torch.Tensor | None, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """A new tensor on the generator's device, or ``out`` once checked."""
+        return torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
+            out, shape, dtype)
+
     def _check_out(self, out: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         out = as_tensor("out", out)
         if tuple(out.shape) != shape or out.dtype != dtype:
@@ -193,19 +210,14 @@ class Generator:
               mean: float, std: float) -> torch.Tensor:
         if self.name == "sobol32":
             return self._draw_sobol(kind, shape, dtype, out)
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape):
-            raise invalid("shape", shape, "non-negative integers")
-        if kind != 0 and dtype not in FLOAT_DTYPES:
-            raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported; "
-                                   "supported: float16, bfloat16, float32, float64")
+        shape = _shape(shape)
+        _check_float(kind, dtype)
         for name, value in (("mean", mean), ("std", std)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise invalid(name, repr(value), "a finite real number")
         if std < 0:
             raise invalid("std", std, "non-negative")
-        out = torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
-            out, shape, dtype)
+        out = self._output(out, shape, dtype)
         n = math.prod(shape)
         if self.name == "mrg32k3a":  # one step per value; normal values come in pairs
             words = n + (n % 2 if kind in (2, 4) else 0)
@@ -241,14 +253,11 @@ class Generator:
         if (len(shape) != 2 or shape[1] != self.dimensions
                 or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape)):
             raise invalid("shape", shape, f"(n, {self.dimensions}) or n: points × dimensions")
-        if kind != 0 and dtype not in FLOAT_DTYPES:
-            raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported; "
-                                   "supported: float16, bfloat16, float32, float64")
+        _check_float(kind, dtype)
         n = shape[0]
         if self.offset + n > 2**32:
             raise invalid("offset + points", self.offset + n, "at most 2**32 (32-bit Sobol' points)")
-        out = torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
-            out, shape, dtype)
+        out = self._output(out, shape, dtype)
         if self._directions is None:
             table = direction_numbers()[: self.dimensions].T.view(np.int32)  # (32, dims)
             self._directions = torch.from_numpy(np.ascontiguousarray(table)).to(self.device)
