@@ -180,6 +180,13 @@ class Launcher:
         self.jit_launches = 0  # launches that went through Triton's JIT (tests count these)
         self.pack_loads = 0  # binaries taken from the installed pack instead
 
+    def _check_order(self, args: Sequence[Any], constexprs: dict[str, Any]) -> None:
+        """Launch keys assume the constexprs follow the positional arguments in signature order."""
+        trailing = list(self.kernel.arg_names[len(args):])
+        if trailing != list(constexprs):
+            raise TypeError(f"constexprs must be the kernel's trailing parameters {trailing}, in "
+                            f"order (got {list(constexprs)})")
+
     def __call__(self, grid: Sequence[int], args: Sequence[Any], constexprs: dict[str, Any],
                  num_warps: int, num_stages: int) -> None:
         captured = _captured.get()
@@ -192,6 +199,7 @@ class Launcher:
                                    num_stages=num_stages)
             return
         if not self.enabled or interpreter_enabled():
+            self._check_order(args, constexprs)  # as on the GPU, so that CI catches a wrong order
             self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps, num_stages=num_stages)
             return
         from triton import knobs
@@ -201,10 +209,7 @@ class Launcher:
         key = (device, *launch_key(args, constexprs, num_warps, num_stages, self._plain))
         compiled = self._cache.get(key)
         if compiled is None:
-            trailing = list(self.kernel.arg_names[len(args):])
-            if trailing != list(constexprs):
-                raise TypeError(f"constexprs must be the kernel's trailing parameters {trailing}, in "
-                                f"order (got {list(constexprs)})")
+            self._check_order(args, constexprs)
             compiled = self._from_pack(key)
             if compiled is None:
                 compiled = self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps,

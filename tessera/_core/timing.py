@@ -12,7 +12,7 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -53,6 +53,35 @@ def back_to_back_ms(fn: Callable[[], object], target_ms: float = 50.0, repeats: 
         end.record()
         end.synchronize()
         per_call.append(start.elapsed_time(end) / calls)
+    return statistics.median(per_call)
+
+
+def graph_ms(calls: Sequence[Callable[[], object]], target_ms: float = 20.0, repeats: int = 5) -> float:
+    """Median milliseconds per call of launches replayed from one CUDA graph: no host overhead in
+    the number (what a serving engine that captures graphs sees). The graph cycles through
+    ``calls``: give several that touch different copies of the operands, together larger than the
+    L2 cache, for a cold-cache number (a graph cannot hold do_bench's per-call flush fairly)."""
+    if not on_gpu():
+        return _wall_ms(calls[0])
+    estimate = back_to_back_ms(calls[0], target_ms=5.0, repeats=1)
+    for call in calls:
+        call()  # compile and allocate outside the capture
+    count = len(calls) * max(1, int(target_ms / max(estimate, 1e-3) / len(calls)))
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        for i in range(count):
+            calls[i % len(calls)]()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    per_call = []
+    for _ in range(repeats):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        per_call.append(start.elapsed_time(end) / count)
     return statistics.median(per_call)
 
 

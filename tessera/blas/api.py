@@ -98,13 +98,16 @@ def gemm(
     scale_a: torch.Tensor | None = None,
     scale_b: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
+    fast_accum: bool = False,
 ) -> torch.Tensor:
     """``alpha · op(A) · op(B) + beta · C`` with ``op(X) = Xᵀ`` when ``trans_x``.
 
     fp8 (``float8_e4m3fn``, ``float8_e5m2``) and int8 operands take float32 scales instead of
     alpha/beta/C: ``(op(A) @ op(B)) · scale_a · scale_b + bias``, a scale being one element (per
     tensor) or one per row of op(A) / column of op(B), the result bf16 (default), fp16 or fp32.
-    int8 without scales gives the exact int32 product. 2-D only.
+    int8 without scales gives the exact int32 product. 2-D only. ``fast_accum`` (fp8 only, as
+    ``torch._scaled_mm(use_fast_accum=True)``) lets Hopper's tensor cores sum whole K blocks in
+    their narrower accumulator: faster, less accurate (docs/architecture.md gives the errors).
 
     A and B are 2-D, or 3-D for a batch (a 2-D or batch-1 operand broadcasts over it); any strides.
     Float16/bfloat16 accumulate in float32 and may return float32 (``out_dtype``); float32 is exact
@@ -117,14 +120,12 @@ def gemm(
     a, b = as_tensor("a", a), as_tensor("b", b)
     if a.dtype in QUANTIZED_INPUTS:
         out, scaled = _plan_quantized(a, b, c, alpha, beta, trans_a, trans_b, scale_a, scale_b, bias,
-                                      out_dtype, out, allocate=True)
+                                      out_dtype, out, fast_accum, allocate=True)
         if scaled is not None:
             op_a, op_b, sa, sb, bias_t, choice = scaled
-            launch_gemm_scaled(op_a, op_b, sa, sb, bias_t, out, config=choice.config)
+            launch_gemm_scaled(op_a, op_b, sa, sb, bias_t, out, config=choice.config, fast_accum=fast_accum)
         return out
-    if scale_a is not None or scale_b is not None or bias is not None:
-        raise invalid("scale_a/scale_b/bias", "given", f"None for {_dtype_name(a.dtype)} operands (scales "
-                      "and bias apply to fp8/int8; use c and beta for a bias here)")
+    _check_not_quantized_args(a, scale_a, scale_b, bias, fast_accum)
     out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
                       allocate=True)
     if plan is not None:
@@ -132,13 +133,28 @@ def gemm(
     return out
 
 
+def _check_not_quantized_args(a: torch.Tensor, scale_a: object, scale_b: object, bias: object,
+                              fast_accum: bool) -> None:
+    """Float operands take none of the fp8/int8 arguments."""
+    if scale_a is not None or scale_b is not None or bias is not None:
+        raise invalid("scale_a/scale_b/bias", "given", f"None for {_dtype_name(a.dtype)} operands (scales "
+                      "and bias apply to fp8/int8; use c and beta for a bias here)")
+    if fast_accum:
+        raise invalid("fast_accum", True, f"False for {_dtype_name(a.dtype)} operands (it applies to fp8)")
+
+
 def _plan_quantized(a: torch.Tensor, b: torch.Tensor, c: object, alpha: float, beta: float, trans_a: bool,
                     trans_b: bool, scale_a: object, scale_b: object, bias: object,
-                    out_dtype: torch.dtype | None, out: torch.Tensor | None, *, allocate: bool) -> tuple:
+                    out_dtype: torch.dtype | None, out: torch.Tensor | None, fast_accum: bool, *,
+                    allocate: bool) -> tuple:
     """fp8/int8 operands: alpha, beta and C do not apply (scales and bias do)."""
     if c is not None or beta != 0.0 or alpha != 1.0:
         raise UnsupportedError("fp8/int8 GEMM takes scale_a, scale_b and bias, not alpha, beta or c "
                                "(fold alpha into a scale; add C afterwards)")
+    if fast_accum not in (False, True):
+        raise invalid("fast_accum", fast_accum, "True or False")
+    if fast_accum and a.dtype == torch.int8:
+        raise invalid("fast_accum", True, "False for int8 operands (they accumulate exactly in int32)")
     if out is not None:
         out = as_tensor("out", out)
     op_a = a.transpose(-1, -2) if trans_a else a
@@ -148,7 +164,7 @@ def _plan_quantized(a: torch.Tensor, b: torch.Tensor, c: object, alpha: float, b
             f"inner dimensions differ: op(a) is {op_a.shape[0]}x{op_a.shape[1]} but op(b) is "
             f"{op_b.shape[0]}x{op_b.shape[1]}; expected op(a).shape[-1] == op(b).shape[-2]")
     return plan_scaled(_matrix_layout("a", op_a), _matrix_layout("b", op_b), scale_a, scale_b, bias,
-                       out_dtype, out, allocate)
+                       out_dtype, out, bool(fast_accum), allocate)
 
 
 def explain(
@@ -165,14 +181,16 @@ def explain(
     scale_a: torch.Tensor | None = None,
     scale_b: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
+    fast_accum: bool = False,
 ) -> space.Choice | None:
     """The kernel, configuration and reason :func:`gemm` would use for these arguments, without
     running anything; None when no kernel would launch (empty problem, K = 0, alpha = 0)."""
     a, b = as_tensor("a", a), as_tensor("b", b)
     if a.dtype in QUANTIZED_INPUTS:
         _, scaled = _plan_quantized(a, b, c, alpha, beta, trans_a, trans_b, scale_a, scale_b, bias,
-                                    out_dtype, None, allocate=False)
+                                    out_dtype, None, fast_accum, allocate=False)
         return None if scaled is None else scaled[-1]
+    _check_not_quantized_args(a, scale_a, scale_b, bias, fast_accum)
     _, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, None, precision,
                     allocate=False)
     return None if plan is None else plan.choice

@@ -12,14 +12,14 @@
 ``w[k, n] ≈ (code[k, n] − zero[k // g, n]) · scale[k // g, n]``; ``dequantize_weight`` computes
 exactly that. Symmetric: scale = max|w| / (2^(bits − 1) − 1) over the group, codes round(w / scale)
 + 2^(bits − 1). Asymmetric: scale = (max − min) / (2^bits − 1), zero = round(−min / scale).
-``gemm_wq(x, qweight)`` dequantizes tiles in registers (kernel family ``gemm_wq``, selected through
-logic files like every GEMM) and returns ``x @ dequantize_weight(qweight)`` in x's dtype, fp32
-accumulation.
+``gemm_wq(x, qweight)`` returns ``x @ dequantize_weight(qweight)`` in x's dtype, fp32 accumulation:
+decode-sized M on CUDA cores (family ``gemv_wq``), small and medium M dequantizing tiles in
+registers for the tensor cores (``gemm_wq``), large M dequantizing the weight once into a 16-bit
+scratch for the float GEMM (``gemm_wq_dequant``); logic files choose, like every GEMM.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -36,7 +36,8 @@ from tessera._core.validate import (
     check_same_device,
 )
 from tessera.blas import space
-from tessera.blas.kernels.gemm_wq import launch_gemm_wq
+from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX
+from tessera.blas.kernels.gemm_wq import WqDequantConfig, launch_dequantize, launch_gemm_wq
 
 BITS = (4, 8)
 GROUP_SIZES = (32, 64, 128)
@@ -167,11 +168,15 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     info = device_info(x.device)
     dtype = f"int{q.bits}_{ACTIVATIONS[x.dtype]}"
     config = space.select_mnk("gemm_wq", space.MnkProblem(m, n, k, dtype), info).config
-    block_k = min(config.block_k, q.group_size)
-    if block_k != config.block_k:
-        config = dataclasses.replace(config, block_k=block_k)
-    launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
-                   upcast=interpreter_enabled(), config=config)
+    if isinstance(config, WqDequantConfig):
+        from tessera.blas.api import gemm  # api imports this module
+
+        weight = torch.empty((k, n), dtype=x.dtype, device=x.device)
+        launch_dequantize(q.codes, q.scales, q.zeros, weight, q.bits, q.group_size, config)
+        gemm(x2, weight, out=y2)
+    else:
+        launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
+                       upcast=interpreter_enabled(), config=config)
     return out
 
 
@@ -199,7 +204,7 @@ def _scale(name: str, scale: object, length: int, per: str, device: torch.device
 
 
 def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: object, bias: object,
-                out_dtype: torch.dtype | None, out: torch.Tensor | None, allocate: bool
+                out_dtype: torch.dtype | None, out: torch.Tensor | None, fast_accum: bool, allocate: bool
                 ) -> tuple[torch.Tensor, tuple | None]:
     """Validate a quantized-input GEMM (2-D ``a`` (M, K) and ``b`` (K, N), already transposed as
     asked) and choose its kernel: (out, launch arguments or None when nothing must launch)."""
@@ -254,5 +259,6 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
             if bias_t is not None:
                 out.copy_(bias_t.to(out.dtype).expand(m, n))
         return out, None
+    key = key + FAST_SUFFIX if fast_accum else key
     choice = space.select_mnk("gemm_scaled", space.MnkProblem(m, n, k, key), device_info(device))
     return out, (a, b, sa, sb, bias_t, choice)

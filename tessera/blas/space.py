@@ -19,10 +19,11 @@ from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
-from tessera.blas.kernels.gemm_wq import WqConfig
+from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
 from tessera.tuning import logic
 
-Config = TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WqConfig | ScaledConfig
+Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WqConfig | WqGemvConfig | WqDequantConfig
+          | ScaledConfig)
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -86,13 +87,15 @@ STREAMK_SPACE: tuple[StreamKConfig, ...] = tuple(
     for s in (3, 4)
 )
 
-# ``with forced(config):`` makes every GEMM in the block use ``config`` (tests, sweeps, the tuner).
+# ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
+# sweeps, the tuner); a quantized op's config leaves float GEMMs (gemm_wq's own included) alone.
 forced = logic.Override()
+GEMM_CONFIGS = (TileConfig, TmaConfig, SplitKConfig, StreamKConfig)
 
 
 def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
     """Pick the kernel family and configuration for ``problem`` on ``device``."""
-    if forced.config is not None:
+    if type(forced.config) in GEMM_CONFIGS:
         if isinstance(forced.config, TmaConfig) and not problem.tma_ok:
             return Choice(TileConfig(64, 64, 32), "forced TMA config does not fit this layout")
         if isinstance(forced.config, StreamKConfig) and problem.batch != 1:
@@ -243,14 +246,18 @@ logic.register_op("blas", "gemm", SIZE_KEYS,
 # ``int4_bf16``), sizes (m, n, k). BLOCK_K is capped at the quantization group when launched.
 WQ_SIZE_KEYS = ("m", "n", "k")
 WQ_DTYPES = ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")
-WQ_SPACE: tuple[WqConfig, ...] = tuple(
-    WqConfig(bm, bn, bk, split, 8, w, s)
-    for bm, bn, bk in [(16, 64, 128), (16, 128, 128), (16, 256, 64), (32, 128, 64), (64, 128, 64),
-                       (128, 128, 64), (128, 256, 64)]
-    for split in (1, 2, 4, 8)
-    for w in (4, 8)
-    for s in (3, 4)
-    if bm <= 32 or split == 1
+WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
+    *(WqGemvConfig(bn, bk, split, w)
+      for bn, bk in [(64, 128), (128, 64), (128, 128), (256, 64), (256, 128)]
+      for split in (2, 4, 8, 16) for w in (4, 8)),
+    *(WqConfig(bm, bn, bk, split, 8, w, s)
+      for bm, bn, bk in [(16, 64, 128), (16, 128, 64), (16, 128, 128), (32, 128, 64), (64, 128, 64),
+                         (128, 128, 64), (256, 64, 64), (256, 128, 64)]
+      for split in (1, 2, 4, 8)
+      for w in (4, 8)
+      for s in (3, 4)
+      if bm <= 32 or split == 1),
+    WqDequantConfig(32, 128, 4), WqDequantConfig(16, 256, 4),
 )
 
 
@@ -284,23 +291,38 @@ def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sm
 
 
 def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
-    """Not yet tuned on a GPU: tile shapes follow the 16-bit tile family's rules; decode-sized M
-    splits K until about two programs per multiprocessor exist."""
-    if backend == "interpreter":
-        return Choice(WqConfig(16, 32, 32, 2 if problem.k >= 128 else 1, 4, 4, 1),
-                      "interpreter: small tiles, split K to cover the reduction path")
+    """Until tuned logic exists, the families benchmarks/quantized.py measured best on the H200
+    (N = K = 8192): CUDA cores for one row of 4-bit weights, fused tensor-core tiles (64 weight rows
+    by 16 tokens, K split until about two programs per multiprocessor) up to 32 rows, larger fused
+    tiles up to 512, dequantize-then-GEMM beyond (0.97× bf16 torch.matmul at M = 4096, 0.77× at
+    1024, where fused tiles reach 0.4–0.6×)."""
     m, n, k = problem.m, problem.n, problem.k
-    if m <= 32:
-        config = WqConfig(16, 128, 128, 1, 8, 4, 3)
-        tiles = -(-m // 16) * -(-n // 128)
+    if backend == "interpreter":
+        if m <= 2:
+            return Choice(WqGemvConfig(32, 32, 2 if k >= 128 else 1, 4),
+                          "interpreter: CUDA-core path, split K")
+        return Choice(WqConfig(16, 32, 32, 2 if k >= 128 else 1, 4, 4, 1),
+                      "interpreter: small tiles, split K to cover the reduction path")
+
+    def split_for(programs: int, block_k: int) -> int:
         split = 1
-        while tiles * split < 2 * max(sms, 1) and k // (split * 2) >= 4 * config.block_k and split < 16:
+        while programs * split < 2 * max(sms, 1) and k // (split * 2) >= 4 * block_k and split < 16:
             split *= 2
+        return split
+
+    if m == 1 and problem.dtype.startswith("int4"):
+        config = WqGemvConfig(128, 128, 1, 4)
+        split = split_for(-(-n // config.block_n), config.block_k)
         return Choice(dataclasses.replace(config, split_k=split),
-                      f"decode-sized M: 16x128 tiles, K split {split}")
-    if m <= 128:
-        return Choice(WqConfig(64, 128, 64, 1, 8, 4, 3), "medium M: 64x128 tiles")
-    return Choice(WqConfig(128, 128, 64, 1, 8, 8, 3), "large M: 128x128 tiles")
+                      f"one row, 4-bit: CUDA cores, K split {split}")
+    if m <= 32:
+        config = WqConfig(16 if m <= 16 else 32, 64, 128, 1, 8, 4, 3)
+        split = split_for(-(-m // config.block_m) * -(-n // config.block_n), config.block_k)
+        return Choice(dataclasses.replace(config, split_k=split),
+                      f"small M: tensor cores on transposed 64-row weight tiles, K split {split}")
+    if m <= 512:
+        return Choice(WqConfig(128, 128, 64, 1, 8, 8, 3), "medium M: fused 128x128 tiles")
+    return Choice(WqDequantConfig(), "large M: dequantize once, then the float GEMM")
 
 
 _WQ_GRID = [(m, n, k) for m in (1, 16, 64, 256, 1024, 4096) for n, k in ((4096, 4096), (8192, 8192),
@@ -332,12 +354,15 @@ def heuristic_wq_logic(device: DeviceInfo) -> list[dict]:
     return _mnk_heuristic_docs(device, "gemm_wq", WQ_DTYPES, _WQ_GRID)
 
 
-logic.register_op("blas", "gemm_wq", WQ_SIZE_KEYS, {"gemm_wq": WqConfig}, heuristic=heuristic_wq_logic)
+logic.register_op("blas", "gemm_wq", WQ_SIZE_KEYS,
+                  {"gemm_wq": WqConfig, "gemv_wq": WqGemvConfig, "gemm_wq_dequant": WqDequantConfig},
+                  heuristic=heuristic_wq_logic)
 
 
 # fp8/int8 operands with scales (``gemm_scaled``): op ``gemm_scaled``, dtype ``fp8e4m3``,
-# ``fp8e5m2`` or ``int8``, sizes (m, n, k). Heuristic only: not yet measured on a GPU.
-SCALED_DTYPES = ("fp8e4m3", "fp8e5m2", "int8")
+# ``fp8e5m2`` or ``int8``, with ``_fast`` appended for fp8 with fast accumulation (a different
+# kernel: its best tiles differ), sizes (m, n, k).
+SCALED_DTYPES = ("fp8e4m3", "fp8e5m2", "fp8e4m3_fast", "fp8e5m2_fast", "int8")
 SCALED_SPACE: tuple[ScaledConfig, ...] = tuple(
     ScaledConfig(bm, bn, bk, 8, w, s)
     for bm, bn, bk in [(64, 64, 64), (64, 128, 128), (128, 128, 64), (128, 128, 128), (128, 256, 64),
@@ -348,12 +373,18 @@ SCALED_SPACE: tuple[ScaledConfig, ...] = tuple(
 
 
 def _scaled_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
-    """Untuned: the 16-bit tile rules with K blocks twice as long (operands are half the bytes)."""
+    """Large problems take the tiles measured best at 8192³ on the H200 (benchmarks/quantized.py,
+    three runs): fp8 fast accumulation 128x256x128 and default 256x128x128 (4 stages), int8
+    128x128x128 (3 stages), 8 warps."""
     if backend == "interpreter":
         return Choice(ScaledConfig(32, 32, 32, 4, 4, 1), "interpreter: small tiles keep the CPU fast")
     if problem.m <= 64 or problem.n <= 64:
         return Choice(ScaledConfig(64, 64, 128, 8, 4, 3), "small M or N: 64x64 tiles")
-    return Choice(ScaledConfig(128, 128, 128, 8, 8, 3), "128x128 tiles, K blocks of 128")
+    if problem.dtype.endswith("_fast"):
+        return Choice(ScaledConfig(128, 256, 128, 8, 8, 4), "fp8, fast accumulation: 128x256 tiles")
+    if problem.dtype.startswith("fp8"):
+        return Choice(ScaledConfig(256, 128, 128, 8, 8, 4), "fp8: 256x128 tiles (fp32 every 128 products)")
+    return Choice(ScaledConfig(128, 128, 128, 8, 8, 3), "int8: 128x128 tiles, K blocks of 128")
 
 
 def _scaled_dtypes(device: DeviceInfo) -> tuple[str, ...]:

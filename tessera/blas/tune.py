@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -14,15 +13,15 @@ from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import compile_only
 from tessera._core.timing import flushed_ms, on_gpu
 from tessera.blas import space
-from tessera.blas.accuracy import gemm_error_bound
+from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_error_bound
 from tessera.blas.api import gemm
 from tessera.blas.bench import DTYPES
-from tessera.blas.kernels.gemm_scaled import TORCH_DTYPES, ScaledConfig
+from tessera.blas.kernels.gemm_scaled import ScaledConfig, element_dtype
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
-from tessera.blas.kernels.gemm_wq import WqConfig
+from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 from tessera.blas.quantized import dequantize_weight, gemm_wq, quantize_weight
 from tessera.tuning.tuner import TunableOp
 
@@ -145,8 +144,10 @@ def default_choice(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> 
 
 
 # Quantized ops: ``gemm_wq`` (dtypes int4_bf16 …) and ``gemm_scaled`` (fp8e4m3, fp8e5m2, int8).
+GEMV_MAX_ROWS = 8  # the CUDA-core decode family reads the weight once per row: few rows only
 QUANTIZED_TINY_SPACES: dict[str, tuple[space.Config, ...]] = {
-    "gemm_wq": (WqConfig(16, 32, 32, 1, 4, 4, 1), WqConfig(16, 32, 32, 2, 4, 4, 1)),
+    "gemm_wq": (WqGemvConfig(32, 32, 2, 4), WqConfig(16, 32, 32, 1, 4, 4, 1),
+                WqConfig(16, 32, 32, 2, 4, 4, 1)),
     "gemm_scaled": (ScaledConfig(16, 32, 32, 4, 4, 1), ScaledConfig(32, 32, 32, 4, 4, 1)),
 }
 
@@ -187,7 +188,7 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
                 args: tuple = (x, q)
                 wide_a, wide_b = x.double().cpu(), dequantize_weight(q).double().cpu()
             else:
-                elem = TORCH_DTYPES[dtype]
+                elem = element_dtype(dtype)[0]
                 if elem == torch.int8:
                     a = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
                     b = torch.randint(-128, 128, (n, k), generator=gen, dtype=torch.int8).t()
@@ -206,7 +207,8 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             if op == "gemm_wq":
                 return gemm_wq(*args)
             a, b, one = args
-            return gemm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            return gemm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                        fast_accum=element_dtype(dtype)[1])
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
         m, n, k = problem
@@ -214,14 +216,18 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             configs: Sequence[space.Config] = QUANTIZED_TINY_SPACES[op]
         else:
             configs = space.WQ_SPACE if op == "gemm_wq" else space.SCALED_SPACE
-        return [c for c in configs if c.block_m <= _pow2_at_least(m) and c.block_n <= _pow2_at_least(n)
-                and (op != "gemm_wq" or c.block_k <= _group_for(k))]
+        return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
+                and c.block_n <= _pow2_at_least(n) and getattr(c, "block_k", 0) <= k
+                and not (isinstance(c, WqGemvConfig) and m > GEMV_MAX_ROWS)]
 
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
         _, ref, magnitude = operands(problem)
         got = run(problem, config).double().cpu()
         unit = 2.0**-7  # one ulp of a 16-bit result (the interpreter truncates bf16)
-        excess = ((got - ref).abs() - unit * ref.abs() - 1e-5 * magnitude - 1e-6).max().item()
+        accumulation = 1e-5  # fp32 sums; fp8 tensor cores sum in a narrower accumulator (accuracy.py)
+        if dtype.startswith("fp8") and target == "cuda":
+            accumulation = FP8_FAST_ACCUMULATION if dtype.endswith("_fast") else FP8_ACCUMULATION
+        excess = ((got - ref).abs() - unit * ref.abs() - accumulation * magnitude - 1e-6).max().item()
         return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
 
     def measure(problem: tuple[int, ...], config: space.Config) -> float:
@@ -239,6 +245,4 @@ def quantized_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) 
     op = quantized_op(dtype)
     config = space.MNK_HEURISTICS[op](space.MnkProblem(*problem, dtype), device.backend,
                                       device.multiprocessors or 0).config
-    if op == "gemm_wq":  # as gemm_wq launches it: BLOCK_K within the quantization group
-        config = dataclasses.replace(config, block_k=min(config.block_k, _group_for(problem[2])))
     return config

@@ -40,7 +40,8 @@ def _build_parser() -> argparse.ArgumentParser:
     tune_sub = tune.add_subparsers(dest="op", required=True)
     tg = tune_sub.add_parser("gemm", help="tune GEMM for the running device")
     tg.add_argument("--dtype", default="bf16",
-                    choices=["bf16", "fp16", "fp32", "tf32", "fp64", "fp8e4m3", "fp8e5m2", "int8",
+                    choices=["bf16", "fp16", "fp32", "tf32", "fp64", "fp8e4m3", "fp8e5m2", "fp8e4m3_fast",
+                             "fp8e5m2_fast", "int8",
                              "int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16"],
                     help="float GEMM; fp8/int8 operands (op gemm_scaled); weight-only intN_act (op gemm_wq)")
     tg.add_argument("--sizes", default="preset",

@@ -25,7 +25,8 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
                   "gemm_tma": "tessera.blas.kernels.gemm_tma",
                   "gemm_splitk": "tessera.blas.kernels.gemm_splitk",
                   "gemm_streamk": "tessera.blas.kernels.gemm_streamk",
-                  "gemm_wq": "tessera.blas.kernels.gemm_wq",
+                  "gemm_wq": "tessera.blas.kernels.gemm_wq", "gemv_wq": "tessera.blas.kernels.gemm_wq",
+                  "gemm_wq_dequant": "tessera.blas.kernels.gemm_wq",
                   "gemm_scaled": "tessera.blas.kernels.gemm_scaled", "philox": "tessera.rand.kernels.philox",
                   "mrg32k3a": "tessera.rand.kernels.mrg", "sobol32": "tessera.rand.kernels.sobol"}
 

@@ -6,6 +6,13 @@ The product accumulates exactly in int32 for int8 and in fp32 for fp8 (tensor co
 one value for the whole operand (per tensor) or one per row of A / column of B (stride 0 turns a
 per-tensor scale into a broadcast vector). Without scales (int8 only) D is the exact int32 product.
 Pointer loads with any strides, as the portable tile family.
+
+Hopper's fp8 tensor cores add into a narrower accumulator than fp32 (measured: errors of ~2^-9 of
+Σ|a·b| at K = 96). ``IMPRECISE_ACC`` bounds how many products are summed there before the partial
+sum is added to the fp32 accumulator (Triton's ``max_num_imprecise_acc``): ``PRECISE_INTERVAL``
+by default; with ``fast_accum`` it is left to Triton (no bound on sm_90: cuBLAS's fast mode).
+8-bit tensor-core MMAs read shared-memory operands K-major only: on CUDA a large problem with a
+row-major B (or column-major A) is given a K-major scratch copy first (see :func:`k_major`).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ def _gemm_scaled_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_sa, stride_sb, stride_dm, stride_dn,
     SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, INTEGER: tl.constexpr, EVEN_K: tl.constexpr,
+    IMPRECISE_ACC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -54,7 +62,7 @@ def _gemm_scaled_kernel(
             k_left = K - k * BLOCK_K
             a = tl.load(a_ptrs, mask=mask_m[:, None] & (rk[None, :] < k_left), other=zero)
             b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & mask_n[None, :], other=zero)
-        acc = tl.dot(a, b, acc, out_dtype=acc.dtype)
+        acc = tl.dot(a, b, acc, out_dtype=acc.dtype, max_num_imprecise_acc=IMPRECISE_ACC)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     mask = mask_m[:, None] & mask_n[None, :]
@@ -72,14 +80,38 @@ def _gemm_scaled_kernel(
 
 _launch = Launcher(_gemm_scaled_kernel)
 
+# fp8 products summed in the tensor cores' own accumulator before fp32 takes them: 128 leaves the
+# error cuBLAS's default mode leaves (measured on the H200, docs/architecture.md)
+PRECISE_INTERVAL = 128
+K_MAJOR_MIN_ROWS = 128  # copy an operand K-major when the other side has at least this many rows
+
+
+def k_major(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a`` (M, K) and ``b`` (K, N) with K contiguous where the tensor cores need it: on CUDA an
+    8-bit operand that is not K-major is copied K-major when the other operand's rows are many
+    enough to amortize the copy (otherwise the kernel reads it as it is, with slower MMAs)."""
+    if not a.is_cuda or torch.version.hip is not None:
+        return a, b
+    m, k = a.shape
+    n = b.shape[1]
+    if b.stride(0) != 1 and k > 1 and m >= K_MAJOR_MIN_ROWS:
+        b = b.t().contiguous().t()
+    if a.stride(1) != 1 and k > 1 and n >= K_MAJOR_MIN_ROWS:
+        a = a.contiguous()
+    return a, b
+
 
 def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor | None,
                        scale_b: torch.Tensor | None, bias: torch.Tensor | None, d: torch.Tensor, *,
-                       config: ScaledConfig) -> None:
+                       config: ScaledConfig, fast_accum: bool = False) -> None:
     """d (M, N) ← a (M, K) @ b (K, N), scaled when scales are given; a scale is a 1-element or
-    per-row (per-column) 1-D float32 tensor."""
+    per-row (per-column) 1-D float32 tensor. ``fast_accum`` (fp8) lets each K block accumulate in
+    the tensor cores' narrower accumulator."""
+    a, b = k_major(a, b)
     m, k = a.shape
     n = b.shape[1]
+    integer = a.dtype == torch.int8
+    imprecise = None if integer or fast_accum else min(PRECISE_INTERVAL, config.block_k)
     scaled = scale_a is not None
     sa = scale_a if scaled else d
     sb = scale_b if scaled else d
@@ -88,20 +120,28 @@ def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor |
     _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n),),
             (a, b, sa, sb, bias if bias is not None else d, d, m, n, k, *a.stride(), *b.stride(),
              stride_sa, stride_sb, *d.stride()),
-            dict(SCALED=scaled, HAS_BIAS=bias is not None, INTEGER=a.dtype == torch.int8,
-                 EVEN_K=k % config.block_k == 0, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+            dict(SCALED=scaled, HAS_BIAS=bias is not None, INTEGER=integer, EVEN_K=k % config.block_k == 0,
+                 IMPRECISE_ACC=imprecise, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
                  BLOCK_K=config.block_k, GROUP_M=config.group_m),
             config.num_warps, config.num_stages)
 
 
 TORCH_DTYPES = {"int8": torch.int8, "fp8e4m3": torch.float8_e4m3fn, "fp8e5m2": torch.float8_e5m2}
+FAST_SUFFIX = "_fast"  # a logic-file dtype key for fp8 with fast accumulation (e.g. fp8e4m3_fast)
+
+
+def element_dtype(dtype: str) -> tuple[torch.dtype, bool]:
+    """A logic-file dtype key (``fp8e4m3``, ``fp8e4m3_fast``, ``int8`` …) → (torch dtype, fast_accum)."""
+    fast = dtype.endswith(FAST_SUFFIX)
+    return TORCH_DTYPES[dtype.removesuffix(FAST_SUFFIX)], fast
 
 
 def representative_launch(op: str, config: ScaledConfig, dtype: str, num_sms: int) -> None:
     """The launch ``gemm`` makes for an aligned 1024³ problem of ``dtype`` with per-tensor scales
     and a bf16 result, B column-major (run under ``tessera._core.launch.capture()``)."""
     size = 1024
-    elem = TORCH_DTYPES[dtype]
+    elem, fast = element_dtype(dtype)
     a, b = torch.empty(size, size, dtype=elem), torch.empty(size, size, dtype=elem).t()
     scale = torch.empty(1, dtype=torch.float32)
-    launch_gemm_scaled(a, b, scale, scale, None, torch.empty(size, size, dtype=torch.bfloat16), config=config)
+    launch_gemm_scaled(a, b, scale, scale, None, torch.empty(size, size, dtype=torch.bfloat16), config=config,
+                       fast_accum=fast)
