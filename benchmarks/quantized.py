@@ -13,7 +13,7 @@ flushed); 3 rounds each. The issue's targets: W4A16 ≥ 2.5× torch at M = 1 and
 W8A16 ≥ 1.6×, both ≥ 0.8× at M = 4096.
 A sweep of the weight-only families' configurations (W4A16 and W8A16, M = 1 … 4096) follows, as
 evidence for the heuristic in ``tessera/blas/space.py``.
-Usage: python benchmarks/quantized.py OUT.json
+Usage: python benchmarks/quantized.py OUT.json [--rows-only]
 """
 
 from __future__ import annotations
@@ -159,9 +159,10 @@ def timed(m: int, ours: list, theirs: list) -> tuple[float, float, str]:
 
 
 def main() -> None:
+    rows_only = "--rows-only" in sys.argv  # the issue's rows, no accumulation table or sweeps
     operands = operand_rows()
-    accumulation = accumulation_rows()
-    scaled = scaled_sweep()
+    accumulation = [] if rows_only else accumulation_rows()
+    scaled = [] if rows_only else scaled_sweep()
     weights = [torch.randn(K, N, device="cuda", dtype=torch.bfloat16) * 0.02 for _ in range(COPIES)]
     rows, sweep = [], []
     for bits in (4, 8):
@@ -182,7 +183,7 @@ def main() -> None:
             print(f"W{bits}A16 M={m:<5} {ms * 1e3:9.1f} us  torch {torch_ms * 1e3:9.1f} us  "
                   f"{r['vs_torch']:.2f}x (target {r['target']}x)  weights {r['weight_gbs']:.0f} GB/s  "
                   f"[{r['timing']}; eager {eager_ms * 1e3:.1f} vs {eager_torch_ms * 1e3:.1f} us]")
-        for m, configs in SWEEP.items():
+        for m, configs in ({} if rows_only else SWEEP).items():
             x = torch.randn(m, K, device="cuda", dtype=torch.bfloat16)
             theirs = [lambda x=x, w=w: torch.matmul(x, w) for w in weights]
             for config in configs:
