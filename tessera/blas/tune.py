@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -216,8 +217,10 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             configs: Sequence[space.Config] = QUANTIZED_TINY_SPACES[op]
         else:
             configs = space.WQ_SPACE if op == "gemm_wq" else space.SCALED_SPACE
+        # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
-                and c.block_n <= _pow2_at_least(n) and getattr(c, "block_k", 0) <= k
+                and c.block_n <= _pow2_at_least(n)
+                and (op != "gemm_wq" or getattr(c, "block_k", 0) <= _group_for(k))
                 and not (isinstance(c, WqGemvConfig) and m > GEMV_MAX_ROWS)]
 
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
@@ -245,4 +248,6 @@ def quantized_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) 
     op = quantized_op(dtype)
     config = space.MNK_HEURISTICS[op](space.MnkProblem(*problem, dtype), device.backend,
                                       device.multiprocessors or 0).config
+    if isinstance(config, WqConfig | WqGemvConfig):  # as launched: BLOCK_K within the quantization group
+        config = dataclasses.replace(config, block_k=min(config.block_k, _group_for(problem[2])))
     return config

@@ -87,14 +87,14 @@ class WqDequantConfig:
 
 
 WqAnyConfig = WqConfig | WqGemvConfig | WqDequantConfig
-MAGIC = 0x4B000000  # fp32 bits of 2^23: OR-ing a code below 2^23 into the mantissa gives 2^23 + code
 
 
 @triton.jit
 def dequant(codes, zero, scale, dtype: tl.constexpr):
     """(code − zero) · scale rounded to ``dtype``, in fp32 as dequantize_weight computes it; codes
     are integers (any width), zero and scale fp32 tensors that broadcast against them."""
-    biased = (codes.to(tl.int32) | 0x4B000000).to(tl.float32, bitcast=True)  # 2^23 + code, exact
+    # 0x4B000000 is 2^23 in fp32: OR-ing a code into its mantissa gives 2^23 + code, exactly
+    biased = (codes.to(tl.int32) | 0x4B000000).to(tl.float32, bitcast=True)
     return ((biased - (8388608.0 + zero)) * scale).to(dtype)
 
 
