@@ -11,7 +11,7 @@ import torch
 from tessera import InvalidArgumentError, UnsupportedError
 from tessera.blas import QuantizedWeight, dequantize_weight, explain, gemm, gemm_wq, quantize_weight, space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION
-from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
+from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig, code_words
 
 
 def numpy_codes(w: np.ndarray, bits: int, group: int, symmetric: bool) -> tuple[np.ndarray, np.ndarray,
@@ -59,16 +59,29 @@ def test_packing_layout_and_round_trip(bits: int, symmetric: bool) -> None:
     assert np.all(np.abs(want - w.numpy()) <= 0.5 * step * (1 + 1e-5) + 1e-7)  # within half a step
 
 
+def exact_weight(q: QuantizedWeight) -> np.ndarray:
+    """(code − zero) · scale in fp64, unrounded, from the documented packing."""
+    codes = q.codes.cpu().numpy().astype(np.float64)
+    if q.bits == 4:  # byte i of a column: row 2i in the low nibble, 2i + 1 in the high one
+        codes = np.stack([codes % 16, codes // 16], axis=1).reshape(q.shape)
+    scale = q.scales.double().cpu().numpy()
+    zero = (q.zeros.double().cpu().numpy() if q.zeros is not None
+            else np.full_like(scale, 2 ** (q.bits - 1)))
+    return (codes - np.repeat(zero, q.group_size, 0)) * np.repeat(scale, q.group_size, 0)
+
+
 def _check(x: torch.Tensor, q: QuantizedWeight, y: torch.Tensor) -> None:
-    """y against x @ dequant(q) in fp64: the output's rounding plus fp32 accumulation."""
+    """y against x @ W in fp64 — W the dequantized weight either rounded to 16 bits (as
+    dequantize_weight and the tensor-core paths round it) or exact (the decode path): the output's
+    rounding plus fp32 accumulation. Each output must match one of the two."""
     xd = x.double().cpu().reshape(-1, q.shape[0])
-    wd = dequantize_weight(q).double().cpu()
-    ref = xd @ wd
-    magnitude = xd.abs() @ wd.abs()
+    got = y.double().cpu().reshape(xd.shape[0], q.shape[1])
     unit = 2.0**-8 if x.dtype == torch.bfloat16 else 2.0**-11
-    got = y.double().cpu().reshape(ref.shape)
-    assert torch.all((got - ref).abs() <= unit * ref.abs() + 1e-5 * magnitude + 1e-6), \
-        ((got - ref).abs() - unit * ref.abs()).max()
+    ok = torch.zeros_like(got, dtype=torch.bool)
+    for wd in (dequantize_weight(q).double().cpu(), torch.from_numpy(exact_weight(q))):
+        ref, magnitude = xd @ wd, xd.abs() @ wd.abs()
+        ok |= (got - ref).abs() <= unit * ref.abs() + 1e-5 * magnitude + 1e-6
+    assert torch.all(ok), (~ok).nonzero()[:5]
 
 
 @pytest.mark.parametrize("bits,group,symmetric", [(4, 128, True), (4, 32, False), (8, 64, True),
@@ -102,6 +115,20 @@ def test_gemm_wq_every_family(config: object, bits: int, symmetric: bool, device
     with space.forced(config):
         _check(x, q, gemm_wq(x, q))
         _check(x[:1], q, gemm_wq(x[:1], q))
+
+
+def test_gemv_wq_reads_words_or_falls_back(device: str) -> None:
+    """The decode family reads codes as int32 words; codes that cannot be viewed so (N not a
+    multiple of 4, or a column slice) go to the tensor-core family, still correct."""
+    gen = torch.Generator().manual_seed(5)
+    w = torch.randn(128, 38, generator=gen).to(torch.float16)
+    q = quantize_weight(w.to(device), bits=8, group_size=32)
+    assert code_words(q.codes) is None
+    assert code_words(torch.zeros(4, 40, dtype=torch.uint8)).shape == (4, 10)
+    assert code_words(torch.zeros(4, 40, dtype=torch.uint8)[:, 1:37]) is None
+    x = torch.randn(2, 128, generator=gen).to(torch.float16).to(device)
+    with space.forced(WqGemvConfig(32, 32, 1, 4)):
+        _check(x, q, gemm_wq(x, q))
 
 
 def test_gemm_wq_leading_dimensions_fp16_and_out(device: str) -> None:

@@ -74,6 +74,30 @@ def compile_only() -> Iterator[None]:
         _compile_only.reset(token)
 
 
+_building_for: ContextVar[str | None] = ContextVar("tessera_building_for", default=None)
+
+
+@contextlib.contextmanager
+def building_for(backend: str) -> Iterator[None]:
+    """Launches in this block are for ``backend`` ("cuda" or "hip"), whatever device their tensors
+    are on: pack builds capture launches on CPU tensors for a GPU target."""
+    token = _building_for.set(backend)
+    try:
+        yield
+    finally:
+        _building_for.reset(token)
+
+
+def nvidia_target(t: torch.Tensor) -> bool:
+    """Whether a launch on ``t``'s device compiles for an NVIDIA GPU (so inline PTX may be used):
+    the pack build's target inside :func:`building_for`, else t is a CUDA (not ROCm) tensor and
+    the interpreter is off."""
+    backend = _building_for.get()
+    if backend is not None:
+        return backend == "cuda"
+    return t.is_cuda and torch.version.hip is None and not interpreter_enabled()
+
+
 @dataclass(frozen=True)
 class Call:
     """One launch, as :func:`capture` records it."""

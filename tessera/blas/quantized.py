@@ -37,7 +37,13 @@ from tessera._core.validate import (
 )
 from tessera.blas import space
 from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX
-from tessera.blas.kernels.gemm_wq import WqDequantConfig, launch_dequantize, launch_gemm_wq
+from tessera.blas.kernels.gemm_wq import (
+    WqDequantConfig,
+    WqGemvConfig,
+    code_words,
+    launch_dequantize,
+    launch_gemm_wq,
+)
 
 BITS = (4, 8)
 GROUP_SIZES = (32, 64, 128)
@@ -107,13 +113,14 @@ def _codes(q: QuantizedWeight) -> torch.Tensor:
     return unpacked.reshape(q.shape).float()
 
 
-def dequantize_weight(q: QuantizedWeight) -> torch.Tensor:
-    """The (K, N) weight the quantized one stands for, in the scales' dtype."""
+def dequantize_weight(q: QuantizedWeight, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The (K, N) weight the quantized one stands for, (code − zero) · scale, rounded to ``dtype``
+    (default: the scales' dtype; float32 or float64 hold it exactly)."""
     zero = q.zeros.float() if q.zeros is not None else torch.full_like(q.scales, 2 ** (q.bits - 1),
                                                                           dtype=torch.float32)
     per_row = torch.repeat_interleave
     w = (_codes(q) - per_row(zero, q.group_size, dim=0)) * per_row(q.scales.float(), q.group_size, dim=0)
-    return w.to(q.scales.dtype)
+    return w.to(dtype or q.scales.dtype)
 
 
 def _check_quantized(q: object) -> QuantizedWeight:
@@ -140,7 +147,8 @@ def _check_quantized(q: object) -> QuantizedWeight:
 
 def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ dequantize_weight(qweight)`` for fp16/bf16 ``x`` of shape (…, K): (…, N) in x's dtype.
-    Each dequantized weight is rounded to x's dtype (the scales' dtype, when they match)."""
+    The tensor-core paths round each dequantized weight to x's dtype (as ``dequantize_weight``
+    rounds to the scales' dtype); the decode path (``gemv_wq``) uses the exact dequantized weight."""
     x = as_tensor("x", x)
     q = _check_quantized(qweight)
     check_dtype("x", x, tuple(ACTIVATIONS))
@@ -168,6 +176,8 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     info = device_info(x.device)
     dtype = f"int{q.bits}_{ACTIVATIONS[x.dtype]}"
     config = space.select_mnk("gemm_wq", space.MnkProblem(m, n, k, dtype), info).config
+    if isinstance(config, WqGemvConfig) and code_words(q.codes) is None:  # N not a multiple of 4 …
+        config = space.WQ_FALLBACK
     if isinstance(config, WqDequantConfig):
         from tessera.blas.api import gemm  # api imports this module
 

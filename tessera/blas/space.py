@@ -247,9 +247,8 @@ logic.register_op("blas", "gemm", SIZE_KEYS,
 WQ_SIZE_KEYS = ("m", "n", "k")
 WQ_DTYPES = ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")
 WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
-    *(WqGemvConfig(bn, bk, split, w)
-      for bn, bk in [(64, 128), (128, 64), (128, 128), (256, 64), (256, 128)]
-      for split in (2, 4, 8, 16) for w in (4, 8)),
+    *(WqGemvConfig(bn, bk, split, w)  # BLOCK_K: K rows per step (4-bit: half as many code rows)
+      for bn in (512, 1024) for bk in (8, 16, 32) for split in (16, 32, 64) for w in (1, 2, 4)),
     *(WqConfig(bm, bn, bk, split, 8, w, s)
       for bm, bn, bk in [(16, 64, 128), (16, 128, 64), (16, 128, 128), (32, 128, 64), (64, 128, 64),
                          (128, 128, 64), (256, 64, 64), (256, 128, 64)]
@@ -259,6 +258,15 @@ WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
       if bm <= 32 or split == 1),
     WqDequantConfig(32, 128, 4), WqDequantConfig(16, 256, 4),
 )
+
+
+# gemm_wq's tensor-core family for decode-sized problems whose codes gemv_wq cannot read as words
+WQ_FALLBACK = WqConfig(16, 64, 64, 1, 8, 4, 3)
+
+
+# the configuration types of each op that select_mnk serves (any of its families may be forced)
+MNK_CONFIGS: dict[str, tuple[type, ...]] = {"gemm_wq": (WqConfig, WqGemvConfig, WqDequantConfig),
+                                            "gemm_scaled": (ScaledConfig,)}
 
 
 @dataclass(frozen=True)
@@ -274,7 +282,7 @@ class MnkProblem:
 def select_mnk(op: str, problem: MnkProblem, device: DeviceInfo) -> Choice:
     """The configuration of a quantized GEMM (``op`` gemm_wq or gemm_scaled): a forced config of
     that family, else the logic files, else the op's heuristic."""
-    if forced.config is not None and forced.config.kernel == op:
+    if forced.config is not None and isinstance(forced.config, MNK_CONFIGS[op]):
         return Choice(forced.config, "forced")
     return _select_mnk_cached(op, problem, device.backend, device.arch, device.multiprocessors or 0,
                               logic.generation())
@@ -291,11 +299,12 @@ def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sm
 
 
 def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
-    """Until tuned logic exists, the families benchmarks/quantized.py measured best on the H200
-    (N = K = 8192): CUDA cores for one row of 4-bit weights, fused tensor-core tiles (64 weight rows
-    by 16 tokens, K split until about two programs per multiprocessor) up to 32 rows, larger fused
-    tiles up to 512, dequantize-then-GEMM beyond (0.97× bf16 torch.matmul at M = 4096, 0.77× at
-    1024, where fused tiles reach 0.4–0.6×)."""
+    """Until tuned logic exists, the families benchmarks/quantized.py and the gemv_wq sweeps
+    measured best on the H200 (N = K = 8192): CUDA cores for one row (two of 4-bit weights),
+    K split by whole groups until about eight programs per multiprocessor; fused tensor-core tiles
+    (64 weight rows by 16 tokens, K split until about two programs per multiprocessor) up to 32
+    rows, larger fused tiles up to 512, dequantize-then-GEMM beyond (0.97× bf16 torch.matmul at
+    M = 4096, 0.77× at 1024, where fused tiles reach 0.4–0.6×)."""
     m, n, k = problem.m, problem.n, problem.k
     if backend == "interpreter":
         if m <= 2:
@@ -310,11 +319,14 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
             split *= 2
         return split
 
-    if m == 1 and problem.dtype.startswith("int4"):
-        config = WqGemvConfig(128, 128, 1, 4)
-        split = split_for(-(-n // config.block_n), config.block_k)
+    four_bit = problem.dtype.startswith("int4")
+    if m == 1 or (m == 2 and four_bit):  # W4 M = 2: 0.93× torch on CUDA cores, 0.60× on tensor cores
+        config = WqGemvConfig(512, 16 if four_bit else 8, 1, 1 if four_bit else 2)
+        split = 1
+        while -(-n // config.block_n) * split < 8 * max(sms, 1) and k // (split * 2) >= 128 and split < 64:
+            split *= 2
         return Choice(dataclasses.replace(config, split_k=split),
-                      f"one row, 4-bit: CUDA cores, K split {split}")
+                      f"{m} row(s): CUDA cores, K split {split}")
     if m <= 32:
         config = WqConfig(16 if m <= 16 else 32, 64, 128, 1, 8, 4, 3)
         split = split_for(-(-m // config.block_m) * -(-n // config.block_n), config.block_k)

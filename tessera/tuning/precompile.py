@@ -71,7 +71,7 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
 
 def main() -> None:
     from tessera._core.device import offline_device
-    from tessera._core.launch import capture
+    from tessera._core.launch import building_for, capture
     from tessera.tuning.logic import registered_ops
 
     request = json.load(sys.stdin)
@@ -85,7 +85,7 @@ def main() -> None:
             if job["kernel"] == "gemm_tma" and not (arch.startswith("sm_") and int(arch[3:]) >= 90):
                 raise ValueError("the TMA family needs sm_90 or newer")
             module = importlib.import_module(FAMILY_MODULES[job["kernel"]])
-            with capture() as calls:
+            with capture() as calls, building_for(target.backend):
                 module.representative_launch(job["op"], config, job["dtype"], num_sms)
             files = []
             for j, call in enumerate(calls):

@@ -4,24 +4,25 @@ Q holds unsigned codes of a (K, N) weight, group-wise along K (``group`` rows sh
 zero point per column): w[k, n] = (code[k, n] − zero[k // group, n]) · scale[k // group, n]. 8-bit
 codes are one byte each, (K, N); 4-bit codes are two per byte, (K / 2, N): the low nibble holds row
 2i, the high nibble row 2i + 1. A symmetric quantization has no zero tensor: its zero point is
-2^(bits − 1). Every path rounds each dequantized weight to the activation dtype (as
-``dequantize_weight`` does) and accumulates in fp32. Three families, chosen by M:
+2^(bits − 1). Codes become floats by the exponent trick (code | 0x4B000000 read as fp32 is
+2^23 + code, exact), cheaper than an integer-to-float conversion; all paths accumulate in fp32.
+Three families, chosen by M:
 
-- ``gemv_wq`` (decode, M ≤ a few rows): CUDA cores, one program per activation row and (BLOCK_N,
-  K slice). Each keeps a (code rows, BLOCK_N) register accumulator in the layout the codes are
-  loaded in (no per-step reduction or layout change: FMAs only); 4-bit codes meet the even and
-  odd activation columns, so nothing is interleaved.
+- ``gemv_wq`` (decode, one or two rows): CUDA cores, memory-bound. Codes are read as int32 words
+  of four columns, one code row per load; within a group each column sums x·(code − zero) exactly
+  and the group's scale multiplies the sum once, so a weight costs about three instructions (a
+  byte permute, a subtraction, an FMA) and is never rounded to 16 bits. The next step's loads are
+  issued before this step's arithmetic (software pipelining in registers). K is split by whole
+  groups across programs; ``sum_slices`` adds the slices in a fixed order (deterministic).
 - ``gemm_wq`` (small and medium M): tensor cores on transposed tiles, Yᵀ = dequant(Q)ᵀ · Xᵀ, so the
-  dequantized weight is the MMA's first operand, which Hopper's wgmma takes from registers, and M
-  is the MMA's N (down to 8).
+  dequantized weight (rounded to the activation dtype, as ``dequantize_weight`` rounds it) is the
+  MMA's first operand, which Hopper's wgmma takes from registers, and M is the MMA's N (down to 8).
 - ``gemm_wq_dequant`` (prefill, large M): dequantize the whole weight once into a 16-bit scratch
   (K · N · 2 bytes) and run the float GEMM (selected by its own logic files); the dequantization
   costs a few percent of a large GEMM, while in-loop dequantization slows the tensor cores.
 
-Codes become floats by the exponent trick (code | 0x4B000000 read as fp32 is 2^23 + code, exact),
-cheaper than an integer-to-float conversion. With SPLIT_K > 1 the K range is cut into slices
-written to an fp32 workspace and added in a fixed order by the split-K family's reduction
-(deterministic).
+With SPLIT_K > 1 the K range is cut into slices written to an fp32 workspace and added in a
+fixed order (deterministic).
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher, cdiv
-from tessera.blas.kernels.gemm_splitk import reduce_partials
+from tessera._core.launch import Launcher, cdiv, next_power_of_2, nvidia_target
 from tessera.blas.kernels.gemm_tile import grouped_tile
 
 
@@ -155,45 +155,164 @@ def _gemm_wq_kernel(
 
 
 @triton.jit
+def _biased_bytes(word, PRMT: tl.constexpr):
+    """The four bytes of each int32 ``word``, lowest first, as fp32 2^23 + byte (exact): with
+    ``PRMT`` one byte-permute instruction each (NVIDIA), else shifts and masks."""
+    if PRMT:  # selector nibbles (byte j of word, 0x00, 0x00, 0x4B): 2^23 + byte j as fp32
+        b0, b1, b2, b3 = tl.inline_asm_elementwise(
+            "{ .reg .b32 m; mov.b32 m, 0x4B000000; prmt.b32 $0, $4, m, 0x7440; "
+            "prmt.b32 $1, $4, m, 0x7441; prmt.b32 $2, $4, m, 0x7442; prmt.b32 $3, $4, m, 0x7443; }",
+            "=r,=r,=r,=r,r", [word], dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
+            pack=1)
+    else:
+        b0 = (word & 0xFF) | 0x4B000000
+        b1 = ((word >> 8) & 0xFF) | 0x4B000000
+        b2 = ((word >> 16) & 0xFF) | 0x4B000000
+        b3 = ((word >> 24) & 0xFF) | 0x4B000000
+    return (b0.to(tl.float32, bitcast=True), b1.to(tl.float32, bitcast=True),
+            b2.to(tl.float32, bitcast=True), b3.to(tl.float32, bitcast=True))
+
+
+@triton.jit
+def _word_group_params(s_ptr, z_ptr, g, wn, mask_w, stride_sg, stride_sn, BITS: tl.constexpr,
+                       HAS_ZERO: tl.constexpr):
+    """Scale and 2^23 + zero point of group row ``g`` for the byte-j columns 4·wn + j, j = 0 … 3."""
+    s0, z0 = _group_params(s_ptr, z_ptr, g, 4 * wn, mask_w, stride_sg, stride_sn, BITS, HAS_ZERO)
+    s1, z1 = _group_params(s_ptr, z_ptr, g, 4 * wn + 1, mask_w, stride_sg, stride_sn, BITS, HAS_ZERO)
+    s2, z2 = _group_params(s_ptr, z_ptr, g, 4 * wn + 2, mask_w, stride_sg, stride_sn, BITS, HAS_ZERO)
+    s3, z3 = _group_params(s_ptr, z_ptr, g, 4 * wn + 3, mask_w, stride_sg, stride_sn, BITS, HAS_ZERO)
+    return (s0, z0 + 8388608.0, s1, z1 + 8388608.0, s2, z2 + 8388608.0, s3, z3 + 8388608.0)
+
+
+@triton.jit
+def _gemv_step_loads(q_ptr, x_row, k0, wn, mask_w, stride_qk, stride_xk, BITS: tl.constexpr,
+                     BLOCK_K: tl.constexpr):
+    """The code words (one tensor per code row) and the x elements (raw 16-bit, one scalar each)
+    of the step that starts at K row ``k0``."""
+    code_rows: tl.constexpr = BLOCK_K // 2 if BITS == 4 else BLOCK_K
+    r0 = k0 // 2 if BITS == 4 else k0
+    words = ()
+    for r in tl.static_range(code_rows):
+        row_ptr = q_ptr + (r0 + r) * stride_qk + wn
+        words = words + (tl.load(row_ptr, mask=mask_w, other=0),)  # noqa: RUF005 (Triton has no *t)
+    xs = ()
+    for i in tl.static_range(BLOCK_K):
+        xs = xs + (tl.load(x_row + (k0 + i) * stride_xk),)  # noqa: RUF005
+    return words, xs
+
+
+@triton.jit
+def _issued(words, xs, never):
+    """A test that depends on every load of a step and never holds (no unsigned 32-bit word
+    exceeds ``never`` = 0xFFFFFFFF, passed at run time so that the compiler keeps it): used before
+    the previous step's arithmetic, it makes the compiler issue all of this step's loads first
+    (ptxas otherwise sinks each load to its first use, leaving one row in flight)."""
+    merged = words[0]
+    for r in tl.static_range(1, len(words)):
+        merged = merged | words[r]
+    for i in tl.static_range(len(xs)):
+        merged = merged | xs[i].to(tl.int16, bitcast=True).to(tl.int32)
+    return merged.to(tl.uint32, bitcast=True) > never.to(tl.uint32, bitcast=True)
+
+
+@triton.jit
+def _gemv_step(words, xs, z0, z1, z2, z3, p0, p1, p2, p3, BITS: tl.constexpr, PRMT: tl.constexpr):
+    """p_j += Σ_i x_i · (code_ij − zero_j) over a step, for the byte-j columns of each word; z_j
+    is 2^23 + zero_j, so 2^23 + code − z_j is exact."""
+    for r in tl.static_range(len(words)):
+        if BITS == 8:
+            c0, c1, c2, c3 = _biased_bytes(words[r], PRMT)
+            x = xs[r].to(tl.float32)
+            p0 = tl.fma(x, c0 - z0, p0)
+            p1 = tl.fma(x, c1 - z1, p1)
+            p2 = tl.fma(x, c2 - z2, p2)
+            p3 = tl.fma(x, c3 - z3, p3)
+        else:  # byte = K rows 2i (low nibble) and 2i + 1 (high) of a column
+            l0, l1, l2, l3 = _biased_bytes(words[r] & 0x0F0F0F0F, PRMT)
+            h0, h1, h2, h3 = _biased_bytes((words[r] >> 4) & 0x0F0F0F0F, PRMT)
+            x_lo, x_hi = xs[2 * r].to(tl.float32), xs[2 * r + 1].to(tl.float32)
+            p0 = tl.fma(x_hi, h0 - z0, tl.fma(x_lo, l0 - z0, p0))
+            p1 = tl.fma(x_hi, h1 - z1, tl.fma(x_lo, l1 - z1, p1))
+            p2 = tl.fma(x_hi, h2 - z2, tl.fma(x_lo, l2 - z2, p2))
+            p3 = tl.fma(x_hi, h3 - z3, tl.fma(x_lo, l3 - z3, p3))
+    return p0, p1, p2, p3
+
+
+@triton.jit
 def _gemv_wq_kernel(
     x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
-    M, N, K, k_per_split,
-    stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
-    BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
+    M, N, K, k_per_split, never,
+    stride_xm, stride_xk, stride_qk, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
+    BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, PRMT: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """Decode, one activation row per program (grid axis 2): FMAs into a (code rows, BLOCK_N)
-    accumulator laid out as the code tile is loaded, summed over K once at the end."""
+    """Decode on CUDA cores, memory-bound: about three instructions per weight, and the next
+    step's loads in flight during this step's arithmetic (software pipelining in registers).
+
+    One activation row per program (grid axis 2). The codes are read as int32 words, four
+    adjacent columns each (column 4w + j in byte j), one code row per load, so every x element is
+    a scalar shared by the whole row and nothing changes layout. Within a quantization group each
+    column sums x·(code − zero) exactly — 2^23 + code from a byte permute, minus 2^23 + zero — and
+    the group's scale multiplies that sum once. No weight is rounded to 16 bits (the result is
+    the exact dequantized weight's, at least as accurate as ``dequantize_weight``'s)."""
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
     row = tl.program_id(2).to(tl.int64)
-    rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask_n = rn < N
-    rows: tl.constexpr = BLOCK_K // 2 if BITS == 4 else BLOCK_K  # code rows per step
-    ri = tl.arange(0, rows)
+    wn = pid_n.to(tl.int64) * (BLOCK_N // 4) + tl.arange(0, BLOCK_N // 4)  # words of this tile
+    mask_w = wn < N // 4  # N is a multiple of 4
     x_row = x_ptr + row * stride_xm
-    k_lo = split * k_per_split
+    k_lo = split * k_per_split  # k_per_split is a multiple of GROUP
     k_hi = tl.minimum(k_lo + k_per_split, K)
-    acc = tl.zeros((rows, BLOCK_N), dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BLOCK_K):  # K and every slice are multiples of BLOCK_K
-        scale, zero = _group_params(s_ptr, z_ptr, k0 // GROUP, rn, mask_n, stride_sg, stride_sn, BITS,
-                                    HAS_ZERO)
-        r0 = k0 // 2 if BITS == 4 else k0
-        codes = tl.load(q_ptr + (r0 + ri)[:, None] * stride_qk + rn[None, :] * stride_qn,
-                        mask=mask_n[None, :], other=0)
-        if BITS == 8:
-            x = tl.load(x_row + (k0 + ri) * stride_xk).to(tl.float32)
-            w = dequant(codes, zero[None, :], scale[None, :], x_ptr.dtype.element_ty)
-            acc += x[:, None] * w.to(tl.float32)
-        else:  # code row i holds K rows 2i (low nibble) and 2i + 1: they meet x's even and odd columns
-            x_even = tl.load(x_row + (k0 + 2 * ri) * stride_xk).to(tl.float32)
-            x_odd = tl.load(x_row + (k0 + 2 * ri + 1) * stride_xk).to(tl.float32)
-            w_even = dequant(codes & 0xF, zero[None, :], scale[None, :], x_ptr.dtype.element_ty)
-            w_odd = dequant(codes >> 4, zero[None, :], scale[None, :], x_ptr.dtype.element_ty)
-            acc += x_even[:, None] * w_even.to(tl.float32) + x_odd[:, None] * w_odd.to(tl.float32)
-    y = tl.sum(acc, axis=0)
-    tl.store(y_ptr + split.to(tl.int64) * stride_ys + row * stride_ym + rn * stride_yn,
-             y.to(y_ptr.dtype.element_ty), mask=mask_n)
+    acc0 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+    acc1 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+    acc3 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+    p0 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+    p1 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+    p2 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+    p3 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+    s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k_lo // GROUP, wn, mask_w, stride_sg,
+                                                        stride_sn, BITS, HAS_ZERO)
+    words, xs = _gemv_step_loads(q_ptr, x_row, k_lo, wn, mask_w, stride_qk, stride_xk, BITS, BLOCK_K)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        k_next = tl.minimum(k0 + BLOCK_K, k_hi - BLOCK_K)  # the last step reloads itself, unused
+        next_words, next_xs = _gemv_step_loads(q_ptr, x_row, k_next, wn, mask_w, stride_qk, stride_xk,
+                                               BITS, BLOCK_K)
+        if k0 % GROUP == 0:  # a group's first step: its scales and zero points (2^23 + zero)
+            s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k0 // GROUP, wn, mask_w,
+                                                                stride_sg, stride_sn, BITS, HAS_ZERO)
+        p0 = tl.where(_issued(next_words, next_xs, never), 0.0, p0)
+        p0, p1, p2, p3 = _gemv_step(words, xs, z0, z1, z2, z3, p0, p1, p2, p3, BITS, PRMT)
+        if (k0 + BLOCK_K) % GROUP == 0:  # the group's last step: scale its sums once
+            acc0 = tl.fma(p0, s0, acc0)
+            acc1 = tl.fma(p1, s1, acc1)
+            acc2 = tl.fma(p2, s2, acc2)
+            acc3 = tl.fma(p3, s3, acc3)
+            p0 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+            p1 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+            p2 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+            p3 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+        words, xs = next_words, next_xs
+    out = y_ptr + split.to(tl.int64) * stride_ys + row * stride_ym + 4 * wn * stride_yn
+    dtype = y_ptr.dtype.element_ty
+    tl.store(out, acc0.to(dtype), mask=mask_w)
+    tl.store(out + stride_yn, acc1.to(dtype), mask=mask_w)
+    tl.store(out + 2 * stride_yn, acc2.to(dtype), mask=mask_w)
+    tl.store(out + 3 * stride_yn, acc3.to(dtype), mask=mask_w)
+
+
+@triton.jit
+def _sum_slices_kernel(ws_ptr, y_ptr, N, SIZE, stride_ym, stride_yn, SPLIT: tl.constexpr,
+                       SPLIT_P2: tl.constexpr, BLOCK: tl.constexpr):
+    """y (M, N) ← Σ_s ws[s] for ws (SPLIT, M·N) fp32: one (SPLIT, BLOCK) load, every slice in
+    flight at once, summed by a fixed tree (deterministic)."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    s = tl.arange(0, SPLIT_P2)
+    ok = i < SIZE
+    parts = tl.load(ws_ptr + s[:, None].to(tl.int64) * SIZE + i[None, :],
+                    mask=(s < SPLIT)[:, None] & ok[None, :], other=0.0)
+    total = tl.sum(parts, axis=0)
+    tl.store(y_ptr + (i // N) * stride_ym + (i % N) * stride_yn, total.to(y_ptr.dtype.element_ty), mask=ok)
 
 
 @triton.jit
@@ -223,32 +342,64 @@ def _dequantize_kernel(
 _launch = Launcher(_gemm_wq_kernel)
 _launch_gemv = Launcher(_gemv_wq_kernel)
 _launch_dequantize = Launcher(_dequantize_kernel)
+_launch_sum_slices = Launcher(_sum_slices_kernel)
+SUM_ELEMENTS = 4096  # slices × columns one program of _sum_slices_kernel adds (32 per thread)
+
+
+NEVER = -1  # as uint32 0xFFFFFFFF: gemv_wq's bound that no unsigned 32-bit word exceeds
+
+
+def code_words(qweight: torch.Tensor) -> torch.Tensor | None:
+    """The codes (rows, N) as int32 words of four adjacent columns, as ``gemv_wq`` reads them, or
+    None when they cannot be viewed so (N not a multiple of 4, columns not contiguous, rows not
+    4-byte aligned)."""
+    rows, n = qweight.shape
+    if n % 4 or (n > 1 and qweight.stride(1) != 1) or qweight.stride(0) % 4 or qweight.data_ptr() % 4:
+        return None
+    return torch.as_strided(qweight, (rows, n), (qweight.stride(0), 1)).view(torch.int32)
 
 
 def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                    zeros: torch.Tensor | None, y: torch.Tensor, k: int, bits: int, group: int, *,
                    upcast: bool, config: WqConfig | WqGemvConfig) -> None:
-    """y (M, N) ← x (M, K) · dequant(qweight) with a fused family (``gemm_wq`` or ``gemv_wq``;
-    ``config.block_k`` is capped at ``group``)."""
+    """y (M, N) ← x (M, K) · dequant(qweight) with a fused family (``gemm_wq``, or ``gemv_wq`` when
+    :func:`code_words` can view the codes; ``config.block_k`` is capped at ``group``)."""
     m, n = y.shape
     block_k = min(config.block_k, group)
-    k_per_split = cdiv(cdiv(k, config.split_k), block_k) * block_k
+    step = group if isinstance(config, WqGemvConfig) else block_k  # gemv slices K by whole groups
+    k_per_split = cdiv(cdiv(k, config.split_k), step) * step
     split = cdiv(k, k_per_split)
     target = y if split == 1 else torch.empty((split, m, n), dtype=torch.float32, device=y.device)
     ys = (0, *y.stride()) if split == 1 else target.stride()
-    args = (x, qweight, scales, scales if zeros is None else zeros, target, m, n, k, k_per_split,
-            *x.stride(), *qweight.stride(), *scales.stride(), *ys)
     quantization = dict(BITS=bits, GROUP=group, HAS_ZERO=zeros is not None)
+    zeros = scales if zeros is None else zeros  # HAS_ZERO=False: never read
     if isinstance(config, WqGemvConfig):
-        _launch_gemv((cdiv(n, config.block_n), split, m), args,
-                     quantization | dict(BLOCK_N=config.block_n, BLOCK_K=block_k), config.num_warps, 1)
+        words = code_words(qweight)
+        if words is None:
+            raise ValueError("gemv_wq needs codes viewable as int32 words (see code_words)")
+        _launch_gemv((cdiv(n, config.block_n), split, m),
+                     (x, words, scales, zeros, target, m, n, k, k_per_split, NEVER, *x.stride(),
+                      words.stride(0), *scales.stride(), *ys),
+                     quantization | dict(PRMT=nvidia_target(y), BLOCK_N=config.block_n, BLOCK_K=block_k),
+                     config.num_warps, 1)
     else:
-        _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split), args,
+        _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
+                (x, qweight, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *qweight.stride(),
+                 *scales.stride(), *ys),
                 quantization | dict(UPCAST=upcast, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
                                     BLOCK_K=block_k, GROUP_M=config.group_m), config.num_warps,
                 config.num_stages)
     if split > 1:
-        reduce_partials(target.unsqueeze(0), y)
+        sum_slices(target, y)
+
+
+def sum_slices(ws: torch.Tensor, y: torch.Tensor) -> None:
+    """y (M, N) ← Σ_s ws[s] for the (split, M, N) fp32 partial products, in a fixed order."""
+    split, m, n = ws.shape
+    split_p2 = next_power_of_2(split)
+    block = max(32, SUM_ELEMENTS // split_p2)
+    _launch_sum_slices((cdiv(m * n, block),), (ws, y, n, m * n, *y.stride()),
+                       dict(SPLIT=split, SPLIT_P2=split_p2, BLOCK=block), 4, 1)
 
 
 def launch_dequantize(qweight: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
