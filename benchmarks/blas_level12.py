@@ -3,9 +3,12 @@
 Level 1 at 2^26 fp32 elements, level 2 on 8192 × 8192 bf16 (gemv both ways, symv, ger) and fp32
 trsv. GB/s counts the bytes a routine must move at least (e.g. dot reads x and y; nrm2 reads x once,
 though its scaling pass reads it twice; symv the stored triangle — runs before 5759988 counted the
-whole matrix there); the copy figure counts read + write. Both sides are timed
-with triton.testing.do_bench (median, L2 flushed), Tessera and torch alternating over rounds.
-Usage: python benchmarks/blas_level12.py OUT.json
+whole matrix there); the copy figure counts read + write. Both sides are timed two ways, Tessera
+and torch alternating over rounds: eager with triton.testing.do_bench (median, L2 flushed), and
+replayed from a CUDA graph (``graph_*`` keys, from 2026-12-02 on). Every operand here exceeds the
+L2 cache, so graph replays are cold too; they carry neither the host's launch cost (a 35 µs gemv
+is host-bound when called eagerly) nor the write-back of the dirty lines do_bench's flush leaves
+in L2 (≈10 µs added to any kernel timed after it). Usage: python benchmarks/blas_level12.py OUT.json
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import triton
 
 from tessera import blas
 from tessera._core.device import device_info
-from tessera._core.timing import flushed_ms, git_revision
+from tessera._core.timing import flushed_ms, git_revision, graph_ms
 from tessera.blas import level2
 
 N = 1 << 26
@@ -29,19 +32,36 @@ M = 8192
 ROUNDS = 3
 
 
+def graphed_ms(fn: Callable[[], object]) -> float | None:
+    """Milliseconds per call replayed from a CUDA graph, None if the call cannot be captured."""
+    try:
+        return graph_ms([fn])
+    except RuntimeError as exc:
+        print(f"  (no graph: {str(exc).splitlines()[0][:100]})")
+        return None
+
+
 def case(name: str, nbytes: int, ours: Callable[[], object], theirs: Callable[[], object] | None,
          torch_name: str) -> dict:
-    mine, vendor = [], []
+    mine, vendor, mine_graph, vendor_graph = [], [], [], []
     for _ in range(ROUNDS):
         mine.append(flushed_ms(ours))
+        mine_graph.append(graphed_ms(ours))
         if theirs is not None:
             vendor.append(flushed_ms(theirs))
+            vendor_graph.append(graphed_ms(theirs))
     ms = statistics.median(mine)
     row = {"routine": name, "bytes": nbytes, "ms": ms, "gbs": nbytes / ms / 1e6, "torch": torch_name}
     if vendor:
         row["torch_ms"] = statistics.median(vendor)
         row["torch_gbs"] = nbytes / row["torch_ms"] / 1e6
         row["vs_torch"] = row["torch_ms"] / ms
+    if None not in mine_graph:
+        row["graph_ms"] = statistics.median(mine_graph)
+        row["graph_gbs"] = nbytes / row["graph_ms"] / 1e6
+        if vendor_graph and None not in vendor_graph:
+            row["graph_torch_ms"] = statistics.median(vendor_graph)
+            row["graph_vs_torch"] = row["graph_torch_ms"] / row["graph_ms"]
     return row
 
 
@@ -50,6 +70,8 @@ def main() -> None:
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     copy_ms = statistics.median(flushed_ms(lambda: y.copy_(x)) for _ in range(ROUNDS))
     copy_gbs = 2 * 4 * N / copy_ms / 1e6
+    copy_graph_ms = statistics.median(graph_ms([lambda: y.copy_(x)]) for _ in range(ROUNDS))
+    copy_graph_gbs = 2 * 4 * N / copy_graph_ms / 1e6
     f4 = 4 * N
     rows = [
         case("axpy", 3 * f4, lambda: blas.axpy(0.5, x, y), lambda: y.add_(x, alpha=0.5), "y.add_(x, alpha)"),
@@ -76,7 +98,9 @@ def main() -> None:
         for tile in candidates[contiguous]:  # (BLOCK_M, BLOCK_N, num_warps, programs per SM)
             level2.GEMV_TILES[contiguous] = tile
             ms = flushed_ms(lambda trans=trans: blas.gemv(a, v, w, trans=trans))
-            sweep.append({"trans": trans, "tile": tile, "gbs": mat / ms / 1e6})
+            graphed = graph_ms([lambda trans=trans: blas.gemv(a, v, w, trans=trans)])
+            sweep.append({"trans": trans, "tile": tile, "gbs": mat / ms / 1e6,
+                          "graph_gbs": mat / graphed / 1e6})
         level2.GEMV_TILES[contiguous] = default_tiles[contiguous]
     for row in sweep:
         print(f"gemv {'T' if row['trans'] else 'N'} tile {row['tile']}: {row['gbs']:.0f} GB/s")
@@ -98,13 +122,21 @@ def main() -> None:
     result = {"device": info.name, "arch": info.arch, "git": git_revision(),
               "versions": {"torch": torch.__version__, "triton": triton.__version__},
               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/blas_level12.py OUT.json", "copy_gbs": copy_gbs, "rows": rows,
+              "command": "python benchmarks/blas_level12.py OUT.json",
+              "copy_gbs": copy_gbs, "copy_graph_gbs": copy_graph_gbs, "rows": rows,
               "gemv_sweep": sweep}
     for row in rows:
         row["pct_copy"] = 100 * row["gbs"] / copy_gbs
         ratio = f"{row['vs_torch']:.2f}" if "vs_torch" in row else "-"
-        print(f"{row['routine']:<24} {row['gbs']:8.0f} GB/s {row['pct_copy']:6.1f}% copy  vs torch {ratio}")
-    print(f"copy {copy_gbs:.0f} GB/s")
+        graphed = ""
+        if "graph_gbs" in row:
+            row["graph_pct_copy"] = 100 * row["graph_gbs"] / copy_graph_gbs
+            graphed = f" | graph {row['graph_gbs']:6.0f} GB/s {row['graph_pct_copy']:5.1f}% copy"
+            if "graph_vs_torch" in row:
+                graphed += f" vs torch {row['graph_vs_torch']:.2f}"
+        print(f"{row['routine']:<24} {row['gbs']:8.0f} GB/s {row['pct_copy']:6.1f}% copy  vs torch {ratio}"
+              + graphed)
+    print(f"copy {copy_gbs:.0f} GB/s eager, {copy_graph_gbs:.0f} GB/s graph")
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
 
