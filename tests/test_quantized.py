@@ -4,11 +4,19 @@ int32 products against NumPy int64, scaled results against fp64. Bad input for b
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from tessera import InvalidArgumentError, UnsupportedError
+from tessera._core.launch import building_for, nvidia_target
 from tessera.blas import QuantizedWeight, dequantize_weight, explain, gemm, gemm_wq, quantize_weight, space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig, code_words
@@ -291,3 +299,34 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
             got = gemm(a, b_layout, scale_a=sa, scale_b=sb, out_dtype=torch.float32, fast_accum=fast)
             rel = ((got.double() - want).abs() / magnitude).max().item()
             assert rel <= bound, (fast, b_layout.stride(), rel)
+
+
+def test_gemv_wq_compiles_offline_for_the_pack_target(tmp_path: Path) -> None:
+    """A pack build compiles the decode kernel for its target, not for the CPU it runs on: byte
+    permutes in inline PTX for sm_90, shifts and masks for gfx1103 (PRMT in the launch key)."""
+    job = {"library": "blas", "op": "gemm_wq", "kernel": "gemv_wq", "dtype": "int4_bf16",
+           "config": dataclasses.asdict(WqGemvConfig(512, 16, 64, 1))}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    for arch, prmt, suffix in (("sm_90", True, "cubin"), ("gfx1103", False, "hsaco")):
+        out = tmp_path / arch
+        out.mkdir()
+        done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=env,
+                              input=json.dumps({"arch": arch, "out": str(out), "jobs": [job]}),
+                              capture_output=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        assert result["status"] == "ok", result
+        sidecar_name = next(f for f in result["files"] if f.endswith(".launch.json"))
+        sidecar = json.loads((out / sidecar_name).read_text())
+        assert f"(4, 128, False, {prmt}, 512, 16)" in sidecar["launch_key"], sidecar["launch_key"]
+        assert any(f.endswith(suffix) for f in result["files"])
+
+
+def test_nvidia_target_follows_the_pack_build() -> None:
+    cpu = torch.empty(1)
+    assert not nvidia_target(cpu)
+    with building_for("cuda"):
+        assert nvidia_target(cpu)
+    with building_for("hip"):
+        assert not nvidia_target(cpu)
