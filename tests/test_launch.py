@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from reference import assert_gemm_close
-from tessera._core.launch import specialization_key
+from tessera._core.launch import launch_key, specialization_key
 from tessera.blas import gemm, space
 from tessera.blas.kernels import gemm_tile
 from tessera.blas.kernels.gemm_tile import TileConfig
@@ -36,6 +36,18 @@ def test_key_is_at_least_as_fine_as_triton(values: list) -> None:
     for x, y in itertools.combinations(values, 2):
         if _triton_spec(x) != _triton_spec(y):
             assert specialization_key(x) != specialization_key(y), (x, y)
+
+
+def test_launch_key_is_the_per_argument_rule() -> None:
+    """launch_key inlines the common types for speed; its key (and the pack file name, its repr)
+    must equal specialization_key applied argument by argument, do_not_specialize included."""
+    t = torch.empty(8, 8)
+    args = (t, t[:, 1:], 1, 16, 17, 24, 0, -5, 2**31, 2**40, 2**63 + 1, 1.5, True, None,
+            torch.nn.Parameter(t), 7, 2**33)
+    plain = frozenset({15, 16})
+    expected = (4, 3, (True, 64), tuple(specialization_key(a, i not in plain) for i, a in enumerate(args)))
+    key = launch_key(args, {"FLAG": True, "BLOCK": 64}, 4, 3, plain)
+    assert key == expected and repr(key) == repr(expected)
 
 
 def test_unknown_argument_type_is_refused() -> None:

@@ -159,8 +159,19 @@ def launch_key(args: Sequence[Any], constexprs: dict[str, Any], num_warps: int, 
     """Everything the binary for a launch depends on besides the device: a :class:`Launcher` cache
     key, and (as its ``repr``) the name a pack gives the binary it precompiled for it. ``plain``:
     the positions of ``do_not_specialize`` parameters (:func:`unspecialized`)."""
-    return (num_warps, num_stages, tuple(constexprs.values()),
-            tuple(specialization_key(a, i not in plain) for i, a in enumerate(args)))
+    keys = []
+    for i, a in enumerate(args):  # ints and tensors inline: this runs on every launch
+        kind = type(a)
+        if kind is int and i not in plain:
+            width = 0 if _I32_MIN <= a <= _I32_MAX else (1 if a <= _I64_MAX else 2)
+            keys.append((a == 1, a % 16 == 0, width))
+        elif kind is torch.Tensor:
+            keys.append((a.dtype, a.data_ptr() % 16 == 0))
+        elif kind is float:
+            keys.append("f")
+        else:
+            keys.append(specialization_key(a, i not in plain))
+    return (num_warps, num_stages, tuple(constexprs.values()), tuple(keys))
 
 
 def cdiv(a: int, b: int) -> int:

@@ -223,7 +223,7 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
                 and c.block_n <= _pow2_at_least(n)
                 and (op != "gemm_wq" or getattr(c, "block_k", 0) <= _group_for(k))
-                and not (isinstance(c, WqGemvConfig) and m > GEMV_MAX_ROWS)]
+                and not (isinstance(c, WqGemvConfig) and (m > GEMV_MAX_ROWS or n % 4))]  # words
 
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
         got = run(problem, config).double().cpu()
