@@ -246,10 +246,10 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     support = {row["kernel"]: row for row in result.manifest["support"]}
     tile = support["gemm_tile"]
     suffixes = [f.rsplit(".", 1)[-1] for f in tile["files"]]
-    assert tile["status"] == "ok" and suffixes == ["hsaco", "json", "json"]
+    assert tile["status"] == "ok" and suffixes == ["hsaco", "json", "json"] * 3  # M aligned, odd, 1
     assert support["gemm_tma"]["status"] == "failed" and "sm_90" in support["gemm_tma"]["reason"]
     splitk = support["gemm_splitk"]
-    assert splitk["status"] == "ok" and len(splitk["files"]) == 6, splitk  # partial and reduce kernels
+    assert splitk["status"] == "ok" and len(splitk["files"]) == 18, splitk  # partial + reduce, 3 Ms
     _, contents = packs.check_pack(result.path)
     assert len(contents[tile["files"][0]]) > 1000
     sidecar = json.loads(contents[tile["files"][2]])
@@ -291,24 +291,31 @@ def draws(seed, subsequence, offset):
 
 with capture() as calls:
     representative_launch("gemm", config, "fp32", 132)
-print(json.dumps([keys(calls[0]), problem(2048, 512, 4096), problem(1000, 512, 4096),
-                  draws(0, 0, 0), draws(2**64 - 17, 2**40 + 1, 2**41 + 8)]))
+print(json.dumps([[keys(call) for call in calls], problem(2048, 512, 4096), problem(1000, 512, 4096),
+                  problem(8, 512, 4096), problem(1, 512, 4096), problem(37, 512, 4096),
+                  problem(2048, 1000, 4096), draws(0, 0, 0), draws(2**64 - 17, 2**40 + 1, 2**41 + 8)]))
 """
 
 
 def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
-    """A precompiled binary is found by the Launcher's key of the representative launch: equal for
-    any aligned problem of the same kind (sizes multiples of 16) and different for an odd size
-    (which then goes through the JIT) — exactly as Triton's own specialization is."""
+    """A precompiled binary is found by the Launcher's key of a representative launch: the aligned
+    one serves any problem of the same kind with sizes multiples of 16, the odd-M one any M that is
+    not (token counts), the one-row one M = 1; an odd N has none (it goes through the JIT) —
+    exactly as Triton's own specialization is."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-c", _KEYS], capture_output=True, text=True, env=env,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    representative, aligned, odd, first_draws, other_draws = json.loads(done.stdout.strip().splitlines()[-1])
+    (representatives, aligned, odd_m, eight, one, other_odd_m, odd_n, first_draws,
+     other_draws) = json.loads(done.stdout.strip().splitlines()[-1])
+    representative = representatives[0]
     assert representative == aligned  # same launch key and same Triton specialization
-    assert representative[0] != odd[0] and representative[1] != odd[1]
+    assert representative[0] != odd_m[0] and representative[1] != odd_m[1]
     assert "tt.divisibility" in representative[1]
+    assert odd_m == representatives[1] == eight == other_odd_m  # M = 1000, 8, 37: one binary
+    assert one == representatives[2]  # M = 1 is a constant to Triton
+    assert odd_n not in representatives
     # rand kernels take seeds and offsets unspecialized: one binary (and one pack file) for all
     assert first_draws == other_draws
 

@@ -16,6 +16,7 @@ import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import (
+    REPRESENTATIVE_ROWS,
     _batched_strides,
     epilogue,
     launched_in_batch_slices,
@@ -151,8 +152,9 @@ def reduce_partials(workspace: torch.Tensor, d: torch.Tensor, c: torch.Tensor | 
 
 
 def representative_launch(op: str, config: SplitKConfig, dtype: str, num_sms: int) -> None:
-    """Both launches ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 (run under
-    ``tessera._core.launch.capture()``)."""
-    a, b, d = representative_operands(dtype)
-    launch_gemm_splitk(a, b, None, d, 1, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
-                       upcast=False, config=config)
+    """Both launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M
+    each of ``REPRESENTATIVE_ROWS`` (run under ``tessera._core.launch.capture()``)."""
+    for m in REPRESENTATIVE_ROWS:
+        a, b, d = representative_operands(dtype, m)
+        launch_gemm_splitk(a, b, None, d, 1, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+                           upcast=False, config=config)

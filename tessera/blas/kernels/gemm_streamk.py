@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
-from tessera.blas.kernels.gemm_tile import epilogue, representative_operands
+from tessera.blas.kernels.gemm_tile import REPRESENTATIVE_ROWS, epilogue, representative_operands
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,9 @@ def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None
 
 
 def representative_launch(op: str, config: StreamKConfig, dtype: str, num_sms: int) -> None:
-    """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 (run under
-    ``tessera._core.launch.capture()``)."""
-    a, b, d = representative_operands(dtype)
-    launch_gemm_streamk(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
-                        upcast=False, num_sms=num_sms, config=config)
+    """The launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M each
+    of ``REPRESENTATIVE_ROWS`` (run under ``tessera._core.launch.capture()``)."""
+    for m in REPRESENTATIVE_ROWS:
+        a, b, d = representative_operands(dtype, m)
+        launch_gemm_streamk(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+                            upcast=False, num_sms=num_sms, config=config)

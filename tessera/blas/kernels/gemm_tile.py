@@ -173,6 +173,9 @@ def launch_gemm_tile(
 
 
 REPRESENTATIVE_SIZE = 1024  # a multiple of 16 and of every block size: the common specialization
+# the M a pack precompiles each configuration for: aligned, a token count that is not a multiple of
+# 16 (Triton specializes integers on divisibility by 16), and one row (a 1 is a constant to Triton)
+REPRESENTATIVE_ROWS = (REPRESENTATIVE_SIZE, REPRESENTATIVE_SIZE - 24, 1)
 _TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "tf32": torch.float32,
                  "fp64": torch.float64}
 
@@ -188,8 +191,10 @@ def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = R
 
 
 def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int) -> None:
-    """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 (run it under
-    ``tessera._core.launch.capture()``: pack builds precompile what it records)."""
-    a, b, d = representative_operands(dtype)
-    launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
-                     upcast=False, index_64=False, config=config)
+    """The launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M each
+    of ``REPRESENTATIVE_ROWS`` (run it under ``tessera._core.launch.capture()``: pack builds
+    precompile what it records)."""
+    for m in REPRESENTATIVE_ROWS:
+        a, b, d = representative_operands(dtype, m)
+        launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+                         upcast=False, index_64=False, config=config)

@@ -172,11 +172,13 @@ def launch_gemm_tma(
 
 
 def representative_launch(op: str, config: TmaConfig, dtype: str, num_sms: int) -> None:
-    """The launch ``gemm`` makes for an aligned 2-D problem with no C and alpha 1 and at least one
-    tile per SM (the grid size is an argument, so smaller problems specialize differently); tf32
-    with B column-major, as ``gemm`` copies it for wgmma (run under ``launch.capture()``)."""
+    """The launches ``gemm`` makes for 2-D problems with no C and alpha 1 and at least one tile per
+    SM (the grid size is an argument, so smaller problems specialize differently), N and K aligned,
+    M aligned or not; tf32 with B column-major, as ``gemm`` copies it for wgmma (run under
+    ``launch.capture()``)."""
     side = math.isqrt(max(num_sms, 1) - 1) + 1  # tiles per side: side² ≥ num_sms
-    a, b, d = representative_operands(dtype, config.block_m * side, config.block_n * side, 1024,
-                                      b_col_major=dtype == "tf32")
-    launch_gemm_tma(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
-                    num_sms=num_sms, config=config)
+    rows = config.block_m * side
+    for m in (rows, rows - 8):  # M aligned, and a token count that is not a multiple of 16
+        a, b, d = representative_operands(dtype, m, config.block_n * side, 1024, b_col_major=dtype == "tf32")
+        launch_gemm_tma(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+                        num_sms=num_sms, config=config)
