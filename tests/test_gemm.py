@@ -343,3 +343,33 @@ def test_batches_beyond_the_grid_limit_are_sliced(config: space.Config, device: 
         d = gemm(a, b, c, beta=1.0)
     for i in range(5):
         assert_gemm_close(d[i], a[i], b, c[i], beta=1.0)
+
+
+def test_repeat_calls_reuse_the_plan_and_follow_overrides(device: str) -> None:
+    """A repeat call with the same signature skips validation and selection (a recipe is stored
+    once), stays correct for new data and strides of the same signature, and a forced config or
+    a new signature is honoured at once; what _plan copies (odd strides) is never reused."""
+    from tessera._core.launch import capture
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    a, b = torch.randn(40, 24, device=device), torch.randn(32, 24, device=device)
+    for _ in range(2):
+        assert_gemm_close(gemm(a, b, trans_b=True, alpha=0.5), a, b, trans_b=True, alpha=0.5)
+    assert len(api._RECIPES) == 1
+    fresh_a = torch.randn(40, 24, device=device)  # same signature, other data: the recipe serves it
+    assert_gemm_close(gemm(fresh_a, b, trans_b=True, alpha=0.5), fresh_a, b, trans_b=True, alpha=0.5)
+    assert len(api._RECIPES) == 1
+    assert_gemm_close(gemm(a, b, trans_b=True, alpha=2), a, b, trans_b=True, alpha=2.0)  # new alpha
+    assert len(api._RECIPES) == 2
+    for block in (16, 32):
+        with space.forced(TileConfig(block, block, 16, 8, 4, 1)), capture() as calls:
+            gemm(a, b, trans_b=True, alpha=0.5)
+        assert calls[0].constexprs["BLOCK_M"] == block
+    odd = torch.randn(40, 48, device=device)[:, ::2]  # neither row- nor column-major: copied
+    gemm(odd, b, trans_b=True)
+    assert not any(key[1] == odd.stride() for key in api._RECIPES)
+    with pytest.raises(tessera.InvalidArgumentError):  # invalid input is never cached
+        gemm(a, torch.randn(23, 24, device=device))
+    with pytest.raises(tessera.InvalidArgumentError):
+        gemm(a, torch.randn(23, 24, device=device))
