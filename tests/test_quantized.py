@@ -131,7 +131,8 @@ def test_gemv_wq_reads_words_or_falls_back(device: str) -> None:
     gen = torch.Generator().manual_seed(5)
     w = torch.randn(128, 38, generator=gen).to(torch.float16)
     q = quantize_weight(w.to(device), bits=8, group_size=32)
-    assert code_words(q.codes) is None
+    assert code_words(q.codes) is None and q.words is None
+    assert quantize_weight(torch.randn(128, 40).to(torch.float16), bits=4).words.shape == (64, 10)
     assert code_words(torch.zeros(4, 40, dtype=torch.uint8)).shape == (4, 10)
     assert code_words(torch.zeros(4, 40, dtype=torch.uint8)[:, 1:37]) is None
     x = torch.randn(2, 128, generator=gen).to(torch.float16).to(device)

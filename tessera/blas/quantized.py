@@ -20,6 +20,7 @@ scratch for the float GEMM (``gemm_wq_dequant``); logic files choose, like every
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -60,6 +61,12 @@ class QuantizedWeight:
     bits: int
     group_size: int
     shape: tuple[int, int]
+
+    @functools.cached_property
+    def words(self) -> torch.Tensor | None:
+        """The codes as the decode kernel reads them (int32 words of four columns), or None when
+        they cannot be viewed so; computed once per weight, not per call."""
+        return code_words(self.codes)
 
     @property
     def symmetric(self) -> bool:
@@ -176,7 +183,7 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     info = device_info(x.device)
     dtype = f"int{q.bits}_{ACTIVATIONS[x.dtype]}"
     config = space.select_mnk("gemm_wq", space.MnkProblem(m, n, k, dtype), info).config
-    if isinstance(config, WqGemvConfig) and code_words(q.codes) is None:  # N not a multiple of 4 …
+    if isinstance(config, WqGemvConfig) and q.words is None:  # N not a multiple of 4 …
         config = space.WQ_FALLBACK
     if isinstance(config, WqDequantConfig):
         from tessera.blas.api import gemm  # api imports this module
@@ -186,7 +193,7 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
         gemm(x2, weight, out=y2)
     else:
         launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
-                       upcast=interpreter_enabled(), config=config)
+                       upcast=interpreter_enabled(), config=config, words=q.words)
     return out
 
 

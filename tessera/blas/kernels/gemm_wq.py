@@ -361,9 +361,10 @@ def code_words(qweight: torch.Tensor) -> torch.Tensor | None:
 
 def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                    zeros: torch.Tensor | None, y: torch.Tensor, k: int, bits: int, group: int, *,
-                   upcast: bool, config: WqConfig | WqGemvConfig) -> None:
+                   upcast: bool, config: WqConfig | WqGemvConfig, words: torch.Tensor | None = None) -> None:
     """y (M, N) ← x (M, K) · dequant(qweight) with a fused family (``gemm_wq``, or ``gemv_wq`` when
-    :func:`code_words` can view the codes; ``config.block_k`` is capped at ``group``)."""
+    :func:`code_words` can view the codes — ``words``, if the caller has them already;
+    ``config.block_k`` is capped at ``group``)."""
     m, n = y.shape
     block_k = min(config.block_k, group)
     step = group if isinstance(config, WqGemvConfig) else block_k  # gemv slices K by whole groups
@@ -374,7 +375,7 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     quantization = dict(BITS=bits, GROUP=group, HAS_ZERO=zeros is not None)
     zeros = scales if zeros is None else zeros  # HAS_ZERO=False: never read
     if isinstance(config, WqGemvConfig):
-        words = code_words(qweight)
+        words = words if words is not None else code_words(qweight)
         if words is None:
             raise ValueError("gemv_wq needs codes viewable as int32 words (see code_words)")
         _launch_gemv((cdiv(n, config.block_n), split, m),
