@@ -1,5 +1,5 @@
 """Host-side cost of one GEMM call (validation, selection, descriptors, Triton's launcher), and
-of tiny BLAS level 1/2 calls beside their torch equivalents.
+of tiny BLAS level 1/2 calls and a weight-only decode call beside their torch equivalents.
 
 Times many back-to-back calls of a tiny problem whose GPU work is negligible, so the wall time
 per call is what Python and the launcher cost; torch.matmul is the vendor baseline. Also prints a
@@ -63,13 +63,16 @@ def main() -> None:
     x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
     v = torch.randn(64, device="cuda", dtype=torch.bfloat16)
     w = torch.empty(64, device="cuda", dtype=torch.bfloat16)
-    level12 = {  # name: (tessera call, torch call)
+    wq = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
+    q, xq = blas.quantize_weight(wq, bits=4), torch.randn(1, 256, device="cuda", dtype=torch.bfloat16)
+    level12 = {  # name: (tessera call, torch call); last the weight-only decode beside bf16 matmul
         "axpy 4096": (lambda: blas.axpy(0.5, x, y), lambda: y.add_(x, alpha=0.5)),
         "dot 4096": (lambda: blas.dot(x, y), lambda: torch.dot(x, y)),
         "nrm2 4096": (lambda: blas.nrm2(x), lambda: torch.linalg.vector_norm(x)),
         "iamax 4096": (lambda: blas.iamax(x), lambda: x.abs().argmax()),
         "gemv 64x64 bf16": (lambda: blas.gemv(a, v, w), lambda: torch.mv(a, v, out=w)),
         "gemv T 64x64 bf16": (lambda: blas.gemv(a, v, w, trans=True), lambda: torch.mv(a.t(), v, out=w)),
+        "gemm_wq W4A16 1x256x256": (lambda: blas.gemm_wq(xq, q), lambda: torch.matmul(xq, wq)),
     }
     for _ in range(3):
         for name, (ours, theirs) in level12.items():
