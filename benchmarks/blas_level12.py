@@ -25,7 +25,8 @@ import triton
 from tessera import blas
 from tessera._core.device import device_info
 from tessera._core.timing import flushed_ms, git_revision, graph_ms
-from tessera.blas import level2
+from tessera.blas import space
+from tessera.blas.kernels.level2 import GemvConfig
 
 N = 1 << 26
 M = 8192
@@ -90,18 +91,16 @@ def main() -> None:
     v = torch.randn(M, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(M, device="cuda", dtype=torch.bfloat16)
     mat = 2 * M * M
-    sweep = []  # gemv tiles (the evidence behind level2.GEMV_TILES)
-    default_tiles = dict(level2.GEMV_TILES)
+    sweep = []  # gemv tiles (the evidence behind space.GEMV_HEURISTIC; `tessera tune gemv` goes wider)
     candidates = {False: ((16, 256, 4, 4), (16, 512, 4, 4), (32, 512, 8, 4), (64, 256, 8, 4)),
                   True: ((64, 128, 4, 8), (64, 128, 4, 4), (32, 256, 8, 4), (128, 64, 4, 8), (256, 64, 8, 4))}
     for contiguous, trans in ((False, False), (True, True)):
         for tile in candidates[contiguous]:  # (BLOCK_M, BLOCK_N, num_warps, programs per SM)
-            level2.GEMV_TILES[contiguous] = tile
-            ms = flushed_ms(lambda trans=trans: blas.gemv(a, v, w, trans=trans))
-            graphed = graph_ms([lambda trans=trans: blas.gemv(a, v, w, trans=trans)])
+            with space.forced(GemvConfig(*tile)):
+                ms = flushed_ms(lambda trans=trans: blas.gemv(a, v, w, trans=trans))
+                graphed = graph_ms([lambda trans=trans: blas.gemv(a, v, w, trans=trans)])
             sweep.append({"trans": trans, "tile": tile, "gbs": mat / ms / 1e6,
                           "graph_gbs": mat / graphed / 1e6})
-        level2.GEMV_TILES[contiguous] = default_tiles[contiguous]
     for row in sweep:
         print(f"gemv {'T' if row['trans'] else 'N'} tile {row['tile']}: {row['gbs']:.0f} GB/s")
     rows += [

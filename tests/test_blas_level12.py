@@ -5,13 +5,16 @@ real dtype, complex dot/dotc, nrm2 without overflow, and the errors."""
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.linalg.blas as sblas
 import torch
+import yaml
 
-from tessera import InvalidArgumentError, UnsupportedError
+from tessera import InvalidArgumentError, UnsupportedError, device_info
 from tessera.blas import (
     asum,
     axpy,
@@ -25,10 +28,14 @@ from tessera.blas import (
     nrm2,
     rot,
     scal,
+    space,
     swap,
     symv,
     trsv,
 )
+from tessera.blas.kernels.level2 import GemvConfig
+from tessera.cli import main
+from tessera.tuning import load_logic, logic
 
 EPS = {torch.float16: 2**-10, torch.bfloat16: 2**-7, torch.float32: 2**-23, torch.float64: 2**-52}
 DTYPES = list(EPS)
@@ -354,3 +361,84 @@ def test_level2_errors(device: str) -> None:
     with pytest.raises(InvalidArgumentError, match="non-zero strides"):
         ger(1.0, torch.ones(3, device=device), torch.ones(4, device=device),
             torch.ones(3, 1, device=device).expand(3, 4))
+
+
+# gemv tiles through the logic files and the tuner
+
+def _install_gemv_logic(dtype: str, solution: dict, rows: list[dict]) -> Path:
+    """A gemv logic file in the installed pack (conftest gives each test a fresh TESSERA_HOME)."""
+    arch = device_info().arch
+    path = Path(os.environ["TESSERA_HOME"]) / "current" / "logic" / arch / f"blas.gemv.{dtype}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({
+        "schema": 1, "arch": arch, "library": "blas", "op": "gemv", "problem": {"dtype": dtype},
+        "solutions": [{"id": 0, **solution}], "table": [{**row, "solution": 0} for row in rows]}))
+    logic.reload()
+    return path
+
+
+@pytest.mark.parametrize("trans", [False, True])
+def test_gemv_selects_through_installed_logic_then_the_heuristic(trans: bool, device: str) -> None:
+    """A gemv logic file for the layout decides the tile (seen in the launch), the result stays
+    right; another layout or dtype keeps the heuristic."""
+    from tessera._core.launch import capture
+
+    info = device_info(device)
+    key = space.gemv_dtype(torch.float32, trans)
+    before = space.select_gemv(72, 40, key, info)
+    assert "no installed pack logic" in before.reason
+    path = _install_gemv_logic(key, {"kernel": "gemv", "block_m": 32, "block_n": 64, "num_warps": 4,
+                                     "per_sm": 2}, [{"m": 72, "n": 40}])
+    choice = space.select_gemv(72, 40, key, info)
+    assert choice.config == GemvConfig(32, 64, 4, 2) and str(path) in choice.reason
+    a = torch.randn((40, 72) if trans else (72, 40), device=device)
+    x = torch.randn(40, device=device)
+    with capture() as calls:
+        gemv(a, x, trans=trans)
+    assert calls[0].constexprs["BLOCK_M"] == 32 and calls[0].constexprs["BLOCK_N"] == 64
+    y = gemv(a, x, trans=trans)
+    want = (a.t() if trans else a).double().cpu() @ x.double().cpu()
+    assert torch.allclose(y.double().cpu(), want, rtol=1e-5, atol=1e-5)
+    assert space.select_gemv(72, 40, space.gemv_dtype(torch.float32, not trans), info).reason != choice.reason
+    assert space.select_gemv(72, 40, space.gemv_dtype(torch.float64, trans), info).reason != choice.reason
+
+
+@pytest.mark.parametrize("config", [GemvConfig(16, 32, 4, 1), GemvConfig(32, 16, 4, 8),
+                                    GemvConfig(16, 64, 2, 4)], ids=lambda c: c.short())
+@pytest.mark.parametrize("trans", [False, True])
+def test_every_gemv_config_agrees_with_numpy(config: GemvConfig, trans: bool, device: str) -> None:
+    gen = torch.Generator().manual_seed(11)
+    a = torch.randn(37, 70, generator=gen)
+    x = torch.randn(37 if trans else 70, generator=gen)
+    y = torch.randn(70 if trans else 37, generator=gen)
+    want = 0.5 * (a.t() if trans else a).double() @ x.double() + 2.0 * y.double()
+    with space.forced(config):
+        got = gemv(a.to(device), x.to(device), y.to(device), alpha=0.5, beta=2.0, trans=trans)
+    assert torch.allclose(got.double().cpu(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_cli_tune_gemv_writes_logic(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("the tiny space is for the interpreter; the GPU run uses real spaces")
+    assert main(["tune", "gemv", "--dtype", "fp32_t", "--sizes", "tiny", "--space", "tiny", "--no-plot",
+                 "--out", str(tmp_path)]) == 0
+    assert "geometric-mean gain of tuned over the heuristic default" in capsys.readouterr().out
+    lf = load_logic(tmp_path / "interpreter" / "blas.gemv.fp32_t.yaml")
+    assert {row.sizes for row in lf.table} == {(40, 72), (24, 130)}
+    assert {config.kernel for config in lf.solutions.values()} == {"gemv"}
+    journal = (tmp_path / "interpreter" / "blas.gemv.fp32_t.journal.jsonl").read_text()
+    assert journal.count('"status": "ok"') >= 6 and '"status": "incorrect"' not in journal
+    assert main(["tune", "gemv", "--dtype", "fp32", "--sizes", "4x5x6", "--out", str(tmp_path)]) == 2
+
+
+def test_gemv_heuristic_logic_documents_load(tmp_path: Path) -> None:
+    """What a pack ships for an untuned architecture validates and names the heuristic's tile."""
+    from tessera._core.device import offline_device
+
+    docs = space.gemv_heuristic_logic(offline_device("sm_90"))
+    assert {doc["problem"]["dtype"] for doc in docs} == set(space.GEMV_DTYPES)
+    for doc in docs:
+        path = tmp_path / f"blas.gemv.{doc['problem']['dtype']}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        config = next(iter(load_logic(path).solutions.values()))
+        assert config == space.GEMV_HEURISTIC[doc["problem"]["dtype"].endswith("_t")]

@@ -71,7 +71,7 @@ def _mutated(change) -> dict:
 BAD = [
     (lambda d: d.update(schema=2), "field 'schema': version 2 is not supported"),
     (lambda d: d.pop("arch"), "field 'arch': missing"),
-    (lambda d: d.update(op="gemv"), "field 'op': blas.gemv is unknown"),
+    (lambda d: d.update(op="trsm"), "field 'op': blas.trsm is unknown"),
     (lambda d: d["solutions"][0].update(kernel="gemm_magic"), "field 'solutions[0].kernel'"),
     (lambda d: d["solutions"][0].pop("block_k"), "field 'solutions[0].block_k': missing"),
     (lambda d: d["solutions"][0].update(block_m=-4), "field 'solutions[0].block_m': must be a positive"),

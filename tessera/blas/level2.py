@@ -23,6 +23,7 @@ from tessera._core.validate import (
     check_same_device,
     real_scalar,
 )
+from tessera.blas import space
 from tessera.blas.kernels import level2 as k
 from tessera.blas.level1 import REAL, Vector
 
@@ -47,45 +48,15 @@ def _fp64(*tensors: torch.Tensor) -> bool:
     return any(t.dtype == torch.float64 for t in tensors)
 
 
-# rows contiguous? → (BLOCK_M, BLOCK_N, num_warps, programs per multiprocessor): the best of H200
-# sweeps at 8192² bf16 (the gemv sweep of benchmarks/blas_level12.py, in its results JSON; torch.mv
-# 3050–3100 GB/s in the same runs): N 16×512 w4 ≈2890 GB/s (16×256 w4: 2559); T 64×128 w4 with
-# 8 programs per multiprocessor ≈2870 GB/s (256×64 w8: 2166). A hand-written prefetch of the
-# next tile and num_stages did not help (a62b8e2 session).
-GEMV_TILES = {True: (64, 128, 4, 8), False: (16, 512, 4, 4)}
-
-
-def _gemv_shape(m: int, n: int, row_contiguous: bool, num_sms: int) -> tuple[int, int, int, int]:
-    """(BLOCK_M, BLOCK_N, SPLIT, num_warps): tiles along the contiguous direction; columns split
-    among programs until about ``per_sm`` programs per multiprocessor exist (long rows, few rows)."""
-    block_m, block_n, warps, per_sm = GEMV_TILES[row_contiguous]
-    row_programs = cdiv(m, block_m)
-    split = max(1, min(cdiv(per_sm * num_sms, row_programs), cdiv(n, 4 * block_n), 64))
-    return block_m, block_n, split, warps
-
-
 def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vector, alpha: float,
           beta: float) -> None:
-    """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san."""
-    fp64 = _fp64(a, x.tensor, y.tensor)
+    """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san; the tile comes from
+    ``space.select_gemv`` (forced, logic files, heuristic)."""
     info = device_info(a.device)
-    block_m, block_n, split, warps = _gemv_shape(m, n, sam == 1, info.multiprocessors or 8)
-    if info.backend == "interpreter":
-        block_m, block_n, split = 16, 32, min(split, 2)
-    per_split = cdiv(cdiv(n, split), block_n) * block_n
-    split = cdiv(n, per_split)
-    ws = torch.empty(split * m if split > 1 else 1, dtype=torch.float64 if fp64 else torch.float32,
-                     device=a.device)
-    xd, xs, xi = x.kernel_args()
-    yd, ys, yi = y.kernel_args()
-    beta_zero = beta == 0.0
-    k.gemv_launch((cdiv(m, block_m), split),
-                  (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
-                  {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64,
-                   "BLOCK_M": block_m, "BLOCK_N": block_n}, warps, 3)
-    if split > 1:
-        k.gemv_finish_launch((cdiv(m, 1024),), (ws, yd, m, ys, yi, alpha, beta),
-                             {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": 1024}, 4, 3)
+    config = space.select_gemv(m, n, space.gemv_dtype(a.dtype, sam == 1), info).config
+    k.launch_gemv(a, sam, san, m, n, x.kernel_args(), y.kernel_args(), alpha, beta,
+                  fp64=_fp64(a, x.tensor, y.tensor), config=config, num_sms=info.multiprocessors or 8,
+                  max_split=2 if info.backend == "interpreter" else 64)  # the CPU runs programs one by one
 
 
 # (tile edge, stored tiles per program, num_warps) for symv; the interpreter takes small tiles so

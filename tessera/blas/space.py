@@ -13,17 +13,20 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-from tessera._core.device import DeviceInfo
+import torch
+
+from tessera._core.device import DeviceInfo, dtype_key
 from tessera.blas.kernels.gemm_scaled import ScaledConfig
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
+from tessera.blas.kernels.level2 import GemvConfig
 from tessera.tuning import logic
 
 Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WqConfig | WqGemvConfig | WqDequantConfig
-          | ScaledConfig)
+          | ScaledConfig | GemvConfig)
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -414,3 +417,65 @@ def heuristic_scaled_logic(device: DeviceInfo) -> list[dict]:
 logic.register_op("blas", "gemm_scaled", WQ_SIZE_KEYS, {"gemm_scaled": ScaledConfig},
                   heuristic=heuristic_scaled_logic)
 MNK_HEURISTICS = {"gemm_wq": _wq_heuristic, "gemm_scaled": _scaled_heuristic}
+
+
+# BLAS level 2 ``gemv`` (op ``gemv``): sizes (m, n) of op(A); dtype ``bf16`` … when op(A)'s rows are
+# contiguous in memory (A row-major, no transpose), ``bf16_t`` … when its columns are (the rows
+# of a row-major A reduced as columns: gemv with trans=True).
+GEMV_SIZE_KEYS = ("m", "n")
+GEMV_DTYPES = tuple(f"{d}{layout}" for d in ("fp16", "bf16", "fp32", "fp64") for layout in ("", "_t"))
+GEMV_SPACE: tuple[GemvConfig, ...] = tuple(
+    GemvConfig(bm, bn, w, per_sm)
+    for bm, bn in [(16, 256), (16, 512), (32, 256), (32, 512), (64, 128), (64, 256), (128, 64), (256, 64)]
+    for w in (4, 8) for per_sm in (4, 8))
+# The best of H200 sweeps at 8192² bf16 (the gemv sweep of benchmarks/blas_level12.py, in its
+# results JSON): rows contiguous 16×512 w4 (≈2890 GB/s eager, 3864 in a CUDA graph), columns
+# contiguous 64×128 w4 with 8 programs per multiprocessor. A hand-written prefetch of the next
+# tile and num_stages did not help (a62b8e2 session).
+GEMV_HEURISTIC = {False: GemvConfig(16, 512, 4, 4), True: GemvConfig(64, 128, 4, 8)}
+GEMV_INTERPRETER = GemvConfig(16, 32, 4, 4)  # small tiles keep the CPU fast and cover several programs
+
+
+def gemv_dtype(dtype: torch.dtype, columns_contiguous: bool) -> str:
+    """The logic-file dtype key of a gemv (see GEMV_DTYPES)."""
+    return dtype_key(dtype) + ("_t" if columns_contiguous else "")
+
+
+def select_gemv(m: int, n: int, dtype: str, device: DeviceInfo) -> Choice:
+    """The gemv configuration: a forced GemvConfig, else the logic files, else the heuristic."""
+    if isinstance(forced.config, GemvConfig):
+        return Choice(forced.config, "forced")
+    return _select_gemv_cached(m, n, dtype, device.backend, device.arch, logic.generation())
+
+
+@functools.lru_cache(maxsize=1024)
+def _select_gemv_cached(m: int, n: int, dtype: str, backend: str, arch: str, _generation: int) -> Choice:
+    match, reasons = logic.lookup(arch, "blas", "gemv", dtype, (m, n))
+    if match is not None:
+        return Choice(match.config, match.describe())
+    choice = _gemv_heuristic(dtype, backend)
+    return Choice(choice.config, "; ".join([*reasons, choice.reason]))
+
+
+def _gemv_heuristic(dtype: str, backend: str) -> Choice:
+    if backend == "interpreter":
+        return Choice(GEMV_INTERPRETER, "interpreter: small tiles")
+    return Choice(GEMV_HEURISTIC[dtype.endswith("_t")],
+                  "heuristic: the H200 sweeps' best tile for this layout")
+
+
+def gemv_heuristic_logic(device: DeviceInfo) -> list[dict]:
+    """Logic documents (one per dtype and layout) holding the heuristic's pick: what a pack ships
+    for an architecture nobody has tuned."""
+    docs = []
+    for dtype in GEMV_DTYPES:
+        config = _gemv_heuristic(dtype, device.backend).config
+        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas",
+                     "op": "gemv", "problem": {"dtype": dtype}, "origin": "heuristic",
+                     "runtime": {"backend": device.backend},
+                     "solutions": [{"id": 0, "kernel": config.kernel, **dataclasses.asdict(config)}],
+                     "table": [{"m": 8192, "n": 8192, "solution": 0}], "distance": "log_euclidean"})
+    return docs
+
+
+logic.register_op("blas", "gemv", GEMV_SIZE_KEYS, {"gemv": GemvConfig}, heuristic=gemv_heuristic_logic)

@@ -12,7 +12,7 @@ import torch
 from tessera._core.device import DeviceInfo, device_info
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import compile_only
-from tessera._core.timing import flushed_ms, on_gpu
+from tessera._core.timing import flushed_ms, graph_ms, on_gpu
 from tessera.blas import space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_error_bound
 from tessera.blas.api import gemm
@@ -23,6 +23,8 @@ from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
+from tessera.blas.kernels.level2 import GemvConfig
+from tessera.blas.level2 import gemv
 from tessera.blas.quantized import dequantize_weight, gemm_wq, quantize_weight
 from tessera.tuning.tuner import TunableOp
 
@@ -253,3 +255,70 @@ def quantized_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) 
     if isinstance(config, WqConfig | WqGemvConfig):  # as launched: BLOCK_K within the quantization group
         config = dataclasses.replace(config, block_k=min(config.block_k, _group_for(problem[2])))
     return config
+
+
+# BLAS level 2 gemv (op ``gemv``): problems (m, n) of op(A); dtype ``bf16`` … (op(A) rows
+# contiguous) or ``bf16_t`` … (columns contiguous: gemv with trans=True on a row-major matrix).
+GEMV_PRESETS: dict[str, list[tuple[int, int]]] = {
+    "default": [(1024, 1024), (4096, 4096), (8192, 8192), (4096, 14336), (14336, 4096), (16384, 16384)],
+    "tiny": [(40, 72), (24, 130)],  # interpreter-sized, for CPU runs
+}
+GEMV_TINY_SPACE = (GemvConfig(16, 32, 4, 1), GemvConfig(16, 64, 4, 4), GemvConfig(32, 32, 4, 2))
+
+
+def gemv_tunable(dtype: str, problems: Sequence[tuple[int, int]], space_name: str,
+                 device: DeviceInfo | None = None) -> TunableOp:
+    """``gemv`` as the tuner sees it: the check is the tests' bound against fp64 (the output's
+    rounding plus fp32 accumulation), the figure GB/s of the matrix read (CUDA-graph timed on a
+    GPU: eager gemv calls are host-bound)."""
+    device = device or device_info()
+    if dtype not in space.GEMV_DTYPES:
+        raise InvalidArgumentError(f"gemv dtype {dtype!r} is unknown; known: {', '.join(space.GEMV_DTYPES)}")
+    elem, trans = DTYPES[dtype.removesuffix("_t")], dtype.endswith("_t")
+    target = "cuda" if on_gpu() else "cpu"
+    unit = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 2.0**-23,
+            torch.float64: 2.0**-52}[elem]
+    accumulation = 1e-12 if elem == torch.float64 else 1e-5
+    cache: dict[tuple[int, ...], tuple] = {}
+
+    def operands(problem: tuple[int, ...]) -> tuple:
+        if problem not in cache:
+            cache.clear()
+            m, n = problem
+            gen = torch.Generator().manual_seed(hash(problem) % 2**31)
+            a = torch.randn((n, m) if trans else (m, n), generator=gen).to(elem)
+            x = torch.randn(n, generator=gen).to(elem)
+            op_a = (a.t() if trans else a).double()
+            cache[problem] = ((a.to(target), x.to(target)), op_a @ x.double(), op_a.abs() @ x.double().abs())
+        return cache[problem]
+
+    def run(problem: tuple[int, ...], config: space.Config) -> torch.Tensor:
+        a, x = operands(problem)[0]
+        with space.forced(config):
+            return gemv(a, x, trans=trans)
+
+    def check(problem: tuple[int, ...], config: space.Config) -> str | None:
+        _, ref, magnitude = operands(problem)
+        got = run(problem, config).double().cpu()
+        excess = ((got - ref).abs() - unit * ref.abs() - accumulation * magnitude - 1e-6).max().item()
+        return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
+
+    def measure(problem: tuple[int, ...], config: space.Config) -> float:
+        m, n = problem
+        matrix_bytes = m * n * torch.empty((), dtype=elem).element_size()
+        return matrix_bytes / graph_ms([lambda: run(problem, config)]) / 1e6
+
+    def candidates(problem: tuple[int, ...]) -> list[space.Config]:
+        configs = GEMV_TINY_SPACE if space_name == "tiny" else space.GEMV_SPACE
+        return [c for c in configs if c.block_m <= _pow2_at_least(problem[0])]
+
+    import triton
+
+    return TunableOp("blas", "gemv", device.arch, dtype, list(problems), candidates, check, measure,
+                     figure="gbs", runtime={"triton": triton.__version__, "backend": device.backend,
+                                            "device": device.name})
+
+
+def gemv_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
+    """What the untuned heuristic picks (the tuner's summary compares with it)."""
+    return space._gemv_heuristic(dtype, device.backend).config

@@ -15,7 +15,7 @@ from pathlib import Path
 from tessera._core.errors import TesseraError
 from tessera.cli.bench import cmd_bench_gemm, cmd_bench_rand, cmd_report
 from tessera.cli.common import use_interpreter_without_gpu
-from tessera.cli.tuning import cmd_logic, cmd_pack, cmd_tune_gemm, cmd_tune_rand
+from tessera.cli.tuning import cmd_logic, cmd_pack, cmd_tune_gemm, cmd_tune_gemv, cmd_tune_rand
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -51,6 +51,17 @@ def _build_parser() -> argparse.ArgumentParser:
     tg.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     tg.add_argument("--no-plot", action="store_true")
     tg.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
+    tv = tune_sub.add_parser("gemv", help="tune BLAS gemv's tile for the running device")
+    tv.add_argument("--dtype", default="bf16",
+                    choices=["fp16", "bf16", "fp32", "fp64", "fp16_t", "bf16_t", "fp32_t", "fp64_t"],
+                    help="matrix dtype; _t: op(A)'s columns contiguous (gemv with trans=True)")
+    tv.add_argument("--sizes", default="default",
+                    help="presets (default, tiny) or MxN of op(A), comma-separated")
+    tv.add_argument("--space", default="default", choices=["default", "tiny"])
+    tv.add_argument("--budget-minutes", type=float, help="stop (progress saved) after this long")
+    tv.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    tv.add_argument("--no-plot", action="store_true")
+    tv.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
     tr = tune_sub.add_parser("rand", help="tune a random-number kernel's launch configuration")
     tr.add_argument("--op", dest="rand_op", required=True,
                     help="generator_distribution: philox_{bits,uniform,normal}, "
@@ -115,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "pack":
             return cmd_pack(args)
         if args.command == "tune":
-            return cmd_tune_rand(args) if args.op == "rand" else cmd_tune_gemm(args)
+            return {"rand": cmd_tune_rand, "gemv": cmd_tune_gemv}.get(args.op, cmd_tune_gemm)(args)
         if args.command == "report":
             return cmd_report(args)
         if args.op == "rand":

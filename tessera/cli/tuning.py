@@ -145,6 +145,35 @@ def _summarize(path: Path, title: str, labels: list[str], tuned: list[float], de
     return 0
 
 
+def cmd_tune_gemv(args: argparse.Namespace) -> int:
+    interpreting = use_interpreter_without_gpu()
+
+    import torch
+
+    from tessera import device_info
+    from tessera._core.timing import graph_ms, on_gpu
+    from tessera.blas.bench import DTYPES
+    from tessera.blas.tune import GEMV_PRESETS, gemv_default, gemv_tunable
+    from tessera.tuning.tuner import parse_sizes
+
+    problems = parse_sizes(args.sizes, GEMV_PRESETS, width=2)
+    if interpreting:
+        print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
+    device = device_info()
+    target = "cuda" if on_gpu() else "cpu"
+    elem, trans = DTYPES[args.dtype.removesuffix("_t")], args.dtype.endswith("_t")
+
+    def vendor(problem: tuple[int, ...]) -> float:
+        m, n = problem
+        a = torch.randn((n, m) if trans else (m, n), device=target).to(elem)
+        x = torch.randn(n, device=target).to(elem)
+        return a.numel() * a.element_size() / graph_ms([lambda: torch.mv(a.t() if trans else a, x)]) / 1e6
+
+    op = gemv_tunable(args.dtype, problems, args.space, device)
+    path, rows = _tune(op, args, problems, lambda problem: gemv_default(problem, args.dtype, device), vendor)
+    return _summarize(path, f"gemv {args.dtype} on {device.name}", *rows, "torch.mv", "GB/s", args.no_plot)
+
+
 def cmd_tune_rand(args: argparse.Namespace) -> int:
     interpreting = use_interpreter_without_gpu()
     import math

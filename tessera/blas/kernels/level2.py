@@ -11,11 +11,31 @@ programs handing solved blocks on through flags.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher
+from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.level1 import _arg, _wide
+
+
+@dataclass(frozen=True)
+class GemvConfig:
+    """Launch parameters of :func:`_gemv_kernel` (the tuner forks over these): a (BLOCK_M rows ×
+    BLOCK_N columns) tile walking along the columns; columns are split among programs until about
+    ``per_sm`` programs per multiprocessor exist (long rows, few rows)."""
+
+    block_m: int
+    block_n: int
+    num_warps: int = 4
+    per_sm: int = 4
+
+    kernel = "gemv"
+
+    def short(self) -> str:
+        return f"{self.kernel} {self.block_m}x{self.block_n} w{self.num_warps} {self.per_sm}/SM"
 
 
 @triton.jit
@@ -206,3 +226,43 @@ ger_launch = Launcher(_ger_kernel)
 symv_launch = Launcher(_symv_kernel)
 symv_finish_launch = Launcher(_symv_finish_kernel)
 trsv_launch = Launcher(_trsv_kernel)
+
+
+def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple[torch.Tensor, int, int],
+                y: tuple[torch.Tensor, int, int], alpha: float, beta: float, *, fp64: bool,
+                config: GemvConfig, num_sms: int, max_split: int = 64) -> None:
+    """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san, vectors as (tensor,
+    first element, increment): columns split among programs until about ``config.per_sm``
+    programs per multiprocessor exist (long rows, few rows), the parts added in a fixed order."""
+    row_programs = cdiv(m, config.block_m)
+    split = max(1, min(cdiv(config.per_sm * num_sms, row_programs), cdiv(n, 4 * config.block_n), max_split))
+    per_split = cdiv(cdiv(n, split), config.block_n) * config.block_n
+    split = cdiv(n, per_split)
+    ws = torch.empty(split * m if split > 1 else 1, dtype=torch.float64 if fp64 else torch.float32,
+                     device=a.device)
+    (xd, xs, xi), (yd, ys, yi) = x, y
+    beta_zero = beta == 0.0
+    gemv_launch((row_programs, split),
+                (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
+                {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK_M": config.block_m,
+                 "BLOCK_N": config.block_n}, config.num_warps, 3)
+    if split > 1:
+        gemv_finish_launch((cdiv(m, 1024),), (ws, yd, m, ys, yi, alpha, beta),
+                           {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": 1024}, 4, 3)
+
+
+REPRESENTATIVE_GEMV = 8192  # rows and columns of the matrix a pack precompiles gemv for
+_ELEMENTS = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64}
+
+
+def representative_launch(op: str, config: GemvConfig, dtype: str, num_sms: int) -> None:
+    """The launches ``gemv`` makes with ``config`` for a contiguous 8192² matrix, unit increments,
+    α = 1, β = 0 — op(A) rows contiguous, or with dtype ``…_t`` columns (run under
+    ``tessera._core.launch.capture()``)."""
+    size = REPRESENTATIVE_GEMV
+    elem = _ELEMENTS[dtype.removesuffix("_t")]
+    a = torch.empty(size, size, dtype=elem)
+    x, y = torch.empty(size, dtype=elem), torch.empty(size, dtype=elem)
+    sam, san = (1, size) if dtype.endswith("_t") else (size, 1)
+    launch_gemv(a, sam, san, size, size, (x, 0, 1), (y, 0, 1), 1.0, 0.0, fp64=elem == torch.float64,
+                config=config, num_sms=num_sms)
