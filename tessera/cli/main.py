@@ -18,6 +18,13 @@ from tessera.cli.common import use_interpreter_without_gpu
 from tessera.cli.tuning import cmd_logic, cmd_pack, cmd_tune_gemm, cmd_tune_gemv, cmd_tune_rand
 
 
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    """The options every ``tessera tune`` subcommand shares (budget, resume, plot, output)."""
+    parser.add_argument("--budget-minutes", type=float, help="stop (progress saved) after this long")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Tessera GPU math libraries.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -47,10 +54,7 @@ def _build_parser() -> argparse.ArgumentParser:
     tg.add_argument("--sizes", default="preset",
                     help="preset names (preset, square, skinny, batched, tiny) or MxNxK[xB], comma-separated")
     tg.add_argument("--space", default="default", choices=["default", "wide", "tiny"])
-    tg.add_argument("--budget-minutes", type=float, help="stop (progress saved) after this long")
-    tg.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    tg.add_argument("--no-plot", action="store_true")
-    tg.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
+    _run_options(tg)
     tv = tune_sub.add_parser("gemv", help="tune BLAS gemv's tile for the running device")
     tv.add_argument("--dtype", default="bf16",
                     choices=["fp16", "bf16", "fp32", "fp64", "fp16_t", "bf16_t", "fp32_t", "fp64_t"],
@@ -58,10 +62,7 @@ def _build_parser() -> argparse.ArgumentParser:
     tv.add_argument("--sizes", default="default",
                     help="presets (default, tiny) or MxN of op(A), comma-separated")
     tv.add_argument("--space", default="default", choices=["default", "tiny"])
-    tv.add_argument("--budget-minutes", type=float, help="stop (progress saved) after this long")
-    tv.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    tv.add_argument("--no-plot", action="store_true")
-    tv.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
+    _run_options(tv)
     tr = tune_sub.add_parser("rand", help="tune a random-number kernel's launch configuration")
     tr.add_argument("--op", dest="rand_op", required=True,
                     help="generator_distribution: philox_{bits,uniform,normal}, "
@@ -71,10 +72,7 @@ def _build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--sizes", default="default",
                     help="presets (default, large, tiny) or N (sobol32: POINTSxDIMS), comma-separated")
     tr.add_argument("--space", default="default", choices=["default", "tiny"])
-    tr.add_argument("--budget-minutes", type=float, help="stop (progress saved) after this long")
-    tr.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    tr.add_argument("--no-plot", action="store_true")
-    tr.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
+    _run_options(tr)
 
     pack = sub.add_parser("pack", help="build, install, check and roll back tuned packs")
     pack_sub = pack.add_subparsers(dest="action", required=True)

@@ -40,21 +40,27 @@ def cmd_logic(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _tuning_device(interpreting: bool) -> object:
+    """The device a tuning run measures on, after saying so when it is Triton's interpreter."""
+    from tessera import device_info
+
+    if interpreting:
+        print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
+    return device_info()
+
+
 def cmd_tune_gemm(args: argparse.Namespace) -> int:
     interpreting = use_interpreter_without_gpu()
 
     import torch
 
-    from tessera import device_info
     from tessera._core.timing import flushed_ms
     from tessera.blas.bench import DTYPES
     from tessera.blas.tune import SIZE_PRESETS, default_choice, gemm_tunable, quantized_op
     from tessera.tuning.tuner import parse_sizes
 
     problems = parse_sizes(args.sizes, SIZE_PRESETS, width=4)
-    if interpreting:
-        print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
-    device = device_info()
+    device = _tuning_device(interpreting)
     if quantized_op(args.dtype) is not None:
         return _tune_quantized(args, problems, device)
     target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
@@ -150,16 +156,13 @@ def cmd_tune_gemv(args: argparse.Namespace) -> int:
 
     import torch
 
-    from tessera import device_info
     from tessera._core.timing import graph_ms, on_gpu
     from tessera.blas.bench import DTYPES
     from tessera.blas.tune import GEMV_PRESETS, gemv_default, gemv_tunable
     from tessera.tuning.tuner import parse_sizes
 
     problems = parse_sizes(args.sizes, GEMV_PRESETS, width=2)
-    if interpreting:
-        print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
-    device = device_info()
+    device = _tuning_device(interpreting)
     target = "cuda" if on_gpu() else "cpu"
     elem, trans = DTYPES[args.dtype.removesuffix("_t")], args.dtype.endswith("_t")
 
@@ -180,7 +183,6 @@ def cmd_tune_rand(args: argparse.Namespace) -> int:
 
     import torch
 
-    from tessera import device_info
     from tessera._core.timing import flushed_ms
     from tessera.rand import space
     from tessera.rand.tune import SIZE_PRESETS, SOBOL_PRESETS, drawer, rand_tunable, split_op
@@ -190,9 +192,7 @@ def cmd_tune_rand(args: argparse.Namespace) -> int:
     dtype = args.dtype or ("int32" if distribution == "bits" else "fp32")
     problems = parse_sizes(args.sizes, SOBOL_PRESETS if family == "sobol32" else SIZE_PRESETS,
                            width=2 if family == "sobol32" else 1)
-    if interpreting:
-        print("No GPU: tuning in Triton's CPU interpreter; figures are not GPU performance.")
-    device = device_info()
+    device = _tuning_device(interpreting)
     target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
 
     def vendor(problem: tuple[int, ...]) -> float:
