@@ -276,8 +276,8 @@ def gemv_tunable(dtype: str, problems: Sequence[tuple[int, int]], space_name: st
         raise InvalidArgumentError(f"gemv dtype {dtype!r} is unknown; known: {', '.join(space.GEMV_DTYPES)}")
     elem, trans = DTYPES[dtype.removesuffix("_t")], dtype.endswith("_t")
     target = "cuda" if on_gpu() else "cpu"
-    unit = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 2.0**-23,
-            torch.float64: 2.0**-52}[elem]
+    unit = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 2.0**-23,  # 16-bit: one ulp
+            torch.float64: 2.0**-52}[elem]  # (the interpreter truncates bf16 where the GPU rounds)
     accumulation = 1e-12 if elem == torch.float64 else 1e-5
     cache: dict[tuple[int, ...], tuple] = {}
 
