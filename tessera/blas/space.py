@@ -316,23 +316,23 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return Choice(WqConfig(16, 32, 32, 2 if k >= 128 else 1, 4, 4, 1),
                       "interpreter: small tiles, split K to cover the reduction path")
 
-    def split_for(programs: int, block_k: int) -> int:
+    def split_for(programs: int, per_sm: int, min_slice: int, most: int) -> int:
+        """K split in powers of two until about ``per_sm`` programs per multiprocessor exist, each
+        slice keeping at least ``min_slice`` rows of K, at most ``most`` slices."""
         split = 1
-        while programs * split < 2 * max(sms, 1) and k // (split * 2) >= 4 * block_k and split < 16:
+        while programs * split < per_sm * max(sms, 1) and k // (split * 2) >= min_slice and split < most:
             split *= 2
         return split
 
     four_bit = problem.dtype.startswith("int4")
     if m == 1 or (m == 2 and four_bit):  # W4 M = 2: 0.93× torch on CUDA cores, 0.60× on tensor cores
         config = WqGemvConfig(512, 16 if four_bit else 8, 1, 1 if four_bit else 2)
-        split = 1
-        while -(-n // config.block_n) * split < 8 * max(sms, 1) and k // (split * 2) >= 128 and split < 64:
-            split *= 2
+        split = split_for(-(-n // config.block_n), 8, 128, 64)
         return Choice(dataclasses.replace(config, split_k=split),
                       f"{m} row(s): CUDA cores, K split {split}")
     if m <= 32:
         config = WqConfig(16 if m <= 16 else 32, 64, 128, 1, 8, 4, 3)
-        split = split_for(-(-m // config.block_m) * -(-n // config.block_n), config.block_k)
+        split = split_for(-(-m // config.block_m) * -(-n // config.block_n), 2, 4 * config.block_k, 16)
         return Choice(dataclasses.replace(config, split_k=split),
                       f"small M: tensor cores on transposed 64-row weight tiles, K split {split}")
     if m <= 512:
