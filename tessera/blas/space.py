@@ -222,20 +222,13 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
     for dtype in DTYPES:
         if dtype == "tf32" and device.backend == "hip":
             continue  # no tf32 on AMD: gemm computes such calls as fp32
-        ids: dict[Config, int] = {}
-        table = []
+        rows = []
         for m, n, k, batch in _HEURISTIC_GRID:
             tma_ok = batch == 1 and min(m, n, k) >= 16 and dtype != "fp64"
             choice = _select_heuristic(GemmProblem(m, n, k, batch, dtype, tma_ok), device.backend,
                                        device.arch, device.shared_memory_per_block)
-            sid = ids.setdefault(choice.config, len(ids))
-            table.append({"m": m, "n": n, "k": k, "batch": batch, "solution": sid})
-        solutions = [{"id": sid, "kernel": config.kernel, **dataclasses.asdict(config)}
-                     for config, sid in ids.items()]
-        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas",
-                     "op": "gemm", "problem": {"dtype": dtype}, "origin": "heuristic",
-                     "runtime": {"backend": device.backend}, "solutions": solutions, "table": table,
-                     "distance": "log_euclidean"})
+            rows.append(({"m": m, "n": n, "k": k, "batch": batch}, choice.config))
+        docs.append(logic.heuristic_document(device.arch, device.backend, "blas", "gemm", dtype, rows))
     return docs
 
 
@@ -348,19 +341,12 @@ def _mnk_heuristic_docs(device: DeviceInfo, op: str, dtypes: tuple[str, ...],
                         grid: list[tuple[int, int, int]]) -> list[dict]:
     """Logic documents (one per dtype) of what ``op``'s heuristic chooses over an (m, n, k) grid:
     what a pack ships for an op nobody has tuned on ``device`` (``origin: heuristic``)."""
+    heuristic, sms = MNK_HEURISTICS[op], device.multiprocessors or 0
     docs = []
     for dtype in dtypes:
-        ids: dict[Config, int] = {}
-        table = []
-        for m, n, k in grid:
-            config = MNK_HEURISTICS[op](MnkProblem(m, n, k, dtype), device.backend,
-                                        device.multiprocessors or 0).config
-            table.append({"m": m, "n": n, "k": k, "solution": ids.setdefault(config, len(ids))})
-        solutions = [{"id": sid, "kernel": c.kernel, **dataclasses.asdict(c)} for c, sid in ids.items()]
-        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas", "op": op,
-                     "problem": {"dtype": dtype}, "origin": "heuristic",
-                     "runtime": {"backend": device.backend}, "solutions": solutions, "table": table,
-                     "distance": "log_euclidean"})
+        rows = [({"m": m, "n": n, "k": k}, heuristic(MnkProblem(m, n, k, dtype), device.backend, sms).config)
+                for m, n, k in grid]
+        docs.append(logic.heuristic_document(device.arch, device.backend, "blas", op, dtype, rows))
     return docs
 
 
@@ -467,15 +453,10 @@ def _gemv_heuristic(dtype: str, backend: str) -> Choice:
 def gemv_heuristic_logic(device: DeviceInfo) -> list[dict]:
     """Logic documents (one per dtype and layout) holding the heuristic's pick: what a pack ships
     for an architecture nobody has tuned."""
-    docs = []
-    for dtype in GEMV_DTYPES:
-        config = _gemv_heuristic(dtype, device.backend).config
-        docs.append({"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "blas",
-                     "op": "gemv", "problem": {"dtype": dtype}, "origin": "heuristic",
-                     "runtime": {"backend": device.backend},
-                     "solutions": [{"id": 0, "kernel": config.kernel, **dataclasses.asdict(config)}],
-                     "table": [{"m": 8192, "n": 8192, "solution": 0}], "distance": "log_euclidean"})
-    return docs
+    size = {"m": 8192, "n": 8192}
+    return [logic.heuristic_document(device.arch, device.backend, "blas", "gemv", dtype,
+                                     [(size, _gemv_heuristic(dtype, device.backend).config)])
+            for dtype in GEMV_DTYPES]
 
 
 logic.register_op("blas", "gemv", GEMV_SIZE_KEYS, {"gemv": GemvConfig}, heuristic=gemv_heuristic_logic)

@@ -10,7 +10,6 @@ logic file's dtype: ``rand.philox_normal.bf16.yaml`` holds Philox normal draws i
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -166,10 +165,7 @@ def heuristic_logic(device: DeviceInfo, op: str) -> list[dict]:
     config = heuristic(op, device.arch).config
     row = {"points": 1 << 15, "dims": 32} if op.startswith("sobol32") else {"n": 1 << 20}
     dtypes = ("int32",) if op.endswith("_bits") else OUTPUT_DTYPES
-    return [{"schema": logic.SCHEMA_VERSION, "arch": device.arch, "library": "rand", "op": op,
-             "problem": {"dtype": dtype}, "origin": "heuristic", "runtime": {"backend": device.backend},
-             "solutions": [{"id": 0, "kernel": config.kernel, **dataclasses.asdict(config)}],
-             "table": [{**row, "solution": 0}], "distance": "log_euclidean"}
+    return [logic.heuristic_document(device.arch, device.backend, "rand", op, dtype, [(row, config)])
             for dtype in dtypes]
 
 

@@ -31,7 +31,7 @@ import dataclasses
 import functools
 import math
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -283,6 +283,20 @@ def generation() -> int:
 def logic_for(arch: str, library: str, op: str, dtype: str) -> tuple[LogicFile | None, list[str]]:
     """The logic file to use, and why each earlier source was passed over (for trace logs)."""
     return _logic_for_cached(arch, library, op, dtype)
+
+
+def heuristic_document(arch: str, backend: str, library: str, op: str, dtype: str,
+                       rows: Iterable[tuple[Mapping[str, int], Any]]) -> dict:
+    """A logic document holding what a heuristic picks, one ``(sizes, config)`` row at a time: what
+    a pack ships for an op nobody has tuned on ``arch`` (``origin: heuristic``); equal configs
+    share one solution."""
+    ids: dict[Any, int] = {}
+    table = [{**sizes, "solution": ids.setdefault(config, len(ids))} for sizes, config in rows]
+    return {"schema": SCHEMA_VERSION, "arch": arch, "library": library, "op": op, "problem": {"dtype": dtype},
+            "origin": "heuristic", "runtime": {"backend": backend},
+            "solutions": [{"id": sid, "kernel": config.kernel, **dataclasses.asdict(config)}
+                          for config, sid in ids.items()],
+            "table": table, "distance": "log_euclidean"}
 
 
 def lookup(arch: str, library: str, op: str, dtype: str, sizes: tuple[int, ...],
