@@ -26,7 +26,7 @@ from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 from tessera.blas.kernels.level2 import GemvConfig
 from tessera.blas.level2 import gemv
 from tessera.blas.quantized import dequantize_weight, gemm_wq, quantize_weight
-from tessera.tuning.tuner import TunableOp
+from tessera.tuning.tuner import TunableOp, runtime_of
 
 LLM_NK = ((4096, 4096), (8192, 8192), (14336, 4096), (4096, 14336))
 SIZE_PRESETS: dict[str, list[tuple[int, int, int, int]]] = {
@@ -129,12 +129,8 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
                 except Exception:  # noqa: BLE001 - the candidate's own run reports failures
                     continue
 
-    import triton
-
     return TunableOp("blas", "gemm", device.arch, dtype, list(problems), candidates, check, measure,
-                     runtime={"triton": triton.__version__, "backend": device.backend,
-                              "device": device.name},
-                     warm=warm)
+                     runtime=runtime_of(device), warm=warm)
 
 
 def default_choice(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
@@ -153,6 +149,13 @@ QUANTIZED_TINY_SPACES: dict[str, tuple[space.Config, ...]] = {
                 WqConfig(16, 32, 32, 2, 4, 4, 1)),
     "gemm_scaled": (ScaledConfig(16, 32, 32, 4, 4, 1), ScaledConfig(32, 32, 32, 4, 4, 1)),
 }
+
+
+def _excess(got: torch.Tensor, ref: torch.Tensor, magnitude: torch.Tensor, unit: float,
+            accumulation: float) -> float:
+    """How far the worst element of ``got`` lies beyond the tests' bound against the fp64 ``ref``:
+    the output's rounding (``unit`` of |ref|) plus the sums' (``accumulation`` of Σ|a·b|); ≤ 0 passes."""
+    return ((got - ref).abs() - unit * ref.abs() - accumulation * magnitude - 1e-6).max().item()
 
 
 def quantized_op(dtype: str) -> str | None:
@@ -233,18 +236,16 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
         accumulation = 1e-5  # fp32 sums; fp8 tensor cores sum in a narrower accumulator (accuracy.py)
         if dtype.startswith("fp8") and target == "cuda":
             accumulation = FP8_FAST_ACCUMULATION if dtype.endswith("_fast") else FP8_ACCUMULATION
-        excess = min(((got - ref).abs() - unit * ref.abs() - accumulation * magnitude - 1e-6).max().item()
-                     for ref, magnitude in operands(problem)[1])  # within the bound of one reference
+        excess = min(_excess(got, ref, magnitude, unit, accumulation)  # within one reference's bound
+                     for ref, magnitude in operands(problem)[1])
         return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
 
     def measure(problem: tuple[int, ...], config: space.Config) -> float:
         m, n, k = problem
         return 2.0 * m * n * k / flushed_ms(lambda: run(problem, config)) / 1e9
 
-    import triton
-
     return TunableOp("blas", op, device.arch, dtype, list(problems), candidates, check, measure,
-                     runtime={"triton": triton.__version__, "backend": device.backend, "device": device.name})
+                     runtime=runtime_of(device))
 
 
 def quantized_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
@@ -300,7 +301,7 @@ def gemv_tunable(dtype: str, problems: Sequence[tuple[int, int]], space_name: st
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
         _, ref, magnitude = operands(problem)
         got = run(problem, config).double().cpu()
-        excess = ((got - ref).abs() - unit * ref.abs() - accumulation * magnitude - 1e-6).max().item()
+        excess = _excess(got, ref, magnitude, unit, accumulation)
         return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
 
     def measure(problem: tuple[int, ...], config: space.Config) -> float:
@@ -312,11 +313,8 @@ def gemv_tunable(dtype: str, problems: Sequence[tuple[int, int]], space_name: st
         configs = GEMV_TINY_SPACE if space_name == "tiny" else space.GEMV_SPACE
         return [c for c in configs if c.block_m <= _pow2_at_least(problem[0])]
 
-    import triton
-
     return TunableOp("blas", "gemv", device.arch, dtype, list(problems), candidates, check, measure,
-                     figure="gbs", runtime={"triton": triton.__version__, "backend": device.backend,
-                                            "device": device.name})
+                     figure="gbs", runtime=runtime_of(device))
 
 
 def gemv_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:

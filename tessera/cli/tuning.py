@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from tessera._core.device import DeviceInfo
 from tessera._core.errors import InvalidArgumentError, TesseraError
 from tessera.cli.common import use_interpreter_without_gpu
 
@@ -40,7 +41,7 @@ def cmd_logic(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _tuning_device(interpreting: bool) -> object:
+def _tuning_device(interpreting: bool) -> DeviceInfo:
     """The device a tuning run measures on, after saying so when it is Triton's interpreter."""
     from tessera import device_info
 
@@ -78,7 +79,7 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     return _summarize(path, f"GEMM {args.dtype} on {device.name}", *rows, "vendor", "TFLOP/s", args.no_plot)
 
 
-def _tune_quantized(args: argparse.Namespace, problems: list[tuple[int, ...]], device: object) -> int:
+def _tune_quantized(args: argparse.Namespace, problems: list[tuple[int, ...]], device: DeviceInfo) -> int:
     """``tessera tune gemm --dtype`` for the quantized ops: sizes (m, n, k); the vendor column is
     bf16 ``torch.matmul`` of the same shape."""
     import torch

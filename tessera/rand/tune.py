@@ -16,7 +16,7 @@ from tessera._core.errors import invalid
 from tessera._core.timing import flushed_ms, on_gpu
 from tessera.rand import space
 from tessera.rand.api import Generator
-from tessera.tuning.tuner import TunableOp
+from tessera.tuning.tuner import TunableOp, runtime_of
 
 GENERATORS = {"philox": "philox4x32_10", "mrg32k3a": "mrg32k3a", "sobol32": "sobol32"}
 OPS = tuple(f"{family}_{distribution}" for family, distributions in space.DISTRIBUTIONS.items()
@@ -95,9 +95,5 @@ def rand_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], space
         out = run(problem, config)
         return out.numel() * out.element_size() / flushed_ms(lambda: run(problem, config)) / 1e6
 
-    import triton
-
     return TunableOp("rand", op, device.arch, dtype, list(problems), lambda _: list(candidates_space),
-                     check, measure, figure="gbs",
-                     runtime={"triton": triton.__version__, "backend": device.backend,
-                              "device": device.name})
+                     check, measure, figure="gbs", runtime=runtime_of(device))

@@ -47,6 +47,14 @@ class TunableOp:
     warm: Callable[[tuple[int, ...], Sequence[Any]], None] | None = None  # compile ahead, in parallel
 
 
+def runtime_of(device: Any) -> dict[str, Any]:
+    """What a logic file records about the run that measured it (``TunableOp.runtime``): Triton's
+    version, the backend and the device's name."""
+    import triton
+
+    return {"triton": triton.__version__, "backend": device.backend, "device": device.name}
+
+
 def _median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
