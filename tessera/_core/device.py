@@ -207,3 +207,10 @@ _DTYPE_KEYS: dict[torch.dtype, str] = {
     torch.float32: "fp32",
     torch.float64: "fp64",
 }
+_KEY_DTYPES: dict[str, torch.dtype] = {"tf32": torch.float32,
+                                       **{key: dtype for dtype, key in _DTYPE_KEYS.items()}}
+
+
+def torch_dtype(key: str) -> torch.dtype:
+    """The torch dtype of a short dtype name (:func:`dtype_key`'s inverse; ``tf32`` is float32)."""
+    return _KEY_DTYPES[key]

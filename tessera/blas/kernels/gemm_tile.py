@@ -17,6 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.device import torch_dtype
 from tessera._core.launch import Launcher, cdiv
 
 MAX_GRID_Y = 65535
@@ -176,8 +177,6 @@ REPRESENTATIVE_SIZE = 1024  # a multiple of 16 and of every block size: the comm
 # the M a pack precompiles each configuration for: aligned, a token count that is not a multiple of
 # 16 (Triton specializes integers on divisibility by 16), and one row (a 1 is a constant to Triton)
 REPRESENTATIVE_ROWS = (REPRESENTATIVE_SIZE, REPRESENTATIVE_SIZE - 24, 1)
-_TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "tf32": torch.float32,
-                 "fp64": torch.float64}
 
 
 def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = REPRESENTATIVE_SIZE,
@@ -185,7 +184,7 @@ def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = R
                             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """CPU stand-ins (a, b, d) for the call a pack precompiles: 2-D, row-major (B column-major if
     asked), 16-byte aligned, every size a multiple of 16 and of the tile (never touched: no cost)."""
-    elem = _TORCH_DTYPES[dtype]
+    elem = torch_dtype(dtype)
     b = torch.empty(n, k, dtype=elem).t() if b_col_major else torch.empty(k, n, dtype=elem)
     return torch.empty(m, k, dtype=elem), b, torch.empty(m, n, dtype=elem)
 

@@ -33,6 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.device import torch_dtype
 from tessera._core.launch import Launcher, cdiv, next_power_of_2, nvidia_target
 from tessera.blas.kernels.gemm_tile import grouped_tile
 
@@ -423,7 +424,7 @@ def representative_launch(op: str, config: WqAnyConfig, dtype: str, num_sms: int
     (``int4_bf16`` …) with symmetric group-128 weights (run under ``tessera._core.launch.capture()``);
     for ``gemm_wq_dequant`` the dequantization only (the float GEMM after it has its own jobs)."""
     code, activation = dtype.split("_")
-    bits, act = int(code[3:]), {"bf16": torch.bfloat16, "fp16": torch.float16}[activation]
+    bits, act = int(code[3:]), torch_dtype(activation)
     m, n, k = REPRESENTATIVE
     m = 1 if isinstance(config, WqGemvConfig) else m
     q = torch.empty(k * bits // 8, n, dtype=torch.uint8)

@@ -17,6 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.device import torch_dtype
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.level1 import _arg, _wide
 
@@ -252,7 +253,6 @@ def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple[to
 
 
 REPRESENTATIVE_GEMV = 8192  # rows and columns of the matrix a pack precompiles gemv for
-_ELEMENTS = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64}
 
 
 def representative_launch(op: str, config: GemvConfig, dtype: str, num_sms: int) -> None:
@@ -260,7 +260,7 @@ def representative_launch(op: str, config: GemvConfig, dtype: str, num_sms: int)
     α = 1, β = 0 — op(A) rows contiguous, or with dtype ``…_t`` columns (run under
     ``tessera._core.launch.capture()``)."""
     size = REPRESENTATIVE_GEMV
-    elem = _ELEMENTS[dtype.removesuffix("_t")]
+    elem = torch_dtype(dtype.removesuffix("_t"))
     a = torch.empty(size, size, dtype=elem)
     x, y = torch.empty(size, dtype=elem), torch.empty(size, dtype=elem)
     sam, san = (1, size) if dtype.endswith("_t") else (size, 1)
