@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher, cdiv
+from tessera._core.launch import Launcher, cdiv, nvidia_target
 from tessera.blas.kernels.gemm_tile import TileConfig, grouped_tile
 
 
@@ -90,7 +90,7 @@ def k_major(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     """``a`` (M, K) and ``b`` (K, N) with K contiguous where the tensor cores need it: on CUDA an
     8-bit operand that is not K-major is copied K-major when the other operand's rows are many
     enough to amortize the copy (otherwise the kernel reads it as it is, with slower MMAs)."""
-    if not a.is_cuda or torch.version.hip is not None:
+    if not nvidia_target(a):
         return a, b
     m, k = a.shape
     n = b.shape[1]
