@@ -14,6 +14,7 @@ import sys
 
 from tessera.blas import space
 from tessera.blas.bench import GemmCase, run_case
+from tessera.blas.kernels.gemm_splitk import SplitKConfig as K
 from tessera.blas.kernels.gemm_tile import TileConfig as T
 from tessera.blas.kernels.gemm_tma import TmaConfig as M
 
@@ -40,6 +41,14 @@ GROUPS: dict[str, list[tuple[GemmCase, list[space.Config]]]] = {
         M(128, 128, 64, 8, 4, 4), M(128, 256, 64, 8, 8, 3, True)])],
     "skinny": [(GemmCase(16, 8192, 8192, "bf16"), [
         T(16, 128, 64, 8, 4, 5), T(16, 64, 128, 8, 4, 4), T(16, 64, 64, 8, 4, 4)])],
+    # split-K for M = 1 and 16 (a 16x128 tile grid is 64 programs on 132 multiprocessors)
+    "skinny-splitk": [(GemmCase(m, 8192, 8192, "bf16"), [
+        T(16, 128, 64, 8, 4, 5), T(16, 64, 128, 8, 4, 4),
+        *(K(16, bn, bk, split, 4, s) for bn, bk in ((64, 128), (128, 64)) for split in (2, 4, 8)
+          for s in (3, 4))]) for m in (1, 16)],
+    "batched-graph": [(GemmCase(64, 64, 64, "bf16", batch=512), [
+        T(64, 64, 64, 8, 4, 1), T(64, 64, 64, 8, 4, 2), T(64, 64, 32, 8, 4, 3), T(32, 64, 64, 8, 4, 1),
+        T(64, 64, 64, 8, 8, 1)])],
 }
 
 
@@ -72,8 +81,10 @@ def main() -> None:
         if "ratio" in row and row["ratio"] > best.get(row["problem"], {}).get("ratio", 0):
             best[row["problem"]] = row
     for problem, row in best.items():
+        graph = f", graph x{row['ratio_graph']:.3f}" if "ratio_graph" in row else ""
+        copy = f", {row['pct_copy_graph']:.1f}% copy (graph)" if "pct_copy_graph" in row else ""
         print(f"{problem:<28} {row['tessera_tflops']:7.1f} vs {row['vendor_tflops']:7.1f} TFLOP/s "
-              f"x{row['ratio']:.3f}  {row['config']}")
+              f"x{row['ratio']:.3f}{graph}{copy}  {row['config']}")
 
 
 if __name__ == "__main__":

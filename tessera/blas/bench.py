@@ -3,10 +3,18 @@
 Each problem is checked against the vendor result first (a fast wrong answer is not a result), then
 timed in interleaved rounds (vendor, Tessera, vendor, …) so clock and thermal drift hit both sides
 alike; each figure is the median over rounds of per-round medians.
+
+On a GPU both sides are also timed replayed from a CUDA graph (``graph_*`` keys) that cycles over
+operand copies together larger than twice the L2 cache: the kernels' own time, cold, without the
+host's launch cost — which decides small problems when timed eagerly (a tiny ``gemm`` call costs
+Tessera's Python path ~3× torch's, see the host-overhead rows). Memory-bound rows (M ≤ 256 or
+batched) also report GB/s of operands moved against a device-to-device copy of the same bytes
+timed the same ways (``pct_copy``, ``graph_pct_copy``).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -15,7 +23,7 @@ from typing import Any
 import torch
 
 from tessera._core.device import DeviceInfo, device_info
-from tessera._core.timing import back_to_back_ms, flushed_ms, on_gpu
+from tessera._core.timing import back_to_back_ms, flushed_ms, graph_ms, on_gpu
 from tessera.blas.api import explain, gemm
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
@@ -42,6 +50,16 @@ class GemmCase:
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k * self.batch
 
+    @property
+    def bytes_moved(self) -> int:
+        """Operands read plus the result written, each once."""
+        elem = 4 if self.dtype in ("fp32", "tf32") else 8 if self.dtype == "fp64" else 2
+        return elem * self.batch * (self.m * self.k + self.k * self.n + self.m * self.n)
+
+    @property
+    def memory_bound(self) -> bool:
+        return self.m <= 256 or self.batch > 1
+
 
 def _llm(m: int, n: int, k: int, label: str) -> GemmCase:
     return GemmCase(m, n, k, "bf16", label=label)
@@ -55,6 +73,7 @@ PRESETS: dict[str, list[GemmCase]] = {
         GemmCase(8192, 8192, 8192, "fp16"), GemmCase(4096, 4096, 4096, "fp16"),
         GemmCase(8192, 8192, 8192, "tf32"), GemmCase(4096, 4096, 4096, "fp32"),
         GemmCase(4096, 4096, 4096, "fp64"),
+        GemmCase(1, 8192, 8192, "bf16", label="decode"),
         GemmCase(16, 8192, 8192, "bf16", label="skinny"),
         GemmCase(64, 64, 64, "bf16", batch=512, label="batched"),
         _llm(4096, 14336, 4096, "llama3-8b mlp up"), _llm(4096, 4096, 14336, "llama3-8b mlp down"),
@@ -108,8 +127,16 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None) ->
         ref, got = vendor().double(), ours().double()
         rel_err = ((got - ref).norm() / ref.norm().clamp_min(1e-300)).item()
         timings: dict[str, list[float]] = {k: [] for k in ("v", "t", "v_b2b", "t_b2b")}
+        graphed = _graphed_pair(case, a, b, precision) if on_gpu() else None
+        copy, copy_bytes = _copy_call(case.bytes_moved) if case.memory_bound else (None, 0)
         for _ in range(rounds):
             _time_round(timings, vendor, ours)
+            if graphed is not None:
+                graphed = _time_graphs(timings, *graphed)
+            if copy is not None:
+                timings.setdefault("copy", []).append(flushed_ms(copy))
+                if on_gpu():
+                    timings.setdefault("copy_graph", []).append(graph_ms([copy]))
     finally:
         torch.backends.cuda.matmul.allow_tf32 = previous_tf32
 
@@ -120,6 +147,17 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None) ->
     def tflops(ms: float) -> float:
         return case.flops / ms / 1e9
 
+    extra: dict[str, float] = {}
+    if "t_graph" in med:
+        extra.update(tessera_ms_graph=med["t_graph"], tessera_tflops_graph=tflops(med["t_graph"]),
+                     vendor_ms_graph=med["v_graph"], vendor_tflops_graph=tflops(med["v_graph"]),
+                     ratio_graph=med["v_graph"] / med["t_graph"])
+    if "copy" in med:
+        gbs, copy_gbs = case.bytes_moved / med["t"] / 1e6, copy_bytes / med["copy"] / 1e6
+        extra.update(gbs=gbs, copy_gbs=copy_gbs, pct_copy=100 * gbs / copy_gbs)
+        if "copy_graph" in med and "t_graph" in med:
+            gbs, copy_gbs = case.bytes_moved / med["t_graph"] / 1e6, copy_bytes / med["copy_graph"] / 1e6
+            extra.update(gbs_graph=gbs, copy_gbs_graph=copy_gbs, pct_copy_graph=100 * gbs / copy_gbs)
     return {
         **asdict(case), "problem": case.describe(), "kernel": choice,
         "tessera_ms": med["t"], "tessera_tflops": tflops(med["t"]),
@@ -128,7 +166,49 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None) ->
         "tessera_ms_b2b": med["t_b2b"], "tessera_tflops_b2b": tflops(med["t_b2b"]),
         "vendor_ms_b2b": med["v_b2b"], "vendor_tflops_b2b": tflops(med["v_b2b"]),
         "ratio_b2b": med["v_b2b"] / med["t_b2b"], "rel_err_vs_vendor": rel_err, "rounds": rounds,
+        **extra,
     }
+
+
+def _graphed_pair(case: GemmCase, a: torch.Tensor, b: torch.Tensor,
+                  precision: str) -> tuple[list[Callable[[], object]], list[Callable[[], object]]]:
+    """(vendor calls, Tessera calls) over operand copies that together exceed twice the L2 cache,
+    for :func:`graph_ms` (a graph cannot flush the cache between calls fairly)."""
+    l2 = torch.cuda.get_device_properties(a.device).L2_cache_size
+    copies = max(1, min(32, math.ceil(2 * l2 / max(case.bytes_moved, 1))))
+    sets = [(a, b)] + [(a.clone(), b.clone()) for _ in range(copies - 1)]
+    def op(t: torch.Tensor, transposed: bool) -> torch.Tensor:
+        return t.transpose(-1, -2) if transposed else t
+
+    vendor = [lambda x=x, y=y: torch.matmul(op(x, case.trans_a), op(y, case.trans_b)) for x, y in sets]
+    ours = [lambda x=x, y=y: gemm(x, y, trans_a=case.trans_a, trans_b=case.trans_b, precision=precision)
+            for x, y in sets]
+    return vendor, ours
+
+
+def _time_graphs(timings: dict[str, list[float]], vendor: list[Callable[[], object]],
+                 ours: list[Callable[[], object]]) -> tuple[list, list] | None:
+    """Append both sides' graph-replay times; None (and a note) when a call cannot be captured."""
+    try:
+        v, t = graph_ms(vendor), graph_ms(ours)
+    except RuntimeError as exc:
+        print(f"  (no CUDA-graph timing: {str(exc).splitlines()[0][:120]})")
+        torch.cuda.synchronize()
+        return None
+    timings.setdefault("v_graph", []).append(v)
+    timings.setdefault("t_graph", []).append(t)
+    return vendor, ours
+
+
+def _copy_call(nbytes: int) -> tuple[Callable[[], object], int]:
+    """A device-to-device copy moving (reading plus writing) at least ``nbytes`` and, on a GPU, at
+    least four times the L2 cache (so a graph of it is cold too): the memory-bound ceiling, and
+    the bytes it moves."""
+    if on_gpu():
+        nbytes = max(nbytes, 4 * torch.cuda.get_device_properties(0).L2_cache_size)
+    source = torch.empty(max(nbytes // 8, 1), dtype=torch.float32, device="cuda" if on_gpu() else "cpu")
+    dest = torch.empty_like(source)
+    return (lambda: dest.copy_(source)), 8 * source.numel()
 
 
 def _time_round(timings: dict[str, list[float]], vendor: Callable[[], object],
@@ -147,16 +227,20 @@ def _choice_for(case: GemmCase, a: torch.Tensor, b: torch.Tensor) -> str:
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """rocblas-bench-like table: L2-flushed medians, then back-to-back (sustained) medians."""
+    """rocblas-bench-like table: L2-flushed medians, back-to-back (sustained) medians, then the
+    CUDA-graph ratio and % of copy bandwidth where measured."""
     head = (f"{'problem':<28} {'tessera ms':>10} {'TFLOP/s':>8} {'%peak':>6} {'vendor ms':>10} "
-            f"{'TFLOP/s':>8} {'ratio':>6} | {'b2b TF/s':>8} {'vendor':>8} {'ratio':>6}  kernel")
+            f"{'TFLOP/s':>8} {'ratio':>6} | {'b2b TF/s':>8} {'vendor':>8} {'ratio':>6} | "
+            f"{'graph':>6} {'%copy':>6}  kernel")
     lines = [head, "-" * len(head)]
     for r in rows:
         peak = f"{r['pct_peak']:.1f}" if r["pct_peak"] is not None else "-"
+        graph = f"{r['ratio_graph']:.3f}" if "ratio_graph" in r else "-"
+        copy = r.get("pct_copy_graph", r.get("pct_copy"))
         lines.append(
             f"{r['problem']:<28} {r['tessera_ms']:>10.4f} {r['tessera_tflops']:>8.1f} {peak:>6} "
             f"{r['vendor_ms']:>10.4f} {r['vendor_tflops']:>8.1f} {r['ratio']:>6.3f} | "
-            f"{r['tessera_tflops_b2b']:>8.1f} {r['vendor_tflops_b2b']:>8.1f} {r['ratio_b2b']:>6.3f}"
-            f"  {r['kernel']}"
+            f"{r['tessera_tflops_b2b']:>8.1f} {r['vendor_tflops_b2b']:>8.1f} {r['ratio_b2b']:>6.3f} | "
+            f"{graph:>6} {'-' if copy is None else f'{copy:.1f}':>6}  {r['kernel']}"
         )
     return "\n".join(lines)

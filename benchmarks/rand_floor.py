@@ -1,0 +1,106 @@
+"""How fast can a bf16 normal draw be? The Philox arithmetic alone, measured beside the real draw.
+
+The target "bf16 normal ≥ 3× torch" asks for 2^28 bf16 normals in a third of torch's time. This
+script times, in one run and interleaved over rounds (``triton.testing.do_bench``, median):
+
+- ``production``: ``Generator("philox4x32_10").normal(..., dtype=bf16)`` as shipped;
+- ``philox_only``: the same Philox blocks (the cuRAND stream's counters, ten rounds) with the same
+  8 bytes stored per block, but the words' top halves stored as the bf16 bits (no Box–Muller);
+- ``box_muller_only``: the shipped Box–Muller and stores on words from one multiply (no Philox);
+- ``torch``: ``torch.Tensor.normal_`` on bf16, and a device-to-device copy of the same bytes.
+
+If ``philox_only`` alone needs more than a third of torch's time, no Box–Muller can reach 3× while
+every value still costs one Philox word (the cuRAND-compatible stream, the same words as the fp32
+normal). Usage: python benchmarks/rand_floor.py OUT.json
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+from tessera._core.device import device_info
+from tessera._core.timing import flushed_ms, git_revision
+from tessera.rand.api import Generator
+from tessera.rand.kernels.philox import _box_muller_half, _philox
+
+N = 1 << 28
+BLOCK, WARPS = 1024, 2  # the shipped sm_90 logic's choice at 2^28 (rand.philox_normal.bf16.yaml)
+ROUNDS = 3
+
+
+@triton.jit
+def _floor_kernel(out_ptr, key0, key1, PHILOX: tl.constexpr, BOX_MULLER: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """One Philox block (4 words → 4 bf16) per element, either stage left out."""
+    pid = tl.program_id(0)
+    zero = tl.zeros((BLOCK,), tl.uint32)
+    c0 = (pid * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32)
+    if PHILOX:
+        w0, w1, w2, w3 = _philox(c0, zero, zero, zero, zero + key0.to(tl.uint32), zero + key1.to(tl.uint32))
+    else:  # distinct, cheap words
+        w0, w1 = c0 * 0x9E3779B9, c0 * 0x85EBCA6B
+        w2, w3 = w0 ^ 0x5BD1E995, w1 ^ 0x1B873593
+    if BOX_MULLER:
+        v0, v1 = _box_muller_half(w0, w1)
+        v2, v3 = _box_muller_half(w2, w3)
+        values = tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (BLOCK, 4)).to(tl.bfloat16)
+        local = tl.arange(0, BLOCK)[:, None] * 4 + tl.arange(0, 4)[None, :]
+        tl.store(out_ptr + pid * BLOCK * 4 + local, values)
+    else:  # the top half of each word as the bf16 bits: two int32 stores' worth per block
+        pair = tl.join((w0 & 0xFFFF0000) | (w1 >> 16), (w2 & 0xFFFF0000) | (w3 >> 16))
+        local = tl.arange(0, BLOCK)[:, None] * 2 + tl.arange(0, 2)[None, :]
+        words_ptr = out_ptr.to(tl.pointer_type(tl.int32))
+        tl.store(words_ptr + pid * BLOCK * 2 + local, pair.to(tl.int32, bitcast=True))
+
+
+def main() -> None:
+    out = torch.empty(N, dtype=torch.bfloat16, device="cuda")
+    source = torch.empty(N // 2, dtype=torch.float32, device="cuda")  # a copy of N·2 bytes
+    copy_dest = torch.empty_like(source)
+    gen = Generator("philox4x32_10", seed=1234, device="cuda")
+
+    def production() -> None:
+        gen.offset = 0
+        gen.normal((N,), dtype=torch.bfloat16, out=out)
+
+    def stage(philox: bool, box_muller: bool):
+        grid = (N // 4 // BLOCK,)
+        return lambda: _floor_kernel[grid](out, 1234, 0, PHILOX=philox, BOX_MULLER=box_muller,
+                                           BLOCK=BLOCK, num_warps=WARPS)
+
+    candidates = {"production": production, "philox_only": stage(True, False),
+                  "box_muller_only": stage(False, True), "torch": lambda: out.normal_(),
+                  "copy": lambda: copy_dest.copy_(source)}
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(ROUNDS):
+        for name, fn in candidates.items():
+            times[name].append(flushed_ms(fn))
+    ms = {name: statistics.median(v) for name, v in times.items()}
+    rows = {name: {"us": 1e3 * t, "gbs_of_bf16_output": 2 * N / t / 1e6} for name, t in ms.items()}
+    rows["copy"]["gbs_of_bf16_output"] = 4 * N / ms["copy"] / 1e6  # read + write
+    needed = ms["torch"] / 3
+    summary = {"three_x_torch_needs_us": 1e3 * needed,
+               "production_vs_torch": ms["torch"] / ms["production"],
+               "philox_only_vs_torch": ms["torch"] / ms["philox_only"],
+               "philox_only_fraction_of_3x_budget": ms["philox_only"] / needed}
+    for name, row in rows.items():
+        print(f"{name:<16} {row['us']:8.1f} us  {row['gbs_of_bf16_output']:7.0f} GB/s")
+    print(json.dumps(summary, indent=1))
+    info = device_info()
+    with open(sys.argv[1], "w") as f:
+        json.dump({"device": info.name, "arch": info.arch, "git": git_revision(),
+                   "versions": {"torch": torch.__version__, "triton": triton.__version__},
+                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "n": N, "block": BLOCK, "num_warps": WARPS, "rounds": ROUNDS,
+                   "rows": rows, "summary": summary}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
