@@ -11,7 +11,7 @@ script times, in one run and interleaved over rounds (``triton.testing.do_bench`
 
 If ``philox_only`` alone needs more than a third of torch's time, no Box–Muller can reach 3× while
 every value still costs one Philox word (the cuRAND-compatible stream, the same words as the fp32
-normal). Usage: python benchmarks/rand_floor.py OUT.json
+normal). Usage: python benchmarks/rand_floor.py OUT.json (results: benchmarks/results/philox-floor-*.json)
 """
 
 from __future__ import annotations

@@ -244,6 +244,24 @@ def _rand_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _philox_floor_section(path: Path) -> list[str]:
+    data = json.loads(path.read_text())
+    rows, summary = data["rows"], data["summary"]
+    lines = [f"## Philox bf16 normal: the arithmetic floor on {data['device']} — `{path.relative_to(ROOT)}`",
+             "", f"Measured {data['created']} at revision `{data['git']}` with "
+             f"`python benchmarks/rand_floor.py`; torch {data['versions']['torch']}, triton "
+             f"{data['versions']['triton']}. 2^{data['n'].bit_length() - 1} bf16 values; median of "
+             f"{data['rounds']} interleaved rounds, L2 flushed. *philox only*: the same Philox blocks "
+             "and stores without the Box–Muller; *Box–Muller only*: without the Philox rounds.", "",
+             "| kernel | µs | GB/s of bf16 output |", "|---|---:|---:|"]
+    lines += [f"| {name.replace('_', ' ')} | {row['us']:.1f} | {row['gbs_of_bf16_output']:.0f} |"
+              for name, row in rows.items()]
+    lines += ["", f"3× torch needs ≤ {summary['three_x_torch_needs_us']:.1f} µs; the Philox rounds alone "
+              f"take {100 * summary['philox_only_fraction_of_3x_budget']:.0f} % of that "
+              f"(production: {summary['production_vs_torch']:.2f}× torch).", ""]
+    return lines
+
+
 def _first_call_section(path: Path) -> list[str]:
     data = json.loads(path.read_text())
     lines = [f"## First call, fresh process, {data['problem']} on {data['device']} — "
@@ -295,6 +313,8 @@ def main() -> None:
     for path in sorted(RESULTS.glob("rand-*.json"), key=lambda p: json.loads(p.read_text())["created"],
                        reverse=True):
         out += _rand_section(path)
+    for path in sorted(RESULTS.glob("philox-floor-*.json"), reverse=True):
+        out += _philox_floor_section(path)
     for path in sorted(RESULTS.glob("first-call-*.json"), reverse=True):
         out += _first_call_section(path)
     for path in sorted(RESULTS.glob("blas-l12-*.json"), key=lambda p: json.loads(p.read_text())["created"],

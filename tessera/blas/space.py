@@ -167,7 +167,9 @@ def tf32_wants_k_major(device: DeviceInfo) -> bool:
 # 16-bit 8192³: 256x128x64 w8 s4 split-epilogue 782 TFLOP/s, 128x256x64 w8 s3 733;
 # 4096³: 128x256x64 w8 s3 752; tf32 8192³ (K-major B): 128x256x32 w8 s3 split 386;
 # fp64 4096³: tile 64x128x16 w4 s3 50.8; fp32 IEEE 4096³: tile 64x128x32 w8 s3 44.5;
-# bf16 M=16: tile 16x128x64 w4 s5; 512x64³: tile 64x64x64 w4 s1.
+# 512x64³: tile 64x64x64 w4 s1. bf16 M = 1 and 16, N = K = 8192 (sweep-skinny-h200-2b7e350.json,
+# CUDA-graph timed): tile 16x64x128 w4 s4 at 96 / 95 % of copy bandwidth (twice the programs of the
+# earlier 16x128x64 s5: 85 / 84 %); split-K (2…8) lost at both.
 def _select_heuristic(problem: GemmProblem, backend: str, arch: str, shared_memory: int | None) -> Choice:
     if backend == "interpreter":
         return Choice(TileConfig(32, 32, 32, 4, 4, 1), "interpreter: small tiles keep the CPU fast")
@@ -197,7 +199,7 @@ def _portable_rules(problem: GemmProblem, hopper: bool) -> Choice:
     if dt == "fp32":
         return Choice(TileConfig(64, 128, 32, 8, 8, 3), "fp32 IEEE: tile kernel on FMA units")
     if m <= 16:
-        return Choice(TileConfig(16, 128, 64, 8, 4, 5), "skinny M: 16-row tiles, deep pipeline")
+        return Choice(TileConfig(16, 64, 128, 8, 4, 4), "skinny M: 16-row tiles, 64 columns, deep K")
     if m <= 64 and n <= 64:
         stages = 1 if k <= 64 else 3
         return Choice(TileConfig(64, 64, 64, 8, 4, stages), "small matrices: one 64x64 tile each")
