@@ -127,7 +127,8 @@ def main() -> None:
         info = device_info()
         with open(args.out, "w") as f:
             json.dump({"device": info.name, "arch": info.arch, "versions": info.versions,
-                       "git": git_revision(), "problem": "bf16 4096x4096x4096", "rows": rows}, f, indent=1)
+                       "git": git_revision(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "problem": "bf16 4096x4096x4096", "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -95,6 +95,7 @@ def main() -> None:
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
             json.dump({"us_per_call": rows, "device": torch.cuda.get_device_name(), "git": git_revision(),
+                       "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "versions": {"torch": torch.__version__, "triton": triton.__version__}}, f, indent=1)
 
 

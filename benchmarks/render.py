@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +25,22 @@ TUNING_TARGETS = {
     "bf16 NN 1x8192x8192": ("pct_copy", 85.0), "bf16 NN 16x8192x8192": ("pct_copy", 85.0),
     "bf16 NN 64x64x64 x512": ("graph_ratio", 2.0),
 }
+
+
+def _created(path: Path) -> str:
+    """When a result was made: its ``created`` field, else when git first saw the file (older
+    result files lack the field), else its modification time (not yet committed)."""
+    created = json.loads(path.read_text()).get("created")
+    if created:
+        return created
+    try:
+        added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%cI", "--", str(path)], cwd=ROOT,
+                               capture_output=True, text=True, check=True, timeout=10).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        added = []
+    if added:
+        return datetime.fromisoformat(added[-1]).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -315,7 +333,7 @@ def main() -> None:
         out += _rand_section(path)
     for path in sorted(RESULTS.glob("philox-floor-*.json"), reverse=True):
         out += _philox_floor_section(path)
-    for path in sorted(RESULTS.glob("first-call-*.json"), reverse=True):
+    for path in sorted(RESULTS.glob("first-call-*.json"), key=_created, reverse=True):
         out += _first_call_section(path)
     for path in sorted(RESULTS.glob("blas-l12-*.json"), key=lambda p: json.loads(p.read_text())["created"],
                        reverse=True):
@@ -324,7 +342,7 @@ def main() -> None:
         out += _quantized_section(path)
     for path in sorted(RESULTS.glob("streamk-*.json"), reverse=True):
         out += _streamk_section(path)
-    for path in sorted(RESULTS.glob("host-overhead-*.json")):
+    for path in sorted(RESULTS.glob("host-overhead-*.json"), key=_created, reverse=True):
         out += _host_section(path)
     for folder in sorted(p for p in RESULTS.glob("tune-*") if p.is_dir()):
         out += _tuning_section(folder)

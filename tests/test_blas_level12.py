@@ -153,6 +153,28 @@ def test_nrm2_neither_overflows_nor_underflows(device: str) -> None:
     assert nrm2(torch.zeros(10, device=device)).item() == 0.0
 
 
+NRM2_EXTREMES = {  # values whose squares overflow or underflow the dtype, mixed with ordinary ones
+    torch.float32: [[3e38, 1.0], [1.7e38, 1.7e38], [1e-40] * 7, [1e20, 1e-20, 1.0, -3.0],
+                    [1e-30, 1e-25, 2e-30], [1.2e-38 / 4, 1e-3], [2.0**52, 2.0**53, 1.0],
+                    [2.0**-63, 2.0**-64, 3.0], [1e-30] * 3 + [1e30] * 2],
+    torch.float64: [[1e308, 1.0], [8.9e307, 8.9e307], [1e-310] * 7, [1e200, 1e-200, 1.0],
+                    [1e-300] * 100, [1e300] * 100, [2.0**486, 2.0**487], [2.0**-511, 2.0**-512, 3.0]],
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_nrm2_mixed_magnitudes_match_an_exact_hypot(dtype: torch.dtype, device: str) -> None:
+    """Blue's three accumulators and their combination, against Python's correctly scaled hypot."""
+    for values in NRM2_EXTREMES[dtype]:
+        x = torch.tensor(values, dtype=dtype, device=device)
+        want = math.hypot(*f64(x).tolist())
+        assert math.isclose(nrm2(x).item(), want, rel_tol=2e-6), values
+    assert math.isnan(nrm2(torch.tensor([1.0, math.nan, 2.0], device=device)).item())
+    assert math.isinf(nrm2(torch.tensor([1.0, math.inf, 2.0], device=device)).item())
+    z = torch.tensor([3e30 + 4e30j, 1e-30 + 0j], dtype=torch.complex64, device=device)
+    assert math.isclose(nrm2(z).item(), 5e30, rel_tol=1e-6)
+
+
 def test_zero_output_increments_follow_the_sequential_reference(device: str) -> None:
     x = torch.arange(1.0, 6.0, dtype=torch.float64, device=device)  # 1 … 5
     y = torch.tensor([10.0, 20.0], dtype=torch.float64, device=device)

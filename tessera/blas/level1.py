@@ -10,8 +10,10 @@ increment reaches. Results of reductions are 0-d tensors on the device (no host 
 Edge cases follow the reference BLAS (LAPACK 3.12): n ≤ 0 does nothing and reduces to 0; ``scal``,
 ``asum``, ``iamax``, ``iamin`` do nothing / return 0 (−1) for incx ≤ 0; ``nrm2`` walks any increment
 (0 repeats the first element); an output increment of 0 (axpy, copy, swap, rot into one element)
-gives the reference's sequential result. ``nrm2`` scales squares by the largest |x|, so it neither overflows
-nor underflows where the true norm is representable.
+gives the reference's sequential result. ``nrm2`` is LAPACK 3.10's (Blue's algorithm): squares of
+tiny and huge |x| are summed scaled by fixed powers of two, so none overflows or underflows where
+the true norm is representable (barring, as in the reference, more than ~2^24 fp32 elements near
+2^52, whose unscaled sum overflows).
 """
 
 from __future__ import annotations
@@ -197,14 +199,14 @@ def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> 
     xd, xs, xi = x.kernel_args()
     yd, ys, yi = y.kernel_args() if y is not None else (xd, xs, xi)
     count = k.programs(x.n, k.BLOCK * k.ITERS)
-    two = op == k.NRM2 or (x.complex and op == k.DOT)  # a second partial per program
-    parts = torch.empty(count * (2 if two else 1), dtype=wide, device=device)
+    two = x.complex and op == k.DOT  # a second partial per program (nrm2: three)
+    parts = torch.empty(count * (3 if op == k.NRM2 else 2 if two else 1), dtype=wide, device=device)
     k.reduce_launch((count,), (xd, yd, parts, x.n, xs, xi, ys, yi),
                     {"OP": op, "COMPLEX": x.complex, "CONJ": conj, "FP64": x.fp64, "BLOCK": k.BLOCK,
                      "ITERS": k.ITERS}, 4, 3)
     if op == k.NRM2:
         result = torch.empty((), dtype=wide, device=device)
-        k.nrm2_finish_launch((1,), (parts, result, count), {"BLOCK": 1024}, 4, 3)
+        k.nrm2_finish_launch((1,), (parts, result, count), {"FP64": x.fp64, "BLOCK": 1024}, 4, 3)
         return result
     if two:
         return torch.complex(parts[:count].sum(), parts[count:].sum())
@@ -233,8 +235,8 @@ def _real_dtype(v: Vector) -> torch.dtype:
 
 
 def nrm2(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
-    """Euclidean norm in one pass, squares scaled by the largest |x| so far (no overflow or
-    underflow of intermediate squares)."""
+    """Euclidean norm in one pass by Blue's algorithm, as LAPACK 3.10's xNRM2 (no overflow or
+    underflow of intermediate squares, no division per element)."""
     vx = Vector("x", x, n, incx, complex_ok=True)
     return _reduce(k.NRM2, vx).to(_real_dtype(vx))
 

@@ -6,8 +6,8 @@ Arithmetic runs in fp32 for 16-bit and fp32 data and in fp64 for fp64 data; comp
 their real view (re, im interleaved; the caller doubles the increments).
 
 ``_map_kernel`` serves the element-wise routines (axpy, scal, copy, swap, rot); ``_reduce_kernel``
-writes one partial result per program (dot, dotc, asum; nrm2's largest |x| and scaled sum of
-squares), which the caller combines in a fixed order, so results are deterministic;
+writes one partial result per program (dot, dotc, asum; nrm2's three sums of Blue's algorithm),
+which the caller combines in a fixed order, so results are deterministic;
 ``_extreme_kernel`` gives each program's first index of the largest (or smallest) |x| for
 iamax/iamin.
 """
@@ -67,19 +67,50 @@ def _map_kernel(x_ptr, y_ptr, n, x_start, incx, y_start, incy, alpha: tl.float64
 
 
 @triton.jit
+def _blue_constants(FP64: tl.constexpr):
+    """Blue's thresholds and scales (LAPACK 3.10's xNRM2; Anderson, ACM TOMS Algorithm 978) for
+    the arithmetic dtype: |x| < tsml is summed as (x·ssml)², |x| > tbig as (x·sbig)², the rest as
+    x² — no square overflows or underflows, and no division. (The values are powers of two;
+    ``tl.full`` keeps the fp64 ones out of fp32 literals.)"""
+    if FP64:
+        tsml = tl.full((1,), 2.0**-511, tl.float64)
+        tbig = tl.full((1,), 2.0**486, tl.float64)
+        ssml = tl.full((1,), 2.0**537, tl.float64)
+        sbig = tl.full((1,), 2.0**-538, tl.float64)
+    else:
+        tsml = tl.full((1,), 2.0**-63, tl.float32)
+        tbig = tl.full((1,), 2.0**52, tl.float32)
+        ssml = tl.full((1,), 2.0**75, tl.float32)
+        sbig = tl.full((1,), 2.0**-76, tl.float32)
+    return tsml, tbig, ssml, sbig
+
+
+@triton.jit
+def _blue_add(v, small, medium, big, FP64: tl.constexpr):
+    """Add v's squares to the three accumulators (a NaN lands in ``medium``: it propagates)."""
+    tsml, tbig, ssml, sbig = _blue_constants(FP64)
+    a = tl.abs(v)
+    is_big = a > tbig
+    is_small = a < tsml
+    zero = tl.zeros_like(v)
+    small += tl.where(is_small, (v * ssml) * (v * ssml), zero)
+    big += tl.where(is_big, (v * sbig) * (v * sbig), zero)
+    medium += tl.where(is_small | is_big, zero, v * v)
+    return small, medium, big
+
+
+@triton.jit
 def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
                    OP: tl.constexpr, COMPLEX: tl.constexpr, CONJ: tl.constexpr, FP64: tl.constexpr,
                    BLOCK: tl.constexpr, ITERS: tl.constexpr):
     """Partial of program p over elements [p·BLOCK·ITERS, (p+1)·BLOCK·ITERS) into part[p]; a complex
-    dot also writes its imaginary part, and NRM2 its scaled sum, to part[P + p] (P programs).
-
-    NRM2 keeps (m, s) with m the largest |x| so far and s = Σ (x/m)², rescaled when m grows (once
-    per BLOCK elements): one pass, and no square overflows or underflows."""
+    dot also writes its imaginary part to part[P + p] (P programs). NRM2 writes Blue's three sums
+    (small, medium, big: see ``_blue_constants``) to part[p], part[P + p], part[2P + p]; each lane
+    keeps its own, so the loop has no cross-lane step."""
     pid = tl.program_id(0).to(tl.int64)
     acc = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     acc_im = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
-    largest = tl.sum(acc, 0)  # NRM2: m and s, scalars
-    scaled = tl.sum(acc, 0)
+    acc_big = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     for it in range(ITERS):
         i = (pid * ITERS + it) * BLOCK + tl.arange(0, BLOCK)
         mask = i < n
@@ -102,52 +133,56 @@ def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
             acc += tl.abs(xr)
             if COMPLEX:
                 acc += tl.abs(xm)
-        else:
-            block_max = tl.max(tl.abs(xr), 0)
+        else:  # NRM2: acc small, acc_im medium, acc_big big
+            acc, acc_im, acc_big = _blue_add(xr, acc, acc_im, acc_big, FP64)
             if COMPLEX:
-                block_max = tl.maximum(block_max, tl.max(tl.abs(xm), 0))
-            grown = tl.maximum(largest, block_max)
-            inv = 1.0 / tl.where(grown > 0, grown, 1.0)  # 0 only while every x so far is 0
-            block = tl.sum((xr * inv) * (xr * inv), 0)
-            if COMPLEX:
-                block += tl.sum((xm * inv) * (xm * inv), 0)
-            scaled = scaled * ((largest * inv) * (largest * inv)) + block
-            largest = grown
+                acc, acc_im, acc_big = _blue_add(xm, acc, acc_im, acc_big, FP64)
+    tl.store(part_ptr + pid, tl.sum(acc, 0))
+    if OP == 2 or (COMPLEX and OP == 0):
+        tl.store(part_ptr + tl.num_programs(0) + pid, tl.sum(acc_im, 0))
     if OP == 2:
-        tl.store(part_ptr + pid, largest)
-        tl.store(part_ptr + tl.num_programs(0) + pid, scaled)
-    else:
-        tl.store(part_ptr + pid, tl.sum(acc, 0))
-        if COMPLEX and OP == 0:
-            tl.store(part_ptr + tl.num_programs(0) + pid, tl.sum(acc_im, 0))
+        tl.store(part_ptr + 2 * tl.num_programs(0) + pid, tl.sum(acc_big, 0))
 
 
 @triton.jit
-def _nrm2_finish_kernel(part_ptr, out_ptr, P, BLOCK: tl.constexpr):
-    """One program: m = max m_p, then m·sqrt(Σ s_p (m_p/m)²) over the P partials."""
-    largest = tl.max(tl.load(part_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < P, other=0), 0)
-    for start in range(BLOCK, P, BLOCK):
-        j = start + tl.arange(0, BLOCK)
-        largest = tl.maximum(largest, tl.max(tl.load(part_ptr + j, mask=j < P, other=0), 0))
-    inv = 1.0 / tl.where(largest > 0, largest, 1.0)
-    total = tl.sum(tl.zeros((BLOCK,), part_ptr.dtype.element_ty), 0)
+def _nrm2_finish_kernel(part_ptr, out_ptr, P, FP64: tl.constexpr, BLOCK: tl.constexpr):
+    """One program: Blue's three sums over the P programs' partials (fixed order), combined as
+    LAPACK's xNRM2 does: the big sum with the medium one scaled in, else the small and medium
+    square roots by the larger, else the medium sum alone."""
+    small = tl.sum(tl.zeros((BLOCK,), part_ptr.dtype.element_ty), 0)
+    medium = small
+    big = small
     for start in range(0, P, BLOCK):
         j = start + tl.arange(0, BLOCK)
-        m = tl.load(part_ptr + j, mask=j < P, other=0) * inv
-        total += tl.sum(tl.load(part_ptr + P + j, mask=j < P, other=0) * m * m, 0)
-    tl.store(out_ptr, largest * tl.sqrt(total))
+        small += tl.sum(tl.load(part_ptr + j, mask=j < P, other=0), 0)
+        medium += tl.sum(tl.load(part_ptr + P + j, mask=j < P, other=0), 0)
+        big += tl.sum(tl.load(part_ptr + 2 * P + j, mask=j < P, other=0), 0)
+    _, _, ssml, sbig = _blue_constants(FP64)
+    medium_counts = (medium > 0) | (medium != medium)
+    from_big = tl.sqrt(big + tl.where(medium_counts, (medium * sbig) * sbig, 0.0)) / sbig
+    root_medium, root_small = tl.sqrt(medium), tl.sqrt(small) / ssml
+    high, low = tl.maximum(root_medium, root_small), tl.minimum(root_medium, root_small)
+    ratio = low / tl.where(high > 0, high, 1.0)
+    from_small = tl.where(medium_counts, high * tl.sqrt(1.0 + ratio * ratio), root_small)
+    result = tl.where(big > 0, from_big, tl.where(small > 0, from_small, root_medium))
+    result = tl.where(medium != medium, medium, result)  # a NaN anywhere: NaN
+    tl.store(out_ptr + tl.arange(0, 1), result)
 
 
 @triton.jit
 def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.constexpr,
                     COMPLEX: tl.constexpr, FP64: tl.constexpr, BLOCK: tl.constexpr, ITERS: tl.constexpr):
-    """Per program: the extreme |x| (|re| + |im| for complex, as BLAS) and its first index."""
+    """Per program: the extreme |x| (|re| + |im| for complex, as BLAS) and its first index. Lanes
+    track the position within the program in 32 bits (BLOCK·ITERS < 2³¹) and add the program's
+    first index once."""
     pid = tl.program_id(0).to(tl.int64)
     best = tl.full((BLOCK,), float("-inf") if LARGEST else float("inf"),
                    tl.float64 if FP64 else tl.float32)
-    where_best = tl.full((BLOCK,), 2**62, tl.int64)
+    NONE: tl.constexpr = BLOCK * ITERS  # past every position of the program
+    where_best = tl.full((BLOCK,), NONE, tl.int32)
     for it in range(ITERS):
-        i = (pid * ITERS + it) * BLOCK + tl.arange(0, BLOCK)
+        local = it * BLOCK + tl.arange(0, BLOCK)
+        i = pid * (BLOCK * ITERS) + local
         mask = i < n
         xi = x_start + i * incx
         v = tl.abs(_wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64))
@@ -156,10 +191,12 @@ def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.const
         better = (v > best) if LARGEST else (v < best)
         better = better & mask
         best = tl.where(better, v, best)
-        where_best = tl.where(better, i, where_best)
+        where_best = tl.where(better, local, where_best)
     extreme = tl.max(best, 0) if LARGEST else tl.min(best, 0)
     tl.store(val_ptr + pid, extreme)
-    tl.store(idx_ptr + pid, tl.min(tl.where(best == extreme, where_best, 2**62), 0))
+    first = tl.min(tl.where(best == extreme, where_best, NONE), 0)
+    # a program whose values are all NaN keeps NONE: past every index, as the int64 sentinel was
+    tl.store(idx_ptr + pid, tl.where(first == NONE, 2**62, pid * (BLOCK * ITERS) + first))
 
 
 map_launch = Launcher(_map_kernel)
