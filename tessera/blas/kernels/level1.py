@@ -105,15 +105,12 @@ def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
                    BLOCK: tl.constexpr, ITERS: tl.constexpr):
     """Partial of program p over elements [p·BLOCK·ITERS, (p+1)·BLOCK·ITERS) into part[p]; a complex
     dot also writes its imaginary part to part[P + p] (P programs). NRM2 writes Blue's three sums
-    (small, medium, big: see ``_blue_constants``) to part[p], part[P + p], part[2P + p]: a first
-    pass sums plain squares and tracks the largest and the smallest non-zero |x|; only a program
-    holding a value outside [tsml, tbig] (rare) reads its elements again into the three sums —
-    otherwise Blue's sums are exactly (0, the plain sum, 0)."""
+    (small, medium, big: see ``_blue_constants``) to part[p], part[P + p], part[2P + p]; each lane
+    keeps its own, so the loop has no cross-lane step."""
     pid = tl.program_id(0).to(tl.int64)
     acc = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     acc_im = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
-    largest = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
-    smallest = tl.full((BLOCK,), float("inf"), tl.float64 if FP64 else tl.float32)
+    acc_big = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     for it in range(ITERS):
         i = (pid * ITERS + it) * BLOCK + tl.arange(0, BLOCK)
         mask = i < n
@@ -136,44 +133,15 @@ def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
             acc += tl.abs(xr)
             if COMPLEX:
                 acc += tl.abs(xm)
-        else:
-            acc_im, largest, smallest = _plain_squares(xr, acc_im, largest, smallest)
+        else:  # NRM2: acc small, acc_im medium, acc_big big
+            acc, acc_im, acc_big = _blue_add(xr, acc, acc_im, acc_big, FP64)
             if COMPLEX:
-                acc_im, largest, smallest = _plain_squares(xm, acc_im, largest, smallest)
+                acc, acc_im, acc_big = _blue_add(xm, acc, acc_im, acc_big, FP64)
+    tl.store(part_ptr + pid, tl.sum(acc, 0))
+    if OP == 2 or (COMPLEX and OP == 0):
+        tl.store(part_ptr + tl.num_programs(0) + pid, tl.sum(acc_im, 0))
     if OP == 2:
-        small = tl.sum(acc, 0)  # zeros
-        medium = tl.sum(acc_im, 0)
-        big = small
-        tsml, tbig, _, _ = _blue_constants(FP64)
-        outside = tl.max(((tl.max(largest, 0) > tbig) | (tl.min(smallest, 0) < tsml)).to(tl.int32), 0)
-        if outside > 0:
-            acc_big = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
-            acc_im = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
-            for it in range(ITERS):
-                i = (pid * ITERS + it) * BLOCK + tl.arange(0, BLOCK)
-                mask = i < n
-                xi = x_start + i * incx
-                xr = _wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64)
-                acc, acc_im, acc_big = _blue_add(xr, acc, acc_im, acc_big, FP64)
-                if COMPLEX:
-                    xm = _wide(tl.load(x_ptr + xi + 1, mask=mask, other=0), FP64)
-                    acc, acc_im, acc_big = _blue_add(xm, acc, acc_im, acc_big, FP64)
-            small, medium, big = tl.sum(acc, 0), tl.sum(acc_im, 0), tl.sum(acc_big, 0)
-        tl.store(part_ptr + pid, small)
-        tl.store(part_ptr + tl.num_programs(0) + pid, medium)
-        tl.store(part_ptr + 2 * tl.num_programs(0) + pid, big)
-    else:
-        tl.store(part_ptr + pid, tl.sum(acc, 0))
-        if COMPLEX and OP == 0:
-            tl.store(part_ptr + tl.num_programs(0) + pid, tl.sum(acc_im, 0))
-
-
-@triton.jit
-def _plain_squares(v, total, largest, smallest):
-    """Add v² to ``total``; track the largest |v| and the smallest non-zero |v| (a NaN lands in
-    ``total``: it propagates)."""
-    a = tl.abs(v)
-    return total + v * v, tl.maximum(largest, a), tl.minimum(smallest, tl.where(a > 0, a, float("inf")))
+        tl.store(part_ptr + 2 * tl.num_programs(0) + pid, tl.sum(acc_big, 0))
 
 
 @triton.jit
