@@ -4,8 +4,13 @@ real dtype, complex dot/dotc, nrm2 without overflow, and the errors."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +38,7 @@ from tessera.blas import (
     symv,
     trsv,
 )
+from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig
 from tessera.cli import main
 from tessera.tuning import load_logic, logic
@@ -464,3 +470,103 @@ def test_gemv_heuristic_logic_documents_load(tmp_path: Path) -> None:
         path.write_text(yaml.safe_dump(doc))
         config = next(iter(load_logic(path).solutions.values()))
         assert config == space.GEMV_HEURISTIC[doc["problem"]["dtype"].endswith("_t")]
+
+
+# level-1 launch shapes through the logic files and the tuner
+
+def test_level1_selects_through_installed_logic_then_the_heuristic(device: str) -> None:
+    """A level1_reduce logic file decides nrm2's and dot's launch (seen in the launch); results stay
+    right; another op or dtype keeps the heuristic."""
+    from tessera._core.launch import capture
+
+    info = device_info(device)
+    before = space.select_level1("level1_reduce", 3000, "fp32", info)
+    assert before.config == space.LEVEL1_HEURISTIC and "no installed pack logic" in before.reason
+    arch = info.arch
+    path = Path(os.environ["TESSERA_HOME"]) / "current" / "logic" / arch / "blas.level1_reduce.fp32.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({
+        "schema": 1, "arch": arch, "library": "blas", "op": "level1_reduce", "problem": {"dtype": "fp32"},
+        "solutions": [{"id": 0, "kernel": "level1", "block": 128, "iters": 2, "num_warps": 2}],
+        "table": [{"n": 3000, "solution": 0}]}))
+    logic.reload()
+    choice = space.select_level1("level1_reduce", 3000, "fp32", info)
+    assert choice.config == VectorConfig(128, 2, 2) and str(path) in choice.reason
+    x, y = make(3000, torch.float32, device, 5), make(3000, torch.float32, device, 6)
+    with capture() as calls:
+        nrm2(x)
+        dot(x, y)
+    assert [(c.constexprs["BLOCK"], c.constexprs["ITERS"], c.num_warps) for c in calls
+            if "ITERS" in c.constexprs] == [(128, 2, 2)] * 2
+    xs, ys = f64(x), f64(y)
+    close(nrm2(x), float(np.sqrt(xs @ xs)), torch.float32, 100)
+    close(dot(x, y), float(xs @ ys), torch.float32, 200)
+    assert space.select_level1("level1_extreme", 3000, "fp32", info).config == space.LEVEL1_HEURISTIC
+    assert space.select_level1("level1_reduce", 3000, "fp64", info).config == space.LEVEL1_HEURISTIC
+
+
+@pytest.mark.parametrize("config", [VectorConfig(64, 1, 2), VectorConfig(128, 4, 4), VectorConfig(512, 3, 1)],
+                         ids=lambda c: c.short())
+def test_every_level1_config_agrees_with_numpy(config: VectorConfig, device: str) -> None:
+    """Every routine under a forced launch shape (programs of 64…1536 elements, tails, negative
+    increments, complex) against NumPy in fp64."""
+    n = 3001
+    x, y = make(2 * n, torch.float32, device, 7), make(2 * n, torch.float32, device, 8)
+    xs, ys = f64(x)[positions(n, -2)], f64(y)[positions(n, 1)]
+    z = torch.complex(make(n, torch.float64, device, 9), make(n, torch.float64, device, 10))
+    zs = f64(z.real) + 1j * f64(z.imag)
+    with space.forced(config):
+        close(axpy(0.5, x, y.clone(), n=n, incx=-2)[:n], 0.5 * xs + f64(y)[:n], torch.float32, 4)
+        close(dot(x, y, n=n, incx=-2), float(xs @ ys), torch.float32, 4 * math.sqrt(n))
+        close(asum(x, n=n, incx=2), float(np.abs(f64(x)[positions(n, 2)]).sum()), torch.float32, 2 * n)
+        close(nrm2(x, n=n, incx=-2), float(np.linalg.norm(xs)), torch.float32, 2 * math.sqrt(n))
+        assert iamax(x, n=n, incx=2).item() == int(np.argmax(np.abs(f64(x)[positions(n, 2)])))
+        assert iamin(z).item() == int(np.argmin(np.abs(zs.real) + np.abs(zs.imag)))
+        assert np.isclose(complex(dotc(z, z).item()), np.vdot(zs, zs), rtol=1e-12)
+
+
+def test_cli_tune_level1_writes_logic(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("the tiny space is for the interpreter; the GPU run uses real spaces")
+    for op, dtype in (("map", "bf16"), ("extreme", "complex64")):
+        assert main(["tune", "level1", "--op", op, "--dtype", dtype, "--sizes", "tiny", "--space", "tiny",
+                     "--no-plot", "--out", str(tmp_path)]) == 0
+        assert "geometric-mean gain of tuned over the heuristic default" in capsys.readouterr().out
+        lf = load_logic(tmp_path / "interpreter" / f"blas.level1_{op}.{dtype}.yaml")
+        assert {row.sizes for row in lf.table} == {(3000,), (1023,)}
+        assert {config.kernel for config in lf.solutions.values()} == {"level1"}
+        journal = (tmp_path / "interpreter" / f"blas.level1_{op}.{dtype}.journal.jsonl").read_text()
+        assert '"status": "ok"' in journal and '"status": "incorrect"' not in journal
+    assert main(["tune", "level1", "--op", "map", "--dtype", "complex64", "--sizes", "tiny",
+                 "--out", str(tmp_path)]) == 2  # axpy has no complex dtype
+
+
+def test_level1_heuristic_logic_documents_load(tmp_path: Path) -> None:
+    from tessera._core.device import offline_device
+
+    for op, dtypes in space.LEVEL1_OP_DTYPES.items():
+        docs = logic.registered_ops()[("blas", op)].heuristic(offline_device("gfx1103"))
+        assert [doc["problem"]["dtype"] for doc in docs] == list(dtypes)
+        for doc in docs:
+            path = tmp_path / f"blas.{op}.{doc['problem']['dtype']}.yaml"
+            path.write_text(yaml.safe_dump(doc))
+            assert list(load_logic(path).solutions.values()) == [space.LEVEL1_HEURISTIC]
+
+
+def test_level1_compiles_offline_for_a_pack() -> None:
+    """A pack build precompiles each level-1 op's routines for the target (one file set per distinct
+    launch: the nrm2 finishing kernel, alike for both representative lengths, once)."""
+    job = {"library": "blas", "op": "level1_reduce", "kernel": "level1", "dtype": "complex64",
+           "config": dataclasses.asdict(VectorConfig(256, 2, 2))}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=env,
+                              input=json.dumps({"arch": "gfx1103", "out": out, "jobs": [job]}),
+                              capture_output=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        assert result["status"] == "ok", result
+        sidecars = [f for f in result["files"] if f.endswith(".launch.json")]
+        # dot (plain and conjugated), asum, nrm2 for two lengths, and one nrm2 finish
+        assert len(sidecars) == 9 and all(f.endswith(".hsaco") for f in result["files"][::3])

@@ -22,8 +22,10 @@ import copy as copy_module
 
 import torch
 
+from tessera._core.device import device_info
 from tessera._core.errors import invalid
 from tessera._core.validate import as_tensor, check_dtype, check_same_device, real_scalar
+from tessera.blas import space
 from tessera.blas.kernels import level1 as k
 
 REAL = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -85,13 +87,17 @@ def _vectors(x: object, y: object, n: int | None, incx: int, incy: int,
     return vx, vy, vx.n
 
 
+def _config(op: str, x: Vector) -> k.VectorConfig:
+    """The launch configuration of ``op`` for this vector: forced, logic files, heuristic."""
+    info = device_info(x.tensor.device)
+    return space.select_level1(op, x.n, space.level1_dtype(x.tensor.dtype), info).config
+
+
 def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float = 0.0) -> None:
     if x.n == 0:
         return
-    xd, xs, xi = x.kernel_args()
-    yd, ys, yi = y.kernel_args() if y is not None else (xd, xs, xi)
-    k.map_launch((k.programs(x.n, k.BLOCK),), (xd, yd, x.n, xs, xi, ys, yi, alpha, beta),
-                 {"OP": op, "FP64": x.fp64 or (y is not None and y.fp64), "BLOCK": k.BLOCK}, 4, 3)
+    k.launch_map(op, x.kernel_args(), (y or x).kernel_args(), x.n, alpha, beta,
+                 fp64=x.fp64 or (y is not None and y.fp64), config=_config("level1_map", x))
 
 
 def _element(v: Vector, i: int) -> torch.Tensor:
@@ -192,25 +198,15 @@ def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx:
 
 def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> torch.Tensor:
     """The wide-dtype reduction (a complex dot gives a complex result)."""
-    wide = torch.float64 if x.fp64 else torch.float32
-    device = x.tensor.device
     if x.n == 0:
-        return torch.zeros((), dtype=wide, device=device)
-    xd, xs, xi = x.kernel_args()
-    yd, ys, yi = y.kernel_args() if y is not None else (xd, xs, xi)
-    count = k.programs(x.n, k.BLOCK * k.ITERS)
-    two = x.complex and op == k.DOT  # a second partial per program (nrm2: three)
-    parts = torch.empty(count * (3 if op == k.NRM2 else 2 if two else 1), dtype=wide, device=device)
-    k.reduce_launch((count,), (xd, yd, parts, x.n, xs, xi, ys, yi),
-                    {"OP": op, "COMPLEX": x.complex, "CONJ": conj, "FP64": x.fp64, "BLOCK": k.BLOCK,
-                     "ITERS": k.ITERS}, 4, 3)
+        return torch.zeros((), dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
+    parts = k.launch_reduce(op, x.kernel_args(), (y or x).kernel_args(), x.n, complex_=x.complex, conj=conj,
+                            fp64=x.fp64, config=_config("level1_reduce", x))
     if op == k.NRM2:
-        result = torch.empty((), dtype=wide, device=device)
-        k.nrm2_finish_launch((1,), (parts, result, count), {"FP64": x.fp64, "BLOCK": 1024}, 4, 3)
-        return result
-    if two:
-        return torch.complex(parts[:count].sum(), parts[count:].sum())
-    return parts.sum()
+        return k.launch_nrm2_finish(parts, fp64=x.fp64)
+    if x.complex and op == k.DOT:
+        return torch.complex(parts[0].sum(), parts[1].sum())
+    return parts[0].sum()
 
 
 def _dot(x: object, y: object, n: int | None, incx: int, incy: int, conj: bool) -> torch.Tensor:
@@ -254,13 +250,8 @@ def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor
     device = vx.tensor.device
     if vx.n == 0 or vx.inc <= 0:
         return torch.full((), -1, dtype=torch.int64, device=device)
-    xd, xs, xi = vx.kernel_args()
-    count = k.programs(vx.n, k.BLOCK * k.ITERS)
-    values = torch.empty(count, dtype=torch.float64 if vx.fp64 else torch.float32, device=device)
-    where = torch.empty(count, dtype=torch.int64, device=device)
-    k.extreme_launch((count,), (xd, values, where, vx.n, xs, xi),
-                     {"LARGEST": largest, "COMPLEX": vx.complex, "FP64": vx.fp64, "BLOCK": k.BLOCK,
-                      "ITERS": k.ITERS}, 4, 3)
+    values, where = k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
+                                     config=_config("level1_extreme", vx))
     best = values.max() if largest else values.min()
     return torch.where(values == best, where, torch.iinfo(torch.int64).max).min()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -22,11 +23,12 @@ from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
+from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig
 from tessera.tuning import logic
 
 Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WqConfig | WqGemvConfig | WqDequantConfig
-          | ScaledConfig | GemvConfig)
+          | ScaledConfig | GemvConfig | VectorConfig)
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -462,3 +464,54 @@ def gemv_heuristic_logic(device: DeviceInfo) -> list[dict]:
 
 
 logic.register_op("blas", "gemv", GEMV_SIZE_KEYS, {"gemv": GemvConfig}, heuristic=gemv_heuristic_logic)
+
+
+# BLAS level 1 (ops ``level1_map`` for axpy/scal/copy/swap/rot, ``level1_reduce`` for dot/dotc/
+# asum/nrm2, ``level1_extreme`` for iamax/iamin): size (n,), dtype of the vector (complex ones by
+# name). One configuration serves an op's routines; `tessera tune level1` times axpy, nrm2 and iamax.
+LEVEL1_SIZE_KEYS = ("n",)
+LEVEL1_DTYPES = ("fp16", "bf16", "fp32", "fp64", "complex64", "complex128")
+LEVEL1_OP_DTYPES = {"level1_map": LEVEL1_DTYPES[:4], "level1_reduce": LEVEL1_DTYPES,
+                    "level1_extreme": LEVEL1_DTYPES}
+LEVEL1_SPACE: tuple[VectorConfig, ...] = tuple(
+    VectorConfig(block, iters, w) for block in (512, 1024, 2048, 4096) for iters in (1, 2, 4, 8, 16)
+    for w in (2, 4, 8) if block // (32 * w) >= 4)
+# The launch shape every level-1 routine used before it was selectable: on the H200 (graph-timed,
+# 2^26 fp32, blas-l12-h200-5a0e020.json) axpy/dot/asum reach 98–102 % of copy with it, nrm2 79 %,
+# iamax 82 %.
+LEVEL1_HEURISTIC = VectorConfig(1024, 8, 4)
+
+
+def level1_dtype(dtype: torch.dtype) -> str:
+    """The logic-file dtype key of a level-1 vector."""
+    return {torch.complex64: "complex64", torch.complex128: "complex128"}.get(dtype) or dtype_key(dtype)
+
+
+def select_level1(op: str, n: int, dtype: str, device: DeviceInfo) -> Choice:
+    """A level-1 launch configuration: a forced VectorConfig, else the logic files, else the heuristic."""
+    if isinstance(forced.config, VectorConfig):
+        return Choice(forced.config, "forced")
+    return _select_level1_cached(op, n, dtype, device.arch, logic.generation())
+
+
+@functools.lru_cache(maxsize=1024)
+def _select_level1_cached(op: str, n: int, dtype: str, arch: str, _generation: int) -> Choice:
+    match, reasons = logic.lookup(arch, "blas", op, dtype, (n,))
+    if match is not None:
+        return Choice(match.config, match.describe())
+    return Choice(LEVEL1_HEURISTIC, "; ".join([*reasons, "heuristic: the launch shape measured on the H200"]))
+
+
+def _level1_heuristic_logic(op: str) -> Callable[[DeviceInfo], list[dict]]:
+    def documents(device: DeviceInfo) -> list[dict]:
+        """Logic documents (one per dtype) holding the heuristic's pick: what a pack ships for an
+        architecture nobody has tuned."""
+        return [logic.heuristic_document(device.arch, device.backend, "blas", op, dtype,
+                                         [({"n": 1 << 26}, LEVEL1_HEURISTIC)])
+                for dtype in LEVEL1_OP_DTYPES[op]]
+    return documents
+
+
+for _op in LEVEL1_OP_DTYPES:
+    logic.register_op("blas", _op, LEVEL1_SIZE_KEYS, {"level1": VectorConfig},
+                      heuristic=_level1_heuristic_logic(_op))

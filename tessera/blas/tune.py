@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -23,7 +23,9 @@ from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
+from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig
+from tessera.blas.level1 import axpy, iamax, nrm2
 from tessera.blas.level2 import gemv
 from tessera.blas.quantized import dequantize_weight, gemm_wq, quantize_weight
 from tessera.tuning.tuner import TunableOp, runtime_of
@@ -320,3 +322,87 @@ def gemv_tunable(dtype: str, problems: Sequence[tuple[int, int]], space_name: st
 def gemv_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
     """What the untuned heuristic picks (the tuner's summary compares with it)."""
     return space._gemv_heuristic(dtype, device.backend).config
+
+
+# BLAS level 1 (ops level1_map, level1_reduce, level1_extreme): problems (n,). Each op is timed on
+# one of its routines: axpy, nrm2 (the reduction with the most arithmetic per element), iamax.
+LEVEL1_PRESETS: dict[str, list[tuple[int]]] = {
+    "default": [(1 << 20,), (1 << 24,), (1 << 26,)],
+    "tiny": [(3000,), (1023,)],  # interpreter-sized, for CPU runs
+}
+LEVEL1_TINY_SPACE = (VectorConfig(64, 2, 2), VectorConfig(128, 1, 4), VectorConfig(256, 4, 4))
+LEVEL1_ROUTINES = {"level1_map": "axpy", "level1_reduce": "nrm2", "level1_extreme": "iamax"}
+
+
+def level1_routine(op: str, dtype: str, target: str) -> tuple[Callable[[tuple[int, ...]], tuple],
+                                                              Callable[[tuple], object], int]:
+    """(operands for a problem, the routine op is timed on, bytes it moves per element)."""
+    elem = {"complex64": torch.complex64, "complex128": torch.complex128}.get(dtype) or DTYPES[dtype]
+    size = torch.empty((), dtype=elem).element_size()
+
+    def operands(problem: tuple[int, ...]) -> tuple:
+        gen = torch.Generator().manual_seed(problem[0] % 2**31)
+        vectors = [torch.randn(problem[0], generator=gen, dtype=torch.float64).to(elem).to(target)
+                   for _ in range(2 if op == "level1_map" else 1)]
+        return tuple(vectors)
+
+    routine = {"level1_map": lambda args: axpy(1.5, args[0], args[1]),
+               "level1_reduce": lambda args: nrm2(args[0]),
+               "level1_extreme": lambda args: iamax(args[0])}[op]
+    return operands, routine, (3 if op == "level1_map" else 1) * size
+
+
+def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], space_name: str,
+                   device: DeviceInfo | None = None) -> TunableOp:
+    """A level-1 op as the tuner sees it: checked against fp64 (axpy and nrm2 within the output's
+    rounding plus fp32 sums; iamax exactly NumPy's first largest |x|), the figure GB/s moved by the
+    routine (CUDA-graph timed on a GPU: a vector op takes less time than its Python call)."""
+    device = device or device_info()
+    known = space.LEVEL1_OP_DTYPES
+    if op not in known:
+        raise InvalidArgumentError(f"level-1 op {op!r} is unknown; known: {', '.join(known)}")
+    if dtype not in known[op]:
+        raise InvalidArgumentError(f"{op} has no dtype {dtype!r}; known: {', '.join(known[op])}")
+    target = "cuda" if on_gpu() else "cpu"
+    make_operands, routine, bytes_per_element = level1_routine(op, dtype, target)
+    unit = {"fp16": 2.0**-10, "bf16": 2.0**-7, "fp64": 2.0**-52}.get(dtype, 2.0**-23)
+    cache: dict[tuple[int, ...], tuple] = {}
+
+    def operands(problem: tuple[int, ...]) -> tuple:
+        if problem not in cache:
+            cache.clear()
+            cache[problem] = make_operands(problem)
+        return cache[problem]
+
+    def run(problem: tuple[int, ...], config: space.Config) -> object:
+        args = operands(problem)
+        if op == "level1_map":
+            args = (args[0], args[1].clone())  # axpy writes y
+        with space.forced(config):
+            return routine(args), args
+
+    def check(problem: tuple[int, ...], config: space.Config) -> str | None:
+        got, args = run(problem, config)
+        x = args[0].cpu().to(torch.complex128 if args[0].is_complex() else torch.float64)
+        if op == "level1_extreme":
+            want = int(torch.argmax(x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()))
+            return None if int(got) == want else f"iamax {int(got)}, expected {want}"
+        if op == "level1_map":
+            y = operands(problem)[1].cpu().to(x.dtype)
+            want, magnitude = 1.5 * x + y, 1.5 * x.abs() + y.abs()
+        else:
+            want, magnitude = torch.linalg.vector_norm(x), torch.linalg.vector_norm(x)
+        excess = _excess(got.cpu().to(want.dtype), want, magnitude, unit, 1e-5 if unit > 2.0**-52 else 1e-12)
+        return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
+
+    def measure(problem: tuple[int, ...], config: space.Config) -> float:
+        return problem[0] * bytes_per_element / graph_ms([lambda: run(problem, config)]) / 1e6
+
+    def candidates(problem: tuple[int, ...]) -> list[space.Config]:
+        configs = LEVEL1_TINY_SPACE if space_name == "tiny" else space.LEVEL1_SPACE
+        if op == "level1_map":  # one step a program: iters does not matter
+            configs = tuple(dict.fromkeys(dataclasses.replace(c, iters=1) for c in configs))
+        return list(configs)
+
+    return TunableOp("blas", op, device.arch, dtype, list(problems), candidates, check, measure,
+                     figure="gbs", runtime=runtime_of(device))

@@ -15,7 +15,14 @@ from pathlib import Path
 from tessera._core.errors import TesseraError
 from tessera.cli.bench import cmd_bench_gemm, cmd_bench_rand, cmd_report
 from tessera.cli.common import use_interpreter_without_gpu
-from tessera.cli.tuning import cmd_logic, cmd_pack, cmd_tune_gemm, cmd_tune_gemv, cmd_tune_rand
+from tessera.cli.tuning import (
+    cmd_logic,
+    cmd_pack,
+    cmd_tune_gemm,
+    cmd_tune_gemv,
+    cmd_tune_level1,
+    cmd_tune_rand,
+)
 
 
 def _run_options(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +70,16 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="presets (default, tiny) or MxN of op(A), comma-separated")
     tv.add_argument("--space", default="default", choices=["default", "tiny"])
     _run_options(tv)
+    tl1 = tune_sub.add_parser("level1", help="tune a BLAS level-1 kernel's launch shape (this device)")
+    tl1.add_argument("--op", dest="level1_op", required=True, choices=["map", "reduce", "extreme"],
+                     help="map: axpy/scal/copy/swap/rot (timed on axpy); reduce: dot/dotc/asum/nrm2 "
+                          "(timed on nrm2); extreme: iamax/iamin (timed on iamax)")
+    tl1.add_argument("--dtype", default="fp32",
+                     choices=["fp16", "bf16", "fp32", "fp64", "complex64", "complex128"])
+    tl1.add_argument("--sizes", default="default",
+                     help="presets (default, tiny) or vector lengths, comma-separated")
+    tl1.add_argument("--space", default="default", choices=["default", "tiny"])
+    _run_options(tl1)
     tr = tune_sub.add_parser("rand", help="tune a random-number kernel's launch configuration")
     tr.add_argument("--op", dest="rand_op", required=True,
                     help="generator_distribution: philox_{bits,uniform,normal}, "
@@ -124,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "pack":
             return cmd_pack(args)
         if args.command == "tune":
-            return {"rand": cmd_tune_rand, "gemv": cmd_tune_gemv}.get(args.op, cmd_tune_gemm)(args)
+            return {"rand": cmd_tune_rand, "gemv": cmd_tune_gemv,
+                    "level1": cmd_tune_level1}.get(args.op, cmd_tune_gemm)(args)
         if args.command == "report":
             return cmd_report(args)
         if args.op == "rand":

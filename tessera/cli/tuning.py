@@ -178,6 +178,35 @@ def cmd_tune_gemv(args: argparse.Namespace) -> int:
     return _summarize(path, f"gemv {args.dtype} on {device.name}", *rows, "torch.mv", "GB/s", args.no_plot)
 
 
+def cmd_tune_level1(args: argparse.Namespace) -> int:
+    interpreting = use_interpreter_without_gpu()
+
+    import torch
+
+    from tessera._core.timing import graph_ms
+    from tessera.blas import space
+    from tessera.blas.tune import LEVEL1_PRESETS, level1_routine, level1_tunable
+    from tessera.tuning.tuner import parse_sizes
+
+    op = f"level1_{args.level1_op}"
+    problems = parse_sizes(args.sizes, LEVEL1_PRESETS, width=1)
+    device = _tuning_device(interpreting)
+    target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
+    operands, _, bytes_per_element = level1_routine(op, args.dtype, target)
+    torch_equivalent = {"level1_map": lambda x, y: y.add_(x, alpha=1.5),
+                        "level1_reduce": lambda x: torch.linalg.vector_norm(x),
+                        "level1_extreme": lambda x: (x.real.abs() + x.imag.abs() if x.is_complex()
+                                                     else x.abs()).argmax()}[op]
+
+    def vendor(problem: tuple[int, ...]) -> float:
+        args_ = operands(problem)
+        return problem[0] * bytes_per_element / graph_ms([lambda: torch_equivalent(*args_)]) / 1e6
+
+    tunable = level1_tunable(op, args.dtype, problems, args.space, device)
+    path, rows = _tune(tunable, args, problems, lambda problem: space.LEVEL1_HEURISTIC, vendor)
+    return _summarize(path, f"{op} {args.dtype} on {device.name}", *rows, "torch", "GB/s", args.no_plot)
+
+
 def cmd_tune_rand(args: argparse.Namespace) -> int:
     interpreting = use_interpreter_without_gpu()
     import math

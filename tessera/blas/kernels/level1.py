@@ -14,15 +14,35 @@ iamax/iamin.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import torch
 import triton
 import triton.language as tl
 
+from tessera._core.device import torch_dtype
 from tessera._core.launch import Launcher, cdiv
 
 AXPY, SCAL, COPY, SWAP, ROT = 0, 1, 2, 3, 4
 DOT, ASUM, NRM2 = 0, 1, 2
-BLOCK = 1024
-ITERS = 8  # reductions: BLOCK·ITERS elements a program
+
+
+@dataclass(frozen=True)
+class VectorConfig:
+    """Launch parameters of the level-1 kernels (the tuner forks over these): ``block`` elements
+    a step, ``iters`` steps a program (the reductions and iamax/iamin; the element-wise kernel does
+    one step), ``num_warps``. Reductions add a program's partial in a fixed order, so a config
+    changes the rounding of dot/asum/nrm2 (as the block size does in any BLAS), never the result of
+    the others."""
+
+    block: int = 1024
+    iters: int = 8
+    num_warps: int = 4
+
+    kernel = "level1"
+
+    def short(self) -> str:
+        return f"{self.kernel} block {self.block} x{self.iters} w{self.num_warps}"
 
 
 @triton.jit
@@ -207,3 +227,76 @@ extreme_launch = Launcher(_extreme_kernel)
 
 def programs(n: int, per_program: int) -> int:
     return max(1, cdiv(n, per_program))
+
+
+def launch_map(op: int, x: tuple[torch.Tensor, int, int], y: tuple[torch.Tensor, int, int], n: int,
+               alpha: float, beta: float, *, fp64: bool, config: VectorConfig) -> None:
+    """The element-wise routine ``op`` on n elements of vectors given as (tensor, first, step)."""
+    (xd, xs, xi), (yd, ys, yi) = x, y
+    map_launch((programs(n, config.block),), (xd, yd, n, xs, xi, ys, yi, alpha, beta),
+               {"OP": op, "FP64": fp64, "BLOCK": config.block}, config.num_warps, 3)
+
+
+def launch_reduce(op: int, x: tuple[torch.Tensor, int, int], y: tuple[torch.Tensor, int, int], n: int,
+                  *, complex_: bool, conj: bool, fp64: bool, config: VectorConfig) -> torch.Tensor:
+    """The reduction ``op`` of n elements as partials, one row per partial kind (nrm2: three, a
+    complex dot: two, else one) and one column per program."""
+    (xd, xs, xi), (yd, ys, yi) = x, y
+    count = programs(n, config.block * config.iters)
+    parts = torch.empty(3 if op == NRM2 else 2 if complex_ and op == DOT else 1, count,
+                        dtype=torch.float64 if fp64 else torch.float32, device=xd.device)
+    reduce_launch((count,), (xd, yd, parts, n, xs, xi, ys, yi),
+                  {"OP": op, "COMPLEX": complex_, "CONJ": conj, "FP64": fp64, "BLOCK": config.block,
+                   "ITERS": config.iters}, config.num_warps, 3)
+    return parts
+
+
+def launch_nrm2_finish(parts: torch.Tensor, *, fp64: bool) -> torch.Tensor:
+    """nrm2 from ``launch_reduce``'s three rows of partials, as a 0-d tensor."""
+    result = torch.empty((), dtype=parts.dtype, device=parts.device)
+    nrm2_finish_launch((1,), (parts, result, parts.shape[1]), {"FP64": fp64, "BLOCK": 1024}, 4, 3)
+    return result
+
+
+def launch_extreme(x: tuple[torch.Tensor, int, int], n: int, largest: bool, *, complex_: bool, fp64: bool,
+                   config: VectorConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each program's extreme |x| and its first index (values, indices)."""
+    xd, xs, xi = x
+    count = programs(n, config.block * config.iters)
+    values = torch.empty(count, dtype=torch.float64 if fp64 else torch.float32, device=xd.device)
+    where = torch.empty(count, dtype=torch.int64, device=xd.device)
+    extreme_launch((count,), (xd, values, where, n, xs, xi),
+                   {"LARGEST": largest, "COMPLEX": complex_, "FP64": fp64, "BLOCK": config.block,
+                    "ITERS": config.iters}, config.num_warps, 3)
+    return values, where
+
+
+# op (logic file) → the routines it serves: what a pack precompiles for each configuration
+LEVEL1_OPS = {"level1_map": (AXPY, SCAL, COPY, SWAP, ROT), "level1_reduce": (DOT, ASUM, NRM2),
+              "level1_extreme": (True, False)}
+REPRESENTATIVE_N = (1 << 20, (1 << 20) - 3)  # a length multiple of 16 and one that is not
+
+
+def representative_launch(op: str, config: VectorConfig, dtype: str, num_sms: int) -> None:
+    """The launches op's routines make with ``config`` on contiguous vectors (unit increments) of
+    each length in REPRESENTATIVE_N; complex dtypes for the reductions and iamax/iamin (run under
+    ``tessera._core.launch.capture()``: pack builds precompile what it records)."""
+    complex_ = dtype.startswith("complex")
+    elem = {"complex64": torch.float32, "complex128": torch.float64}.get(dtype) or torch_dtype(dtype)
+    fp64 = elem == torch.float64
+    for n in REPRESENTATIVE_N:
+        x = torch.empty(2 * n if complex_ else n, dtype=elem)
+        y = torch.empty_like(x)
+        step = 2 if complex_ else 1
+        for routine in LEVEL1_OPS[op]:
+            if op == "level1_map":
+                launch_map(routine, (x, 0, 1), (y, 0, 1), n, 1.5, 0.5, fp64=fp64, config=config)
+            elif op == "level1_reduce":
+                conjugates = (False, True) if complex_ and routine == DOT else (False,)
+                for conj in conjugates:
+                    parts = launch_reduce(routine, (x, 0, step), (y, 0, step), n, complex_=complex_,
+                                          conj=conj, fp64=fp64, config=config)
+                    if routine == NRM2:
+                        launch_nrm2_finish(parts, fp64=fp64)
+            else:
+                launch_extreme((x, 0, step), n, routine, complex_=complex_, fp64=fp64, config=config)
