@@ -39,7 +39,7 @@ from tessera.blas import (
     trsv,
 )
 from tessera.blas.kernels.level1 import VectorConfig
-from tessera.blas.kernels.level2 import GemvConfig
+from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.cli import main
 from tessera.tuning import load_logic, logic
 
@@ -413,11 +413,11 @@ def test_gemv_selects_through_installed_logic_then_the_heuristic(trans: bool, de
 
     info = device_info(device)
     key = space.gemv_dtype(torch.float32, trans)
-    before = space.select_gemv(72, 40, key, info)
+    before = space.select_shape("gemv", (72, 40), key, info)
     assert "no installed pack logic" in before.reason
     path = _install_gemv_logic(key, {"kernel": "gemv", "block_m": 32, "block_n": 64, "num_warps": 4,
                                      "per_sm": 2}, [{"m": 72, "n": 40}])
-    choice = space.select_gemv(72, 40, key, info)
+    choice = space.select_shape("gemv", (72, 40), key, info)
     assert choice.config == GemvConfig(32, 64, 4, 2) and str(path) in choice.reason
     a = torch.randn((40, 72) if trans else (72, 40), device=device)
     x = torch.randn(40, device=device)
@@ -427,8 +427,8 @@ def test_gemv_selects_through_installed_logic_then_the_heuristic(trans: bool, de
     y = gemv(a, x, trans=trans)
     want = (a.t() if trans else a).double().cpu() @ x.double().cpu()
     assert torch.allclose(y.double().cpu(), want, rtol=1e-5, atol=1e-5)
-    assert space.select_gemv(72, 40, space.gemv_dtype(torch.float32, not trans), info).reason != choice.reason
-    assert space.select_gemv(72, 40, space.gemv_dtype(torch.float64, trans), info).reason != choice.reason
+    for other in (space.gemv_dtype(torch.float32, not trans), space.gemv_dtype(torch.float64, trans)):
+        assert space.select_shape("gemv", (72, 40), other, info).reason != choice.reason
 
 
 @pytest.mark.parametrize("config", [GemvConfig(16, 32, 4, 1), GemvConfig(32, 16, 4, 8),
@@ -463,7 +463,7 @@ def test_gemv_heuristic_logic_documents_load(tmp_path: Path) -> None:
     """What a pack ships for an untuned architecture validates and names the heuristic's tile."""
     from tessera._core.device import offline_device
 
-    docs = space.gemv_heuristic_logic(offline_device("sm_90"))
+    docs = space.shape_heuristic_logic("gemv")(offline_device("sm_90"))
     assert {doc["problem"]["dtype"] for doc in docs} == set(space.GEMV_DTYPES)
     for doc in docs:
         path = tmp_path / f"blas.gemv.{doc['problem']['dtype']}.yaml"
@@ -480,7 +480,7 @@ def test_level1_selects_through_installed_logic_then_the_heuristic(device: str) 
     from tessera._core.launch import capture
 
     info = device_info(device)
-    before = space.select_level1("level1_reduce", 3000, "fp32", info)
+    before = space.select_shape("level1_reduce", (3000,), "fp32", info)
     assert before.config == space.LEVEL1_HEURISTIC and "no installed pack logic" in before.reason
     arch = info.arch
     path = Path(os.environ["TESSERA_HOME"]) / "current" / "logic" / arch / "blas.level1_reduce.fp32.yaml"
@@ -490,7 +490,7 @@ def test_level1_selects_through_installed_logic_then_the_heuristic(device: str) 
         "solutions": [{"id": 0, "kernel": "level1", "block": 128, "iters": 2, "num_warps": 2}],
         "table": [{"n": 3000, "solution": 0}]}))
     logic.reload()
-    choice = space.select_level1("level1_reduce", 3000, "fp32", info)
+    choice = space.select_shape("level1_reduce", (3000,), "fp32", info)
     assert choice.config == VectorConfig(128, 2, 2) and str(path) in choice.reason
     x, y = make(3000, torch.float32, device, 5), make(3000, torch.float32, device, 6)
     with capture() as calls:
@@ -501,8 +501,8 @@ def test_level1_selects_through_installed_logic_then_the_heuristic(device: str) 
     xs, ys = f64(x), f64(y)
     close(nrm2(x), float(np.sqrt(xs @ xs)), torch.float32, 100)
     close(dot(x, y), float(xs @ ys), torch.float32, 200)
-    assert space.select_level1("level1_extreme", 3000, "fp32", info).config == space.LEVEL1_HEURISTIC
-    assert space.select_level1("level1_reduce", 3000, "fp64", info).config == space.LEVEL1_HEURISTIC
+    assert space.select_shape("level1_extreme", (3000,), "fp32", info).config == space.LEVEL1_HEURISTIC
+    assert space.select_shape("level1_reduce", (3000,), "fp64", info).config == space.LEVEL1_HEURISTIC
 
 
 @pytest.mark.parametrize("config", [VectorConfig(64, 1, 2), VectorConfig(128, 4, 4), VectorConfig(512, 3, 1)],
@@ -541,16 +541,17 @@ def test_cli_tune_level1_writes_logic(tmp_path: Path, capsys: pytest.CaptureFixt
                  "--out", str(tmp_path)]) == 2  # axpy has no complex dtype
 
 
-def test_level1_heuristic_logic_documents_load(tmp_path: Path) -> None:
+def test_level12_heuristic_logic_documents_load(tmp_path: Path) -> None:
     from tessera._core.device import offline_device
 
-    for op, dtypes in space.LEVEL1_OP_DTYPES.items():
+    for op, spec in space.SHAPE_OPS.items():
         docs = logic.registered_ops()[("blas", op)].heuristic(offline_device("gfx1103"))
-        assert [doc["problem"]["dtype"] for doc in docs] == list(dtypes)
+        assert [doc["problem"]["dtype"] for doc in docs] == list(spec.dtypes)
         for doc in docs:
             path = tmp_path / f"blas.{op}.{doc['problem']['dtype']}.yaml"
             path.write_text(yaml.safe_dump(doc))
-            assert list(load_logic(path).solutions.values()) == [space.LEVEL1_HEURISTIC]
+            assert list(load_logic(path).solutions.values()) == [spec.heuristic(doc["problem"]["dtype"],
+                                                                                "hip").config]
 
 
 def test_level1_compiles_offline_for_a_pack() -> None:
@@ -570,3 +571,102 @@ def test_level1_compiles_offline_for_a_pack() -> None:
         sidecars = [f for f in result["files"] if f.endswith(".launch.json")]
         # dot (plain and conjugated), asum, nrm2 for two lengths, and one nrm2 finish
         assert len(sidecars) == 9 and all(f.endswith(".hsaco") for f in result["files"][::3])
+
+
+@pytest.mark.parametrize("shape", [GerConfig(16, 32, 2), GerConfig(64, 16, 4)], ids=lambda c: c.short())
+def test_every_ger_config_agrees_with_numpy(shape: GerConfig, device: str) -> None:
+    a = make(45 * 70, torch.float64, device, 30).reshape(45, 70)
+    x, y = make(45, torch.float64, device, 31), make(70, torch.float64, device, 32)
+    want = f64(a) + 0.5 * np.outer(f64(x), f64(y))
+    with space.forced(shape):
+        ger(0.5, x, y, a)
+    assert np.allclose(f64(a), want, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("shape", [SymvConfig(16, 1, 2), SymvConfig(32, 3, 4)], ids=lambda c: c.short())
+def test_every_symv_config_agrees_with_numpy(shape: SymvConfig, device: str) -> None:
+    gen = torch.Generator().manual_seed(33)
+    full = torch.randn(75, 75, generator=gen, dtype=torch.float64)
+    sym = torch.triu(full) + torch.triu(full, 1).T
+    x, y = make(75, torch.float64, device, 34), make(75, torch.float64, device, 35)
+    with space.forced(shape):
+        got = symv(full.to(device), x, y.clone(), alpha=2.0, beta=-1.0)
+    assert np.allclose(f64(got), 2.0 * sym.numpy() @ f64(x) - f64(y), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [TrsvConfig(16, 4), TrsvConfig(32, 2)], ids=lambda c: c.short())
+def test_every_trsv_config_agrees_with_numpy(shape: TrsvConfig, device: str) -> None:
+    n = 100
+    gen = torch.Generator().manual_seed(36)
+    t = 0.05 * torch.randn(n, n, generator=gen, dtype=torch.float64) + torch.eye(n, dtype=torch.float64)
+    b = torch.randn(n, generator=gen, dtype=torch.float64)
+    for lower in (False, True):
+        x = b.clone().to(device)
+        with space.forced(shape):
+            trsv(t.to(device), x, lower=lower)
+        tri = (torch.tril(t) if lower else torch.triu(t)).numpy()
+        assert np.allclose(tri @ f64(x), b.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_level2_shapes_select_through_installed_logic(device: str) -> None:
+    """ger/symv/trsv logic files decide their launches (seen in the launch)."""
+    from tessera._core.launch import capture
+
+    arch = device_info(device).arch
+    solutions = {"ger": ({"kernel": "ger", "block_m": 16, "block_n": 16, "num_warps": 2}, {"m": 40, "n": 40}),
+                 "symv": ({"kernel": "symv", "tile": 16, "per_program": 1, "num_warps": 2}, {"n": 40}),
+                 "trsv": ({"kernel": "trsv", "block": 16, "num_warps": 2}, {"n": 40})}
+    for op, (solution, size) in solutions.items():
+        path = Path(os.environ["TESSERA_HOME"]) / "current" / "logic" / arch / f"blas.{op}.fp32.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump({
+            "schema": 1, "arch": arch, "library": "blas", "op": op, "problem": {"dtype": "fp32"},
+            "solutions": [{"id": 0, **solution}], "table": [{**size, "solution": 0}]}))
+    logic.reload()
+    a = torch.eye(40, device=device) + 0.01 * make(1600, torch.float32, device, 37).reshape(40, 40)
+    x = make(40, torch.float32, device, 38)
+    with capture() as calls:
+        ger(1.0, x, x, a.clone())
+        symv(a, x)
+        trsv(a, x.clone())
+    shapes = {call.launcher.kernel.fn.__name__: (call.constexprs.get("BLOCK_M"), call.constexprs.get("BS"),
+                                                 call.num_warps) for call in calls}
+    assert shapes["_ger_kernel"] == (16, None, 2)
+    assert shapes["_symv_kernel"] == (None, 16, 2)
+    assert shapes["_trsv_kernel"] == (None, 16, 2)
+    assert space.select_shape("trsv", (40,), "fp64", device_info(device)).config == TrsvConfig()
+
+
+def test_level2_compiles_offline_for_a_pack() -> None:
+    """trsv's four variants (upper/lower, unit diagonal or not) and symv with and without β compile
+    for a pack's target."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    jobs = [{"library": "blas", "op": "trsv", "kernel": "trsv", "dtype": "fp32",
+             "config": dataclasses.asdict(TrsvConfig())},
+            {"library": "blas", "op": "symv", "kernel": "symv", "dtype": "bf16",
+             "config": dataclasses.asdict(SymvConfig())}]
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=env,
+                              input=json.dumps({"arch": "sm_90", "out": out, "jobs": jobs}),
+                              capture_output=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        results = [json.loads(line) for line in done.stdout.strip().splitlines()[-2:]]
+        assert [r["status"] for r in results] == ["ok", "ok"], results
+        counts = [sum(f.endswith(".cubin") for f in r["files"]) for r in results]
+        assert counts == [4, 3]  # trsv: 4 variants; symv: the kernel, then the finish with β = 0 and ≠ 0
+
+
+def test_cli_tune_level2_writes_logic(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("the tiny space is for the interpreter; the GPU run uses real spaces")
+    for op, sizes in (("ger", {(40, 72), (24, 130)}), ("symv", {(40,), (75,)}), ("trsv", {(40,), (100,)})):
+        assert main(["tune", "level2", "--op", op, "--dtype", "fp32", "--sizes", "tiny", "--space", "tiny",
+                     "--no-plot", "--out", str(tmp_path)]) == 0
+        assert "geometric-mean gain of tuned over the heuristic default" in capsys.readouterr().out
+        lf = load_logic(tmp_path / "interpreter" / f"blas.{op}.fp32.yaml")
+        assert {row.sizes for row in lf.table} == sizes
+        assert {config.kernel for config in lf.solutions.values()} == {op}
+        journal = (tmp_path / "interpreter" / f"blas.{op}.fp32.journal.jsonl").read_text()
+        assert '"status": "ok"' in journal and '"status": "incorrect"' not in journal
+    assert main(["tune", "level2", "--op", "ger", "--sizes", "4x5x6", "--out", str(tmp_path)]) == 2

@@ -90,7 +90,7 @@ def _vectors(x: object, y: object, n: int | None, incx: int, incy: int,
 def _config(op: str, x: Vector) -> k.VectorConfig:
     """The launch configuration of ``op`` for this vector: forced, logic files, heuristic."""
     info = device_info(x.tensor.device)
-    return space.select_level1(op, x.n, space.level1_dtype(x.tensor.dtype), info).config
+    return space.select_shape(op, (x.n,), space.level1_dtype(x.tensor.dtype), info).config
 
 
 def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float = 0.0) -> None:

@@ -9,13 +9,10 @@ error, an empty matrix returns at once (y untouched), α = 0 does not read A, β
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
-from tessera._core.device import device_info
+from tessera._core.device import device_info, dtype_key
 from tessera._core.errors import invalid
-from tessera._core.launch import cdiv
 from tessera._core.validate import (
     as_tensor,
     check_dtype,
@@ -26,8 +23,6 @@ from tessera._core.validate import (
 from tessera.blas import space
 from tessera.blas.kernels import level2 as k
 from tessera.blas.level1 import REAL, Vector
-
-TRSV_BLOCK = 64
 
 
 def _matrix(name: str, a: object) -> torch.Tensor:
@@ -51,50 +46,17 @@ def _fp64(*tensors: torch.Tensor) -> bool:
 def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vector, alpha: float,
           beta: float) -> None:
     """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san; the tile comes from
-    ``space.select_gemv`` (forced, logic files, heuristic)."""
+    ``space.select_shape`` (forced, logic files, heuristic)."""
     info = device_info(a.device)
-    config = space.select_gemv(m, n, space.gemv_dtype(a.dtype, sam == 1), info).config
+    config = space.select_shape("gemv", (m, n), space.gemv_dtype(a.dtype, sam == 1), info).config
     k.launch_gemv(a, sam, san, m, n, x.kernel_args(), y.kernel_args(), alpha, beta,
                   fp64=_fp64(a, x.tensor, y.tensor), config=config, num_sms=info.multiprocessors or 8,
                   max_split=2 if info.backend == "interpreter" else 64)  # the CPU runs programs one by one
 
 
-# (tile edge, stored tiles per program, num_warps) for symv; the interpreter takes small tiles so
-# that tests of a few dozen rows still cover several programs per block row.
-SYMV_SHAPE = {"gpu": (64, 8, 4), "interpreter": (16, 2, 4)}
-
-
-@functools.lru_cache(maxsize=64)
-def _symv_plan(blocks: int, per_program: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """(plan, first): plan[p] = (I, J0, J1), the stored tiles (I, J0 … J1 − 1) of program p, block
-    row by block row; first[I] … first[I + 1] − 1 are the programs of block row I."""
-    plan, first = [], [0]
-    for i in range(blocks):
-        for j0 in range(i, blocks, per_program):
-            plan.append((i, j0, min(j0 + per_program, blocks)))
-        first.append(len(plan))
-    return (torch.tensor(plan, dtype=torch.int32, device=device).reshape(-1),
-            torch.tensor(first, dtype=torch.int32, device=device))
-
-
-def _symv(a: torch.Tensor, sam: int, san: int, n: int, x: Vector, y: Vector, alpha: float,
-          beta: float) -> None:
-    """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j)."""
-    fp64 = _fp64(a, x.tensor, y.tensor)
-    tile, per_program, warps = SYMV_SHAPE["interpreter" if device_info(a.device).backend == "interpreter"
-                                          else "gpu"]
-    blocks = cdiv(n, tile)
-    plan, first = _symv_plan(blocks, per_program, a.device)
-    programs = plan.numel() // 3
-    wide = torch.float64 if fp64 else torch.float32
-    ws_row = torch.empty(programs * tile, dtype=wide, device=a.device)
-    ws_col = torch.empty(max(blocks - 1, 1) * n, dtype=wide, device=a.device)  # block row I < last
-    xd, xs, xi = x.kernel_args()
-    yd, ys, yi = y.kernel_args()
-    k.symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
-                  {"FP64": fp64, "BS": tile}, warps, 3)
-    k.symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, ys, yi, alpha, beta),
-                         {"BETA_ZERO": beta == 0.0, "FP64": fp64, "BS": tile, "ABOVE": 32}, 4, 3)
+def _shape(op: str, sizes: tuple[int, ...], a: torch.Tensor) -> object:
+    """The launch shape of ``op`` on matrix ``a``: forced, logic files, heuristic."""
+    return space.select_shape(op, sizes, dtype_key(a.dtype), device_info(a.device)).config
 
 
 def _scale_only(y: Vector, beta: float) -> None:
@@ -149,7 +111,8 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
         _scale_only(y_vec, beta)
         return y_vec.tensor
     sam, san = (a.stride(1), a.stride(0)) if lower else (a.stride(0), a.stride(1))  # lower = upper of Aᵀ
-    _symv(a, sam, san, n, x_vec, y_vec, alpha, beta)
+    k.launch_symv(a, sam, san, n, x_vec.kernel_args(), y_vec.kernel_args(), alpha, beta,
+                  fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=_shape("symv", (n,), a))
     return y_vec.tensor
 
 
@@ -163,11 +126,8 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
     check_no_internal_overlap("a", a)
     if m == 0 or n == 0 or alpha == 0.0:
         return a
-    xd, xs, xi = x_vec.kernel_args()
-    yd, ys, yi = y_vec.kernel_args()
-    k.ger_launch((cdiv(m, 32), cdiv(n, 64)), (a, xd, yd, m, n, a.stride(0), a.stride(1), xs, xi, ys, yi,
-                                                  alpha),
-                 {"FP64": _fp64(a, x_vec.tensor, y_vec.tensor), "BLOCK_M": 32, "BLOCK_N": 64}, 4, 3)
+    k.launch_ger(a, x_vec.kernel_args(), y_vec.kernel_args(), alpha,
+                 fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=_shape("ger", (m, n), a))
     return a
 
 
@@ -175,8 +135,9 @@ def trsv(a: object, x: object, *, lower: bool = False, trans: bool = False, unit
          incx: int = 1) -> torch.Tensor:
     """Solve op(A)·x = b for triangular A (``lower`` or upper; ``unit_diagonal``: A's diagonal is
     taken as ones and not read); x holds b on entry and the solution on exit. No singularity test
-    (as BLAS): a zero on the diagonal gives inf/NaN. One launch: 64-row blocks solved in order
-    through inverted diagonal blocks (accuracy of order cond(diagonal block)·u per block)."""
+    (as BLAS): a zero on the diagonal gives inf/NaN. One launch: row blocks (64 rows unless the
+    ``trsv`` logic says otherwise) solved in order through inverted diagonal blocks (accuracy of
+    order cond(diagonal block)·u per block)."""
     a = _matrix("a", a)
     if a.shape[0] != a.shape[1]:
         raise invalid("a.shape", tuple(a.shape), "square (n, n)")
@@ -186,10 +147,6 @@ def trsv(a: object, x: object, *, lower: bool = False, trans: bool = False, unit
     if n == 0:
         return x_vec.tensor
     sam, san = (a.stride(1), a.stride(0)) if trans else (a.stride(0), a.stride(1))
-    blocks = cdiv(n, TRSV_BLOCK)
-    flags = torch.zeros(blocks + 1, dtype=torch.int32, device=a.device)  # per block, then the ticket
-    xd, xs, xi = x_vec.kernel_args()
-    k.trsv_launch((blocks,), (a, xd, flags, n, sam, san, xs, xi),
-                  {"LOWER": lower != trans, "UNIT": unit_diagonal, "FP64": _fp64(a, x_vec.tensor),
-                   "BS": TRSV_BLOCK}, 8, 1)
+    k.launch_trsv(a, sam, san, n, x_vec.kernel_args(), lower=lower != trans, unit_diagonal=unit_diagonal,
+                  fp64=_fp64(a, x_vec.tensor), config=_shape("trsv", (n,), a))
     return x_vec.tensor

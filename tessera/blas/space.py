@@ -24,11 +24,11 @@ from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
 from tessera.blas.kernels.level1 import VectorConfig
-from tessera.blas.kernels.level2 import GemvConfig
+from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.tuning import logic
 
 Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WqConfig | WqGemvConfig | WqDequantConfig
-          | ScaledConfig | GemvConfig | VectorConfig)
+          | ScaledConfig | GemvConfig | GerConfig | SymvConfig | TrsvConfig | VectorConfig)
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -409,10 +409,11 @@ logic.register_op("blas", "gemm_scaled", WQ_SIZE_KEYS, {"gemm_scaled": ScaledCon
 MNK_HEURISTICS = {"gemm_wq": _wq_heuristic, "gemm_scaled": _scaled_heuristic}
 
 
-# BLAS level 2 ``gemv`` (op ``gemv``): sizes (m, n) of op(A); dtype ``bf16`` … when op(A)'s rows are
-# contiguous in memory (A row-major, no transpose), ``bf16_t`` … when its columns are (the rows
-# of a row-major A reduced as columns: gemv with trans=True).
-GEMV_SIZE_KEYS = ("m", "n")
+# BLAS level 1 and 2 launch shapes: one selection path (forced → logic files → heuristic) for the
+# ops below, each keyed by its sizes and a dtype name.
+#
+# ``gemv``: sizes (m, n) of op(A); dtype ``bf16`` … when op(A)'s rows are contiguous in memory (A
+# row-major, no transpose), ``bf16_t`` … when its columns are (gemv with trans=True on a row-major A).
 GEMV_DTYPES = tuple(f"{d}{layout}" for d in ("fp16", "bf16", "fp32", "fp64") for layout in ("", "_t"))
 GEMV_SPACE: tuple[GemvConfig, ...] = tuple(
     GemvConfig(bm, bn, w, per_sm)
@@ -425,26 +426,36 @@ GEMV_SPACE: tuple[GemvConfig, ...] = tuple(
 GEMV_HEURISTIC = {False: GemvConfig(16, 512, 4, 4), True: GemvConfig(64, 128, 4, 8)}
 GEMV_INTERPRETER = GemvConfig(16, 32, 4, 4)  # small tiles keep the CPU fast and cover several programs
 
+# Level 1: ``level1_map`` (axpy, scal, copy, swap, rot), ``level1_reduce`` (dot, dotc, asum, nrm2),
+# ``level1_extreme`` (iamax, iamin); size (n,), the vector's dtype (complex ones by name). One shape
+# serves an op's routines; `tessera tune level1` times axpy, nrm2 and iamax.
+LEVEL1_DTYPES = ("fp16", "bf16", "fp32", "fp64", "complex64", "complex128")
+LEVEL1_SPACE: tuple[VectorConfig, ...] = tuple(
+    VectorConfig(block, iters, w) for block in (512, 1024, 2048, 4096) for iters in (1, 2, 4, 8, 16)
+    for w in (2, 4, 8) if block // (32 * w) >= 4)
+# The launch shape every level-1 routine used before it was selectable: on the H200 (graph-timed,
+# 2^26 fp32, blas-l12-h200-5a0e020.json) axpy/dot/asum reach 98–102 % of copy with it, nrm2 79 %,
+# iamax 82 %.
+LEVEL1_HEURISTIC = VectorConfig(1024, 8, 4)
+# ger, symv, trsv: the shapes measured on the H200 (bench 5a0e020: ger 82 % of copy; symv reads the
+# stored triangle once; trsv's 64-row blocks bound its rounding too); the interpreter takes small symv
+# tiles so that tests of a few dozen rows still cover several programs per block row.
+SYMV_INTERPRETER = SymvConfig(16, 2, 4)
+REAL_DTYPES = ("fp16", "bf16", "fp32", "fp64")
+GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128, 256) for w in (4, 8))
+SYMV_SPACE = tuple(SymvConfig(t, p, w) for t in (32, 64, 128) for p in (4, 8, 16) for w in (4, 8))
+TRSV_SPACE = tuple(TrsvConfig(b, w) for b in (32, 64, 128) for w in (4, 8))
 
-def gemv_dtype(dtype: torch.dtype, columns_contiguous: bool) -> str:
-    """The logic-file dtype key of a gemv (see GEMV_DTYPES)."""
-    return dtype_key(dtype) + ("_t" if columns_contiguous else "")
 
+@dataclass(frozen=True)
+class ShapeOp:
+    """A level-1/2 op whose launch shape comes from logic files."""
 
-def select_gemv(m: int, n: int, dtype: str, device: DeviceInfo) -> Choice:
-    """The gemv configuration: a forced GemvConfig, else the logic files, else the heuristic."""
-    if isinstance(forced.config, GemvConfig):
-        return Choice(forced.config, "forced")
-    return _select_gemv_cached(m, n, dtype, device.backend, device.arch, logic.generation())
-
-
-@functools.lru_cache(maxsize=1024)
-def _select_gemv_cached(m: int, n: int, dtype: str, backend: str, arch: str, _generation: int) -> Choice:
-    match, reasons = logic.lookup(arch, "blas", "gemv", dtype, (m, n))
-    if match is not None:
-        return Choice(match.config, match.describe())
-    choice = _gemv_heuristic(dtype, backend)
-    return Choice(choice.config, "; ".join([*reasons, choice.reason]))
+    family: type
+    size_keys: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    documented_size: tuple[int, ...]  # the size heuristic logic documents name
+    heuristic: Callable[[str, str], Choice]  # (dtype, backend) → the pick without logic
 
 
 def _gemv_heuristic(dtype: str, backend: str) -> Choice:
@@ -454,32 +465,28 @@ def _gemv_heuristic(dtype: str, backend: str) -> Choice:
                   "heuristic: the H200 sweeps' best tile for this layout")
 
 
-def gemv_heuristic_logic(device: DeviceInfo) -> list[dict]:
-    """Logic documents (one per dtype and layout) holding the heuristic's pick: what a pack ships
-    for an architecture nobody has tuned."""
-    size = {"m": 8192, "n": 8192}
-    return [logic.heuristic_document(device.arch, device.backend, "blas", "gemv", dtype,
-                                     [(size, _gemv_heuristic(dtype, device.backend).config)])
-            for dtype in GEMV_DTYPES]
+def _fixed(config: object, interpreter: object | None = None) -> Callable[[str, str], Choice]:
+    def pick(dtype: str, backend: str) -> Choice:
+        if backend == "interpreter" and interpreter is not None:
+            return Choice(interpreter, "interpreter: small tiles")
+        return Choice(config, "heuristic: the launch shape measured on the H200")
+    return pick
 
 
-logic.register_op("blas", "gemv", GEMV_SIZE_KEYS, {"gemv": GemvConfig}, heuristic=gemv_heuristic_logic)
+SHAPE_OPS: dict[str, ShapeOp] = {
+    "gemv": ShapeOp(GemvConfig, ("m", "n"), GEMV_DTYPES, (8192, 8192), _gemv_heuristic),
+    "ger": ShapeOp(GerConfig, ("m", "n"), REAL_DTYPES, (8192, 8192), _fixed(GerConfig())),
+    "symv": ShapeOp(SymvConfig, ("n",), REAL_DTYPES, (8192,), _fixed(SymvConfig(), SYMV_INTERPRETER)),
+    "trsv": ShapeOp(TrsvConfig, ("n",), REAL_DTYPES, (8192,), _fixed(TrsvConfig())),
+    "level1_map": ShapeOp(VectorConfig, ("n",), REAL_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
+    "level1_reduce": ShapeOp(VectorConfig, ("n",), LEVEL1_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
+    "level1_extreme": ShapeOp(VectorConfig, ("n",), LEVEL1_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
+}
 
 
-# BLAS level 1 (ops ``level1_map`` for axpy/scal/copy/swap/rot, ``level1_reduce`` for dot/dotc/
-# asum/nrm2, ``level1_extreme`` for iamax/iamin): size (n,), dtype of the vector (complex ones by
-# name). One configuration serves an op's routines; `tessera tune level1` times axpy, nrm2 and iamax.
-LEVEL1_SIZE_KEYS = ("n",)
-LEVEL1_DTYPES = ("fp16", "bf16", "fp32", "fp64", "complex64", "complex128")
-LEVEL1_OP_DTYPES = {"level1_map": LEVEL1_DTYPES[:4], "level1_reduce": LEVEL1_DTYPES,
-                    "level1_extreme": LEVEL1_DTYPES}
-LEVEL1_SPACE: tuple[VectorConfig, ...] = tuple(
-    VectorConfig(block, iters, w) for block in (512, 1024, 2048, 4096) for iters in (1, 2, 4, 8, 16)
-    for w in (2, 4, 8) if block // (32 * w) >= 4)
-# The launch shape every level-1 routine used before it was selectable: on the H200 (graph-timed,
-# 2^26 fp32, blas-l12-h200-5a0e020.json) axpy/dot/asum reach 98–102 % of copy with it, nrm2 79 %,
-# iamax 82 %.
-LEVEL1_HEURISTIC = VectorConfig(1024, 8, 4)
+def gemv_dtype(dtype: torch.dtype, columns_contiguous: bool) -> str:
+    """The logic-file dtype key of a gemv (see GEMV_DTYPES)."""
+    return dtype_key(dtype) + ("_t" if columns_contiguous else "")
 
 
 def level1_dtype(dtype: torch.dtype) -> str:
@@ -487,31 +494,37 @@ def level1_dtype(dtype: torch.dtype) -> str:
     return {torch.complex64: "complex64", torch.complex128: "complex128"}.get(dtype) or dtype_key(dtype)
 
 
-def select_level1(op: str, n: int, dtype: str, device: DeviceInfo) -> Choice:
-    """A level-1 launch configuration: a forced VectorConfig, else the logic files, else the heuristic."""
-    if isinstance(forced.config, VectorConfig):
+def select_shape(op: str, sizes: tuple[int, ...], dtype: str, device: DeviceInfo) -> Choice:
+    """The launch shape of level-1/2 ``op``: a forced config of its family, else the logic files,
+    else the heuristic."""
+    if isinstance(forced.config, SHAPE_OPS[op].family):
         return Choice(forced.config, "forced")
-    return _select_level1_cached(op, n, dtype, device.arch, logic.generation())
+    return _select_shape_cached(op, sizes, dtype, device.backend, device.arch, logic.generation())
 
 
 @functools.lru_cache(maxsize=1024)
-def _select_level1_cached(op: str, n: int, dtype: str, arch: str, _generation: int) -> Choice:
-    match, reasons = logic.lookup(arch, "blas", op, dtype, (n,))
+def _select_shape_cached(op: str, sizes: tuple[int, ...], dtype: str, backend: str, arch: str,
+                         _generation: int) -> Choice:
+    match, reasons = logic.lookup(arch, "blas", op, dtype, sizes)
     if match is not None:
         return Choice(match.config, match.describe())
-    return Choice(LEVEL1_HEURISTIC, "; ".join([*reasons, "heuristic: the launch shape measured on the H200"]))
+    choice = SHAPE_OPS[op].heuristic(dtype, backend)
+    return Choice(choice.config, "; ".join([*reasons, choice.reason]))
 
 
-def _level1_heuristic_logic(op: str) -> Callable[[DeviceInfo], list[dict]]:
+def shape_heuristic_logic(op: str) -> Callable[[DeviceInfo], list[dict]]:
+    """The builder of ``op``'s heuristic logic documents (one per dtype): what a pack ships for an
+    architecture nobody has tuned."""
+    spec = SHAPE_OPS[op]
+
     def documents(device: DeviceInfo) -> list[dict]:
-        """Logic documents (one per dtype) holding the heuristic's pick: what a pack ships for an
-        architecture nobody has tuned."""
+        size = dict(zip(spec.size_keys, spec.documented_size, strict=True))
         return [logic.heuristic_document(device.arch, device.backend, "blas", op, dtype,
-                                         [({"n": 1 << 26}, LEVEL1_HEURISTIC)])
-                for dtype in LEVEL1_OP_DTYPES[op]]
+                                         [(size, spec.heuristic(dtype, device.backend).config)])
+                for dtype in spec.dtypes]
     return documents
 
 
-for _op in LEVEL1_OP_DTYPES:
-    logic.register_op("blas", _op, LEVEL1_SIZE_KEYS, {"level1": VectorConfig},
-                      heuristic=_level1_heuristic_logic(_op))
+for _op, _spec in SHAPE_OPS.items():
+    logic.register_op("blas", _op, _spec.size_keys, {_spec.family.kernel: _spec.family},
+                      heuristic=shape_heuristic_logic(_op))

@@ -24,9 +24,9 @@ from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 from tessera.blas.kernels.level1 import VectorConfig
-from tessera.blas.kernels.level2 import GemvConfig
+from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.blas.level1 import axpy, iamax, nrm2
-from tessera.blas.level2 import gemv
+from tessera.blas.level2 import gemv, ger, symv, trsv
 from tessera.blas.quantized import dequantize_weight, gemm_wq, quantize_weight
 from tessera.tuning.tuner import TunableOp, runtime_of
 
@@ -319,9 +319,9 @@ def gemv_tunable(dtype: str, problems: Sequence[tuple[int, int]], space_name: st
                      figure="gbs", runtime=runtime_of(device))
 
 
-def gemv_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
-    """What the untuned heuristic picks (the tuner's summary compares with it)."""
-    return space._gemv_heuristic(dtype, device.backend).config
+def shape_default(op: str, dtype: str, device: DeviceInfo) -> space.Config:
+    """What the untuned heuristic picks for a level-1/2 op (the tuner's summary compares with it)."""
+    return space.SHAPE_OPS[op].heuristic(dtype, device.backend).config
 
 
 # BLAS level 1 (ops level1_map, level1_reduce, level1_extreme): problems (n,). Each op is timed on
@@ -358,37 +358,35 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
     rounding plus fp32 sums; iamax exactly NumPy's first largest |x|), the figure GB/s moved by the
     routine (CUDA-graph timed on a GPU: a vector op takes less time than its Python call)."""
     device = device or device_info()
-    known = space.LEVEL1_OP_DTYPES
-    if op not in known:
-        raise InvalidArgumentError(f"level-1 op {op!r} is unknown; known: {', '.join(known)}")
-    if dtype not in known[op]:
-        raise InvalidArgumentError(f"{op} has no dtype {dtype!r}; known: {', '.join(known[op])}")
+    if op not in LEVEL1_ROUTINES:
+        raise InvalidArgumentError(f"level-1 op {op!r} is unknown; known: {', '.join(LEVEL1_ROUTINES)}")
+    known = space.SHAPE_OPS[op].dtypes
+    if dtype not in known:
+        raise InvalidArgumentError(f"{op} has no dtype {dtype!r}; known: {', '.join(known)}")
     target = "cuda" if on_gpu() else "cpu"
     make_operands, routine, bytes_per_element = level1_routine(op, dtype, target)
     unit = {"fp16": 2.0**-10, "bf16": 2.0**-7, "fp64": 2.0**-52}.get(dtype, 2.0**-23)
     cache: dict[tuple[int, ...], tuple] = {}
 
     def operands(problem: tuple[int, ...]) -> tuple:
+        """(the vectors, a copy of them the timed calls may update in place)."""
         if problem not in cache:
             cache.clear()
-            cache[problem] = make_operands(problem)
+            vectors = make_operands(problem)
+            cache[problem] = (vectors, tuple(v.clone() for v in vectors))
         return cache[problem]
 
-    def run(problem: tuple[int, ...], config: space.Config) -> object:
-        args = operands(problem)
-        if op == "level1_map":
-            args = (args[0], args[1].clone())  # axpy writes y
-        with space.forced(config):
-            return routine(args), args
-
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
-        got, args = run(problem, config)
-        x = args[0].cpu().to(torch.complex128 if args[0].is_complex() else torch.float64)
+        vectors = operands(problem)[0]
+        args = (vectors[0], vectors[1].clone()) if op == "level1_map" else vectors  # axpy writes y
+        with space.forced(config):
+            got = routine(args)
+        x = vectors[0].cpu().to(torch.complex128 if vectors[0].is_complex() else torch.float64)
         if op == "level1_extreme":
             want = int(torch.argmax(x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()))
             return None if int(got) == want else f"iamax {int(got)}, expected {want}"
         if op == "level1_map":
-            y = operands(problem)[1].cpu().to(x.dtype)
+            y = vectors[1].cpu().to(x.dtype)
             want, magnitude = 1.5 * x + y, 1.5 * x.abs() + y.abs()
         else:
             want, magnitude = torch.linalg.vector_norm(x), torch.linalg.vector_norm(x)
@@ -396,13 +394,117 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
         return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
 
     def measure(problem: tuple[int, ...], config: space.Config) -> float:
-        return problem[0] * bytes_per_element / graph_ms([lambda: run(problem, config)]) / 1e6
+        work = operands(problem)[1]
+
+        def run() -> None:
+            with space.forced(config):
+                routine(work)
+        return problem[0] * bytes_per_element / graph_ms([run]) / 1e6
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
         configs = LEVEL1_TINY_SPACE if space_name == "tiny" else space.LEVEL1_SPACE
         if op == "level1_map":  # one step a program: iters does not matter
             configs = tuple(dict.fromkeys(dataclasses.replace(c, iters=1) for c in configs))
         return list(configs)
+
+    return TunableOp("blas", op, device.arch, dtype, list(problems), candidates, check, measure,
+                     figure="gbs", runtime=runtime_of(device))
+
+
+# BLAS level 2 ger, symv, trsv: problems (m, n) for ger, (n,) for the others; GB/s of the matrix
+# bytes the routine must move (ger reads and writes A; symv and trsv read one triangle).
+LEVEL2_PRESETS: dict[str, dict[str, list[tuple[int, ...]]]] = {
+    "ger": {"default": [(4096, 4096), (8192, 8192), (4096, 14336)], "tiny": [(40, 72), (24, 130)]},
+    "symv": {"default": [(4096,), (8192,), (16384,)], "tiny": [(40,), (75,)]},
+    "trsv": {"default": [(4096,), (8192,), (16384,)], "tiny": [(40,), (100,)]},
+}
+LEVEL2_TINY_SPACES = {"ger": (GerConfig(16, 32, 2), GerConfig(32, 16, 4)),
+                      "symv": (SymvConfig(16, 1, 2), SymvConfig(16, 3, 4)),
+                      "trsv": (TrsvConfig(16, 2), TrsvConfig(32, 4))}
+
+
+def level2_case(op: str, dtype: str, problem: tuple[int, ...],
+                target: str) -> tuple[Callable[[], object], Callable[[], tuple], int]:
+    """For ``problem``: (a launch of ``op`` in place on device operands, for timing; a checked call
+    on fresh copies returning (result, fp64 reference, magnitude) on the CPU; the bytes of A the
+    routine must move). symv and trsv use A's upper triangle; trsv is checked by its residual."""
+    elem = DTYPES[dtype]
+    gen = torch.Generator().manual_seed(sum(problem) % 2**31)
+    m, n = (problem[0], problem[1]) if op == "ger" else (problem[0], problem[0])
+    a = torch.randn(m, n, generator=gen, dtype=torch.float64)
+    if op == "trsv":  # well conditioned: the diagonal dominates
+        a = 0.5 * a / n**0.5 + torch.eye(n, dtype=torch.float64)
+    x = torch.randn(n, generator=gen, dtype=torch.float64)
+    y = torch.randn(m, generator=gen, dtype=torch.float64)
+    a_t, x_t, y_t = (t.to(elem).to(target) for t in (a, x, y))
+    a64, x64, y64 = (t.to(elem).double() for t in (a, x, y))
+    upper = torch.triu(a64)
+    a_work, x_work = a_t.clone(), x_t.clone()  # what the timed launches update in place
+    launch: Callable[[], object] = {"ger": lambda: ger(1.5, y_t, x_t, a_work), "symv": lambda: symv(a_t, x_t),
+                                    "trsv": lambda: trsv(a_t, x_work)}[op]
+
+    def checked() -> tuple:
+        if op == "ger":
+            got = ger(1.5, y_t, x_t, a_t.clone()).cpu().double()
+            return got, a64 + 1.5 * torch.outer(y64, x64), a64.abs() + 1.5 * torch.outer(y64.abs(), x64.abs())
+        if op == "symv":
+            full = upper + torch.triu(upper, 1).T
+            return symv(a_t, x_t).cpu().double(), full @ x64, full.abs() @ x64.abs()
+        solution = trsv(a_t, x_t.clone()).cpu().double()
+        return upper @ solution, x64, upper.abs() @ solution.abs()
+
+    return launch, checked, level2_bytes(op, dtype, problem)
+
+
+def level2_bytes(op: str, dtype: str, problem: tuple[int, ...]) -> int:
+    """The bytes of A the routine must move: ger reads and writes it, symv and trsv read a triangle."""
+    size = torch.empty((), dtype=DTYPES[dtype]).element_size()
+    n = problem[0]
+    return (2 * problem[0] * problem[1] if op == "ger" else n * (n + 1) // 2) * size
+
+
+def level2_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], space_name: str,
+                   device: DeviceInfo | None = None) -> TunableOp:
+    """ger, symv or trsv as the tuner sees it: checked against fp64 within the output's rounding plus
+    fp32 sums (trsv by its residual), the figure GB/s of the matrix bytes (CUDA-graph timed)."""
+    device = device or device_info()
+    if op not in LEVEL2_PRESETS:
+        raise InvalidArgumentError(f"level-2 op {op!r} is unknown; known: {', '.join(LEVEL2_PRESETS)}")
+    if dtype not in space.SHAPE_OPS[op].dtypes:
+        known = ", ".join(space.SHAPE_OPS[op].dtypes)
+        raise InvalidArgumentError(f"{op} has no dtype {dtype!r}; known: {known}")
+    target = "cuda" if on_gpu() else "cpu"
+    unit = {"fp16": 2.0**-10, "bf16": 2.0**-7, "fp64": 2.0**-52}.get(dtype, 2.0**-23)
+    cache: dict[tuple[int, ...], tuple] = {}
+
+    def case(problem: tuple[int, ...]) -> tuple:
+        if problem not in cache:
+            cache.clear()
+            cache[problem] = level2_case(op, dtype, problem, target)
+        return cache[problem]
+
+    def check(problem: tuple[int, ...], config: space.Config) -> str | None:
+        with space.forced(config):
+            got, ref, magnitude = case(problem)[1]()
+        sums = 1e-5 if dtype != "fp64" else 1e-12
+        if op == "trsv":  # a residual: x's rounding to the dtype and the sums, both of |A|·|x|
+            excess = _excess(got, ref, magnitude, 0.0, unit + sums)
+        else:
+            excess = _excess(got, ref, magnitude, unit, sums)
+        return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
+
+    def measure(problem: tuple[int, ...], config: space.Config) -> float:
+        launch, _, nbytes = case(problem)
+
+        def run() -> None:
+            with space.forced(config):
+                launch()
+        return nbytes / graph_ms([run]) / 1e6
+
+    def candidates(problem: tuple[int, ...]) -> list[space.Config]:
+        if space_name == "tiny":
+            return list(LEVEL2_TINY_SPACES[op])
+        return list({"ger": space.GER_SPACE, "symv": space.SYMV_SPACE, "trsv": space.TRSV_SPACE}[op])
 
     return TunableOp("blas", op, device.arch, dtype, list(problems), candidates, check, measure,
                      figure="gbs", runtime=runtime_of(device))

@@ -21,6 +21,7 @@ from tessera.cli.tuning import (
     cmd_tune_gemm,
     cmd_tune_gemv,
     cmd_tune_level1,
+    cmd_tune_level2,
     cmd_tune_rand,
 )
 
@@ -80,6 +81,13 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="presets (default, tiny) or vector lengths, comma-separated")
     tl1.add_argument("--space", default="default", choices=["default", "tiny"])
     _run_options(tl1)
+    tl2 = tune_sub.add_parser("level2", help="tune BLAS ger's, symv's or trsv's launch shape (this device)")
+    tl2.add_argument("--op", dest="level2_op", required=True, choices=["ger", "symv", "trsv"])
+    tl2.add_argument("--dtype", default="fp32", choices=["fp16", "bf16", "fp32", "fp64"])
+    tl2.add_argument("--sizes", default="default",
+                     help="presets (default, tiny) or sizes (ger: MxN; symv, trsv: N), comma-separated")
+    tl2.add_argument("--space", default="default", choices=["default", "tiny"])
+    _run_options(tl2)
     tr = tune_sub.add_parser("rand", help="tune a random-number kernel's launch configuration")
     tr.add_argument("--op", dest="rand_op", required=True,
                     help="generator_distribution: philox_{bits,uniform,normal}, "
@@ -141,8 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "pack":
             return cmd_pack(args)
         if args.command == "tune":
-            return {"rand": cmd_tune_rand, "gemv": cmd_tune_gemv,
-                    "level1": cmd_tune_level1}.get(args.op, cmd_tune_gemm)(args)
+            return {"rand": cmd_tune_rand, "gemv": cmd_tune_gemv, "level1": cmd_tune_level1,
+                    "level2": cmd_tune_level2}.get(args.op, cmd_tune_gemm)(args)
         if args.command == "report":
             return cmd_report(args)
         if args.op == "rand":

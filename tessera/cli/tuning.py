@@ -159,7 +159,7 @@ def cmd_tune_gemv(args: argparse.Namespace) -> int:
 
     from tessera._core.timing import graph_ms, on_gpu
     from tessera.blas.bench import DTYPES
-    from tessera.blas.tune import GEMV_PRESETS, gemv_default, gemv_tunable
+    from tessera.blas.tune import GEMV_PRESETS, gemv_tunable, shape_default
     from tessera.tuning.tuner import parse_sizes
 
     problems = parse_sizes(args.sizes, GEMV_PRESETS, width=2)
@@ -174,7 +174,7 @@ def cmd_tune_gemv(args: argparse.Namespace) -> int:
         return a.numel() * a.element_size() / graph_ms([lambda: torch.mv(a.t() if trans else a, x)]) / 1e6
 
     op = gemv_tunable(args.dtype, problems, args.space, device)
-    path, rows = _tune(op, args, problems, lambda problem: gemv_default(problem, args.dtype, device), vendor)
+    path, rows = _tune(op, args, problems, lambda problem: shape_default("gemv", args.dtype, device), vendor)
     return _summarize(path, f"gemv {args.dtype} on {device.name}", *rows, "torch.mv", "GB/s", args.no_plot)
 
 
@@ -184,8 +184,7 @@ def cmd_tune_level1(args: argparse.Namespace) -> int:
     import torch
 
     from tessera._core.timing import graph_ms
-    from tessera.blas import space
-    from tessera.blas.tune import LEVEL1_PRESETS, level1_routine, level1_tunable
+    from tessera.blas.tune import LEVEL1_PRESETS, level1_routine, level1_tunable, shape_default
     from tessera.tuning.tuner import parse_sizes
 
     op = f"level1_{args.level1_op}"
@@ -203,7 +202,41 @@ def cmd_tune_level1(args: argparse.Namespace) -> int:
         return problem[0] * bytes_per_element / graph_ms([lambda: torch_equivalent(*args_)]) / 1e6
 
     tunable = level1_tunable(op, args.dtype, problems, args.space, device)
-    path, rows = _tune(tunable, args, problems, lambda problem: space.LEVEL1_HEURISTIC, vendor)
+    path, rows = _tune(tunable, args, problems, lambda problem: shape_default(op, args.dtype, device), vendor)
+    return _summarize(path, f"{op} {args.dtype} on {device.name}", *rows, "torch", "GB/s", args.no_plot)
+
+
+def cmd_tune_level2(args: argparse.Namespace) -> int:
+    interpreting = use_interpreter_without_gpu()
+
+    import torch
+
+    from tessera._core.timing import graph_ms
+    from tessera.blas.bench import DTYPES
+    from tessera.blas.tune import LEVEL2_PRESETS, level2_bytes, level2_tunable, shape_default
+    from tessera.tuning.tuner import parse_sizes
+
+    op = args.level2_op
+    problems = parse_sizes(args.sizes, LEVEL2_PRESETS[op], width=2 if op == "ger" else 1)
+    device = _tuning_device(interpreting)
+    target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
+    elem = DTYPES[args.dtype]
+
+    def vendor(problem: tuple[int, ...]) -> float:
+        """torch's equivalent on the same bytes: addr_, mv on the full matrix, solve_triangular."""
+        m, n = (problem[0], problem[1]) if op == "ger" else (problem[0], problem[0])
+        a = torch.randn(m, n, device=target) + n * torch.eye(m, n, device=target)
+        x, y = torch.randn(n, device=target), torch.randn(m, device=target)
+        if op != "trsv":  # solve_triangular takes no 16-bit matrices: it runs in fp32 (fp64 as asked)
+            a, x, y = a.to(elem), x.to(elem), y.to(elem)
+        elif elem == torch.float64:
+            a, x = a.double(), x.double()
+        call = {"ger": lambda: a.addr_(y, x, alpha=1.5), "symv": lambda: torch.mv(a, x),
+                "trsv": lambda: torch.linalg.solve_triangular(a, x[:, None], upper=True)}[op]
+        return level2_bytes(op, args.dtype, problem) / graph_ms([call]) / 1e6
+
+    tunable = level2_tunable(op, args.dtype, problems, args.space, device)
+    path, rows = _tune(tunable, args, problems, lambda problem: shape_default(op, args.dtype, device), vendor)
     return _summarize(path, f"{op} {args.dtype} on {device.name}", *rows, "torch", "GB/s", args.no_plot)
 
 

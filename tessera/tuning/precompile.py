@@ -28,7 +28,8 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
                   "gemm_wq": "tessera.blas.kernels.gemm_wq", "gemv_wq": "tessera.blas.kernels.gemm_wq",
                   "gemm_wq_dequant": "tessera.blas.kernels.gemm_wq",
                   "gemm_scaled": "tessera.blas.kernels.gemm_scaled", "gemv": "tessera.blas.kernels.level2",
-                  "level1": "tessera.blas.kernels.level1",
+                  "ger": "tessera.blas.kernels.level2", "symv": "tessera.blas.kernels.level2",
+                  "trsv": "tessera.blas.kernels.level2", "level1": "tessera.blas.kernels.level1",
                   "philox": "tessera.rand.kernels.philox",
                   "mrg32k3a": "tessera.rand.kernels.mrg", "sobol32": "tessera.rand.kernels.sobol"}
 

@@ -11,6 +11,7 @@ programs handing solved blocks on through flags.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -37,6 +38,49 @@ class GemvConfig:
 
     def short(self) -> str:
         return f"{self.kernel} {self.block_m}x{self.block_n} w{self.num_warps} {self.per_sm}/SM"
+
+
+@dataclass(frozen=True)
+class GerConfig:
+    """Launch parameters of :func:`_ger_kernel`: a (block_m × block_n) tile of A per program."""
+
+    block_m: int = 32
+    block_n: int = 64
+    num_warps: int = 4
+
+    kernel = "ger"
+
+    def short(self) -> str:
+        return f"{self.kernel} {self.block_m}x{self.block_n} w{self.num_warps}"
+
+
+@dataclass(frozen=True)
+class SymvConfig:
+    """Launch parameters of :func:`_symv_kernel`: square tiles of edge ``tile``, ``per_program``
+    stored tiles of a block row per program."""
+
+    tile: int = 64
+    per_program: int = 8
+    num_warps: int = 4
+
+    kernel = "symv"
+
+    def short(self) -> str:
+        return f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
+
+
+@dataclass(frozen=True)
+class TrsvConfig:
+    """Launch parameters of :func:`_trsv_kernel`: ``block`` rows solved per program (the inverted
+    diagonal blocks' size: it also sets the rounding, of order cond(diagonal block)·u per block)."""
+
+    block: int = 64
+    num_warps: int = 8
+
+    kernel = "trsv"
+
+    def short(self) -> str:
+        return f"{self.kernel} block {self.block} w{self.num_warps}"
 
 
 @triton.jit
@@ -252,17 +296,82 @@ def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple[to
                            {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": 1024}, 4, 3)
 
 
-REPRESENTATIVE_GEMV = 8192  # rows and columns of the matrix a pack precompiles gemv for
+def launch_ger(a: torch.Tensor, x: tuple[torch.Tensor, int, int], y: tuple[torch.Tensor, int, int],
+               alpha: float, *, fp64: bool, config: GerConfig) -> None:
+    """A ← α x yᵀ + A for a 2-D A (any strides), vectors as (tensor, first element, increment)."""
+    m, n = a.shape
+    (xd, xs, xi), (yd, ys, yi) = x, y
+    ger_launch((cdiv(m, config.block_m), cdiv(n, config.block_n)),
+               (a, xd, yd, m, n, a.stride(0), a.stride(1), xs, xi, ys, yi, alpha),
+               {"FP64": fp64, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n}, config.num_warps, 3)
 
 
-def representative_launch(op: str, config: GemvConfig, dtype: str, num_sms: int) -> None:
-    """The launches ``gemv`` makes with ``config`` for a contiguous 8192² matrix, unit increments,
-    α = 1, β = 0 — op(A) rows contiguous, or with dtype ``…_t`` columns (run under
-    ``tessera._core.launch.capture()``)."""
+@functools.lru_cache(maxsize=64)
+def _symv_plan(blocks: int, per_program: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(plan, first): plan[p] = (I, J0, J1), the stored tiles (I, J0 … J1 − 1) of program p, block
+    row by block row; first[I] … first[I + 1] − 1 are the programs of block row I."""
+    plan, first = [], [0]
+    for i in range(blocks):
+        for j0 in range(i, blocks, per_program):
+            plan.append((i, j0, min(j0 + per_program, blocks)))
+        first.append(len(plan))
+    return (torch.tensor(plan, dtype=torch.int32, device=device).reshape(-1),
+            torch.tensor(first, dtype=torch.int32, device=device))
+
+
+def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int],
+                y: tuple[torch.Tensor, int, int], alpha: float, beta: float, *, fp64: bool,
+                config: SymvConfig) -> None:
+    """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j)."""
+    tile = config.tile
+    blocks = cdiv(n, tile)
+    plan, first = _symv_plan(blocks, config.per_program, a.device)
+    programs = plan.numel() // 3
+    wide = torch.float64 if fp64 else torch.float32
+    ws_row = torch.empty(programs * tile, dtype=wide, device=a.device)
+    ws_col = torch.empty(max(blocks - 1, 1) * n, dtype=wide, device=a.device)  # block row I < last
+    (xd, xs, xi), (yd, ys, yi) = x, y
+    symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
+                {"FP64": fp64, "BS": tile}, config.num_warps, 3)
+    symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, ys, yi, alpha, beta),
+                       {"BETA_ZERO": beta == 0.0, "FP64": fp64, "BS": tile, "ABOVE": 32}, 4, 3)
+
+
+def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int], *,
+                lower: bool, unit_diagonal: bool, fp64: bool, config: TrsvConfig) -> None:
+    """Solve the triangular system in place (``lower`` after any transpose folded into the strides)."""
+    blocks = cdiv(n, config.block)
+    flags = torch.zeros(blocks + 1, dtype=torch.int32, device=a.device)  # per block, then the ticket
+    xd, xs, xi = x
+    trsv_launch((blocks,), (a, xd, flags, n, sam, san, xs, xi),
+                {"LOWER": lower, "UNIT": unit_diagonal, "FP64": fp64, "BS": config.block},
+                config.num_warps, 1)
+
+
+REPRESENTATIVE_GEMV = 8192  # rows and columns of the matrix a pack precompiles level 2 for
+
+
+def representative_launch(op: str, config: GemvConfig | GerConfig | SymvConfig | TrsvConfig, dtype: str,
+                          num_sms: int) -> None:
+    """The launches ``op`` makes with ``config`` for a contiguous 8192² matrix, unit increments,
+    α = 1, β = 0 (symv also β ≠ 0; trsv upper and lower, unit diagonal or not) — gemv with dtype
+    ``…_t`` on op(A)'s columns contiguous (run under ``tessera._core.launch.capture()``)."""
     size = REPRESENTATIVE_GEMV
     elem = torch_dtype(dtype.removesuffix("_t"))
+    fp64 = elem == torch.float64
     a = torch.empty(size, size, dtype=elem)
     x, y = torch.empty(size, dtype=elem), torch.empty(size, dtype=elem)
-    sam, san = (1, size) if dtype.endswith("_t") else (size, 1)
-    launch_gemv(a, sam, san, size, size, (x, 0, 1), (y, 0, 1), 1.0, 0.0, fp64=elem == torch.float64,
-                config=config, num_sms=num_sms)
+    if isinstance(config, GemvConfig):
+        sam, san = (1, size) if dtype.endswith("_t") else (size, 1)
+        launch_gemv(a, sam, san, size, size, (x, 0, 1), (y, 0, 1), 1.0, 0.0, fp64=fp64, config=config,
+                    num_sms=num_sms)
+    elif isinstance(config, GerConfig):
+        launch_ger(a, (x, 0, 1), (y, 0, 1), 1.5, fp64=fp64, config=config)
+    elif isinstance(config, SymvConfig):
+        for beta in (0.0, 1.0):
+            launch_symv(a, size, 1, size, (x, 0, 1), (y, 0, 1), 1.0, beta, fp64=fp64, config=config)
+    else:
+        for lower in (False, True):
+            for unit in (False, True):
+                launch_trsv(a, size, 1, size, (x, 0, 1), lower=lower, unit_diagonal=unit, fp64=fp64,
+                            config=config)
