@@ -466,6 +466,7 @@ def _gemv_heuristic(dtype: str, backend: str) -> Choice:
 
 
 def _fixed(config: object, interpreter: object | None = None) -> Callable[[str, str], Choice]:
+    """A heuristic that picks ``config`` whatever the dtype (``interpreter`` in the interpreter)."""
     def pick(dtype: str, backend: str) -> Choice:
         if backend == "interpreter" and interpreter is not None:
             return Choice(interpreter, "interpreter: small tiles")
