@@ -177,6 +177,7 @@ REPRESENTATIVE_SIZE = 1024  # a multiple of 16 and of every block size: the comm
 # the M a pack precompiles each configuration for: aligned, a token count that is not a multiple of
 # 16 (Triton specializes integers on divisibility by 16), and one row (a 1 is a constant to Triton)
 REPRESENTATIVE_ROWS = (REPRESENTATIVE_SIZE, REPRESENTATIVE_SIZE - 24, 1)
+ODD_SIZE = REPRESENTATIVE_SIZE - 24  # N and K not multiples of 16 (vocabularies, odd layers)
 
 
 def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = REPRESENTATIVE_SIZE,
@@ -191,9 +192,18 @@ def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = R
 
 def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M each
-    of ``REPRESENTATIVE_ROWS`` (run it under ``tessera._core.launch.capture()``: pack builds
-    precompile what it records)."""
+    of ``REPRESENTATIVE_ROWS``; then, M aligned, with a C operand (β ≠ 0, as addmm: a contiguous C
+    or a bias row broadcast over it), and with N and K both not multiples of 16 (run it under
+    ``tessera._core.launch.capture()``: pack builds precompile what it records). Batched problems
+    with aligned sizes share these binaries (the batch is a grid axis, batch strides stay aligned)."""
+    precision = "tf32" if dtype == "tf32" else "ieee"
     for m in REPRESENTATIVE_ROWS:
         a, b, d = representative_operands(dtype, m)
-        launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
-                         upcast=False, index_64=False, config=config)
+        launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision=precision, upcast=False, index_64=False,
+                         config=config)
+    a, b, d = representative_operands(dtype)
+    launch_gemm_tile(a, b, torch.empty_like(d), d, 1, 1.0, 1.0, precision=precision, upcast=False,
+                     index_64=False, config=config)
+    a, b, d = representative_operands(dtype, REPRESENTATIVE_SIZE, ODD_SIZE, ODD_SIZE)
+    launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision=precision, upcast=False, index_64=False,
+                     config=config)

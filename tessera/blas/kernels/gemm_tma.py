@@ -172,13 +172,17 @@ def launch_gemm_tma(
 
 
 def representative_launch(op: str, config: TmaConfig, dtype: str, num_sms: int) -> None:
-    """The launches ``gemm`` makes for 2-D problems with no C and alpha 1 and at least one tile per
-    SM (the grid size is an argument, so smaller problems specialize differently), N and K aligned,
-    M aligned or not; tf32 with B column-major, as ``gemm`` copies it for wgmma (run under
-    ``launch.capture()``)."""
+    """The launches ``gemm`` makes for 2-D problems with alpha 1 and at least one tile per SM (the
+    grid size is an argument, so smaller problems specialize differently): N and K multiples of 16
+    with no C and M aligned or not, or with a C operand (β ≠ 0); and N and K only multiples of 8
+    (what TMA still takes: 16-byte rows); tf32 with B column-major, as ``gemm`` copies it for wgmma
+    (run under ``launch.capture()``)."""
     side = math.isqrt(max(num_sms, 1) - 1) + 1  # tiles per side: side² ≥ num_sms
-    rows = config.block_m * side
-    for m in (rows, rows - 8):  # M aligned, and a token count that is not a multiple of 16
-        a, b, d = representative_operands(dtype, m, config.block_n * side, 1024, b_col_major=dtype == "tf32")
-        launch_gemm_tma(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
-                        num_sms=num_sms, config=config)
+    rows, cols = config.block_m * side, config.block_n * side
+    precision = "tf32" if dtype == "tf32" else "ieee"
+    # (M, N, K, with C); rows − 8: a token count; cols − 8 and 1000: multiples of 8, not of 16
+    for m, n, k, with_c in ((rows, cols, 1024, False), (rows - 8, cols, 1024, False),
+                            (rows, cols, 1024, True), (rows, cols - 8, 1000, False)):
+        a, b, d = representative_operands(dtype, m, n, k, b_col_major=dtype == "tf32")
+        launch_gemm_tma(a, b, torch.empty_like(d) if with_c else None, d, 1.0, 1.0 if with_c else 0.0,
+                        precision=precision, num_sms=num_sms, config=config)
