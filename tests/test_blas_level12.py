@@ -554,19 +554,24 @@ def test_level12_heuristic_logic_documents_load(tmp_path: Path) -> None:
                                                                                 "hip").config]
 
 
+def _precompile(arch: str, jobs: list[dict], out: str) -> list[dict]:
+    """Run the pack builder's offline compiler (a child without the interpreter) on ``jobs``."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=env,
+                          input=json.dumps({"arch": arch, "out": out, "jobs": jobs}),
+                          capture_output=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.strip().splitlines()[-len(jobs):]]
+
+
 def test_level1_compiles_offline_for_a_pack() -> None:
     """A pack build precompiles each level-1 op's routines for the target (one file set per distinct
     launch: the nrm2 finishing kernel, alike for both representative lengths, once)."""
     job = {"library": "blas", "op": "level1_reduce", "kernel": "level1", "dtype": "complex64",
            "config": dataclasses.asdict(VectorConfig(256, 2, 2))}
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     with tempfile.TemporaryDirectory() as out:
-        done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=env,
-                              input=json.dumps({"arch": "gfx1103", "out": out, "jobs": [job]}),
-                              capture_output=True, timeout=600, check=False)
-        assert done.returncode == 0, done.stderr[-3000:]
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        [result] = _precompile("gfx1103", [job], out)
         assert result["status"] == "ok", result
         sidecars = [f for f in result["files"] if f.endswith(".launch.json")]
         # dot (plain and conjugated), asum, nrm2 for two lengths, and one nrm2 finish
@@ -640,18 +645,12 @@ def test_level2_shapes_select_through_installed_logic(device: str) -> None:
 def test_level2_compiles_offline_for_a_pack() -> None:
     """trsv's four variants (upper/lower, unit diagonal or not) and symv with and without β compile
     for a pack's target."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     jobs = [{"library": "blas", "op": "trsv", "kernel": "trsv", "dtype": "fp32",
              "config": dataclasses.asdict(TrsvConfig())},
             {"library": "blas", "op": "symv", "kernel": "symv", "dtype": "bf16",
              "config": dataclasses.asdict(SymvConfig())}]
     with tempfile.TemporaryDirectory() as out:
-        done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=env,
-                              input=json.dumps({"arch": "sm_90", "out": out, "jobs": jobs}),
-                              capture_output=True, timeout=600, check=False)
-        assert done.returncode == 0, done.stderr[-3000:]
-        results = [json.loads(line) for line in done.stdout.strip().splitlines()[-2:]]
+        results = _precompile("sm_90", jobs, out)
         assert [r["status"] for r in results] == ["ok", "ok"], results
         counts = [sum(f.endswith(".cubin") for f in r["files"]) for r in results]
         assert counts == [4, 3]  # trsv: 4 variants; symv: the kernel, then the finish with β = 0 and ≠ 0

@@ -259,22 +259,37 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     assert sidecar["signature"]["a_ptr"] == "*fp16"
 
 
-_KEYS = r"""
+# Run in a child without the interpreter: a launch's Launcher key and the specialization Triton's
+# own binder derives for sm_90, as JSON on the last line.
+_KEYS_PREAMBLE = r"""
 import json, sys, torch
 from triton.backends.compiler import GPUTarget
 from triton.compiler import make_backend
 from tessera._core.launch import capture, jit_specialization, launch_key, unspecialized
-from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile, representative_launch
-from tessera.rand.kernels import mrg, philox
-from tessera.rand.space import MrgConfig, PhiloxConfig
-
-config = TileConfig(64, 64, 32, 8, 4, 3)
 
 def keys(call):
     spec = jit_specialization(call.launcher.kernel, call.args, call.constexprs, call.num_warps,
                               call.num_stages, make_backend(GPUTarget("cuda", 90, 32)))
     return [repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages,
                             unspecialized(call.launcher.kernel))), repr(spec[:3])]
+"""
+
+
+def _binder_keys(script: str) -> list:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", _KEYS_PREAMBLE + script], capture_output=True, text=True,
+                          env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_KEYS = r"""
+from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile, representative_launch
+from tessera.rand.kernels import mrg, philox
+from tessera.rand.space import MrgConfig, PhiloxConfig
+
+config = TileConfig(64, 64, 32, 8, 4, 3)
 
 def problem(m, n, k, c=None, batch=1):
     lead = (batch,) if batch > 1 else ()
@@ -308,13 +323,8 @@ def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
     any M that is not (token counts), the one-row one M = 1, the C one any C (contiguous or a
     broadcast bias row), the odd one N and K both not multiples of 16; an odd N alone, or odd M, N
     and K together, have none (they go through the JIT) — exactly as Triton's own specialization is."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", _KEYS], capture_output=True, text=True, env=env,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
     (representatives, aligned, odd_m, eight, one, other_odd_m, odd_n, first_draws, other_draws, with_c,
-     with_bias, odd_nk, batched, odd_mnk) = json.loads(done.stdout.strip().splitlines()[-1])
+     with_bias, odd_nk, batched, odd_mnk) = _binder_keys(_KEYS)
     representative = representatives[0]
     assert representative == aligned  # same launch key and same Triton specialization
     assert representative[0] != odd_m[0] and representative[1] != odd_m[1]
@@ -330,19 +340,9 @@ def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
 
 
 _TMA_KEYS = r"""
-import json, torch
-from triton.backends.compiler import GPUTarget
-from triton.compiler import make_backend
-from tessera._core.launch import capture, jit_specialization, launch_key, unspecialized
 from tessera.blas.kernels.gemm_tma import TmaConfig, launch_gemm_tma, representative_launch
 
 config = TmaConfig(128, 256, 64, 8, 8, 3)
-
-def keys(call):
-    spec = jit_specialization(call.launcher.kernel, call.args, call.constexprs, call.num_warps,
-                              call.num_stages, make_backend(GPUTarget("cuda", 90, 32)))
-    return [repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages,
-                            unspecialized(call.launcher.kernel))), repr(spec[:3])]
 
 def problem(m, n, k, c=False):
     a, b, d = (torch.empty(r, s, dtype=torch.bfloat16) for r, s in ((m, k), (k, n), (m, n)))
@@ -362,13 +362,7 @@ def test_tma_pack_binaries_cover_token_counts_c_and_sizes_aligned_to_8() -> None
     """The TMA family's pack binaries serve what Hopper problems of at least one tile per SM look
     like: sizes multiples of 16, M not (token counts), a C operand, and N and K multiples of 8 only
     (TMA's limit: 16-byte rows; other sizes go to the tile family)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", _TMA_KEYS], capture_output=True, text=True, env=env,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(done.stdout.strip().splitlines()[-1])
-    reps, aligned, odd_m, with_c, odd_nk, llm_odd = results
+    reps, aligned, odd_m, with_c, odd_nk, llm_odd = _binder_keys(_TMA_KEYS)
     assert [aligned, odd_m, with_c, odd_nk] == reps and llm_odd == reps[3]
 
 
