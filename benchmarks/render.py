@@ -271,7 +271,7 @@ def _philox_floor_section(path: Path) -> list[str]:
              f"{data['versions']['triton']}. 2^{data['n'].bit_length() - 1} bf16 values; median of "
              f"{data['rounds']} interleaved rounds, L2 flushed. *philox only*: the same Philox blocks "
              "and stores without the Box–Muller; *Box–Muller only*: without the Philox rounds.", "",
-             "| kernel | µs | GB/s of bf16 output |", "|---|---:|---:|"]
+             "| kernel | µs | GB/s (bf16 output; the copy: read + write) |", "|---|---:|---:|"]
     lines += [f"| {name.replace('_', ' ')} | {row['us']:.1f} | {row['gbs_of_bf16_output']:.0f} |"
               for name, row in rows.items()]
     lines += ["", f"3× torch needs ≤ {summary['three_x_torch_needs_us']:.1f} µs; the Philox rounds alone "
