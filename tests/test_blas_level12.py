@@ -18,6 +18,8 @@ import pytest
 import scipy.linalg.blas as sblas
 import torch
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tessera import InvalidArgumentError, UnsupportedError, device_info
 from tessera.blas import (
@@ -669,3 +671,28 @@ def test_cli_tune_level2_writes_logic(tmp_path: Path, capsys: pytest.CaptureFixt
         journal = (tmp_path / "interpreter" / f"blas.{op}.fp32.journal.jsonl").read_text()
         assert '"status": "ok"' in journal and '"status": "incorrect"' not in journal
     assert main(["tune", "level2", "--op", "ger", "--sizes", "4x5x6", "--out", str(tmp_path)]) == 2
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(0, 2000), incx=st.sampled_from([-3, -1, 0, 1, 2]), incy=st.sampled_from([-2, 1, 3]),
+       dtype=st.sampled_from([torch.float32, torch.float64, torch.bfloat16]),
+       shape=st.sampled_from([VectorConfig(64, 1, 2), VectorConfig(128, 3, 4), VectorConfig(256, 2, 2)]),
+       seed=st.integers(0, 2**16))
+def test_level1_fuzz_against_the_reference_blas(n: int, incx: int, incy: int, dtype: torch.dtype,
+                                                shape: VectorConfig, seed: int, device: str) -> None:
+    """Random lengths, increments (zero and negative included), dtypes and launch shapes against
+    NumPy in fp64 with the reference BLAS's rules."""
+    x = make(max(1, (n - 1) * abs(incx) + 1), dtype, device, seed)
+    y = make(max(1, (n - 1) * abs(incy) + 1), dtype, device, seed + 1)
+    xs, ys = f64(x)[positions(n, incx)], f64(y)[positions(n, incy)]
+    size = max(n, 1)
+    with space.forced(shape):
+        close(dot(x, y, n=n, incx=incx, incy=incy), float(xs @ ys), dtype, 4 * math.sqrt(size))
+        close(nrm2(x, n=n, incx=incx), float(np.sqrt(xs @ xs)), dtype, 2 * math.sqrt(size))
+        close(asum(x, n=n, incx=incx), float(np.abs(xs).sum()) if incx > 0 else 0.0, dtype, 2 * size)
+        for find, pick in ((iamax, np.argmax), (iamin, np.argmin)):
+            assert find(x, n=n, incx=incx).item() == (int(pick(np.abs(xs))) if n and incx > 0 else -1)
+        got = f64(axpy(0.75, x, y.clone(), n=n, incx=incx, incy=incy))
+    want = f64(y)
+    want[positions(n, incy)] = 0.75 * xs + ys
+    close(got, want, dtype, 4)
