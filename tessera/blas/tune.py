@@ -153,6 +153,13 @@ QUANTIZED_TINY_SPACES: dict[str, tuple[space.Config, ...]] = {
 }
 
 
+def _rounding(dtype: str) -> tuple[float, float]:
+    """(one unit of the output's rounding, the relative error fp32 / fp64 sums may add) for a level-1/2
+    dtype key: 16-bit results one ulp (the interpreter truncates bf16 where the GPU rounds)."""
+    return {"fp16": (2.0**-10, 1e-5), "bf16": (2.0**-7, 1e-5),
+            "fp64": (2.0**-52, 1e-12)}.get(dtype, (2.0**-23, 1e-5))
+
+
 def _excess(got: torch.Tensor, ref: torch.Tensor, magnitude: torch.Tensor, unit: float,
             accumulation: float) -> float:
     """How far the worst element of ``got`` lies beyond the tests' bound against the fp64 ``ref``:
@@ -279,9 +286,7 @@ def gemv_tunable(dtype: str, problems: Sequence[tuple[int, int]], space_name: st
         raise InvalidArgumentError(f"gemv dtype {dtype!r} is unknown; known: {', '.join(space.GEMV_DTYPES)}")
     elem, trans = DTYPES[dtype.removesuffix("_t")], dtype.endswith("_t")
     target = "cuda" if on_gpu() else "cpu"
-    unit = {torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7, torch.float32: 2.0**-23,  # 16-bit: one ulp
-            torch.float64: 2.0**-52}[elem]  # (the interpreter truncates bf16 where the GPU rounds)
-    accumulation = 1e-12 if elem == torch.float64 else 1e-5
+    unit, accumulation = _rounding(dtype.removesuffix("_t"))
     cache: dict[tuple[int, ...], tuple] = {}
 
     def operands(problem: tuple[int, ...]) -> tuple:
@@ -365,7 +370,7 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
         raise InvalidArgumentError(f"{op} has no dtype {dtype!r}; known: {', '.join(known)}")
     target = "cuda" if on_gpu() else "cpu"
     make_operands, routine, bytes_per_element = level1_routine(op, dtype, target)
-    unit = {"fp16": 2.0**-10, "bf16": 2.0**-7, "fp64": 2.0**-52}.get(dtype, 2.0**-23)
+    unit, accumulation = _rounding(dtype)
     cache: dict[tuple[int, ...], tuple] = {}
 
     def operands(problem: tuple[int, ...]) -> tuple:
@@ -390,7 +395,7 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
             want, magnitude = 1.5 * x + y, 1.5 * x.abs() + y.abs()
         else:
             want, magnitude = torch.linalg.vector_norm(x), torch.linalg.vector_norm(x)
-        excess = _excess(got.cpu().to(want.dtype), want, magnitude, unit, 1e-5 if unit > 2.0**-52 else 1e-12)
+        excess = _excess(got.cpu().to(want.dtype), want, magnitude, unit, accumulation)
         return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
 
     def measure(problem: tuple[int, ...], config: space.Config) -> float:
@@ -438,20 +443,29 @@ def level2_case(op: str, dtype: str, problem: tuple[int, ...],
     y = torch.randn(m, generator=gen, dtype=torch.float64)
     a_t, x_t, y_t = (t.to(elem).to(target) for t in (a, x, y))
     a64, x64, y64 = (t.to(elem).double() for t in (a, x, y))
-    upper = torch.triu(a64)
     a_work, x_work = a_t.clone(), x_t.clone()  # what the timed launches update in place
     launch: Callable[[], object] = {"ger": lambda: ger(1.5, y_t, x_t, a_work), "symv": lambda: symv(a_t, x_t),
                                     "trsv": lambda: trsv(a_t, x_work)}[op]
+    # the references once per problem (every candidate is checked against them)
+    if op == "ger":
+        ref = a64 + 1.5 * torch.outer(y64, x64)
+        magnitude = a64.abs() + 1.5 * torch.outer(y64.abs(), x64.abs())
 
-    def checked() -> tuple:
-        if op == "ger":
-            got = ger(1.5, y_t, x_t, a_t.clone()).cpu().double()
-            return got, a64 + 1.5 * torch.outer(y64, x64), a64.abs() + 1.5 * torch.outer(y64.abs(), x64.abs())
-        if op == "symv":
-            full = upper + torch.triu(upper, 1).T
-            return symv(a_t, x_t).cpu().double(), full @ x64, full.abs() @ x64.abs()
-        solution = trsv(a_t, x_t.clone()).cpu().double()
-        return upper @ solution, x64, upper.abs() @ solution.abs()
+        def checked() -> tuple:
+            return ger(1.5, y_t, x_t, a_t.clone()).cpu().double(), ref, magnitude
+    elif op == "symv":
+        upper = torch.triu(a64)
+        full = upper + torch.triu(upper, 1).T
+        ref, magnitude = full @ x64, full.abs() @ x64.abs()
+
+        def checked() -> tuple:
+            return symv(a_t, x_t).cpu().double(), ref, magnitude
+    else:
+        upper = torch.triu(a64)
+
+        def checked() -> tuple:  # the residual of the candidate's own solution
+            solution = trsv(a_t, x_t.clone()).cpu().double()
+            return upper @ solution, x64, upper.abs() @ solution.abs()
 
     return launch, checked, level2_bytes(op, dtype, problem)
 
@@ -474,7 +488,7 @@ def level2_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
         known = ", ".join(space.SHAPE_OPS[op].dtypes)
         raise InvalidArgumentError(f"{op} has no dtype {dtype!r}; known: {known}")
     target = "cuda" if on_gpu() else "cpu"
-    unit = {"fp16": 2.0**-10, "bf16": 2.0**-7, "fp64": 2.0**-52}.get(dtype, 2.0**-23)
+    unit, sums = _rounding(dtype)
     cache: dict[tuple[int, ...], tuple] = {}
 
     def case(problem: tuple[int, ...]) -> tuple:
@@ -486,7 +500,6 @@ def level2_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
         with space.forced(config):
             got, ref, magnitude = case(problem)[1]()
-        sums = 1e-5 if dtype != "fp64" else 1e-12
         if op == "trsv":  # a residual: x's rounding to the dtype and the sums, both of |A|·|x|
             excess = _excess(got, ref, magnitude, 0.0, unit + sums)
         else:
