@@ -156,8 +156,8 @@ QUANTIZED_TINY_SPACES: dict[str, tuple[space.Config, ...]] = {
 def _rounding(dtype: str) -> tuple[float, float]:
     """(one unit of the output's rounding, the relative error fp32 / fp64 sums may add) for a level-1/2
     dtype key: 16-bit results one ulp (the interpreter truncates bf16 where the GPU rounds)."""
-    return {"fp16": (2.0**-10, 1e-5), "bf16": (2.0**-7, 1e-5),
-            "fp64": (2.0**-52, 1e-12)}.get(dtype, (2.0**-23, 1e-5))
+    return {"fp16": (2.0**-10, 1e-5), "bf16": (2.0**-7, 1e-5), "fp64": (2.0**-52, 1e-12),
+            "complex128": (2.0**-52, 1e-12)}.get(dtype, (2.0**-23, 1e-5))
 
 
 def _excess(got: torch.Tensor, ref: torch.Tensor, magnitude: torch.Tensor, unit: float,
