@@ -153,6 +153,21 @@ def test_gemm_check_accepts_correct_results_with_short_k(dtype: str) -> None:
     assert op.check((32, 32, 32, 3), TileConfig(32, 32, 16, 4, 4, 1)) is None
 
 
+def test_gemm_check_rejects_a_wrong_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check compares against the fp64 product: an answer 1 % off (or NaN) is refused."""
+    import torch
+
+    from tessera.blas import tune
+
+    op = tune.gemm_tunable("fp32", [(32, 32, 32, 1)], "tiny")
+    config = TileConfig(32, 32, 16, 4, 4, 1)
+    for wrong in (lambda a, b: torch.matmul(a, b) * 1.01, lambda a, b: torch.full((32, 32), float("nan"))):
+        monkeypatch.setattr(tune, "gemm", lambda a, b, precision, wrong=wrong: wrong(a, b))
+        assert op.check((32, 32, 32, 1), config) is not None
+    monkeypatch.setattr(tune, "gemm", lambda a, b, precision: torch.matmul(a.double(), b.double()).float())
+    assert op.check((32, 32, 32, 1), config) is None
+
+
 def test_retiming_defeats_the_winners_curse(tmp_path: Path) -> None:
     """A candidate whose first timing was a lucky outlier loses once it is timed again."""
     seen: dict[tuple, int] = {}

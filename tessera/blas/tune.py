@@ -50,6 +50,11 @@ SPACES: dict[str, tuple[space.Config, ...]] = {
 }
 
 
+# do_bench's warm-up and measuring window per candidate (ms): shorter than a benchmark's (25 / 100)
+# because the tuner re-times its top candidates and chooses by the median over all timings.
+TUNING_TIMING = {"warmup_ms": 10.0, "rep_ms": 40.0}
+
+
 def _pow2_at_least(x: int) -> int:
     return 1 << max(4, (x - 1).bit_length())
 
@@ -82,39 +87,40 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
     torch_dtype = DTYPES[dtype]
     precision = "tf32" if dtype == "tf32" else "ieee"
     target = "cuda" if on_gpu() else "cpu"
-    operands: dict[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] = {}
+    prepared: dict[tuple[int, ...], tuple[torch.Tensor, ...]] = {}
 
-    def tensors(problem: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-        if problem not in operands:
-            operands.clear()  # one problem at a time: keep memory bounded
+    def operands(problem: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
+        """(a, b, fp64 reference, elementwise error bound) on the target device, built once per
+        problem: on the GPU the fp64 products take a fraction of a second even at 16384³, where on
+        the host they took minutes per candidate."""
+        if problem not in prepared:
+            prepared.clear()  # one problem at a time: keep memory bounded
             m, n, k, batch = problem
             gen = torch.Generator().manual_seed(hash(problem) % 2**31)
             shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
-            operands[problem] = (torch.randn(shape_a, generator=gen).to(torch_dtype).to(target),
-                                 torch.randn(shape_b, generator=gen).to(torch_dtype).to(target))
-        return operands[problem]
+            a = torch.randn(shape_a, generator=gen).to(torch_dtype).to(target)
+            b = torch.randn(shape_b, generator=gen).to(torch_dtype).to(target)
+            bound = gemm_error_bound(a, b, None, alpha=1.0, beta=0.0, out_dtype=torch_dtype,
+                                     precision=precision)
+            prepared[problem] = (a, b, torch.matmul(a.double(), b.double()), bound)
+        return prepared[problem]
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
         return [c for c in SPACES[space_name] if _fits(c, problem, dtype, device)]
 
     def run(problem: tuple[int, ...], config: space.Config) -> torch.Tensor:
-        a, b = tensors(problem)
+        a, b = operands(problem)[:2]
         with space.forced(config):
             return gemm(a, b, precision=precision)
 
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
-        a, b = tensors(problem)
-        out = run(problem, config)
-        d = out.double().cpu()
-        ref = torch.matmul(a.double(), b.double()).cpu()
-        bound = gemm_error_bound(a.cpu(), b.cpu(), None, alpha=1.0, beta=0.0, out_dtype=out.dtype,
-                                 precision=precision)
-        worst = ((d - ref).abs() / bound).max().item()
+        ref, bound = operands(problem)[2:]
+        worst = ((run(problem, config).double() - ref).abs() / bound).max().item()
         return None if worst <= 1.0 else f"error exceeds the accuracy bound by x{worst:.3g}"
 
     def measure(problem: tuple[int, ...], config: space.Config) -> float:
         m, n, k, batch = problem
-        return 2.0 * m * n * k * batch / flushed_ms(lambda: run(problem, config)) / 1e9
+        return 2.0 * m * n * k * batch / flushed_ms(lambda: run(problem, config), **TUNING_TIMING) / 1e9
 
     def warm(problem: tuple[int, ...], configs: Sequence[space.Config]) -> None:
         try:
@@ -251,7 +257,7 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
 
     def measure(problem: tuple[int, ...], config: space.Config) -> float:
         m, n, k = problem
-        return 2.0 * m * n * k / flushed_ms(lambda: run(problem, config)) / 1e9
+        return 2.0 * m * n * k / flushed_ms(lambda: run(problem, config), **TUNING_TIMING) / 1e9
 
     return TunableOp("blas", op, device.arch, dtype, list(problems), candidates, check, measure,
                      runtime=runtime_of(device))
