@@ -30,8 +30,7 @@ SHAPES = [(1664, 1408, 8192), (3456, 3072, 4096), (2432, 2304, 8192), (4224, 409
 def grid_facts(m: int, n: int, k: int) -> dict:
     """What the sm_90 heuristic picks for bf16 (m, n, k) and how its tiles fill waves of 132."""
     device = offline_device("sm_90")
-    choice = space._select_heuristic(space.GemmProblem(m, n, k, 1, "bf16", True), device.backend, device.arch,
-                                     device.shared_memory_per_block)
+    choice = space.heuristic(space.GemmProblem(m, n, k, 1, "bf16", True), device)
     config = choice.config
     tiles = -(-m // config.block_m) * -(-n // config.block_n)
     waves = -(-tiles // SMS)

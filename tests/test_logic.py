@@ -115,16 +115,28 @@ def _installed(tmp_path: Path, doc: dict, dtype: str = "fp32") -> Path:
 
 def test_gemm_uses_installed_logic_then_falls_through(tmp_path: Path, device: str) -> None:
     a, b = torch.randn(70, 50, device=device), torch.randn(50, 40, device=device)
+    arch = device_info().arch
     before = explain(a, b)
-    assert f"no installed pack logic for {device_info().arch}/blas.gemm.fp32" in before.reason
-    steps = before.reason.split("; ")  # pack, wheel, then the heuristic's own reason
-    assert len(steps) == 3 and "no shipped logic" in steps[1] and steps[2]
+    assert f"no installed pack logic for {arch}/blas.gemm.fp32" in before.reason
+    steps = before.reason.split("; ")  # pack, then the wheel's file or (none) the heuristic's reason
+    shipped = logic.SHIPPED_LOGIC / arch / "blas.gemm.fp32.yaml"
+    if shipped.is_file():  # sm_90 ships tuned logic
+        assert len(steps) == 2 and str(shipped) in steps[1]
+    else:
+        assert len(steps) == 3 and "no shipped logic" in steps[1] and steps[2]
     path = _installed(tmp_path, GOOD)
     logic.reload()
     choice = explain(a, b)
     assert choice.config == TileConfig(16, 16, 16, 1, 2, 1)
     assert str(path) in choice.reason and "row 64x64x64x1" in choice.reason
     assert_gemm_close(gemm(a, b), a, b)
+    with logic.ignored():  # the untuned baseline: every logic file passed over
+        untuned = explain(a, b)
+        assert_gemm_close(gemm(a, b), a, b)
+    assert "logic files ignored" in untuned.reason and str(path) not in untuned.reason
+    no_tma = space.GemmProblem(70, 40, 50, 1, "fp32", False)  # rows of 50 fp32 are not 16-byte multiples
+    assert untuned.config == space.heuristic(no_tma, device_info()).config
+    assert explain(a, b) == choice  # and found again after the block
 
 
 def test_tma_rows_are_skipped_where_the_layout_does_not_allow_them(tmp_path: Path, device: str) -> None:

@@ -25,6 +25,7 @@ import torch
 from tessera._core.device import DeviceInfo, device_info
 from tessera._core.timing import back_to_back_ms, flushed_ms, graph_ms, on_gpu
 from tessera.blas.api import explain, gemm
+from tessera.tuning import logic
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
           "tf32": torch.float32, "fp64": torch.float64}
@@ -87,6 +88,9 @@ PRESETS: dict[str, list[GemmCase]] = {
         GemmCase(2048, 2048, 2048, "fp64"), GemmCase(16, 8192, 8192, "bf16", label="skinny"),
         GemmCase(64, 64, 64, "bf16", batch=512, label="batched"),
     ],
+    # The tuning issue's square grid, per tuned dtype (run with --vs-heuristic for the tuned gain).
+    "grid": [GemmCase(s, s, s, dtype) for dtype in ("bf16", "fp16", "tf32", "fp32")
+             for s in (1024, 2048, 4096, 8192, 16384)],
     # Small enough for Triton's CPU interpreter (seconds, not hours).
     "interpreter": [
         GemmCase(64, 64, 64, "fp32"), GemmCase(96, 80, 72, "fp16"),
@@ -106,8 +110,11 @@ def _operands(case: GemmCase, device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return a, b
 
 
-def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None) -> dict:
-    """Check and time one problem; return one row (times in ms, rates in TFLOP/s)."""
+def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None,
+             vs_heuristic: bool = False) -> dict:
+    """Check and time one problem; return one row (times in ms, rates in TFLOP/s). With
+    ``vs_heuristic``, also time what an untuned call picks (logic files ignored) in the same rounds:
+    ``tuned_gain`` = heuristic time / Tessera time (1.0 when both pick the same kernel)."""
     info = info or device_info()
     device = "cuda" if on_gpu() else "cpu"
     a, b = _operands(case, device)
@@ -126,11 +133,17 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None) ->
     try:
         ref, got = vendor().double(), ours().double()
         rel_err = ((got - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+        choice = _choice_for(case, a, b)
+        with logic.ignored():
+            heuristic_choice = _choice_for(case, a, b) if vs_heuristic else choice
         timings: dict[str, list[float]] = {k: [] for k in ("v", "t", "v_b2b", "t_b2b")}
         graphed = _graphed_pair(case, a, b, precision) if on_gpu() else None
         copy, copy_bytes = _copy_call(case.bytes_moved) if case.memory_bound else (None, 0)
         for _ in range(rounds):
             _time_round(timings, vendor, ours)
+            if heuristic_choice != choice:
+                with logic.ignored():
+                    timings.setdefault("h", []).append(flushed_ms(ours))
             if graphed is not None:
                 graphed = _time_graphs(timings, *graphed)
             if copy is not None:
@@ -142,12 +155,15 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None) ->
 
     med = {k: statistics.median(v) for k, v in timings.items()}
     peak = info.peak(case.dtype)
-    choice = _choice_for(case, a, b)
 
     def tflops(ms: float) -> float:
         return case.flops / ms / 1e9
 
-    extra: dict[str, float] = {}
+    extra: dict[str, Any] = {}
+    if vs_heuristic:
+        heuristic_ms = med.get("h", med["t"])  # the same kernel as the tuned choice: the same time
+        extra.update(heuristic_kernel=heuristic_choice, heuristic_ms=heuristic_ms,
+                     heuristic_tflops=tflops(heuristic_ms), tuned_gain=heuristic_ms / med["t"])
     if "t_graph" in med:
         extra.update(tessera_ms_graph=med["t_graph"], tessera_tflops_graph=tflops(med["t_graph"]),
                      vendor_ms_graph=med["v_graph"], vendor_tflops_graph=tflops(med["v_graph"]),
@@ -232,6 +248,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     head = (f"{'problem':<28} {'tessera ms':>10} {'TFLOP/s':>8} {'%peak':>6} {'vendor ms':>10} "
             f"{'TFLOP/s':>8} {'ratio':>6} | {'b2b TF/s':>8} {'vendor':>8} {'ratio':>6} | "
             f"{'graph':>6} {'%copy':>6}  kernel")
+    gains = any("tuned_gain" in r for r in rows)
+    if gains:
+        head += "  | tuned/heuristic  heuristic kernel"
     lines = [head, "-" * len(head)]
     for r in rows:
         peak = f"{r['pct_peak']:.1f}" if r["pct_peak"] is not None else "-"
@@ -242,5 +261,6 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             f"{r['vendor_ms']:>10.4f} {r['vendor_tflops']:>8.1f} {r['ratio']:>6.3f} | "
             f"{r['tessera_tflops_b2b']:>8.1f} {r['vendor_tflops_b2b']:>8.1f} {r['ratio_b2b']:>6.3f} | "
             f"{graph:>6} {'-' if copy is None else f'{copy:.1f}':>6}  {r['kernel']}"
+            + (f"  | {r['tuned_gain']:>15.3f}  {r['heuristic_kernel']}" if "tuned_gain" in r else "")
         )
     return "\n".join(lines)

@@ -123,6 +123,12 @@ def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory:
     return Choice(choice.config, "; ".join([*reasons, choice.reason]))
 
 
+def heuristic(problem: GemmProblem, device: DeviceInfo) -> Choice:
+    """What the untuned heuristic picks for ``problem`` on ``device``, logic files ignored: the
+    baseline a tuned choice is compared against (the tuner's candidates, the bench's gain column)."""
+    return _select_heuristic(problem, device.backend, device.arch, device.shared_memory_per_block)
+
+
 def _shared_memory_bytes(config: TileConfig, dtype: str) -> int:
     """Operand tiles staged in shared memory by the software pipeline (a close upper estimate)."""
     stages = max(config.num_stages, 1)
@@ -229,8 +235,7 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
         rows = []
         for m, n, k, batch in _HEURISTIC_GRID:
             tma_ok = batch == 1 and min(m, n, k) >= 16 and dtype != "fp64"
-            choice = _select_heuristic(GemmProblem(m, n, k, batch, dtype, tma_ok), device.backend,
-                                       device.arch, device.shared_memory_per_block)
+            choice = heuristic(GemmProblem(m, n, k, batch, dtype, tma_ok), device)
             rows.append(({"m": m, "n": n, "k": k, "batch": batch}, choice.config))
         docs.append(logic.heuristic_document(device.arch, device.backend, "blas", "gemm", dtype, rows))
     return docs

@@ -106,7 +106,11 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
         return prepared[problem]
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
-        return [c for c in SPACES[space_name] if _fits(c, problem, dtype, device)]
+        """The space's configs that fit, and always the heuristic's own pick (first): tuned logic
+        must never choose worse than what an untuned call gets."""
+        default = default_choice(problem, dtype, device)
+        fitting = (c for c in SPACES[space_name] if _fits(c, problem, dtype, device) and c != default)
+        return [default, *fitting]
 
     def run(problem: tuple[int, ...], config: space.Config) -> torch.Tensor:
         a, b = operands(problem)[:2]
@@ -145,8 +149,7 @@ def default_choice(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> 
     """What the untuned heuristic picks (the tuner's plot compares against it)."""
     m, n, k, batch = problem
     tma_ok = batch == 1 and dtype != "fp64" and min(m, n, k) >= 16
-    return space._select_heuristic(space.GemmProblem(m, n, k, batch, dtype, tma_ok), device.backend,
-                                   device.arch, device.shared_memory_per_block).config
+    return space.heuristic(space.GemmProblem(m, n, k, batch, dtype, tma_ok), device).config
 
 
 

@@ -42,7 +42,8 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
           f"triton {info.versions['triton']}")
     rows = []
     for case in tqdm(cases, desc="gemm", unit="problem", disable=len(cases) < 2, file=sys.stderr):
-        rows.append(run_case(case, rounds=1 if interpreting else args.rounds, info=info))
+        rows.append(run_case(case, rounds=1 if interpreting else args.rounds, info=info,
+                             vs_heuristic=args.vs_heuristic))
     print(format_table(rows))
     if args.json:
         result = {

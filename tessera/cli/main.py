@@ -129,8 +129,11 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--trans-b", action="store_true")
     g.add_argument("--batch", type=int, default=1)
     g.add_argument("--quick", action="store_true", help="a preset of sizes (same as --preset quick)")
-    g.add_argument("--preset", choices=["quick", "full", "interpreter"])
+    g.add_argument("--preset", choices=["quick", "full", "grid", "interpreter"],
+                   help="grid: squares 1024…16384 in bf16, fp16, tf32 and fp32")
     g.add_argument("--rounds", type=int, default=3, help="interleaved vendor/Tessera rounds")
+    g.add_argument("--vs-heuristic", action="store_true",
+                   help="also time the untuned heuristic's pick (logic files ignored): the tuned gain")
     g.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
     r = bench_sub.add_parser("rand", help="random numbers vs torch and raw cuRAND (CuPy)")
     r.add_argument("--preset", choices=["quick", "full", "interpreter"], default="quick")

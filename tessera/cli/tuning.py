@@ -71,7 +71,12 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
         shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
         a = torch.randn(shape_a, device=target).to(DTYPES[args.dtype])
         b = torch.randn(shape_b, device=target).to(DTYPES[args.dtype])
-        return 2.0 * m * n * k * batch / flushed_ms(lambda: torch.matmul(a, b)) / 1e9
+        previous, torch.backends.cuda.matmul.allow_tf32 = (torch.backends.cuda.matmul.allow_tf32,
+                                                           args.dtype == "tf32")
+        try:  # the vendor's tf32 is torch's allow_tf32 (off by default: plain fp32 was timed before)
+            return 2.0 * m * n * k * batch / flushed_ms(lambda: torch.matmul(a, b)) / 1e9
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = previous
 
     op = gemm_tunable(args.dtype, problems, args.space, device)
     path, rows = _tune(op, args, problems, lambda problem: default_choice(problem, args.dtype, device),

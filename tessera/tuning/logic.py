@@ -266,6 +266,21 @@ class Override:
 
 
 _generation = 0
+_ignoring = False
+
+
+@contextlib.contextmanager
+def ignored() -> Iterator[None]:
+    """Inside the block no logic file is found, so every op's selection falls to its heuristic: the
+    untuned baseline that benchmarks time tuned logic against, in the same run."""
+    global _ignoring
+    previous, _ignoring = _ignoring, True
+    reload()
+    try:
+        yield
+    finally:
+        _ignoring = previous
+        reload()
 
 
 def reload() -> None:
@@ -282,6 +297,8 @@ def generation() -> int:
 
 def logic_for(arch: str, library: str, op: str, dtype: str) -> tuple[LogicFile | None, list[str]]:
     """The logic file to use, and why each earlier source was passed over (for trace logs)."""
+    if _ignoring:
+        return None, ["logic files ignored (tessera.tuning.logic.ignored)"]
     return _logic_for_cached(arch, library, op, dtype)
 
 
