@@ -8,6 +8,7 @@ medians and say nothing about GPU speed.
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import subprocess
@@ -55,6 +56,19 @@ def back_to_back_ms(fn: Callable[[], object], target_ms: float = 50.0, repeats: 
         end.synchronize()
         per_call.append(start.elapsed_time(end) / calls)
     return statistics.median(per_call)
+
+
+def cold_copies(tensors: Sequence[torch.Tensor], nbytes: int | None = None) -> list[tuple[torch.Tensor, ...]]:
+    """``tensors`` and enough clones of them that all sets together exceed twice the L2 cache (of
+    ``nbytes`` per set, by default the tensors' own): what :func:`graph_ms` cycles over for a
+    cold-cache time. One set off the GPU."""
+    first = tuple(tensors)
+    if not on_gpu():
+        return [first]
+    l2 = torch.cuda.get_device_properties(first[0].device).L2_cache_size
+    size = nbytes if nbytes is not None else sum(t.numel() * t.element_size() for t in first)
+    copies = max(1, min(32, math.ceil(2 * l2 / max(size, 1))))
+    return [first] + [tuple(t.clone() for t in first) for _ in range(copies - 1)]
 
 
 def graph_ms(calls: Sequence[Callable[[], object]], target_ms: float = 20.0, repeats: int = 5) -> float:

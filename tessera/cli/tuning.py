@@ -55,7 +55,7 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
 
     import torch
 
-    from tessera._core.timing import flushed_ms
+    from tessera._core.timing import cold_copies, graph_ms
     from tessera.blas.bench import DTYPES
     from tessera.blas.tune import SIZE_PRESETS, default_choice, gemm_tunable, quantized_op
     from tessera.tuning.tuner import parse_sizes
@@ -74,7 +74,8 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
         previous, torch.backends.cuda.matmul.allow_tf32 = (torch.backends.cuda.matmul.allow_tf32,
                                                            args.dtype == "tf32")
         try:  # the vendor's tf32 is torch's allow_tf32 (off by default: plain fp32 was timed before)
-            return 2.0 * m * n * k * batch / flushed_ms(lambda: torch.matmul(a, b)) / 1e9
+            calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in cold_copies((a, b))]
+            return 2.0 * m * n * k * batch / graph_ms(calls) / 1e9  # timed as the tuner times
         finally:
             torch.backends.cuda.matmul.allow_tf32 = previous
 
