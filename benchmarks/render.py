@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -75,6 +76,7 @@ def _gemm_section(path: Path) -> list[str]:
     data = json.loads(path.read_text())
     dev, ver = data["device"], data["device"]["versions"]
     graphed = any("ratio_graph" in r for r in data["rows"])
+    gains = any("tuned_gain" in r for r in data["rows"])
     lines = [
         f"## GEMM on {dev['name']} ({dev['arch']}) — `{path.relative_to(ROOT)}`", "",
         f"Measured {data['created']} at revision `{data['git_revision']}` with `{data['command']}`; "
@@ -87,8 +89,10 @@ def _gemm_section(path: Path) -> list[str]:
            "twice L2 (kernel time, cold, no host cost); *% copy*: GB/s of operands moved against a "
            "device-to-device copy timed the same way (graph where measured)." if graphed else ""), "",
         "| problem | Tessera ms | TFLOP/s | % peak | vendor ms | vendor TFLOP/s | ratio | b2b ratio "
-        + ("| graph ratio | % copy " if graphed else "") + "| target | kernel |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if graphed else "") + "---|---|",
+        + ("| graph ratio | % copy " if graphed else "") + "| target | kernel |"
+        + (" tuned / heuristic | heuristic kernel |" if gains else ""),
+        "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if graphed else "") + "---|---|"
+        + ("---:|---|" if gains else ""),
     ]
     for r in data["rows"]:
         verdicts = _gemm_verdicts(r)
@@ -100,8 +104,34 @@ def _gemm_section(path: Path) -> list[str]:
             f"{_fmt(r['pct_peak'])} | {r['vendor_ms']:.4f} | {_fmt(r['vendor_tflops'])} | "
             f"{r['ratio']:.3f} | {r['ratio_b2b']:.3f} | {graph_cols}{'; '.join(verdicts) or '–'} | "
             f"`{r['kernel']}` |"
+            + (f" {_fmt(r.get('tuned_gain'), 3)} | `{r.get('heuristic_kernel', '–')}` |" if gains else "")
         )
-    return [*lines, ""]
+    return [*lines, "", *_geomeans(data["rows"], gains)]
+
+
+def _geomeans(rows: list[dict], gains: bool) -> list[str]:
+    """Per dtype over the square rows (M = N = K ≥ 1024): geometric means of the ratio to the vendor
+    (flushed) and, where measured, of the tuned choice's gain over the untuned heuristic — the
+    tuning issue's grid figures (target ≥ 1.02× vs the vendor)."""
+    by_dtype: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["m"] == r["n"] == r["k"] >= 1024 and r["batch"] == 1 and not (r["trans_a"] or r["trans_b"]):
+            by_dtype.setdefault(r["dtype"], []).append(r)
+    if not gains or not any(len(v) > 1 for v in by_dtype.values()):
+        return []
+
+    def geomean(values: list[float]) -> float:
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+
+    out = []
+    for dtype, group in by_dtype.items():
+        ratio = geomean([r["ratio"] for r in group])
+        gain = geomean([r["tuned_gain"] for r in group if "tuned_gain" in r])
+        sizes = ", ".join(str(r["m"]) for r in group)
+        out.append(f"- {dtype} squares ({sizes}): geometric mean **{ratio:.3f}×** the vendor "
+                   f"(target ≥ 1.02×: {'met' if ratio >= 1.02 else '**missed**'}); tuned over untuned "
+                   f"heuristic **{gain:.3f}×**")
+    return [*out, ""]
 
 
 def _host_section(path: Path) -> list[str]:
