@@ -91,9 +91,8 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
 
     def operands(problem: tuple[int, ...]) -> tuple:
         """(a, b, fp64 reference, elementwise error bound, operand copies for cold graph timing) on
-        the target device, built once per
-        problem: on the GPU the fp64 products take a fraction of a second even at 16384³, where on
-        the host they took minutes per candidate."""
+        the target device, built once per problem: on the GPU the fp64 products take a fraction of
+        a second even at 16384³, where on the host they took minutes per candidate."""
         if problem not in prepared:
             prepared.clear()  # one problem at a time: keep memory bounded
             m, n, k, batch = problem
