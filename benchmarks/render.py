@@ -325,6 +325,21 @@ def _first_call_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _eager_tuning_section(path: Path) -> list[str]:
+    """The first sm_90 GEMM tuning run (eager timing): kept as the evidence for graph-timed tuning."""
+    data = json.loads(path.read_text())
+    lines = [f"## GEMM tuned with eager timing (not shipped) — `{path.relative_to(ROOT)}`", "",
+             data["note"], "",
+             "| problem | Tessera ms | vendor ms | ratio | graph ratio | tuned / heuristic | tuned kernel | "
+             "heuristic kernel |", "|---|---:|---:|---:|---:|---:|---|---|"]
+    for r in data["grid_vs_heuristic"]:
+        lines.append(f"| {r['dtype']} {r['m']}x{r['n']}x{r['k']} | {r['tessera_ms']:.4f} | "
+                     f"{r['vendor_ms']:.4f} | "
+                     f"{r['ratio']:.3f} | {r['ratio_graph']:.3f} | {r['tuned_gain']:.3f} | `{r['kernel']}` | "
+                     f"`{r['heuristic_kernel']}` |")
+    return [*lines, ""]
+
+
 def _tuning_section(folder: Path) -> list[str]:
     import yaml
 
@@ -374,6 +389,8 @@ def main() -> None:
         out += _streamk_section(path)
     for path in sorted(RESULTS.glob("host-overhead-*.json"), key=_created, reverse=True):
         out += _host_section(path)
+    for path in sorted(RESULTS.glob("tune-eager-*.json")):
+        out += _eager_tuning_section(path)
     for folder in sorted(p for p in RESULTS.glob("tune-*") if p.is_dir()):
         out += _tuning_section(folder)
     (ROOT / "BENCHMARKS.md").write_text("\n".join(out))
