@@ -345,10 +345,25 @@ def test_batches_beyond_the_grid_limit_are_sliced(config: space.Config, device: 
         assert_gemm_close(d[i], a[i], b, c[i], beta=1.0)
 
 
+def test_repeat_tf32_calls_copy_k_major_again(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where tf32 wants K-major operands (Hopper; forced here), the first call copies B column-major
+    and a repeat call through the recipe copies the new call's B, not the first one's."""
+    from tessera.blas import api
+
+    monkeypatch.setattr(space, "tf32_wants_k_major", lambda info: True)
+    api._RECIPES.clear()
+    a = torch.randn(24, 40, device=device)
+    for b in (torch.randn(40, 20, device=device), torch.randn(40, 20, device=device)):
+        assert_gemm_close(gemm(a, b, precision="tf32"), a, b, precision="tf32")
+    (recipe,) = api._RECIPES.values()
+    assert recipe.k_major
+
+
 def test_repeat_calls_reuse_the_plan_and_follow_overrides(device: str) -> None:
     """A repeat call with the same signature skips validation and selection (a recipe is stored
     once), stays correct for new data and strides of the same signature, and a forced config or
-    a new signature is honoured at once; what _plan copies (odd strides) is never reused."""
+    a new signature is honoured at once; what _plan copies (odd strides) is copied again, from the
+    new call's operands."""
     from tessera._core.launch import capture
     from tessera.blas import api
 
@@ -366,9 +381,14 @@ def test_repeat_calls_reuse_the_plan_and_follow_overrides(device: str) -> None:
         with space.forced(TileConfig(block, block, 16, 8, 4, 1)), capture() as calls:
             gemm(a, b, trans_b=True, alpha=0.5)
         assert calls[0].constexprs["BLOCK_M"] == block
-    odd = torch.randn(40, 48, device=device)[:, ::2]  # neither row- nor column-major: copied
-    gemm(odd, b, trans_b=True)
-    assert not any(key[1] == odd.stride() for key in api._RECIPES)
+    odd = torch.randn(40, 48, device=device)[:, ::2]  # neither row- nor column-major: copied,
+    for _ in range(2):  # and copied again by a repeat call that reuses the recipe
+        assert_gemm_close(gemm(odd, b, trans_b=True), odd, b, trans_b=True)
+    assert sum(key[1] == odd.stride() for key in api._RECIPES) == 1
+    other = torch.randn(40, 48, device=device)[:, ::2]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api, "_plan", None)  # a repeat signature must not plan again
+        assert_gemm_close(gemm(other, b, trans_b=True), other, b, trans_b=True)
     with pytest.raises(tessera.InvalidArgumentError):  # invalid input is never cached
         gemm(a, torch.randn(23, 24, device=device))
     with pytest.raises(tessera.InvalidArgumentError):

@@ -57,6 +57,14 @@ def _matrix_layout(name: str, t: torch.Tensor) -> torch.Tensor:
     return t.contiguous()
 
 
+def _operand_layouts(op_a: torch.Tensor, op_b: torch.Tensor,
+                     k_major: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """op(A) and op(B) as the kernels read them: row- or column-major, and K-major for tf32 on
+    Hopper (``k_major``); copies only where a stride needs it."""
+    op_a, op_b = _matrix_layout("a", op_a), _matrix_layout("b", op_b)
+    return _k_major(op_a, op_b, materialize=True) if k_major else (op_a, op_b)
+
+
 def _batch_of(t: torch.Tensor) -> int:
     return t.shape[0] if t.dim() == 3 else 1
 
@@ -134,18 +142,20 @@ def gemm(
         recipe = _RECIPES.get(signature)
         if recipe is not None:  # validated and selected before for exactly this signature
             d = torch.empty(recipe.out_shape, dtype=recipe.out_dtype, device=a.device)
-            _launch(_GemmPlan(a.transpose(-1, -2) if trans_a else a, b.transpose(-1, -2) if trans_b else b,
-                              None, d, recipe.batch, float(alpha), float(beta), recipe.precision,
+            op_a, op_b = _operand_layouts(a.transpose(-1, -2) if trans_a else a,
+                                          b.transpose(-1, -2) if trans_b else b, recipe.k_major)
+            _launch(_GemmPlan(op_a, op_b, None, d, recipe.batch, float(alpha), float(beta), recipe.precision,
                               recipe.problem, recipe.choice, recipe.multiprocessors))
             return d
     out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
                       allocate=True)
     if plan is not None:
-        if signature is not None and _views_of(plan, a, b, trans_a, trans_b):
+        if signature is not None and plan.c is None:
             if len(_RECIPES) >= _RECIPES_MAX:
                 _RECIPES.clear()
+            k_major = plan.problem.dtype == "tf32" and space.tf32_wants_k_major(device_info(a.device))
             _RECIPES[signature] = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
-                                          plan.problem, plan.choice, plan.multiprocessors)
+                                          plan.problem, plan.choice, plan.multiprocessors, k_major)
         _launch(plan)
     return out
 
@@ -153,7 +163,8 @@ def gemm(
 # Repeat calls (same shapes, strides, dtypes, devices, 16-byte alignment and arguments, no C, no
 # out, logging off) skip validation and selection: _plan's decisions depend on nothing else. The
 # key holds the forced configuration and the logic generation, so overrides and pack installs
-# apply at once.
+# apply at once. The operand copies _plan makes (odd strides; tf32's K-major operands) depend on
+# the strides alone, so a repeat call makes them again through the same function.
 _REALS = (int, float)
 _RECIPES_MAX = 512
 
@@ -169,6 +180,7 @@ class _Recipe:
     problem: space.GemmProblem
     choice: space.Choice
     multiprocessors: int
+    k_major: bool  # tf32 on Hopper: operands copied K-major
 
 
 _RECIPES: dict[tuple, _Recipe] = {}
@@ -179,14 +191,6 @@ def _signature(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, tran
     return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16, b.shape, b.stride(), b.dtype,
             b.device, b.data_ptr() % 16, alpha, beta, trans_a, trans_b, out_dtype, precision,
             space.forced.config, logic.generation())
-
-
-def _views_of(plan: _GemmPlan, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool) -> bool:
-    """Whether the plan's operands are a and b themselves (transposed as asked), not copies, and it
-    reads no C: then a repeat call can rebuild the plan from the recipe."""
-    want_a = a.transpose(-1, -2) if trans_a else a
-    want_b = b.transpose(-1, -2) if trans_b else b
-    return plan.c is None and _same_view(plan.op_a, want_a) and _same_view(plan.op_b, want_b)
 
 
 def _check_not_quantized_args(a: torch.Tensor, scale_a: object, scale_b: object, bias: object,
@@ -341,15 +345,14 @@ def _plan(
             _scale_c_into(out, c, beta)
         return out, None
 
-    op_a = _matrix_layout("a", op_a)
-    op_b = _matrix_layout("b", op_b)
+    op_a, op_b = _operand_layouts(op_a, op_b, k_major=False)
     c_view = None if c is None else torch.broadcast_to(c, out_shape)
 
     info = device_info(device)
     if precision == "tf32" and info.backend == "hip":
         precision = "ieee"  # AMD GPUs have no tf32 in Triton: IEEE fp32 is what "allow tf32" gives
     key = dtype_key(a.dtype, precision)
-    if key == "tf32" and space.tf32_wants_k_major(info):
+    if key == "tf32" and space.tf32_wants_k_major(info):  # the recipe's k_major (gemm) repeats this
         op_a, op_b = _k_major(op_a, op_b, materialize=allocate)
     tma_ok = (
         batch == 1
