@@ -246,8 +246,8 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     support = {row["kernel"]: row for row in result.manifest["support"]}
     tile = support["gemm_tile"]
     suffixes = [f.rsplit(".", 1)[-1] for f in tile["files"]]
-    # M aligned, odd, 1; with C; N and K not multiples of 16
-    assert tile["status"] == "ok" and suffixes == ["hsaco", "json", "json"] * 5
+    # M aligned, odd, 1; with C; alpha ≠ 1; N and K not multiples of 16
+    assert tile["status"] == "ok" and suffixes == ["hsaco", "json", "json"] * 6
     assert support["gemm_tma"]["status"] == "failed" and "sm_90" in support["gemm_tma"]["reason"]
     splitk = support["gemm_splitk"]
     assert splitk["status"] == "ok" and len(splitk["files"]) == 18, splitk  # partial + reduce, 3 Ms
@@ -291,11 +291,11 @@ from tessera.rand.space import MrgConfig, PhiloxConfig
 
 config = TileConfig(64, 64, 32, 8, 4, 3)
 
-def problem(m, n, k, c=None, batch=1):
+def problem(m, n, k, c=None, batch=1, alpha=1.0):
     lead = (batch,) if batch > 1 else ()
     a, b, d = torch.empty(*lead, m, k), torch.empty(*lead, k, n), torch.empty(*lead, m, n)
     with capture() as calls:
-        launch_gemm_tile(a, b, c, d, batch, 1.0, 0.0 if c is None else 1.0, precision="ieee", upcast=False,
+        launch_gemm_tile(a, b, c, d, batch, alpha, 0.0 if c is None else 1.0, precision="ieee", upcast=False,
                          index_64=False, config=config)
     return keys(calls[0])
 
@@ -313,7 +313,8 @@ print(json.dumps([[keys(call) for call in calls], problem(2048, 512, 4096), prob
                   problem(2048, 1000, 4096), draws(0, 0, 0), draws(2**64 - 17, 2**40 + 1, 2**41 + 8),
                   problem(512, 2000, 64, c=torch.empty(512, 2000)),
                   problem(512, 2000, 64, c=torch.empty(2000).expand(512, 2000)),
-                  problem(2048, 1001, 999), problem(64, 64, 64, batch=3), problem(37, 1001, 999)]))
+                  problem(2048, 1001, 999), problem(64, 64, 64, batch=3), problem(37, 1001, 999),
+                  problem(512, 2048, 256, alpha=0.125), problem(512, 2048, 256, alpha=-3.0)]))
 """
 
 
@@ -321,10 +322,11 @@ def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
     """A precompiled binary is found by the Launcher's key of a representative launch: the aligned
     one serves any problem of the same kind with sizes multiples of 16 (batched too), the odd-M one
     any M that is not (token counts), the one-row one M = 1, the C one any C (contiguous or a
-    broadcast bias row), the odd one N and K both not multiples of 16; an odd N alone, or odd M, N
+    broadcast bias row), the scaled one any alpha ≠ 1, the odd one N and K both not multiples of 16;
+    an odd N alone, or odd M, N
     and K together, have none (they go through the JIT) — exactly as Triton's own specialization is."""
     (representatives, aligned, odd_m, eight, one, other_odd_m, odd_n, first_draws, other_draws, with_c,
-     with_bias, odd_nk, batched, odd_mnk) = _binder_keys(_KEYS)
+     with_bias, odd_nk, batched, odd_mnk, scaled, other_scaled) = _binder_keys(_KEYS)
     representative = representatives[0]
     assert representative == aligned  # same launch key and same Triton specialization
     assert representative[0] != odd_m[0] and representative[1] != odd_m[1]
@@ -333,7 +335,8 @@ def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
     assert one == representatives[2]  # M = 1 is a constant to Triton
     assert odd_n not in representatives
     assert with_c == with_bias == representatives[3] and with_c != aligned
-    assert odd_nk == representatives[4] and batched == aligned
+    assert scaled == other_scaled == representatives[4] and scaled != aligned  # any alpha ≠ 1
+    assert odd_nk == representatives[5] and batched == aligned
     assert odd_mnk not in representatives
     # rand kernels take seeds and offsets unspecialized: one binary (and one pack file) for all
     assert first_draws == other_draws
@@ -344,26 +347,27 @@ from tessera.blas.kernels.gemm_tma import TmaConfig, launch_gemm_tma, representa
 
 config = TmaConfig(128, 256, 64, 8, 8, 3)
 
-def problem(m, n, k, c=False):
+def problem(m, n, k, c=False, alpha=1.0):
     a, b, d = (torch.empty(r, s, dtype=torch.bfloat16) for r, s in ((m, k), (k, n), (m, n)))
     with capture() as calls:
-        launch_gemm_tma(a, b, torch.empty_like(d) if c else None, d, 1.0, 1.0 if c else 0.0,
+        launch_gemm_tma(a, b, torch.empty_like(d) if c else None, d, alpha, 1.0 if c else 0.0,
                         precision="ieee", num_sms=132, config=config)
     return keys(calls[0])
 
 with capture() as calls:
     representative_launch("gemm", config, "bf16", 132)
 print(json.dumps([[keys(call) for call in calls], problem(4096, 4096, 4096), problem(4008, 4096, 4096),
-                  problem(4096, 4096, 4096, c=True), problem(4096, 4088, 1000), problem(8192, 14328, 4104)]))
+                  problem(4096, 4096, 4096, c=True), problem(4096, 4088, 1000), problem(8192, 14328, 4104),
+                  problem(4096, 4096, 4096, alpha=0.25)]))
 """
 
 
 def test_tma_pack_binaries_cover_token_counts_c_and_sizes_aligned_to_8() -> None:
     """The TMA family's pack binaries serve what Hopper problems of at least one tile per SM look
-    like: sizes multiples of 16, M not (token counts), a C operand, and N and K multiples of 8 only
-    (TMA's limit: 16-byte rows; other sizes go to the tile family)."""
-    reps, aligned, odd_m, with_c, odd_nk, llm_odd = _binder_keys(_TMA_KEYS)
-    assert [aligned, odd_m, with_c, odd_nk] == reps and llm_odd == reps[3]
+    like: sizes multiples of 16, M not (token counts), a C operand, alpha ≠ 1, and N and K multiples
+    of 8 only (TMA's limit: 16-byte rows; other sizes go to the tile family)."""
+    reps, aligned, odd_m, with_c, odd_nk, llm_odd, scaled = _binder_keys(_TMA_KEYS)
+    assert [aligned, odd_m, with_c, odd_nk, scaled] == reps and llm_odd == reps[3]
 
 
 def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

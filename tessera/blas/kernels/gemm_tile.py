@@ -193,7 +193,8 @@ def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = R
 def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M each
     of ``REPRESENTATIVE_ROWS``; then, M aligned, with a C operand (β ≠ 0, as addmm: a contiguous C
-    or a bias row broadcast over it), and with N and K both not multiples of 16 (run it under
+    or a bias row broadcast over it), with alpha ≠ 1 (any value: floats do not specialize), and
+    with N and K both not multiples of 16 (run it under
     ``tessera._core.launch.capture()``: pack builds precompile what it records). Batched problems
     with aligned sizes share these binaries (the batch is a grid axis, batch strides stay aligned)."""
     precision = "tf32" if dtype == "tf32" else "ieee"
@@ -204,6 +205,8 @@ def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int)
     a, b, d = representative_operands(dtype)
     launch_gemm_tile(a, b, torch.empty_like(d), d, 1, 1.0, 1.0, precision=precision, upcast=False,
                      index_64=False, config=config)
+    launch_gemm_tile(a, b, None, d, 1, 0.5, 0.0, precision=precision, upcast=False, index_64=False,
+                     config=config)
     a, b, d = representative_operands(dtype, REPRESENTATIVE_SIZE, ODD_SIZE, ODD_SIZE)
     launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision=precision, upcast=False, index_64=False,
                      config=config)
