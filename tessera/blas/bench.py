@@ -132,9 +132,10 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None,
     try:
         ref, got = vendor().double(), ours().double()
         rel_err = ((got - ref).norm() / ref.norm().clamp_min(1e-300)).item()
-        choice = _choice_for(case, a, b)
-        with logic.ignored():
-            heuristic_choice = _choice_for(case, a, b) if vs_heuristic else choice
+        choice = heuristic_choice = _choice_for(case, a, b)
+        if vs_heuristic:
+            with logic.ignored():
+                heuristic_choice = _choice_for(case, a, b)
         timings: dict[str, list[float]] = {k: [] for k in ("v", "t", "v_b2b", "t_b2b")}
         graphed = _graphed_pair(case, a, b, precision) if on_gpu() else None
         copy, copy_bytes = _copy_call(case.bytes_moved) if case.memory_bound else (None, 0)
