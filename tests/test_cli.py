@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,35 @@ def test_bench_one_problem_writes_json(tmp_path: Path, capsys: pytest.CaptureFix
     assert row["rel_err_vs_vendor"] < 1e-5
     assert data["device"]["arch"] and "git_revision" in data
     assert not list(path.parent.glob(".*.tmp")), "temporary file left behind"
+
+
+def test_bench_vs_heuristic_times_the_untuned_pick(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """With installed logic choosing another kernel, --vs-heuristic times the heuristic's pick in
+    the same rounds and reports both kernels and the gain."""
+    import yaml
+
+    from tessera import device_info
+    from tessera.tuning import logic
+
+    arch = device_info().arch
+    folder = Path(os.environ["TESSERA_HOME"]) / "current" / "logic" / arch
+    folder.mkdir(parents=True)
+    doc = {"schema": 1, "arch": arch, "library": "blas", "op": "gemm", "problem": {"dtype": "fp32"},
+           "solutions": [{"id": 0, "kernel": "gemm_tile", "block_m": 16, "block_n": 16, "block_k": 16,
+                          "group_m": 1, "num_warps": 2, "num_stages": 1}],
+           "table": [{"m": 20, "n": 12, "k": 9, "batch": 1, "solution": 0}]}
+    (folder / "blas.gemm.fp32.yaml").write_text(yaml.safe_dump(doc))
+    logic.reload()
+    path = tmp_path / "gemm.json"
+    try:
+        assert main(["bench", "gemm", "-m", "20", "-n", "12", "-k", "9", "--dtype", "fp32", "--rounds", "1",
+                     "--vs-heuristic", "--json", str(path)]) == 0
+    finally:
+        logic.reload()
+    (row,) = json.loads(path.read_text())["rows"]
+    assert row["kernel"] == "gemm_tile 16x16x16 g1 w2 s1" != row["heuristic_kernel"]
+    assert row["heuristic_ms"] > 0 and row["tuned_gain"] == row["heuristic_ms"] / row["tessera_ms"]
+    assert "tuned/heuristic" in capsys.readouterr().out
 
 
 def test_quick_preset_without_gpu_uses_interpreter_sizes(capsys: pytest.CaptureFixture) -> None:
