@@ -246,8 +246,8 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     support = {row["kernel"]: row for row in result.manifest["support"]}
     tile = support["gemm_tile"]
     suffixes = [f.rsplit(".", 1)[-1] for f in tile["files"]]
-    # M aligned, odd, 1; with C; alpha ≠ 1; N and K not multiples of 16
-    assert tile["status"] == "ok" and suffixes == ["hsaco", "json", "json"] * 6
+    # M aligned, odd, 1; with C; alpha ≠ 1; N and K not multiples of 16; N alone not
+    assert tile["status"] == "ok" and suffixes == ["hsaco", "json", "json"] * 7
     assert support["gemm_tma"]["status"] == "failed" and "sm_90" in support["gemm_tma"]["reason"]
     splitk = support["gemm_splitk"]
     assert splitk["status"] == "ok" and len(splitk["files"]) == 18, splitk  # partial + reduce, 3 Ms
@@ -322,9 +322,9 @@ def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
     """A precompiled binary is found by the Launcher's key of a representative launch: the aligned
     one serves any problem of the same kind with sizes multiples of 16 (batched too), the odd-M one
     any M that is not (token counts), the one-row one M = 1, the C one any C (contiguous or a
-    broadcast bias row), the scaled one any alpha ≠ 1, the odd one N and K both not multiples of 16;
-    an odd N alone, or odd M, N
-    and K together, have none (they go through the JIT) — exactly as Triton's own specialization is."""
+    broadcast bias row), the scaled one any alpha ≠ 1, the odd ones N and K both not multiples of 16
+    and N alone not; odd M, N and K together have none (they go through the JIT) — exactly as
+    Triton's own specialization is."""
     (representatives, aligned, odd_m, eight, one, other_odd_m, odd_n, first_draws, other_draws, with_c,
      with_bias, odd_nk, batched, odd_mnk, scaled, other_scaled) = _binder_keys(_KEYS)
     representative = representatives[0]
@@ -333,7 +333,7 @@ def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
     assert "tt.divisibility" in representative[1]
     assert odd_m == representatives[1] == eight == other_odd_m  # M = 1000, 8, 37: one binary
     assert one == representatives[2]  # M = 1 is a constant to Triton
-    assert odd_n not in representatives
+    assert odd_n == representatives[6]  # N = 1000, K = 4096: a vocabulary's LM head
     assert with_c == with_bias == representatives[3] and with_c != aligned
     assert scaled == other_scaled == representatives[4] and scaled != aligned  # any alpha ≠ 1
     assert odd_nk == representatives[5] and batched == aligned

@@ -193,8 +193,8 @@ def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = R
 def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M each
     of ``REPRESENTATIVE_ROWS``; then, M aligned, with a C operand (β ≠ 0, as addmm: a contiguous C
-    or a bias row broadcast over it), with alpha ≠ 1 (any value: floats do not specialize), and
-    with N and K both not multiples of 16 (run it under
+    or a bias row broadcast over it), with alpha ≠ 1 (any value: floats do not specialize), with
+    N and K both not multiples of 16, and with N alone not (a vocabulary's LM head) (run it under
     ``tessera._core.launch.capture()``: pack builds precompile what it records). Batched problems
     with aligned sizes share these binaries (the batch is a grid axis, batch strides stay aligned)."""
     precision = "tf32" if dtype == "tf32" else "ieee"
@@ -207,6 +207,7 @@ def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int)
                      index_64=False, config=config)
     launch_gemm_tile(a, b, None, d, 1, 0.5, 0.0, precision=precision, upcast=False, index_64=False,
                      config=config)
-    a, b, d = representative_operands(dtype, REPRESENTATIVE_SIZE, ODD_SIZE, ODD_SIZE)
-    launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision=precision, upcast=False, index_64=False,
-                     config=config)
+    for n, k in ((ODD_SIZE, ODD_SIZE), (ODD_SIZE, REPRESENTATIVE_SIZE)):
+        a, b, d = representative_operands(dtype, REPRESENTATIVE_SIZE, n, k)
+        launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision=precision, upcast=False, index_64=False,
+                         config=config)
