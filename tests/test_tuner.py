@@ -168,6 +168,30 @@ def test_gemm_check_rejects_a_wrong_result(monkeypatch: pytest.MonkeyPatch) -> N
     assert op.check((32, 32, 32, 1), config) is None
 
 
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_quantized_graph_timing_cycles_over_weight_copies(symmetric: bool,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quantized tuner's timing sets are copies of the weight (codes, scales, zero points), each
+    its own memory and each giving the original's product."""
+    import torch
+
+    from tessera.blas import tune
+    from tessera.blas.quantized import gemm_wq, quantize_weight
+
+    monkeypatch.setattr(tune, "cold_copies", lambda tensors: [tuple(tensors)] + [
+        tuple(t.clone() for t in tensors) for _ in range(2)])  # as on a GPU: two more sets
+    x = torch.randn(3, 64, dtype=torch.float16)
+    q = quantize_weight(torch.randn(64, 8, dtype=torch.float16), bits=4, group_size=32, symmetric=symmetric)
+    sets = tune._cold_sets((x, q))
+    assert len(sets) == 3 and sets[0] == (x, q)
+    expected = gemm_wq(x, q)
+    for xc, qc in sets[1:]:
+        assert xc.data_ptr() != x.data_ptr() and qc.codes.data_ptr() != q.codes.data_ptr()
+        assert qc.scales.data_ptr() != q.scales.data_ptr() and (qc.zeros is None) == symmetric
+        assert (qc.bits, qc.group_size, qc.shape) == (q.bits, q.group_size, q.shape)
+        assert torch.equal(gemm_wq(xc, qc), expected)
+
+
 def test_retiming_defeats_the_winners_curse(tmp_path: Path) -> None:
     """A candidate whose first timing was a lucky outlier loses once it is timed again."""
     seen: dict[tuple, int] = {}

@@ -25,14 +25,13 @@ def on_gpu() -> bool:
     return torch.cuda.is_available() and not interpreter_enabled()
 
 
-def flushed_ms(fn: Callable[[], object], warmup_ms: float = 25.0, rep_ms: float = 100.0) -> float:
-    """Median milliseconds per call with the L2 cache flushed before each call (``do_bench`` warms
-    up for ``warmup_ms`` and measures for about ``rep_ms``)."""
+def flushed_ms(fn: Callable[[], object]) -> float:
+    """Median milliseconds per call with the L2 cache flushed before each call."""
     if not on_gpu():
         return _wall_ms(fn)
     import triton.testing
 
-    return float(triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
 
 
 def back_to_back_ms(fn: Callable[[], object], target_ms: float = 50.0, repeats: int = 5) -> float:

@@ -12,7 +12,7 @@ import torch
 from tessera._core.device import DeviceInfo, device_info
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import compile_only
-from tessera._core.timing import cold_copies, flushed_ms, graph_ms, on_gpu
+from tessera._core.timing import cold_copies, graph_ms, on_gpu
 from tessera.blas import space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_error_bound
 from tessera.blas.api import gemm
@@ -27,7 +27,7 @@ from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.blas.level1 import axpy, iamax, nrm2
 from tessera.blas.level2 import gemv, ger, symv, trsv
-from tessera.blas.quantized import dequantize_weight, gemm_wq, quantize_weight
+from tessera.blas.quantized import QuantizedWeight, dequantize_weight, gemm_wq, quantize_weight
 from tessera.tuning.tuner import TunableOp, runtime_of
 
 LLM_NK = ((4096, 4096), (8192, 8192), (14336, 4096), (4096, 14336))
@@ -48,11 +48,6 @@ SPACES: dict[str, tuple[space.Config, ...]] = {
     "tiny": (TileConfig(16, 16, 16, 1, 2, 1), TileConfig(32, 32, 16, 4, 4, 1),
              TileConfig(16, 32, 32, 8, 4, 2)),
 }
-
-
-# do_bench's warm-up and measuring window per candidate (ms): shorter than a benchmark's (25 / 100)
-# because the tuner re-times its top candidates and chooses by the median over all timings.
-TUNING_TIMING = {"warmup_ms": 10.0, "rep_ms": 40.0}
 
 
 def _pow2_at_least(x: int) -> int:
@@ -229,17 +224,19 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
                 one = torch.ones(1, device=target)
                 args = (a.to(target), b.to(target), one)
                 wide_a, weights = a.double(), [b.double()]
-            cache[problem] = (args, [(wide_a @ w, wide_a.abs() @ w.abs()) for w in weights])
+            cache[problem] = (args, [(wide_a @ w, wide_a.abs() @ w.abs()) for w in weights], _cold_sets(args))
         return cache[problem]
 
+    def call(args: tuple) -> torch.Tensor:
+        if op == "gemm_wq":
+            return gemm_wq(*args)
+        a, b, one = args
+        return gemm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                    fast_accum=element_dtype(dtype)[1])
+
     def run(problem: tuple[int, ...], config: space.Config) -> torch.Tensor:
-        args = operands(problem)[0]
         with space.forced(config):
-            if op == "gemm_wq":
-                return gemm_wq(*args)
-            a, b, one = args
-            return gemm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
-                        fast_accum=element_dtype(dtype)[1])
+            return call(operands(problem)[0])
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
         m, n, k = problem
@@ -264,11 +261,29 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
         return None if excess <= 0 else f"error exceeds the bound by {excess:.3g}"
 
     def measure(problem: tuple[int, ...], config: space.Config) -> float:
+        """TFLOP/s replayed from a CUDA graph over argument copies larger than twice L2 (as the float
+        GEMM tuner): a decode kernel runs shorter than its Python call, so eager timing measured
+        the host."""
         m, n, k = problem
-        return 2.0 * m * n * k / flushed_ms(lambda: run(problem, config), **TUNING_TIMING) / 1e9
+        calls = [lambda args=args: call(args) for args in operands(problem)[2]]
+        with space.forced(config):
+            return 2.0 * m * n * k / graph_ms(calls) / 1e9
 
     return TunableOp("blas", op, device.arch, dtype, list(problems), candidates, check, measure,
                      runtime=runtime_of(device))
+
+
+def _cold_sets(args: tuple) -> list[tuple]:
+    """``gemm_wq``'s (x, weight) or ``gemm_scaled``'s (a, b, scale) and copies of them (the weight's
+    codes, scales and zero points; the scale is shared) for :func:`graph_ms`."""
+    if isinstance(args[1], QuantizedWeight):
+        x, q = args
+        tensors = (x, q.codes, q.scales, *(() if q.zeros is None else (q.zeros,)))
+        return [args] + [(copy[0], dataclasses.replace(q, codes=copy[1], scales=copy[2],
+                                                       zeros=copy[3] if len(copy) > 3 else None))
+                         for copy in cold_copies(tensors)[1:]]
+    a, b, one = args
+    return [(x, y, one) for x, y in cold_copies((a, b))]
 
 
 def quantized_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
