@@ -50,13 +50,31 @@ def _tuning_device(interpreting: bool) -> DeviceInfo:
     return device_info()
 
 
+def _matmul_tflops(problem: tuple[int, ...], dtype: str) -> float:
+    """``torch.matmul``'s TFLOP/s on (m, n, k, batch) in ``dtype`` (bf16 … tf32), timed as the tuner
+    times its candidates: from a CUDA graph over cold operand copies. tf32 is torch's allow_tf32
+    (off by default: plain fp32 was once timed as the tf32 vendor)."""
+    import torch
+
+    from tessera._core.timing import cold_copies, graph_ms, on_gpu
+    from tessera.blas.bench import DTYPES
+
+    m, n, k, batch = problem
+    target = "cuda" if on_gpu() else "cpu"
+    shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
+    a = torch.randn(shape_a, device=target).to(DTYPES[dtype])
+    b = torch.randn(shape_b, device=target).to(DTYPES[dtype])
+    previous, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, dtype == "tf32"
+    try:
+        calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in cold_copies((a, b))]
+        return 2.0 * m * n * k * batch / graph_ms(calls) / 1e9
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+
+
 def cmd_tune_gemm(args: argparse.Namespace) -> int:
     interpreting = use_interpreter_without_gpu()
 
-    import torch
-
-    from tessera._core.timing import cold_copies, graph_ms
-    from tessera.blas.bench import DTYPES
     from tessera.blas.tune import SIZE_PRESETS, default_choice, gemm_tunable, quantized_op
     from tessera.tuning.tuner import parse_sizes
 
@@ -64,50 +82,23 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     device = _tuning_device(interpreting)
     if quantized_op(args.dtype) is not None:
         return _tune_quantized(args, problems, device)
-    target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
-
-    def vendor(problem: tuple[int, ...]) -> float:
-        m, n, k, batch = problem
-        shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
-        a = torch.randn(shape_a, device=target).to(DTYPES[args.dtype])
-        b = torch.randn(shape_b, device=target).to(DTYPES[args.dtype])
-        previous, torch.backends.cuda.matmul.allow_tf32 = (torch.backends.cuda.matmul.allow_tf32,
-                                                           args.dtype == "tf32")
-        try:  # the vendor's tf32 is torch's allow_tf32 (off by default: plain fp32 was timed before)
-            calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in cold_copies((a, b))]
-            return 2.0 * m * n * k * batch / graph_ms(calls) / 1e9  # timed as the tuner times
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = previous
-
     op = gemm_tunable(args.dtype, problems, args.space, device)
     path, rows = _tune(op, args, problems, lambda problem: default_choice(problem, args.dtype, device),
-                       vendor)
+                       lambda problem: _matmul_tflops(problem, args.dtype))
     return _summarize(path, f"GEMM {args.dtype} on {device.name}", *rows, "vendor", "TFLOP/s", args.no_plot)
 
 
 def _tune_quantized(args: argparse.Namespace, problems: list[tuple[int, ...]], device: DeviceInfo) -> int:
     """``tessera tune gemm --dtype`` for the quantized ops: sizes (m, n, k); the vendor column is
     bf16 ``torch.matmul`` of the same shape."""
-    import torch
-
-    from tessera._core.timing import cold_copies, graph_ms, on_gpu
     from tessera.blas.tune import quantized_default, quantized_tunable
 
     if any(p[3] != 1 for p in problems):
         raise InvalidArgumentError(f"--dtype {args.dtype} takes no batch; got sizes {problems}")
     problems3 = [p[:3] for p in problems]
-    target = "cuda" if on_gpu() else "cpu"
-
-    def vendor(problem: tuple[int, ...]) -> float:
-        m, n, k = problem
-        a = torch.randn(m, k, device=target, dtype=torch.bfloat16)
-        b = torch.randn(k, n, device=target, dtype=torch.bfloat16)
-        calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in cold_copies((a, b))]
-        return 2.0 * m * n * k / graph_ms(calls) / 1e9  # timed as the tuner times
-
     op = quantized_tunable(args.dtype, problems3, args.space, device)
     path, rows = _tune(op, args, problems3, lambda problem: quantized_default(problem, args.dtype, device),
-                       vendor)
+                       lambda problem: _matmul_tflops((*problem, 1), "bf16"))
     return _summarize(path, f"{op.op} {args.dtype} on {device.name}", *rows, "bf16 torch.matmul", "TFLOP/s",
                       args.no_plot)
 
