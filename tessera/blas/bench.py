@@ -21,13 +21,10 @@ from typing import Any
 
 import torch
 
-from tessera._core.device import DeviceInfo, device_info
+from tessera._core.device import DeviceInfo, device_info, torch_dtype
 from tessera._core.timing import back_to_back_ms, cold_copies, flushed_ms, graph_ms, on_gpu
 from tessera.blas.api import explain, gemm
 from tessera.tuning import logic
-
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-          "tf32": torch.float32, "fp64": torch.float64}
 
 
 @dataclass(frozen=True)
@@ -99,7 +96,7 @@ PRESETS: dict[str, list[GemmCase]] = {
 
 
 def _operands(case: GemmCase, device: str) -> tuple[torch.Tensor, torch.Tensor]:
-    dt = DTYPES[case.dtype]
+    dt = torch_dtype(case.dtype)
     a_shape = (case.k, case.m) if case.trans_a else (case.m, case.k)
     b_shape = (case.n, case.k) if case.trans_b else (case.k, case.n)
     if case.batch > 1:

@@ -9,14 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from tessera._core.device import DeviceInfo, device_info
+from tessera._core.device import DeviceInfo, device_info, torch_dtype
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import compile_only
 from tessera._core.timing import cold_copies, graph_ms, on_gpu
 from tessera.blas import space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_error_bound
 from tessera.blas.api import gemm
-from tessera.blas.bench import DTYPES
 from tessera.blas.kernels.gemm_scaled import ScaledConfig, element_dtype
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
@@ -79,7 +78,7 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
                  device: DeviceInfo | None = None) -> TunableOp:
     """The GEMM op as the tuner sees it, on the current device (GPU, or the interpreter)."""
     device = device or device_info()
-    torch_dtype = DTYPES[dtype]
+    elem_dtype = torch_dtype(dtype)
     precision = "tf32" if dtype == "tf32" else "ieee"
     target = "cuda" if on_gpu() else "cpu"
     prepared: dict[tuple[int, ...], tuple[torch.Tensor, ...]] = {}
@@ -93,9 +92,9 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
             m, n, k, batch = problem
             gen = torch.Generator().manual_seed(hash(problem) % 2**31)
             shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
-            a = torch.randn(shape_a, generator=gen).to(torch_dtype).to(target)
-            b = torch.randn(shape_b, generator=gen).to(torch_dtype).to(target)
-            bound = gemm_error_bound(a, b, None, alpha=1.0, beta=0.0, out_dtype=torch_dtype,
+            a = torch.randn(shape_a, generator=gen).to(elem_dtype).to(target)
+            b = torch.randn(shape_b, generator=gen).to(elem_dtype).to(target)
+            bound = gemm_error_bound(a, b, None, alpha=1.0, beta=0.0, out_dtype=elem_dtype,
                                      precision=precision)
             prepared[problem] = (a, b, torch.matmul(a.double(), b.double()), bound, cold_copies((a, b)))
         return prepared[problem]
@@ -205,7 +204,7 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             m, n, k = problem
             gen = torch.Generator().manual_seed(hash(problem) % 2**31)
             if op == "gemm_wq":
-                bits, act = int(dtype[3]), DTYPES[dtype.split("_")[1]]
+                bits, act = int(dtype[3]), torch_dtype(dtype.split("_")[1])
                 w = (torch.randn(k, n, generator=gen) * 0.02).to(act).to(target)
                 q = quantize_weight(w, bits=bits, group_size=_group_for(k))
                 x = torch.randn(m, k, generator=gen).to(act).to(target)
@@ -313,7 +312,7 @@ def gemv_tunable(dtype: str, problems: Sequence[tuple[int, int]], space_name: st
     device = device or device_info()
     if dtype not in space.GEMV_DTYPES:
         raise InvalidArgumentError(f"gemv dtype {dtype!r} is unknown; known: {', '.join(space.GEMV_DTYPES)}")
-    elem, trans = DTYPES[dtype.removesuffix("_t")], dtype.endswith("_t")
+    elem, trans = torch_dtype(dtype.removesuffix("_t")), dtype.endswith("_t")
     target = "cuda" if on_gpu() else "cpu"
     unit, accumulation = _rounding(dtype.removesuffix("_t"))
     cache: dict[tuple[int, ...], tuple] = {}
@@ -371,7 +370,7 @@ LEVEL1_ROUTINES = {"level1_map": "axpy", "level1_reduce": "nrm2", "level1_extrem
 def level1_routine(op: str, dtype: str, target: str) -> tuple[Callable[[tuple[int, ...]], tuple],
                                                               Callable[[tuple], object], int]:
     """(operands for a problem, the routine op is timed on, bytes it moves per element)."""
-    elem = {"complex64": torch.complex64, "complex128": torch.complex128}.get(dtype) or DTYPES[dtype]
+    elem = {"complex64": torch.complex64, "complex128": torch.complex128}.get(dtype) or torch_dtype(dtype)
     size = torch.empty((), dtype=elem).element_size()
 
     def operands(problem: tuple[int, ...]) -> tuple:
@@ -462,7 +461,7 @@ def level2_case(op: str, dtype: str, problem: tuple[int, ...],
     """For ``problem``: (a launch of ``op`` in place on device operands, for timing; a checked call
     on fresh copies returning (result, fp64 reference, magnitude) on the CPU; the bytes of A the
     routine must move). symv and trsv use A's upper triangle; trsv is checked by its residual."""
-    elem = DTYPES[dtype]
+    elem = torch_dtype(dtype)
     gen = torch.Generator().manual_seed(sum(problem) % 2**31)
     m, n = (problem[0], problem[1]) if op == "ger" else (problem[0], problem[0])
     a = torch.randn(m, n, generator=gen, dtype=torch.float64)
@@ -501,7 +500,7 @@ def level2_case(op: str, dtype: str, problem: tuple[int, ...],
 
 def level2_bytes(op: str, dtype: str, problem: tuple[int, ...]) -> int:
     """The bytes of A the routine must move: ger reads and writes it, symv and trsv read a triangle."""
-    size = torch.empty((), dtype=DTYPES[dtype]).element_size()
+    size = torch.empty((), dtype=torch_dtype(dtype)).element_size()
     n = problem[0]
     return (2 * problem[0] * problem[1] if op == "ger" else n * (n + 1) // 2) * size
 

@@ -56,14 +56,14 @@ def _matmul_tflops(problem: tuple[int, ...], dtype: str) -> float:
     (off by default: plain fp32 was once timed as the tf32 vendor)."""
     import torch
 
+    from tessera._core.device import torch_dtype
     from tessera._core.timing import cold_copies, graph_ms, on_gpu
-    from tessera.blas.bench import DTYPES
 
     m, n, k, batch = problem
     target = "cuda" if on_gpu() else "cpu"
     shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
-    a = torch.randn(shape_a, device=target).to(DTYPES[dtype])
-    b = torch.randn(shape_b, device=target).to(DTYPES[dtype])
+    a = torch.randn(shape_a, device=target).to(torch_dtype(dtype))
+    b = torch.randn(shape_b, device=target).to(torch_dtype(dtype))
     previous, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, dtype == "tf32"
     try:
         calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in cold_copies((a, b))]
@@ -155,15 +155,15 @@ def cmd_tune_gemv(args: argparse.Namespace) -> int:
 
     import torch
 
+    from tessera._core.device import torch_dtype
     from tessera._core.timing import graph_ms, on_gpu
-    from tessera.blas.bench import DTYPES
     from tessera.blas.tune import GEMV_PRESETS, gemv_tunable, shape_default
     from tessera.tuning.tuner import parse_sizes
 
     problems = parse_sizes(args.sizes, GEMV_PRESETS, width=2)
     device = _tuning_device(interpreting)
     target = "cuda" if on_gpu() else "cpu"
-    elem, trans = DTYPES[args.dtype.removesuffix("_t")], args.dtype.endswith("_t")
+    elem, trans = torch_dtype(args.dtype.removesuffix("_t")), args.dtype.endswith("_t")
 
     def vendor(problem: tuple[int, ...]) -> float:
         m, n = problem
@@ -209,8 +209,8 @@ def cmd_tune_level2(args: argparse.Namespace) -> int:
 
     import torch
 
+    from tessera._core.device import torch_dtype
     from tessera._core.timing import graph_ms
-    from tessera.blas.bench import DTYPES
     from tessera.blas.tune import LEVEL2_PRESETS, level2_bytes, level2_tunable, shape_default
     from tessera.tuning.tuner import parse_sizes
 
@@ -218,7 +218,7 @@ def cmd_tune_level2(args: argparse.Namespace) -> int:
     problems = parse_sizes(args.sizes, LEVEL2_PRESETS[op], width=2 if op == "ger" else 1)
     device = _tuning_device(interpreting)
     target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
-    elem = DTYPES[args.dtype]
+    elem = torch_dtype(args.dtype)
 
     def vendor(problem: tuple[int, ...]) -> float:
         """torch's equivalent on the same bytes: addr_, mv on the full matrix, solve_triangular."""

@@ -12,10 +12,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from tessera._core.device import torch_dtype
 from tessera._core.timing import back_to_back_ms, flushed_ms, on_gpu
 from tessera.rand.api import Generator
-
-DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64}
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ def _vendor_curand(case: RandCase) -> Callable[[], object] | None:
 
 def run_case(case: RandCase, rounds: int = 3) -> dict:
     device = "cuda" if on_gpu() else "cpu"
-    dtype = DTYPES[case.dtype]
+    dtype = torch_dtype(case.dtype)
     extra = {"dimensions": case.dimensions} if case.generator == "sobol32" else {"seed": 1234}
     gen = Generator(case.generator, device=device, **extra)
     ours_out = torch.empty(case.shape(), dtype=dtype, device=device)
