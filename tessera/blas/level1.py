@@ -22,7 +22,6 @@ import copy as copy_module
 
 import torch
 
-from tessera._core.device import device_info
 from tessera._core.errors import invalid
 from tessera._core.validate import as_tensor, check_dtype, check_same_device, real_scalar
 from tessera.blas import space
@@ -87,17 +86,12 @@ def _vectors(x: object, y: object, n: int | None, incx: int, incy: int,
     return vx, vy, vx.n
 
 
-def _config(op: str, x: Vector) -> k.VectorConfig:
-    """The launch configuration of ``op`` for this vector: forced, logic files, heuristic."""
-    info = device_info(x.tensor.device)
-    return space.select_shape(op, (x.n,), space.level1_dtype(x.tensor.dtype), info).config
-
-
 def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float = 0.0) -> None:
     if x.n == 0:
         return
     k.launch_map(op, x.kernel_args(), (y or x).kernel_args(), x.n, alpha, beta,
-                 fp64=x.fp64 or (y is not None and y.fp64), config=_config("level1_map", x))
+                 fp64=x.fp64 or (y is not None and y.fp64),
+                 config=space.shape_of("level1_map", (x.n,), x.tensor))
 
 
 def _element(v: Vector, i: int) -> torch.Tensor:
@@ -201,7 +195,7 @@ def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> 
     if x.n == 0:
         return torch.zeros((), dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
     parts = k.launch_reduce(op, x.kernel_args(), (y or x).kernel_args(), x.n, complex_=x.complex, conj=conj,
-                            fp64=x.fp64, config=_config("level1_reduce", x))
+                            fp64=x.fp64, config=space.shape_of("level1_reduce", (x.n,), x.tensor))
     if op == k.NRM2:
         return k.launch_nrm2_finish(parts, fp64=x.fp64)
     if x.complex and op == k.DOT:
@@ -251,7 +245,7 @@ def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor
     if vx.n == 0 or vx.inc <= 0:
         return torch.full((), -1, dtype=torch.int64, device=device)
     values, where = k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
-                                     config=_config("level1_extreme", vx))
+                                     config=space.shape_of("level1_extreme", (vx.n,), vx.tensor))
     best = values.max() if largest else values.min()
     return torch.where(values == best, where, torch.iinfo(torch.int64).max).min()
 

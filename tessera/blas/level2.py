@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from tessera._core.device import device_info, dtype_key
+from tessera._core.device import device_info
 from tessera._core.errors import invalid
 from tessera._core.validate import (
     as_tensor,
@@ -52,11 +52,6 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
     k.launch_gemv(a, sam, san, m, n, x.kernel_args(), y.kernel_args(), alpha, beta,
                   fp64=_fp64(a, x.tensor, y.tensor), config=config, num_sms=info.multiprocessors or 8,
                   max_split=2 if info.backend == "interpreter" else 64)  # the CPU runs programs one by one
-
-
-def _shape(op: str, sizes: tuple[int, ...], a: torch.Tensor) -> object:
-    """The launch shape of ``op`` on matrix ``a``: forced, logic files, heuristic."""
-    return space.select_shape(op, sizes, dtype_key(a.dtype), device_info(a.device)).config
 
 
 def _scale_only(y: Vector, beta: float) -> None:
@@ -112,7 +107,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
         return y_vec.tensor
     sam, san = (a.stride(1), a.stride(0)) if lower else (a.stride(0), a.stride(1))  # lower = upper of Aᵀ
     k.launch_symv(a, sam, san, n, x_vec.kernel_args(), y_vec.kernel_args(), alpha, beta,
-                  fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=_shape("symv", (n,), a))
+                  fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a))
     return y_vec.tensor
 
 
@@ -127,7 +122,7 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
     if m == 0 or n == 0 or alpha == 0.0:
         return a
     k.launch_ger(a, x_vec.kernel_args(), y_vec.kernel_args(), alpha,
-                 fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=_shape("ger", (m, n), a))
+                 fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("ger", (m, n), a))
     return a
 
 
@@ -148,5 +143,5 @@ def trsv(a: object, x: object, *, lower: bool = False, trans: bool = False, unit
         return x_vec.tensor
     sam, san = (a.stride(1), a.stride(0)) if trans else (a.stride(0), a.stride(1))
     k.launch_trsv(a, sam, san, n, x_vec.kernel_args(), lower=lower != trans, unit_diagonal=unit_diagonal,
-                  fp64=_fp64(a, x_vec.tensor), config=_shape("trsv", (n,), a))
+                  fp64=_fp64(a, x_vec.tensor), config=space.shape_of("trsv", (n,), a))
     return x_vec.tensor

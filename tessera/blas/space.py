@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tessera._core.device import DeviceInfo, dtype_key
+from tessera._core.device import DeviceInfo, device_info, dtype_key
 from tessera.blas.kernels.gemm_scaled import ScaledConfig
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
@@ -495,9 +495,11 @@ def gemv_dtype(dtype: torch.dtype, columns_contiguous: bool) -> str:
     return dtype_key(dtype) + ("_t" if columns_contiguous else "")
 
 
-def level1_dtype(dtype: torch.dtype) -> str:
-    """The logic-file dtype key of a level-1 vector."""
-    return {torch.complex64: "complex64", torch.complex128: "complex128"}.get(dtype) or dtype_key(dtype)
+def shape_of(op: str, sizes: tuple[int, ...], t: torch.Tensor) -> Config:
+    """The launch shape of level-1/2 ``op`` (not gemv: its dtype key names a layout) on tensor
+    ``t``'s dtype (complex ones by name) and device: :func:`select_shape`'s config."""
+    dtype = {torch.complex64: "complex64", torch.complex128: "complex128"}.get(t.dtype) or dtype_key(t.dtype)
+    return select_shape(op, sizes, dtype, device_info(t.device)).config
 
 
 def select_shape(op: str, sizes: tuple[int, ...], dtype: str, device: DeviceInfo) -> Choice:
