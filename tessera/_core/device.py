@@ -206,6 +206,8 @@ _DTYPE_KEYS: dict[torch.dtype, str] = {
     torch.bfloat16: "bf16",
     torch.float32: "fp32",
     torch.float64: "fp64",
+    torch.complex64: "complex64",  # level-1 vectors
+    torch.complex128: "complex128",
 }
 _KEY_DTYPES: dict[str, torch.dtype] = {"tf32": torch.float32,
                                        **{key: dtype for dtype, key in _DTYPE_KEYS.items()}}

@@ -498,8 +498,7 @@ def gemv_dtype(dtype: torch.dtype, columns_contiguous: bool) -> str:
 def shape_of(op: str, sizes: tuple[int, ...], t: torch.Tensor) -> Config:
     """The launch shape of level-1/2 ``op`` (not gemv: its dtype key names a layout) on tensor
     ``t``'s dtype (complex ones by name) and device: :func:`select_shape`'s config."""
-    dtype = {torch.complex64: "complex64", torch.complex128: "complex128"}.get(t.dtype) or dtype_key(t.dtype)
-    return select_shape(op, sizes, dtype, device_info(t.device)).config
+    return select_shape(op, sizes, dtype_key(t.dtype), device_info(t.device)).config
 
 
 def select_shape(op: str, sizes: tuple[int, ...], dtype: str, device: DeviceInfo) -> Choice:

@@ -370,7 +370,7 @@ LEVEL1_ROUTINES = {"level1_map": "axpy", "level1_reduce": "nrm2", "level1_extrem
 def level1_routine(op: str, dtype: str, target: str) -> tuple[Callable[[tuple[int, ...]], tuple],
                                                               Callable[[tuple], object], int]:
     """(operands for a problem, the routine op is timed on, bytes it moves per element)."""
-    elem = {"complex64": torch.complex64, "complex128": torch.complex128}.get(dtype) or torch_dtype(dtype)
+    elem = torch_dtype(dtype)
     size = torch.empty((), dtype=elem).element_size()
 
     def operands(problem: tuple[int, ...]) -> tuple:

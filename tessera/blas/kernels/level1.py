@@ -282,7 +282,7 @@ def representative_launch(op: str, config: VectorConfig, dtype: str, num_sms: in
     each length in REPRESENTATIVE_N; complex dtypes for the reductions and iamax/iamin (run under
     ``tessera._core.launch.capture()``: pack builds precompile what it records)."""
     complex_ = dtype.startswith("complex")
-    elem = {"complex64": torch.float32, "complex128": torch.float64}.get(dtype) or torch_dtype(dtype)
+    elem = torch_dtype(dtype).to_real()  # a complex vector is launched as its real view
     fp64 = elem == torch.float64
     for n in REPRESENTATIVE_N:
         x = torch.empty(2 * n if complex_ else n, dtype=elem)
