@@ -45,6 +45,15 @@ def gemm_error_bound(
     out_dtype: torch.dtype, precision: str = "ieee",
 ) -> torch.Tensor:
     """Elementwise bound (fp64) for ``alpha·op_a@op_b + beta·c`` computed by :func:`tessera.blas.gemm`."""
+    return gemm_reference(op_a, op_b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, precision=precision)[1]
+
+
+def gemm_reference(
+    op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, *, alpha: float, beta: float,
+    out_dtype: torch.dtype, precision: str = "ieee",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the fp64 value of ``alpha·op_a@op_b + beta·c``, :func:`gemm_error_bound`'s bound), computed
+    together: the bound scales with the exact value."""
     k = op_a.shape[-1]
     u_acc = UNIT_ROUNDOFF[torch.float64 if op_a.dtype == torch.float64 else torch.float32]
     eps_in = 2 * 2.0**-11 if (precision == "tf32" and op_a.dtype == torch.float32) else 0.0
@@ -57,4 +66,4 @@ def gemm_error_bound(
     u_out = UNIT_ROUNDOFF[out_dtype]
     if out_dtype == torch.bfloat16 and interpreter_enabled():
         u_out *= 2  # the interpreter truncates instead of rounding (see the module docstring)
-    return bound + u_out * exact.abs() + torch.finfo(out_dtype).tiny
+    return exact, bound + u_out * exact.abs() + torch.finfo(out_dtype).tiny

@@ -14,7 +14,7 @@ from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import compile_only
 from tessera._core.timing import cold_copies, graph_ms, on_gpu
 from tessera.blas import space
-from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_error_bound
+from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_reference
 from tessera.blas.api import gemm
 from tessera.blas.kernels.gemm_scaled import ScaledConfig, element_dtype
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
@@ -94,9 +94,9 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
             shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
             a = torch.randn(shape_a, generator=gen).to(elem_dtype).to(target)
             b = torch.randn(shape_b, generator=gen).to(elem_dtype).to(target)
-            bound = gemm_error_bound(a, b, None, alpha=1.0, beta=0.0, out_dtype=elem_dtype,
-                                     precision=precision)
-            prepared[problem] = (a, b, torch.matmul(a.double(), b.double()), bound, cold_copies((a, b)))
+            exact, bound = gemm_reference(a, b, None, alpha=1.0, beta=0.0, out_dtype=elem_dtype,
+                                          precision=precision)
+            prepared[problem] = (a, b, exact, bound, cold_copies((a, b)))
         return prepared[problem]
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
