@@ -66,7 +66,7 @@ TILE_SPACE: tuple[TileConfig, ...] = tuple(
 TMA_SPACE: tuple[TmaConfig, ...] = tuple(
     TmaConfig(bm, bn, bk, 8, w, s, ws, split)
     for bm, bn, bk in [(128, 256, 64), (128, 128, 64), (256, 128, 64), (128, 256, 32),
-                       (128, 128, 32), (64, 256, 64)]
+                       (128, 128, 32), (64, 256, 64), (128, 64, 64), (64, 128, 64)]
     for w in (4, 8)
     for s in (3, 4, 5)
     for ws in (False, True)

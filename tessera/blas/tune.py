@@ -38,9 +38,18 @@ SIZE_PRESETS: dict[str, list[tuple[int, int, int, int]]] = {
 }
 SIZE_PRESETS["preset"] = SIZE_PRESETS["square"] + SIZE_PRESETS["skinny"] + SIZE_PRESETS["batched"]
 
+
+def _warps_suit(config: TmaConfig) -> bool:
+    """Default-space warps for a TMA tile: two warp groups for the large tiles, one for tiles of
+    at most 128x64 (up to 2048² problems, where 128x128 tiles leave half of an H200's SMs idle),
+    both for 128x128."""
+    area = config.block_m * config.block_n
+    return config.num_warps == 8 if area > 128 * 128 else config.num_warps == 4 if area < 128 * 128 else True
+
+
 SPACES: dict[str, tuple[space.Config, ...]] = {
     "default": tuple(c for c in space.TILE_SPACE if c.num_stages == 3) + tuple(
-        c for c in space.TMA_SPACE if c.num_warps == 8 and not c.warp_specialize and c.num_stages < 5)
+        c for c in space.TMA_SPACE if not c.warp_specialize and c.num_stages < 5 and _warps_suit(c))
     + tuple(c for c in space.SPLITK_SPACE if c.num_stages == 3)
     + tuple(c for c in space.STREAMK_SPACE if c.num_stages == 3),
     "wide": space.TILE_SPACE + space.TMA_SPACE + space.SPLITK_SPACE + space.STREAMK_SPACE,
