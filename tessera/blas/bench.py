@@ -86,7 +86,8 @@ PRESETS: dict[str, list[GemmCase]] = {
     ],
     # The tuning issue's square grid in the dtypes sm_90 ships tuned logic for (run with
     # --vs-heuristic for the gain over the untuned heuristic).
-    "grid": [GemmCase(s, s, s, dtype) for dtype in ("bf16", "fp16") for s in (1024, 2048, 4096, 8192, 16384)],
+    "grid": [GemmCase(s, s, s, dtype) for dtype in ("bf16", "fp16", "tf32", "fp32")
+             for s in (1024, 2048, 4096, 8192, 16384)],
     # Small enough for Triton's CPU interpreter (seconds, not hours).
     "interpreter": [
         GemmCase(64, 64, 64, "fp32"), GemmCase(96, 80, 72, "fp16"),
