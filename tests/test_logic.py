@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -113,15 +114,34 @@ def _installed(tmp_path: Path, doc: dict, dtype: str = "fp32") -> Path:
     return write(home / "current" / "logic" / arch / f"blas.gemm.{dtype}.yaml", {**doc, "arch": arch})
 
 
-def test_gemm_uses_installed_logic_then_falls_through(tmp_path: Path, device: str) -> None:
+@pytest.fixture(params=[False, True], ids=["no-shipped-logic", "shipped-logic"])
+def shipped(request: pytest.FixtureRequest, tmp_path: Path,
+            monkeypatch: pytest.MonkeyPatch) -> Iterator[Path | None]:
+    """The wheel's logic folder replaced by an empty one or one holding an fp32 GEMM file for the
+    running arch (as sm_90 ships), so both fall-through paths run on every machine; the file's."""
+    monkeypatch.setattr(logic, "SHIPPED_LOGIC", tmp_path / "shipped")
+    path = None
+    if request.param:
+        arch = device_info().arch
+        doc = copy.deepcopy({**GOOD, "arch": arch})
+        doc["solutions"][0].update(block_m=32, block_n=32)
+        path = write(tmp_path / "shipped" / arch / "blas.gemm.fp32.yaml", doc)
+    logic.reload()
+    yield path
+    monkeypatch.undo()
+    logic.reload()  # no selection cached from the stand-in folder outlives the test
+
+
+def test_gemm_uses_installed_logic_then_falls_through(tmp_path: Path, device: str,
+                                                      shipped: Path | None) -> None:
     a, b = torch.randn(70, 50, device=device), torch.randn(50, 40, device=device)
     arch = device_info().arch
     before = explain(a, b)
-    assert f"no installed pack logic for {arch}/blas.gemm.fp32" in before.reason
     steps = before.reason.split("; ")  # pack, then the wheel's file or (none) the heuristic's reason
-    shipped = logic.SHIPPED_LOGIC / arch / "blas.gemm.fp32.yaml"
-    if shipped.is_file():  # sm_90 ships tuned logic
+    assert steps[0] == f"no installed pack logic for {arch}/blas.gemm.fp32"
+    if shipped is not None:
         assert len(steps) == 2 and str(shipped) in steps[1]
+        assert before.config == TileConfig(32, 32, 16, 1, 2, 1)
     else:
         assert len(steps) == 3 and "no shipped logic" in steps[1] and steps[2]
     path = _installed(tmp_path, GOOD)
@@ -147,13 +167,15 @@ def test_tma_rows_are_skipped_where_the_layout_does_not_allow_them(tmp_path: Pat
     assert "no usable row" in choice.reason and isinstance(choice.config, TileConfig)
 
 
-def test_broken_installed_logic_warns_and_falls_through(tmp_path: Path, device: str) -> None:
+def test_broken_installed_logic_warns_and_falls_through(tmp_path: Path, device: str,
+                                                       shipped: Path | None) -> None:
     _installed(tmp_path, _mutated(lambda d: d.update(schema=7)))
     logic.reload()
     a, b = torch.randn(20, 10, device=device), torch.randn(10, 30, device=device)
     with pytest.warns(UserWarning, match="ignoring installed pack logic"):
         choice = explain(a, b)
-    assert "is invalid" in choice.reason
+    assert "installed pack logic" in choice.reason and "is invalid" in choice.reason
+    assert (shipped is not None) == (str(shipped) in choice.reason)
     assert_gemm_close(gemm(a, b), a, b)
 
 

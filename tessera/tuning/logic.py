@@ -122,11 +122,13 @@ class Match:
     row: Row
     config: Any
     distance: float
+    passed: tuple[str, ...] = ()  # why each earlier source (an installed pack's file) was passed over
 
     def describe(self) -> str:
+        """The selection's reason: each source passed over, then this file, row and distance."""
         sizes = "x".join(str(s) for s in self.row.sizes)
-        return (f"logic {self.logic.path} row {sizes} solution {self.row.solution} "
-                f"(distance {self.distance:.2f})")
+        return "; ".join([*self.passed, f"logic {self.logic.path} row {sizes} solution {self.row.solution} "
+                                        f"(distance {self.distance:.2f})"])
 
 
 def _log_distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
@@ -326,7 +328,7 @@ def lookup(arch: str, library: str, op: str, dtype: str, sizes: tuple[int, ...],
     match = found.nearest(sizes, usable)
     if match is None:
         return None, [*passed, f"{found.path}: no usable row within its max_distance"]
-    return match, list(passed)
+    return dataclasses.replace(match, passed=tuple(passed)), list(passed)
 
 
 @functools.lru_cache(maxsize=256)
