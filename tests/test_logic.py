@@ -221,3 +221,36 @@ def test_cli_validate_and_show(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert main(["logic", "show", str(good)]) == 0
     out = capsys.readouterr().out
     assert "gemm_tile 16x16x16 g1 w2 s1" in out and "4096x4096x4096x1" in out
+
+
+def _space_configs() -> list[object]:
+    """Every configuration the tuners and packs may write (the declared tuning spaces)."""
+    from tessera.blas import tune as blas_tune
+    from tessera.rand import space as rand_space
+
+    configs: list[object] = []
+    for name in dir(space):
+        if name.endswith("_SPACE") and isinstance(getattr(space, name), tuple):
+            configs += getattr(space, name)
+    for spaces in (blas_tune.SPACES, rand_space.SPACES):
+        for configs_ in spaces.values():
+            configs += configs_
+    return list(dict.fromkeys(configs))
+
+
+def test_every_tuning_space_config_survives_a_logic_file(tmp_path: Path) -> None:
+    """What a tuner writes, the loader takes back unchanged: stream-K's ``programs: 0`` (one per
+    SM) was once refused as "not a positive integer", which silently voided a tuned tf32 file."""
+    configs = _space_configs()
+    written = 0
+    for (library, op), spec in logic.registered_ops().items():
+        mine = [c for c in configs if type(c) in spec.families.values()]
+        if not mine:
+            continue
+        rows = [({key: 64 + i for key in spec.size_keys}, c) for i, c in enumerate(mine)]
+        doc = logic.heuristic_document("sm_90", "cuda", library, op, "fp32", rows)
+        loaded = load_logic(write(tmp_path / f"{library}.{op}.fp32.yaml", doc))
+        assert [loaded.solutions[r.solution] for r in loaded.table] == mine
+        written += len(mine)
+    assert written >= len([c for c in configs if any(type(c) in s.families.values()
+                                                     for s in logic.registered_ops().values())]) > 100

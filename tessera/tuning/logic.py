@@ -238,11 +238,13 @@ def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[
             raise _fail(path, f"{where}.{name}", f"missing (required by {kernel})")
     for name, value in params.items():
         wants_bool = fields[name].type in ("bool", bool)
+        default = fields[name].default  # 0 as a default means "automatic" (stream-K's programs: one per SM)
         ok = isinstance(value, bool) if wants_bool else (
-            isinstance(value, int) and not isinstance(value, bool) and value > 0)
+            isinstance(value, int) and not isinstance(value, bool) and (value > 0 or value == default == 0))
         if not ok:
-            raise _fail(path, f"{where}.{name}", f"must be {'a bool' if wants_bool else 'a positive integer'}"
-                                                f" (actual: {value!r})")
+            automatic = " or 0 (automatic)" if default == 0 else ""
+            wanted = "a bool" if wants_bool else f"a positive integer{automatic}"
+            raise _fail(path, f"{where}.{name}", f"must be {wanted} (actual: {value!r})")
     return family(**params)
 
 

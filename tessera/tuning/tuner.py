@@ -65,13 +65,16 @@ def _config_key(config: Any) -> str:
     return json.dumps({"kernel": config.kernel, **dataclasses.asdict(config)}, sort_keys=True)
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str, check: Callable[[Path], object] | None = None) -> None:
+    """Replace ``path`` with ``text`` all at once; with ``check``, only if the written copy passes it."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        if check is not None:
+            check(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -207,7 +210,8 @@ class Tuner:
                "runtime": self.op.runtime, "solutions": solutions, "table": table,
                "distance": "log_euclidean"}
         with self._lock():
-            _atomic_write(self.logic_path, yaml.safe_dump(doc, sort_keys=False))
+            # loaded back before it replaces the old file: a tuner never leaves logic the loader refuses
+            _atomic_write(self.logic_path, yaml.safe_dump(doc, sort_keys=False), check=logic.load_logic)
         return self.logic_path
 
 
