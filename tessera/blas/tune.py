@@ -40,11 +40,13 @@ SIZE_PRESETS["preset"] = SIZE_PRESETS["square"] + SIZE_PRESETS["skinny"] + SIZE_
 
 
 def _warps_suit(config: TmaConfig) -> bool:
-    """Default-space warps for a TMA tile: two warp groups for the large tiles, one for tiles of
-    at most 128x64 (up to 2048² problems, where 128x128 tiles leave half of an H200's SMs idle),
-    both for 128x128."""
+    """Default-space warps for a TMA tile: two warp groups above 128x128, one below (128x64 and
+    64x128 tiles, for the small squares where 128x128 tiles leave half of an H200's SMs idle),
+    either at 128x128."""
     area = config.block_m * config.block_n
-    return config.num_warps == 8 if area > 128 * 128 else config.num_warps == 4 if area < 128 * 128 else True
+    if area == 128 * 128:
+        return True
+    return config.num_warps == (8 if area > 128 * 128 else 4)
 
 
 SPACES: dict[str, tuple[space.Config, ...]] = {
