@@ -120,6 +120,25 @@ def test_cli_tune_gemm_writes_logic_and_plot(tmp_path: Path, capsys: pytest.Capt
     assert {row.sizes for row in lf.table} == {(20, 24, 16, 1), (16, 16, 16, 2)}
     assert (folder / "blas.gemm.fp32.png").read_bytes()[:4] == b"\x89PNG"
     assert yaml.safe_load((folder / "blas.gemm.fp32.yaml").read_text())["runtime"]["backend"] == "interpreter"
+    # the summary's default column is the heuristic pick's median from the sweep's own journal
+    import dataclasses
+    import json
+    import statistics
+
+    from tessera import device_info
+    from tessera.blas.tune import default_choice
+
+    lines = (folder / "blas.gemm.fp32.journal.jsonl").read_text().splitlines()
+    journal = [json.loads(line) for line in lines]
+    for sizes in ((20, 24, 16, 1), (16, 16, 16, 2)):
+        config = default_choice(sizes, "fp32", device_info())
+        wanted = {"kernel": config.kernel, **dataclasses.asdict(config)}
+        figures = [e["tflops"] for e in journal if e["sizes"] == list(sizes) and e["status"] == "ok"
+                   and json.loads(e["config"]) == wanted]
+        label = "x".join(map(str, sizes)) + " "
+        row = next(line.split() for line in out.splitlines() if line.startswith(label))
+        assert figures and float(row[2]) == pytest.approx(statistics.median(figures), rel=1e-3)
+        assert float(row[4]) >= 1.0  # the tuned pick is the best median, the default's among them
 
 
 @pytest.mark.parametrize("dtype,op,kernel", [("int4_fp16", "gemm_wq", "gemm_wq"),

@@ -184,6 +184,11 @@ class Tuner:
                 by_config.setdefault(e["config"], []).append(e[self.op.figure])
         return figures
 
+    def figure(self, problem: tuple[int, ...], config: Any) -> float | None:
+        """The median of ``config``'s journaled figures on ``problem``; None if it never ran correctly."""
+        values = self._figures().get(tuple(problem), {}).get(_config_key(config))
+        return _median(values) if values else None
+
     def best(self) -> dict[tuple[int, ...], tuple[dict[str, Any], float]]:
         """Per problem, the correct configuration with the best median figure (ties: first journaled)."""
         best: dict[tuple[int, ...], tuple[dict[str, Any], float]] = {}
