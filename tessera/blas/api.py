@@ -90,6 +90,7 @@ class _GemmPlan:
     problem: space.GemmProblem
     choice: space.Choice
     multiprocessors: int
+    k_major: bool = False  # operands copied K-major (tf32 on Hopper); a repeat call copies again
 
 
 def gemm(
@@ -153,9 +154,8 @@ def gemm(
         if signature is not None and plan.c is None:
             if len(_RECIPES) >= _RECIPES_MAX:
                 _RECIPES.clear()
-            k_major = plan.problem.dtype == "tf32" and space.tf32_wants_k_major(device_info(a.device))
             _RECIPES[signature] = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
-                                          plan.problem, plan.choice, plan.multiprocessors, k_major)
+                                          plan.problem, plan.choice, plan.multiprocessors, plan.k_major)
         _launch(plan)
     return out
 
@@ -352,7 +352,8 @@ def _plan(
     if precision == "tf32" and info.backend == "hip":
         precision = "ieee"  # AMD GPUs have no tf32 in Triton: IEEE fp32 is what "allow tf32" gives
     key = dtype_key(a.dtype, precision)
-    if key == "tf32" and space.tf32_wants_k_major(info):  # the recipe's k_major (gemm) repeats this
+    k_major = key == "tf32" and space.tf32_wants_k_major(info)
+    if k_major:
         op_a, op_b = _k_major(op_a, op_b, materialize=allocate)
     tma_ok = (
         batch == 1
@@ -365,7 +366,7 @@ def _plan(
     if allocate and log.modes():
         _log_call(problem, choice, a, b, trans_a, trans_b, batched)
     return out, _GemmPlan(op_a, op_b, c_view, out, batch, alpha, beta, precision, problem, choice,
-                          info.multiprocessors or 1)
+                          info.multiprocessors or 1, k_major)
 
 
 def _launch(plan: _GemmPlan) -> None:

@@ -130,7 +130,7 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch", type=int, default=1)
     g.add_argument("--quick", action="store_true", help="a preset of sizes (same as --preset quick)")
     g.add_argument("--preset", choices=["quick", "full", "grid", "interpreter"],
-                   help="grid: squares 1024…16384 in bf16 and fp16")
+                   help="grid: squares 1024…16384 in bf16, fp16 and tf32, fp32 to 8192")
     g.add_argument("--rounds", type=int, default=3, help="interleaved vendor/Tessera rounds")
     g.add_argument("--vs-heuristic", action="store_true",
                    help="also time the untuned heuristic's pick (logic files ignored): the tuned gain")

@@ -125,8 +125,9 @@ def _tune(op: object, args: argparse.Namespace, problems: list[tuple[int, ...]],
             continue
         labels.append("x".join(map(str, problem)))
         tuned.append(best[problem][1])
-        journaled = tuner.figure(problem, default_config(problem))
-        default.append(journaled if journaled is not None else op.measure(problem, default_config(problem)))
+        config = default_config(problem)
+        journaled = tuner.figure(problem, config)
+        default.append(journaled if journaled is not None else op.measure(problem, config))
         vendor.append(vendor_figure(problem))
     return path, (labels, tuned, default, vendor)
 
