@@ -14,6 +14,7 @@ import json
 import pstats
 import sys
 import time
+import traceback
 from collections.abc import Callable
 
 import torch
@@ -38,9 +39,68 @@ def per_call_us(fn: Callable[[], object], calls: int = 2000) -> float:
     return (time.perf_counter() - start) / calls * 1e6
 
 
+def launch_anatomy(a: torch.Tensor, b: torch.Tensor, configs: dict[str, space.Config]) -> dict[str, float]:
+    """µs per call of each step of a warm launch, timed apart: what the direct launch's remaining
+    cost is made of (Triton's launcher, its TMA descriptor encoding, torch's allocator…)."""
+    from triton.runtime.driver import driver
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+
+    rows: dict[str, float] = {}
+    device = driver.active.get_current_device()
+    rows["driver get_current_device"] = per_call_us(driver.active.get_current_device)
+    rows["driver get_current_stream"] = per_call_us(lambda: driver.active.get_current_stream(device))
+    rows["torch.empty 64x64 bf16"] = per_call_us(lambda: torch.empty((64, 64), dtype=torch.bfloat16,
+                                                                      device="cuda"))
+    rows["TensorDescriptor(...)"] = per_call_us(lambda: TensorDescriptor(a, [64, 64], [64, 1], [64, 64]))
+    utils = driver.active.utils
+    fill = getattr(utils, "fill_tma_descriptor", None) or getattr(utils, "fill_tma_descriptor_tiled", None)
+    if fill is not None:
+        ptr = a.data_ptr()
+        rows["fill_tma_descriptor (one CUtensorMap)"] = per_call_us(
+            lambda: fill(ptr, 3, 2, 9, [64, 64], [64, 64], [64, 1], 0))
+    for name, config in configs.items():
+        rows.update(_family_steps(name, config, a, b, device))
+    return rows
+
+
+def _family_steps(name: str, config: space.Config, a: torch.Tensor, b: torch.Tensor,
+                  device: int) -> dict[str, float]:
+    """The launch steps of one GEMM family's warm call (see :func:`launch_anatomy`)."""
+    from triton import knobs
+    from triton.runtime.driver import driver
+
+    from tessera._core import launch
+
+    with space.forced(config):
+        gemm(a, b)  # compile and cache
+        with launch.capture() as calls:
+            gemm(a, b)
+    call = calls[-1]
+    launcher = call.launcher
+    key = (device, *launch.launch_key(call.args, call.constexprs, call.num_warps, call.num_stages,
+                                      launcher._plain))
+    compiled = launcher._cache[key]
+    bound = (*call.args, *call.constexprs.values())
+    grid = (*call.grid, 1, 1)[:3]
+    stream = driver.active.get_current_stream(device)
+    hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
+    return {
+        f"{name}: launch_key": per_call_us(lambda: launch.launch_key(
+            call.args, call.constexprs, call.num_warps, call.num_stages, launcher._plain)),
+        f"{name}: compiled.launch_metadata": per_call_us(
+            lambda: compiled.launch_metadata(grid, stream, *bound)),
+        f"{name}: compiled.run (Triton's launcher)": per_call_us(lambda: compiled.run(
+            *grid, stream, compiled.function, compiled.packed_metadata, None, *hooks, *bound)),
+        f"{name}: Launcher (direct launch)": per_call_us(
+            lambda: launcher(call.grid, call.args, call.constexprs, call.num_warps, call.num_stages)),
+    }
+
+
 def main() -> None:
     a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    big_a, big_b = (torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     tile, tma = TileConfig(64, 64, 64, 8, 4, 1), TmaConfig(64, 64, 64, 8, 4, 2)
 
     def forced(config: space.Config) -> Callable[[], object]:
@@ -58,6 +118,10 @@ def main() -> None:
             samples.setdefault(f"tessera.gemm, TMA family, {how}", []).append(per_call_us(forced(tma)))
         Launcher.enabled = True
         samples.setdefault("torch.matmul", []).append(per_call_us(lambda: torch.matmul(a, b)))
+        samples.setdefault("tessera.gemm 1024^3 bf16, shipped logic", []).append(
+            per_call_us(lambda: gemm(big_a, big_b), calls=500))
+        samples.setdefault("torch.matmul 1024^3 bf16", []).append(
+            per_call_us(lambda: torch.matmul(big_a, big_b), calls=500))
         samples.setdefault("tessera.blas.explain (validation + selection only)", []).append(
             per_call_us(lambda: explain(a, b)))
     x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
@@ -79,6 +143,13 @@ def main() -> None:
             samples.setdefault(f"tessera.blas {name}", []).append(per_call_us(ours))
             samples.setdefault(f"torch {name}", []).append(per_call_us(theirs))
     rows = {name: sorted(values)[1] for name, values in samples.items()}  # median of 3
+    try:
+        anatomy = launch_anatomy(a, b, {"tile": tile, "tma": tma})
+    except Exception:  # noqa: BLE001 - a diagnostic: its failure must not cost the rows above
+        traceback.print_exc()
+        anatomy = {}
+    for name, us in anatomy.items():
+        print(f"  step: {name:<50} {us:8.2f} us/call")
     for name, us in rows.items():
         print(f"{name:<52} {us:8.1f} us/call")
     for name, config in (("tile", tile), ("tma", tma)):
@@ -94,7 +165,8 @@ def main() -> None:
         print("\n".join(text.getvalue().splitlines()[6:30]))
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
-            json.dump({"us_per_call": rows, "device": torch.cuda.get_device_name(), "git": git_revision(),
+            json.dump({"us_per_call": rows, "launch_steps_us": anatomy,
+                       "device": torch.cuda.get_device_name(), "git": git_revision(),
                        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "versions": {"torch": torch.__version__, "triton": triton.__version__}}, f, indent=1)
 
