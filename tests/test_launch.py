@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from reference import assert_gemm_close
-from tessera._core.launch import launch_key, specialization_key
+from tessera._core.launch import Call, Replay, launch_key, specialization_key
 from tessera.blas import gemm, space
 from tessera.blas.kernels import gemm_tile
 from tessera.blas.kernels.gemm_tile import TileConfig
+from tessera.blas.kernels.gemm_tma import TmaConfig
 
 INTS = [0, 1, 2, 15, 16, 17, 32, 48, 2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63, -1, -16, -(2**31) - 1]
 
@@ -75,3 +76,55 @@ def test_launcher_reuses_binaries_and_respecializes() -> None:
         d3 = gemm(a, b, c, beta=1.0, alpha=2.0)  # other constexprs (HAS_C, SCALE_ALPHA)
         assert_gemm_close(d3, a, b, c, alpha=2.0, beta=1.0)
         assert launcher.jit_launches == first + 2
+
+
+@pytest.mark.parametrize("config", [TileConfig(16, 16, 16, 1, 4, 1), TmaConfig(64, 64, 16, 8, 4, 2)],
+                         ids=lambda c: c.kernel)
+@pytest.mark.parametrize(("trans_a", "trans_b"), [(False, False), (True, True)], ids=["NN", "TT"])
+def test_repeat_calls_replay_the_launch_on_new_operands(config: space.Config, trans_a: bool, trans_b: bool,
+                                                        device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeat call replays the first call's launch (no family launcher runs) with the new
+    call's operands: right results for other data, transposed operands included."""
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    shape_a, shape_b = ((48, 80) if trans_a else (80, 48)), ((64, 48) if trans_b else (48, 64))
+    a, b = torch.randn(shape_a, device=device), torch.randn(shape_b, device=device)
+    with space.forced(config):
+        assert_gemm_close(gemm(a, b, trans_a=trans_a, trans_b=trans_b), a, b, trans_a=trans_a,
+                          trans_b=trans_b)
+        (recipe,) = api._RECIPES.values()
+        assert recipe.replay is not None and recipe.choice.config == config
+        monkeypatch.setattr(api, "_launch", None)  # a replay must not go through the family launcher
+        for _ in range(2):
+            a, b = torch.randn(shape_a, device=device), torch.randn(shape_b, device=device)
+            assert_gemm_close(gemm(a, b, trans_a=trans_a, trans_b=trans_b), a, b, trans_a=trans_a,
+                              trans_b=trans_b)
+
+
+def test_no_replay_for_operands_sharing_memory(device: str) -> None:
+    """Where op(A) and op(B) are views of one buffer, a recorded argument could stand for either:
+    no replay is built, and repeat calls (planned again each time) stay right."""
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    x = torch.randn(32, 32, device=device)
+    with space.forced(TileConfig(16, 16, 16, 1, 4, 1)):
+        for _ in range(2):
+            assert_gemm_close(gemm(x, x, trans_b=True), x, x, trans_b=True)
+    (recipe,) = api._RECIPES.values()
+    assert recipe.replay is None
+    y = torch.randn(32, 32, device=device)
+    assert_gemm_close(gemm(y, x, trans_b=True), y, x, trans_b=True)
+
+
+def test_replay_maps_each_argument_to_one_operand() -> None:
+    a, b, d = torch.empty(8, 4), torch.empty(4, 6), torch.empty(8, 6)
+    calls = [Call(gemm_tile._launch, (1,), (a, b.t(), d, 8, 1.0), {}, 4, 1)]
+    replay = Replay.of(calls, (a, b, d))
+    assert replay is not None
+    assert replay.slots == ((0, 0, False, False), (1, 1, True, False), (2, 2, False, False))
+    assert Replay.of(calls, (a, b, d[:, :3])) is None  # d is another view of an operand's memory
+    assert Replay.of([*calls, *calls], (a, b, d)) is None  # one launch only
+    stray = [Call(gemm_tile._launch, (1,), (a, torch.empty(3), d), {}, 4, 1)]
+    assert Replay.of(stray, (a, b, d)) is None  # a workspace the operands do not provide

@@ -15,6 +15,7 @@ kernel, and ``TESSERA_DIRECT_LAUNCH=0`` turns the cache off.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
@@ -233,11 +234,13 @@ class Launcher:
                 self.kernel.warmup(*args, grid=tuple(grid), **constexprs, num_warps=num_warps,
                                    num_stages=num_stages)
             return
+        recorded = _recorded.get()
+        if recorded is not None:
+            recorded.append(Call(self, tuple(grid), tuple(args), dict(constexprs), num_warps, num_stages))
         if not self.enabled or interpreter_enabled():
             self._check_order(args, constexprs)  # as on the GPU, so that CI catches a wrong order
             self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps, num_stages=num_stages)
             return
-        from triton import knobs
         from triton.runtime.driver import driver
 
         device = driver.active.get_current_device()
@@ -254,12 +257,19 @@ class Launcher:
                 return
             self._cache[key] = compiled
             self.pack_loads += 1
-        bound = (*args, *constexprs.values())
-        stream = driver.active.get_current_stream(device)
-        grid_0, grid_1, grid_2 = (*grid, 1, 1)[:3]
-        metadata = compiled.launch_metadata(grid, stream, *bound)
-        compiled.run(grid_0, grid_1, grid_2, stream, compiled.function, compiled.packed_metadata,
-                     metadata, knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *bound)
+        run_compiled(compiled, grid, (*args, *constexprs.values()), device)
+
+    def compiled_for(self, call: Call) -> tuple[Any, int] | None:
+        """The binary (and device) a direct launch of ``call`` on the current device uses, if it has
+        been launched or loaded before; None otherwise, or when launches go through Triton's JIT."""
+        if not self.enabled or interpreter_enabled():
+            return None
+        from triton.runtime.driver import driver
+
+        device = driver.active.get_current_device()
+        key = (device, *launch_key(call.args, call.constexprs, call.num_warps, call.num_stages, self._plain))
+        compiled = self._cache.get(key)
+        return None if compiled is None else (compiled, device)
 
     def _from_pack(self, key: tuple) -> Any:
         """The installed pack's binary for this exact specialization, loaded, or None (no Triton
@@ -267,3 +277,127 @@ class Launcher:
         from tessera.tuning import binaries
 
         return binaries.load(self.kernel, repr(key[1:]))
+
+
+@functools.cache
+def _triton_runtime() -> tuple[Any, Any]:
+    """Triton's ``knobs`` and driver config, imported on first use (a per-launch import costs µs)."""
+    from triton import knobs
+    from triton.runtime.driver import driver
+
+    return knobs, driver
+
+
+def run_compiled(compiled: Any, grid: Sequence[int], bound: tuple[Any, ...], device: int) -> None:
+    """Launch a compiled kernel on the current stream with every argument (constexprs last), as
+    Triton's ``JITFunction.run`` does after it has found the binary. Empty launch-hook chains are
+    passed as None, so the launcher neither builds launch metadata nor calls into Python twice."""
+    knobs, driver = _triton_runtime()
+    stream = driver.active.get_current_stream(device)
+    enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+    if not getattr(enter, "calls", True):
+        enter = None
+    if not getattr(leave, "calls", True):
+        leave = None
+    grid_0, grid_1, grid_2 = (*grid, 1, 1)[:3]
+    metadata = None if enter is None else compiled.launch_metadata(grid, stream, *bound)
+    compiled.run(grid_0, grid_1, grid_2, stream, compiled.function, compiled.packed_metadata, metadata,
+                 enter, leave, *bound)
+
+
+_recorded: ContextVar[list[Call] | None] = ContextVar("tessera_recorded", default=None)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Call]]:
+    """Launches in this block run as usual and are also recorded (what :class:`Replay` is built
+    from; unlike :func:`capture`, which records instead of running)."""
+    calls: list[Call] = []
+    token = _recorded.set(calls)
+    try:
+        yield calls
+    finally:
+        _recorded.reset(token)
+
+
+def _with_base(desc: Any, base: torch.Tensor) -> Any:
+    """A copy of tensor descriptor ``desc`` over ``base`` (same dtype, shape and strides): skips
+    the constructor's checks, which ``desc`` passed for that shape, strides and block."""
+    try:
+        clone = object.__new__(type(desc))
+        clone.__dict__.update(desc.__dict__)
+    except (AttributeError, TypeError):  # a descriptor class with __slots__
+        import dataclasses
+
+        return dataclasses.replace(desc, base=base)
+    clone.base = base
+    return clone
+
+
+def _slot(t: torch.Tensor, operands: Sequence[torch.Tensor]) -> tuple[int, bool] | None:
+    """Which operand ``t`` is — (index, transposed) — or None when it is none of them or could be
+    more than one (operands sharing memory)."""
+    found = None
+    for i, op in enumerate(operands):
+        if t is op:
+            transposed = False
+        elif (t.data_ptr() == op.data_ptr() and op.dim() == 2 and t.shape == op.t().shape
+              and t.stride() == op.t().stride()):
+            transposed = True
+        elif t.data_ptr() == op.data_ptr():
+            return None  # another view of an operand's memory: no safe mapping
+        else:
+            continue
+        if found is not None:
+            return None
+        found = (i, transposed)
+    return found
+
+
+class Replay:
+    """One recorded launch, repeatable on new operands of the same shapes, strides, dtypes and
+    16-byte alignment: every other argument (sizes, strides, scalars, grid, constexprs) stays as
+    recorded, so the binary is the one the recording used and no launch key is computed again.
+
+    A repeat ``gemm`` call uses it to skip its launcher's argument building; build it with
+    :meth:`of` from a :func:`recording` of exactly one launch whose tensors (and tensor
+    descriptors' bases) are all operands or their transposes, else there is no replay."""
+
+    def __init__(self, call: Call, slots: tuple[tuple[int, int, bool, bool], ...]) -> None:
+        self.call = call
+        self.slots = slots  # (argument position, operand index, transposed, is a descriptor)
+        self.bound = [*call.args, *call.constexprs.values()]
+        self.compiled: tuple[Any, int] | None = None
+
+    @classmethod
+    def of(cls, calls: Sequence[Call], operands: Sequence[torch.Tensor]) -> Replay | None:
+        if len(calls) != 1:
+            return None
+        call, slots = calls[0], []
+        for position, arg in enumerate(call.args):
+            base = getattr(arg, "base", None)
+            descriptor = isinstance(base, torch.Tensor)
+            tensor = base if descriptor else arg
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            slot = _slot(tensor, operands)
+            if slot is None:
+                return None
+            slots.append((position, *slot, descriptor))
+        return cls(call, tuple(slots))
+
+    def __call__(self, operands: Sequence[torch.Tensor]) -> None:
+        bound = list(self.bound)
+        for position, index, transposed, descriptor in self.slots:
+            t = operands[index].t() if transposed else operands[index]
+            bound[position] = _with_base(bound[position], t) if descriptor else t
+        call = self.call
+        if self.compiled is None:
+            self.compiled = call.launcher.compiled_for(call)
+        if self.compiled is not None:
+            compiled, device = self.compiled
+            if _triton_runtime()[1].active.get_current_device() == device:
+                run_compiled(compiled, call.grid, tuple(bound), device)
+                return
+        # JIT launches (interpreter, TESSERA_DIRECT_LAUNCH=0) or another current device: key again
+        call.launcher(call.grid, bound[:len(call.args)], call.constexprs, call.num_warps, call.num_stages)

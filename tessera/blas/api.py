@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tessera._core import log
+from tessera._core import launch, log
 from tessera._core.device import device_info, dtype_key, interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
@@ -145,18 +145,25 @@ def gemm(
             d = torch.empty(recipe.out_shape, dtype=recipe.out_dtype, device=a.device)
             op_a, op_b = _operand_layouts(a.transpose(-1, -2) if trans_a else a,
                                           b.transpose(-1, -2) if trans_b else b, recipe.k_major)
-            _launch(_GemmPlan(op_a, op_b, None, d, recipe.batch, float(alpha), float(beta), recipe.precision,
-                              recipe.problem, recipe.choice, recipe.multiprocessors))
+            if recipe.replay is not None:
+                recipe.replay((op_a, op_b, d))
+            else:
+                _launch(_GemmPlan(op_a, op_b, None, d, recipe.batch, float(alpha), float(beta),
+                                  recipe.precision, recipe.problem, recipe.choice, recipe.multiprocessors))
             return d
     out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
                       allocate=True)
     if plan is not None:
-        if signature is not None and plan.c is None:
-            if len(_RECIPES) >= _RECIPES_MAX:
-                _RECIPES.clear()
-            _RECIPES[signature] = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
-                                          plan.problem, plan.choice, plan.multiprocessors, plan.k_major)
-        _launch(plan)
+        if signature is None or plan.c is not None:
+            _launch(plan)
+            return out
+        with launch.recording() as calls:
+            _launch(plan)
+        if len(_RECIPES) >= _RECIPES_MAX:
+            _RECIPES.clear()
+        _RECIPES[signature] = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
+                                      plan.problem, plan.choice, plan.multiprocessors, plan.k_major,
+                                      launch.Replay.of(calls, (plan.op_a, plan.op_b, plan.d)))
     return out
 
 
@@ -164,7 +171,9 @@ def gemm(
 # out, logging off) skip validation and selection: _plan's decisions depend on nothing else. The
 # key holds the forced configuration and the logic generation, so overrides and pack installs
 # apply at once. The operand copies _plan makes (odd strides; tf32's K-major operands) depend on
-# the strides alone, so a repeat call makes them again through the same function.
+# the strides alone, so a repeat call makes them again through the same function. Where the
+# first call made one launch whose tensors are all operands, the repeat call replays it with the
+# new operands (launch.Replay): no arguments, descriptors or launch key are built again.
 _REALS = (int, float)
 _RECIPES_MAX = 512
 
@@ -181,6 +190,7 @@ class _Recipe:
     choice: space.Choice
     multiprocessors: int
     k_major: bool  # tf32 on Hopper: operands copied K-major
+    replay: launch.Replay | None  # the one launch, repeatable on new operands (op(A), op(B), D)
 
 
 _RECIPES: dict[tuple, _Recipe] = {}
