@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from reference import assert_gemm_close
-from tessera._core.launch import Call, Replay, launch_key, specialization_key
+from tessera._core.launch import Call, Replay, capture, launch_key, specialization_key
 from tessera.blas import gemm, space
 from tessera.blas.kernels import gemm_tile
 from tessera.blas.kernels.gemm_tile import TileConfig
@@ -96,6 +96,9 @@ def test_repeat_calls_replay_the_launch_on_new_operands(config: space.Config, tr
         (recipe,) = api._RECIPES.values()
         assert recipe.replay is not None and recipe.choice.config == config
         monkeypatch.setattr(api, "_launch", None)  # a replay must not go through the family launcher
+        with capture() as calls:  # capture (pack builds) and compile-only (the tuner) still see it
+            gemm(a, b, trans_a=trans_a, trans_b=trans_b)
+        assert len(calls) == 1 and calls[0].constexprs == recipe.replay.call.constexprs
         for _ in range(2):
             a, b = torch.randn(shape_a, device=device), torch.randn(shape_b, device=device)
             assert_gemm_close(gemm(a, b, trans_a=trans_a, trans_b=trans_b), a, b, trans_a=trans_a,

@@ -392,12 +392,14 @@ class Replay:
             t = operands[index].t() if transposed else operands[index]
             bound[position] = _with_base(bound[position], t) if descriptor else t
         call = self.call
-        if self.compiled is None:
-            self.compiled = call.launcher.compiled_for(call)
-        if self.compiled is not None:
-            compiled, device = self.compiled
-            if _triton_runtime()[1].active.get_current_device() == device:
-                run_compiled(compiled, call.grid, tuple(bound), device)
-                return
-        # JIT launches (interpreter, TESSERA_DIRECT_LAUNCH=0) or another current device: key again
+        if _captured.get() is None and not _compile_only.get() and _recorded.get() is None:
+            if self.compiled is None:
+                self.compiled = call.launcher.compiled_for(call)
+            if self.compiled is not None:
+                compiled, device = self.compiled
+                if _triton_runtime()[1].active.get_current_device() == device:
+                    run_compiled(compiled, call.grid, tuple(bound), device)
+                    return
+        # through the launcher: capture, compile-only and recording blocks see every launch; JIT
+        # launches (interpreter, TESSERA_DIRECT_LAUNCH=0); another current device (keyed again)
         call.launcher(call.grid, bound[:len(call.args)], call.constexprs, call.num_warps, call.num_stages)
