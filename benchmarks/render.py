@@ -146,6 +146,10 @@ def _host_section(path: Path) -> list[str]:
              "time per call; median of 3 rounds that alternate the variants in one process "
              "(`benchmarks/host_overhead.py`).", "", "| call | µs/call |", "|---|---:|"]
     lines += [f"| {name} | {us:.1f} |" for name, us in data["us_per_call"].items()]
+    if data.get("launch_steps_us"):
+        lines += ["", "Each step of a warm direct launch timed apart (same tiny problem; "
+                  "`launch_anatomy`):", "", "| step | µs/call |", "|---|---:|"]
+        lines += [f"| {name} | {us:.2f} |" for name, us in data["launch_steps_us"].items()]
     return [*lines, ""]
 
 
