@@ -131,3 +131,23 @@ def test_replay_maps_each_argument_to_one_operand() -> None:
     assert Replay.of([*calls, *calls], (a, b, d)) is None  # one launch only
     stray = [Call(gemm_tile._launch, (1,), (a, torch.empty(3), d), {}, 4, 1)]
     assert Replay.of(stray, (a, b, d)) is None  # a workspace the operands do not provide
+
+
+def test_a_recipe_holds_no_operand(device: str) -> None:
+    """Recipes outlive calls (up to 512 of them): a replay keeps no tensor of the call it was
+    recorded from alive, or repeat-call caching would pin GPU memory."""
+    import gc
+    import weakref
+
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    a, b = torch.randn(48, 32, device=device), torch.randn(32, 40, device=device)
+    with space.forced(TileConfig(16, 16, 16, 1, 4, 1)):
+        d = gemm(a, b)
+    (recipe,) = api._RECIPES.values()
+    assert recipe.replay is not None
+    refs = [weakref.ref(t) for t in (a, b, d)]
+    del a, b, d
+    gc.collect()
+    assert all(ref() is None for ref in refs)

@@ -320,7 +320,7 @@ def recording() -> Iterator[list[Call]]:
         _recorded.reset(token)
 
 
-def _with_base(desc: Any, base: torch.Tensor) -> Any:
+def _with_base(desc: Any, base: torch.Tensor | None) -> Any:
     """A copy of tensor descriptor ``desc`` over ``base`` (same dtype, shape and strides): skips
     the constructor's checks, which ``desc`` passed for that shape, strides and block."""
     try:
@@ -364,9 +364,13 @@ class Replay:
     descriptors' bases) are all operands or their transposes, else there is no replay."""
 
     def __init__(self, call: Call, slots: tuple[tuple[int, int, bool, bool], ...]) -> None:
-        self.call = call
         self.slots = slots  # (argument position, operand index, transposed, is a descriptor)
-        self.bound = [*call.args, *call.constexprs.values()]
+        args = list(call.args)
+        for position, _, _, descriptor in slots:  # hold no operand: a recipe outlives its call
+            args[position] = _with_base(args[position], None) if descriptor else None
+        self.call = Call(call.launcher, call.grid, tuple(args), call.constexprs, call.num_warps,
+                         call.num_stages)
+        self.bound = [*args, *call.constexprs.values()]
         self.compiled: tuple[Any, int] | None = None
 
     @classmethod
@@ -394,7 +398,9 @@ class Replay:
         call = self.call
         if _captured.get() is None and not _compile_only.get() and _recorded.get() is None:
             if self.compiled is None:
-                self.compiled = call.launcher.compiled_for(call)
+                self.compiled = call.launcher.compiled_for(Call(
+                    call.launcher, call.grid, tuple(bound[:len(call.args)]), call.constexprs,
+                    call.num_warps, call.num_stages))
             if self.compiled is not None:
                 compiled, device = self.compiled
                 if _triton_runtime()[1].active.get_current_device() == device:
