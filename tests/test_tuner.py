@@ -180,7 +180,8 @@ def test_gemm_check_rejects_a_wrong_result(monkeypatch: pytest.MonkeyPatch) -> N
 
     op = tune.gemm_tunable("fp32", [(32, 32, 32, 1)], "tiny")
     config = TileConfig(32, 32, 16, 4, 4, 1)
-    for wrong in (lambda a, b: torch.matmul(a, b) * 1.01, lambda a, b: torch.full((32, 32), float("nan"))):
+    for wrong in (lambda a, b: torch.matmul(a, b) * 1.01,
+                  lambda a, b: torch.full((32, 32), float("nan"), device=a.device)):
         monkeypatch.setattr(tune, "gemm", lambda a, b, precision, wrong=wrong: wrong(a, b))
         assert op.check((32, 32, 32, 1), config) is not None
     monkeypatch.setattr(tune, "gemm", lambda a, b, precision: torch.matmul(a.double(), b.double()).float())
@@ -188,7 +189,7 @@ def test_gemm_check_rejects_a_wrong_result(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @pytest.mark.parametrize("symmetric", [True, False])
-def test_quantized_graph_timing_cycles_over_weight_copies(symmetric: bool,
+def test_quantized_graph_timing_cycles_over_weight_copies(symmetric: bool, device: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The quantized tuner's timing sets are copies of the weight (codes, scales, zero points), each
     its own memory and each giving the original's product."""
@@ -199,8 +200,9 @@ def test_quantized_graph_timing_cycles_over_weight_copies(symmetric: bool,
 
     monkeypatch.setattr(tune, "cold_copies", lambda tensors: [tuple(tensors)] + [
         tuple(t.clone() for t in tensors) for _ in range(2)])  # as on a GPU: two more sets
-    x = torch.randn(3, 64, dtype=torch.float16)
-    q = quantize_weight(torch.randn(64, 8, dtype=torch.float16), bits=4, group_size=32, symmetric=symmetric)
+    x = torch.randn(3, 64, dtype=torch.float16, device=device)
+    q = quantize_weight(torch.randn(64, 8, dtype=torch.float16, device=device), bits=4, group_size=32,
+                        symmetric=symmetric)
     sets = tune._cold_sets((x, q))
     assert len(sets) == 3 and sets[0] == (x, q)
     expected = gemm_wq(x, q)
