@@ -476,9 +476,21 @@ def test_gemv_heuristic_logic_documents_load(tmp_path: Path) -> None:
 
 # level-1 launch shapes through the logic files and the tuner
 
-def test_level1_selects_through_installed_logic_then_the_heuristic(device: str) -> None:
+def test_level1_selects_through_installed_logic_then_the_heuristic(device: str, tmp_path: Path) -> None:
     """A level1_reduce logic file decides nrm2's and dot's launch (seen in the launch); results stay
-    right; another op or dtype keeps the heuristic."""
+    right; another op or dtype keeps the heuristic. The wheel's logic folder is replaced by an
+    empty one (sm_90 ships level-1 logic of its own)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(logic, "SHIPPED_LOGIC", tmp_path / "shipped")
+        logic.reload()
+        try:
+            _level1_through_installed_logic(device)
+        finally:
+            patch.undo()
+            logic.reload()  # no selection cached from the stand-in folder outlives the test
+
+
+def _level1_through_installed_logic(device: str) -> None:
     from tessera._core.launch import capture
 
     info = device_info(device)
