@@ -257,6 +257,19 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     assert sidecar["function"] == "tessera.blas.kernels.gemm_tile:_gemm_tile_kernel"
     assert sidecar["binary"] == Path(tile["files"][0]).name and "torch.float16" in sidecar["launch_key"]
     assert sidecar["signature"]["a_ptr"] == "*fp16"
+    # the index the runtime reads instead of every sidecar finds exactly what the sidecars say
+    from tessera.tuning import binaries
+
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    for name, data in contents.items():
+        if name.startswith("kernels/"):
+            (kernels / Path(name).name).write_bytes(data)
+    assert "kernels/index.json" in contents and "kernels/index.json" in result.manifest["files"]
+    from_index = binaries._index(kernels, -1)
+    (kernels / "index.json").unlink()
+    from_sidecars = binaries._index(kernels, -2)
+    assert from_index == from_sidecars and sum(map(len, from_index.values())) == 7 + 18 // 3
 
 
 # Run in a child without the interpreter: a launch's Launcher key and the specialization Triton's

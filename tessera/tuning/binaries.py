@@ -38,15 +38,43 @@ class Binary:
     sidecar: Path
 
 
+INDEX = "index.json"  # every sidecar's lookup fields in one file: the first load reads one file
+INDEX_FIELDS = ("function", "launch_key", "binary", "metadata", "hash")
+
+
+def index_document(sidecars: dict[str, bytes]) -> bytes:
+    """``kernels/index.json`` for a pack: sidecar file name → its lookup fields (a pack of 533
+    binaries made the first call read and parse 533 sidecars before it found one)."""
+    entries = {}
+    for name, data in sorted(sidecars.items()):
+        entry = json.loads(data)
+        entries[name] = {field: entry[field] for field in INDEX_FIELDS}
+    return json.dumps({"format": 1, "sidecars": entries}, sort_keys=True).encode()
+
+
+def _entries(kernels: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(sidecar path, its lookup fields) for every binary: from the index when the pack has one,
+    else from the sidecars themselves (packs built before the index)."""
+    index = kernels / INDEX
+    if index.is_file():
+        return [(kernels / name, entry) for name, entry in json.loads(index.read_text())["sidecars"].items()]
+    return [(sidecar, json.loads(sidecar.read_text())) for sidecar in sorted(kernels.glob(f"*{SIDECAR}"))]
+
+
 @functools.lru_cache(maxsize=4)
 def _index(kernels: Path, _generation: int) -> dict[str, dict[str, Binary]]:
     index: dict[str, dict[str, Binary]] = {}
-    for sidecar in sorted(kernels.glob(f"*{SIDECAR}")) if kernels.is_dir() else ():
+    try:
+        entries = _entries(kernels) if kernels.is_dir() else []
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        warnings.warn(f"ignoring the precompiled kernels in {kernels}: unreadable index ({exc})",
+                      stacklevel=3)
+        return index
+    for sidecar, entry in entries:
         try:
-            entry = json.loads(sidecar.read_text())
             binary = Binary(entry["function"], entry["launch_key"], kernels / entry["binary"],
                             kernels / entry["metadata"], entry["hash"], sidecar)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:
             warnings.warn(f"ignoring precompiled kernel {sidecar}: {exc}", stacklevel=3)
             continue
         index.setdefault(binary.function, {})[binary.launch_key] = binary

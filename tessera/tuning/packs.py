@@ -43,7 +43,7 @@ import yaml
 
 from tessera._core.device import offline_device
 from tessera._core.errors import LogicFileError, PackError
-from tessera.tuning import logic
+from tessera.tuning import binaries, logic
 from tessera.tuning.paths import SHIPPED_LOGIC, install_root
 
 PACK_FORMAT = 1
@@ -134,6 +134,9 @@ def _precompile(arch: str, logic_members: dict[str, bytes]) -> tuple[dict[str, b
         for job in jobs[len(results):]:
             support.append({k: job[k] for k in ("kernel", "dtype", "logic", "solution")}
                            | {"status": "failed", "reason": "the compiler process stopped early"})
+    sidecars = {Path(name).name: data for name, data in members.items() if name.endswith(binaries.SIDECAR)}
+    if sidecars:
+        members[f"kernels/{binaries.INDEX}"] = binaries.index_document(sidecars)
     return members, support
 
 
