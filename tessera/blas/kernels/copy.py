@@ -44,8 +44,7 @@ def copy_into(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
         return dst
     block = 64
     for start in range(0, batch, 65535):  # the grid's third axis is limited
-        part = slice(start, start + 65535)
-        s, d = src[part], dst[part]
+        s, d = (src, dst) if batch <= 65535 else (src[start:start + 65535], dst[start:start + 65535])
         grid = (cdiv(rows, block), cdiv(cols, block), s.shape[0])
         _launch(grid, (s, d, rows, cols, *s.stride(), *d.stride()),
                 dict(BLOCK_R=block, BLOCK_C=block), 4, 2)
