@@ -115,15 +115,20 @@ _captured: ContextVar[list[Call] | None] = ContextVar("tessera_captured", defaul
 
 
 @contextlib.contextmanager
-def capture() -> Iterator[list[Call]]:
-    """Launches in this block are recorded, not run (no GPU needed): pack builds use it to learn
-    the exact arguments a family's launcher passes for a representative problem."""
+def _collecting(var: ContextVar[list[Call] | None]) -> Iterator[list[Call]]:
+    """Launches in this block are appended to the list it yields (through ``var``)."""
     calls: list[Call] = []
-    token = _captured.set(calls)
+    token = var.set(calls)
     try:
         yield calls
     finally:
-        _captured.reset(token)
+        var.reset(token)
+
+
+def capture() -> contextlib.AbstractContextManager[list[Call]]:
+    """Launches in this block are recorded, not run (no GPU needed): pack builds use it to learn
+    the exact arguments a family's launcher passes for a representative problem."""
+    return _collecting(_captured)
 
 
 def function_name(kernel: Any) -> str:
@@ -308,16 +313,10 @@ def run_compiled(compiled: Any, grid: Sequence[int], bound: tuple[Any, ...], dev
 _recorded: ContextVar[list[Call] | None] = ContextVar("tessera_recorded", default=None)
 
 
-@contextlib.contextmanager
-def recording() -> Iterator[list[Call]]:
+def recording() -> contextlib.AbstractContextManager[list[Call]]:
     """Launches in this block run as usual and are also recorded (what :class:`Replay` is built
     from; unlike :func:`capture`, which records instead of running)."""
-    calls: list[Call] = []
-    token = _recorded.set(calls)
-    try:
-        yield calls
-    finally:
-        _recorded.reset(token)
+    return _collecting(_recorded)
 
 
 def _with_base(desc: Any, base: torch.Tensor | None) -> Any:
