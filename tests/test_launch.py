@@ -151,3 +151,25 @@ def test_a_recipe_holds_no_operand(device: str) -> None:
     del a, b, d
     gc.collect()
     assert all(ref() is None for ref in refs)
+
+
+@pytest.mark.gpu
+def test_replay_honours_a_disabled_direct_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With direct launches turned off (TESSERA_DIRECT_LAUNCH=0, or host_overhead's JIT rows), a
+    repeat call goes through Triton's JIT even after a replay has found its binary."""
+    from tessera._core import launch
+    from tessera._core.launch import Launcher
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    a, b = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
+    with space.forced(TileConfig(16, 16, 16, 1, 4, 1)):
+        for _ in range(2):
+            gemm(a, b)  # the second call replays through the direct path
+        monkeypatch.setattr(Launcher, "enabled", False)
+
+        def direct(*args: object) -> None:
+            raise AssertionError("a direct launch while direct launches are off")
+
+        monkeypatch.setattr(launch, "run_compiled", direct)
+        assert_gemm_close(gemm(a, b), a, b)

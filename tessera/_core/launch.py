@@ -326,9 +326,9 @@ def _with_base(desc: Any, base: torch.Tensor | None) -> Any:
         clone = object.__new__(type(desc))
         clone.__dict__.update(desc.__dict__)
     except (AttributeError, TypeError):  # a descriptor class with __slots__
-        import dataclasses
+        import copy
 
-        return dataclasses.replace(desc, base=base)
+        clone = copy.copy(desc)
     clone.base = base
     return clone
 
@@ -395,7 +395,8 @@ class Replay:
             t = operands[index].t() if transposed else operands[index]
             bound[position] = _with_base(bound[position], t) if descriptor else t
         call = self.call
-        if _captured.get() is None and not _compile_only.get() and _recorded.get() is None:
+        if (call.launcher.enabled and _captured.get() is None and not _compile_only.get()
+                and _recorded.get() is None):
             if self.compiled is None:
                 self.compiled = call.launcher.compiled_for(Call(
                     call.launcher, call.grid, tuple(bound[:len(call.args)]), call.constexprs,

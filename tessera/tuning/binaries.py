@@ -58,7 +58,13 @@ def _entries(kernels: Path) -> list[tuple[Path, dict[str, Any]]]:
     index = kernels / INDEX
     if index.is_file():
         return [(kernels / name, entry) for name, entry in json.loads(index.read_text())["sidecars"].items()]
-    return [(sidecar, json.loads(sidecar.read_text())) for sidecar in sorted(kernels.glob(f"*{SIDECAR}"))]
+    entries = []
+    for sidecar in sorted(kernels.glob(f"*{SIDECAR}")):
+        try:
+            entries.append((sidecar, json.loads(sidecar.read_text())))
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"ignoring precompiled kernel {sidecar}: {exc}", stacklevel=4)
+    return entries
 
 
 @functools.lru_cache(maxsize=4)
