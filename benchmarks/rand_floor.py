@@ -7,6 +7,9 @@ script times, in one run and interleaved over rounds (``triton.testing.do_bench`
 - ``philox_only``: the same Philox blocks (the cuRAND stream's counters, ten rounds) with the same
   8 bytes stored per block, but the words' top halves stored as the bf16 bits (no Box–Muller);
 - ``box_muller_only``: the shipped Box–Muller and stores on words from one multiply (no Philox);
+- ``six_per_block``: the design docs/status.md proposes for fewer words per value — Box–Muller on
+  a 24-bit radius uniform and a 16-bit angle per pair, three pairs (6 bf16 normals) from each
+  Philox block instead of two, the same special-function instructions as the shipped kernel;
 - ``torch``: ``torch.Tensor.normal_`` on bf16, and a device-to-device copy of the same bytes.
 
 If ``philox_only`` alone needs more than a third of torch's time, no Box–Muller can reach 3× while
@@ -28,7 +31,7 @@ import triton.language as tl
 from tessera._core.device import device_info
 from tessera._core.timing import flushed_ms, git_revision
 from tessera.rand.api import Generator
-from tessera.rand.kernels.philox import _box_muller_half, _philox
+from tessera.rand.kernels.philox import _approx, _box_muller_half, _philox
 
 N = 1 << 28
 BLOCK, WARPS = 1024, 2  # the shipped sm_90 logic's choice at 2^28 (rand.philox_normal.bf16.yaml)
@@ -60,6 +63,46 @@ def _floor_kernel(out_ptr, key0, key1, PHILOX: tl.constexpr, BOX_MULLER: tl.cons
         tl.store(words_ptr + pid * BLOCK * 2 + local, pair.to(tl.int32, bitcast=True))
 
 
+@triton.jit
+def _pair_24_16(radius_bits, angle_bits, MATH: tl.constexpr):
+    """Box–Muller on u = (r + ½)·2⁻²⁴ (r: 24 bits) and the angle 2π·(a + ½)·2⁻¹⁶ taken in [−π, π)
+    (a: 16 bits). MATH = 1: the shipped kernel's ftz special-function instructions (CUDA only)."""
+    u = (radius_bits.to(tl.float32) + 0.5) * 5.9604645e-08  # 2⁻²⁴
+    signed = angle_bits.to(tl.int32) - ((angle_bits & 0x8000) << 1).to(tl.int32)  # [−2¹⁵, 2¹⁵)
+    angle = (signed.to(tl.float32) + 0.5) * 9.587379924285257e-05  # 2π·2⁻¹⁶
+    if MATH == 1:
+        s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")  # √(−2·ln u); abs: lg2(1) ≈ +0
+        return s * _approx(angle, "sin"), s * _approx(angle, "cos")
+    s = tl.sqrt(-2.0 * tl.log(u))
+    return s * tl.sin(angle), s * tl.cos(angle)
+
+
+@triton.jit
+def _six_per_block_kernel(out_ptr, key0, key1, MATH: tl.constexpr, BLOCK: tl.constexpr):
+    """One Philox block → three (24-bit radius, 16-bit angle) pairs → 6 bf16 normals: radii from
+    the top 24 bits of w0, w1, w2; angles from w3's halves and the low bytes of w0 and w1."""
+    pid = tl.program_id(0)
+    zero = tl.zeros((BLOCK,), tl.uint32)
+    c0 = (pid * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32)
+    w0, w1, w2, w3 = _philox(c0, zero, zero, zero, zero + key0.to(tl.uint32), zero + key1.to(tl.uint32))
+    v0, v1 = _pair_24_16(w0 >> 8, w3 & 0xFFFF, MATH)
+    v2, v3 = _pair_24_16(w1 >> 8, w3 >> 16, MATH)
+    v4, v5 = _pair_24_16(w2 >> 8, ((w0 & 0xFF) << 8) | (w1 & 0xFF), MATH)
+    four = tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (BLOCK, 4)).to(tl.bfloat16)
+    two = tl.join(v4, v5).to(tl.bfloat16)
+    base = pid * BLOCK * 6
+    rows = tl.arange(0, BLOCK)[:, None] * 6
+    tl.store(out_ptr + base + rows + tl.arange(0, 4)[None, :], four)
+    tl.store(out_ptr + base + rows + 4 + tl.arange(0, 2)[None, :], two)
+
+
+def six_per_block(out: torch.Tensor, key: int, math: int, block: int = BLOCK, warps: int = WARPS) -> int:
+    """Fill the first 6·block·⌊numel / (6·block)⌋ values of 1-D bf16 ``out``; returns that count."""
+    programs = out.numel() // (6 * block)
+    _six_per_block_kernel[(programs,)](out, key, 0, MATH=math, BLOCK=block, num_warps=warps)
+    return programs * 6 * block
+
+
 def main() -> None:
     out = torch.empty(N, dtype=torch.bfloat16, device="cuda")
     source = torch.empty(N // 2, dtype=torch.float32, device="cuda")  # a copy of N·2 bytes
@@ -76,7 +119,8 @@ def main() -> None:
                                            BLOCK=BLOCK, num_warps=WARPS)
 
     candidates = {"production": production, "philox_only": stage(True, False),
-                  "box_muller_only": stage(False, True), "torch": lambda: out.normal_(),
+                  "box_muller_only": stage(False, True),
+                  "six_per_block": lambda: six_per_block(out, 1234, 1), "torch": lambda: out.normal_(),
                   "copy": lambda: copy_dest.copy_(source)}
     times: dict[str, list[float]] = {name: [] for name in candidates}
     for _ in range(ROUNDS):
@@ -85,11 +129,14 @@ def main() -> None:
     ms = {name: statistics.median(v) for name, v in times.items()}
     rows = {name: {"us": 1e3 * t, "gbs_of_bf16_output": 2 * N / t / 1e6} for name, t in ms.items()}
     rows["copy"]["gbs_of_bf16_output"] = 4 * N / ms["copy"] / 1e6  # read + write
+    six = N // (6 * BLOCK) * 6 * BLOCK  # values the six-per-block kernel writes (N − 4096)
+    rows["six_per_block"]["gbs_of_bf16_output"] = 2 * six / ms["six_per_block"] / 1e6
     needed = ms["torch"] / 3
     summary = {"three_x_torch_needs_us": 1e3 * needed,
                "production_vs_torch": ms["torch"] / ms["production"],
                "philox_only_vs_torch": ms["torch"] / ms["philox_only"],
-               "philox_only_fraction_of_3x_budget": ms["philox_only"] / needed}
+               "philox_only_fraction_of_3x_budget": ms["philox_only"] / needed,
+               "six_per_block_vs_torch": ms["torch"] / (ms["six_per_block"] * N / six)}
     for name, row in rows.items():
         print(f"{name:<16} {row['us']:8.1f} us  {row['gbs_of_bf16_output']:7.0f} GB/s")
     print(json.dumps(summary, indent=1))
