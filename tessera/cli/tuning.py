@@ -112,21 +112,22 @@ def _tune(op: object, args: argparse.Namespace, problems: list[tuple[int, ...]],
     figure is its journaled median when it was a candidate (the same sweep as the tuned one: timed
     again minutes later, a power-limited GPU read ~10 % apart at 8192³); only the vendor is timed
     here."""
-    from tessera.tuning.tuner import Tuner
+    from tessera.tuning.tuner import Tuner, config_key
 
     tuner = Tuner(op, args.out, resume=args.resume,
                   budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
     path = tuner.run()
     print(f"wrote {path}")
-    best = tuner.best()
+    medians = tuner.medians()
     labels, tuned, default, vendor = [], [], [], []
     for problem in problems:
-        if problem not in best:
+        by_config = medians.get(tuple(problem))
+        if not by_config:
             continue
         labels.append("x".join(map(str, problem)))
-        tuned.append(best[problem][1])
+        tuned.append(max(by_config.values()))
         config = default_config(problem)
-        journaled = tuner.figure(problem, config)
+        journaled = by_config.get(config_key(config))
         default.append(journaled if journaled is not None else op.measure(problem, config))
         vendor.append(vendor_figure(problem))
     return path, (labels, tuned, default, vendor)

@@ -61,7 +61,8 @@ def _median(values: Sequence[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def _config_key(config: Any) -> str:
+def config_key(config: Any) -> str:
+    """A configuration as the journal names it (kernel family and every parameter, sorted)."""
     return json.dumps({"kernel": config.kernel, **dataclasses.asdict(config)}, sort_keys=True)
 
 
@@ -125,12 +126,12 @@ class Tuner:
         done = {(tuple(e["sizes"]), e["config"]) for e in self.journal()}
         work = [(p, c) for p in self.op.problems for c in self.op.candidates(p)]
         started = time.monotonic()
-        bar = tqdm(total=len(work), initial=sum((p, _config_key(c)) in done for p, c in work),
+        bar = tqdm(total=len(work), initial=sum((p, config_key(c)) in done for p, c in work),
                    desc=f"tune {self.op.library}.{self.op.op} {self.op.dtype}", unit="candidate",
                    disable=not self.progress)
         try:
             for problem in self.op.problems:
-                todo = [c for c in self.op.candidates(problem) if (problem, _config_key(c)) not in done]
+                todo = [c for c in self.op.candidates(problem) if (problem, config_key(c)) not in done]
                 if todo and self.op.warm is not None:
                     self.op.warm(problem, todo)
                 for config in todo:
@@ -157,7 +158,7 @@ class Tuner:
 
     def _retime_plan(self, problem: tuple[int, ...]) -> list[Any]:
         """Configs to time again for ``problem`` (the current top ones, minus re-times done)."""
-        by_key = {_config_key(c): c for c in self.op.candidates(problem)}
+        by_key = {config_key(c): c for c in self.op.candidates(problem)}
         figures = {k: v for k, v in self._figures().get(problem, {}).items() if k in by_key}
         top = sorted(figures, key=lambda key: -_median(figures[key]))[: self.retime_top]
         plan = []
@@ -166,7 +167,7 @@ class Tuner:
         return plan
 
     def _evaluate(self, problem: tuple[int, ...], config: Any) -> dict[str, Any]:
-        entry: dict[str, Any] = {"sizes": list(problem), "config": _config_key(config)}
+        entry: dict[str, Any] = {"sizes": list(problem), "config": config_key(config)}
         try:
             wrong = self.op.check(problem, config)
             if wrong is not None:
@@ -184,17 +185,18 @@ class Tuner:
                 by_config.setdefault(e["config"], []).append(e[self.op.figure])
         return figures
 
-    def figure(self, problem: tuple[int, ...], config: Any) -> float | None:
-        """The median of ``config``'s journaled figures on ``problem``; None if it never ran correctly."""
-        values = self._figures().get(tuple(problem), {}).get(_config_key(config))
-        return _median(values) if values else None
+    def medians(self) -> dict[tuple[int, ...], dict[str, float]]:
+        """The median figure of every correct candidate, by problem and :func:`config_key` (journal
+        order), from one read of the journal."""
+        return {sizes: {key: _median(values) for key, values in by_config.items()}
+                for sizes, by_config in self._figures().items()}
 
     def best(self) -> dict[tuple[int, ...], tuple[dict[str, Any], float]]:
         """Per problem, the correct configuration with the best median figure (ties: first journaled)."""
         best: dict[tuple[int, ...], tuple[dict[str, Any], float]] = {}
-        for sizes, by_config in self._figures().items():
-            key = max(by_config, key=lambda k: _median(by_config[k]))
-            best[sizes] = (json.loads(key), _median(by_config[key]))
+        for sizes, by_config in self.medians().items():
+            key = max(by_config, key=by_config.__getitem__)
+            best[sizes] = (json.loads(key), by_config[key])
         return best
 
     def write_logic(self) -> Path:
