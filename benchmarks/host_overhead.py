@@ -45,7 +45,6 @@ def launch_anatomy(a: torch.Tensor, b: torch.Tensor, configs: dict[str, space.Co
     from triton.runtime.driver import driver
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-
     rows: dict[str, float] = {}
     device = driver.active.get_current_device()
     rows["driver get_current_device"] = per_call_us(driver.active.get_current_device)
@@ -78,9 +77,7 @@ def _family_steps(name: str, config: space.Config, a: torch.Tensor, b: torch.Ten
             gemm(a, b)
     call = calls[-1]
     launcher = call.launcher
-    key = (device, *launch.launch_key(call.args, call.constexprs, call.num_warps, call.num_stages,
-                                      launcher._plain))
-    compiled = launcher._cache[key]
+    compiled, _ = launcher.compiled_for(call)  # the binary the warm call above cached
     bound = (*call.args, *call.constexprs.values())
     grid = (*call.grid, 1, 1)[:3]
     stream = driver.active.get_current_stream(device)

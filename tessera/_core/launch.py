@@ -249,7 +249,7 @@ class Launcher:
         from triton.runtime.driver import driver
 
         device = driver.active.get_current_device()
-        key = (device, *launch_key(args, constexprs, num_warps, num_stages, self._plain))
+        key = self._key(device, args, constexprs, num_warps, num_stages)
         compiled = self._cache.get(key)
         if compiled is None:
             self._check_order(args, constexprs)
@@ -272,9 +272,14 @@ class Launcher:
         from triton.runtime.driver import driver
 
         device = driver.active.get_current_device()
-        key = (device, *launch_key(call.args, call.constexprs, call.num_warps, call.num_stages, self._plain))
+        key = self._key(device, call.args, call.constexprs, call.num_warps, call.num_stages)
         compiled = self._cache.get(key)
         return None if compiled is None else (compiled, device)
+
+    def _key(self, device: int, args: Sequence[Any], constexprs: dict[str, Any], num_warps: int,
+             num_stages: int) -> tuple:
+        """The cache key of a launch on ``device``: the device, then :func:`launch_key`."""
+        return (device, *launch_key(args, constexprs, num_warps, num_stages, self._plain))
 
     def _from_pack(self, key: tuple) -> Any:
         """The installed pack's binary for this exact specialization, loaded, or None (no Triton
