@@ -10,6 +10,8 @@ script times, in one run and interleaved over rounds (``triton.testing.do_bench`
 - ``six_per_block``: the design docs/status.md proposes for fewer words per value — Box–Muller on
   a 24-bit radius uniform and a 16-bit angle per pair, three pairs (6 bf16 normals) from each
   Philox block instead of two, the same special-function instructions as the shipped kernel;
+- ``six_per_block_poly``: the same, with sin/cos as short polynomials after an exact quadrant
+  reduction of the 16-bit angle (FMA pipe), the special-function unit left to log2 and sqrt;
 - ``torch``: ``torch.Tensor.normal_`` on bf16, and a device-to-device copy of the same bytes.
 
 If ``philox_only`` alone needs more than a third of torch's time, no Box–Muller can reach 3× while
@@ -64,6 +66,23 @@ def _floor_kernel(out_ptr, key0, key1, PHILOX: tl.constexpr, BOX_MULLER: tl.cons
 
 
 @triton.jit
+def _sincos_16(a):
+    """sin and cos of 2π·(a + ½)·2⁻¹⁶ for 16-bit ``a`` (uint32): the quadrant from the top bits
+    (exact), then degree-7/6 polynomials on [−π/4, π/4] (errors below 4e-6: far under bf16's and
+    fp16's spacing). FMA-pipe only: leaves the special-function unit to the radius."""
+    q = ((a + 0x2000) >> 14) & 3
+    f = (a - (q << 14)).to(tl.int32, bitcast=True)
+    f = tl.where(f >= 0x8000, f - 0x10000, f)  # [−2¹³, 2¹³)
+    x = (f.to(tl.float32) + 0.5) * 9.587379924285257e-05  # 2π·2⁻¹⁶
+    x2 = x * x
+    s = x + x * x2 * (-1.6666667e-01 + x2 * (8.3333333e-03 - x2 * 1.9841270e-04))
+    c = 1.0 + x2 * (-0.5 + x2 * (4.1666668e-02 - x2 * 1.3888889e-03))
+    odd = (q & 1) != 0
+    sin_abs, cos_abs = tl.where(odd, c, s), tl.where(odd, s, c)
+    return tl.where((q & 2) != 0, -sin_abs, sin_abs), tl.where(((q + 1) & 2) != 0, -cos_abs, cos_abs)
+
+
+@triton.jit
 def _pair_24_16(radius_bits, angle_bits, MATH: tl.constexpr):
     """Box–Muller on u = (r + ½)·2⁻²⁴ (r: 24 bits) and the angle 2π·(a + ½)·2⁻¹⁶ taken in [−π, π)
     (a: 16 bits). MATH = 1: the shipped kernel's ftz special-function instructions (CUDA only)."""
@@ -73,6 +92,10 @@ def _pair_24_16(radius_bits, angle_bits, MATH: tl.constexpr):
     if MATH == 1:
         s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")  # √(−2·ln u); abs: lg2(1) ≈ +0
         return s * _approx(angle, "sin"), s * _approx(angle, "cos")
+    if MATH == 2:  # radius on the SFU, sin/cos as polynomials on the FMA pipe
+        s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")
+        sin_v, cos_v = _sincos_16(angle_bits)
+        return s * sin_v, s * cos_v
     s = tl.sqrt(-2.0 * tl.log(u))
     return s * tl.sin(angle), s * tl.cos(angle)
 
@@ -120,7 +143,8 @@ def main() -> None:
 
     candidates = {"production": production, "philox_only": stage(True, False),
                   "box_muller_only": stage(False, True),
-                  "six_per_block": lambda: six_per_block(out, 1234, 1), "torch": lambda: out.normal_(),
+                  "six_per_block": lambda: six_per_block(out, 1234, 1),
+                  "six_per_block_poly": lambda: six_per_block(out, 1234, 2), "torch": lambda: out.normal_(),
                   "copy": lambda: copy_dest.copy_(source)}
     times: dict[str, list[float]] = {name: [] for name in candidates}
     for _ in range(ROUNDS):
@@ -130,13 +154,15 @@ def main() -> None:
     rows = {name: {"us": 1e3 * t, "gbs_of_bf16_output": 2 * N / t / 1e6} for name, t in ms.items()}
     rows["copy"]["gbs_of_bf16_output"] = 4 * N / ms["copy"] / 1e6  # read + write
     six = N // (6 * BLOCK) * 6 * BLOCK  # values the six-per-block kernel writes (N − 4096)
-    rows["six_per_block"]["gbs_of_bf16_output"] = 2 * six / ms["six_per_block"] / 1e6
+    for name in ("six_per_block", "six_per_block_poly"):
+        rows[name]["gbs_of_bf16_output"] = 2 * six / ms[name] / 1e6
     needed = ms["torch"] / 3
     summary = {"three_x_torch_needs_us": 1e3 * needed,
                "production_vs_torch": ms["torch"] / ms["production"],
                "philox_only_vs_torch": ms["torch"] / ms["philox_only"],
                "philox_only_fraction_of_3x_budget": ms["philox_only"] / needed,
-               "six_per_block_vs_torch": ms["torch"] / (ms["six_per_block"] * N / six)}
+               "six_per_block_vs_torch": ms["torch"] / (ms["six_per_block"] * N / six),
+               "six_per_block_poly_vs_torch": ms["torch"] / (ms["six_per_block_poly"] * N / six)}
     for name, row in rows.items():
         print(f"{name:<16} {row['us']:8.1f} us  {row['gbs_of_bf16_output']:7.0f} GB/s")
     print(json.dumps(summary, indent=1))
