@@ -12,11 +12,16 @@ script times, in one run and interleaved over rounds (``triton.testing.do_bench`
   Philox block instead of two, the same special-function instructions as the shipped kernel;
 - ``six_per_block_poly``: the same, with sin/cos as short polynomials after an exact quadrant
   reduction of the 16-bit angle (FMA pipe), the special-function unit left to log2 and sqrt;
+- ``six_packed*``: the same values stored as three packed bf16x2 words per block (no tiles, so no
+  layout conversion through shared memory), at the shipped and other (block, warps);
 - ``torch``: ``torch.Tensor.normal_`` on bf16, and a device-to-device copy of the same bytes.
 
 If ``philox_only`` alone needs more than a third of torch's time, no Box–Muller can reach 3× while
 every value still costs one Philox word (the cuRAND-compatible stream, the same words as the fp32
-normal). Usage: python benchmarks/rand_floor.py OUT.json (results: benchmarks/results/philox-floor-*.json)
+normal). The six-per-block rows are scaled to N values (they write whole programs of 6·block
+values, a few thousand short of N); the summary checks that the packed stores write the tiled
+kernel's bits, and gives the packed values' mean, standard deviation and tail fractions.
+Usage: python benchmarks/rand_floor.py OUT.json (results: benchmarks/results/philox-floor-*.json)
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import json
 import statistics
 import sys
 import time
+from functools import partial
 
 import torch
 import triton
@@ -119,6 +125,38 @@ def _six_per_block_kernel(out_ptr, key0, key1, MATH: tl.constexpr, BLOCK: tl.con
     tl.store(out_ptr + base + rows + 4 + tl.arange(0, 2)[None, :], two)
 
 
+@triton.jit
+def _bf16x2(even, odd):
+    """Two fp32 values rounded to bf16 and packed in one 32-bit word (``even`` in the low half,
+    the lower address): one ``cvt.rn.bf16x2.f32`` (CUDA only)."""
+    return tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f", [even, odd],
+                                     dtype=tl.int32, is_pure=True, pack=1)
+
+
+@triton.jit
+def _six_packed_kernel(out_ptr, key0, key1, MATH: tl.constexpr, BLOCK: tl.constexpr):
+    """``_six_per_block_kernel`` without tiles: each block's six values as three packed words,
+    stored at word stride 3 (no joins, so no layout conversion through shared memory)."""
+    pid = tl.program_id(0).to(tl.int64)
+    zero = tl.zeros((BLOCK,), tl.uint32)
+    c0 = (pid * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32)
+    w0, w1, w2, w3 = _philox(c0, zero, zero, zero, zero + key0.to(tl.uint32), zero + key1.to(tl.uint32))
+    v0, v1 = _pair_24_16(w0 >> 8, w3 & 0xFFFF, MATH)
+    v2, v3 = _pair_24_16(w1 >> 8, w3 >> 16, MATH)
+    v4, v5 = _pair_24_16(w2 >> 8, ((w0 & 0xFF) << 8) | (w1 & 0xFF), MATH)
+    words_ptr = out_ptr.to(tl.pointer_type(tl.int32)) + 3 * (pid * BLOCK + tl.arange(0, BLOCK))
+    tl.store(words_ptr, _bf16x2(v0, v1))
+    tl.store(words_ptr + 1, _bf16x2(v2, v3))
+    tl.store(words_ptr + 2, _bf16x2(v4, v5))
+
+
+def six_packed(out: torch.Tensor, key: int, math: int, block: int = BLOCK, warps: int = WARPS) -> int:
+    """As ``six_per_block``, through ``_six_packed_kernel``."""
+    programs = out.numel() // (6 * block)
+    _six_packed_kernel[(programs,)](out, key, 0, MATH=math, BLOCK=block, num_warps=warps)
+    return programs * 6 * block
+
+
 def six_per_block(out: torch.Tensor, key: int, math: int, block: int = BLOCK, warps: int = WARPS) -> int:
     """Fill the first 6·block·⌊numel / (6·block)⌋ values of 1-D bf16 ``out``; returns that count."""
     programs = out.numel() // (6 * block)
@@ -144,7 +182,12 @@ def main() -> None:
     candidates = {"production": production, "philox_only": stage(True, False),
                   "box_muller_only": stage(False, True),
                   "six_per_block": lambda: six_per_block(out, 1234, 1),
-                  "six_per_block_poly": lambda: six_per_block(out, 1234, 2), "torch": lambda: out.normal_(),
+                  "six_per_block_poly": lambda: six_per_block(out, 1234, 2),
+                  "six_packed": lambda: six_packed(out, 1234, 1),
+                  "six_packed_poly": lambda: six_packed(out, 1234, 2),
+                  **{f"six_packed_{b}x{w}": partial(six_packed, out, 1234, 1, b, w)
+                     for b, w in ((256, 4), (512, 4), (2048, 8))},
+                  "torch": lambda: out.normal_(),
                   "copy": lambda: copy_dest.copy_(source)}
     times: dict[str, list[float]] = {name: [] for name in candidates}
     for _ in range(ROUNDS):
@@ -153,16 +196,26 @@ def main() -> None:
     ms = {name: statistics.median(v) for name, v in times.items()}
     rows = {name: {"us": 1e3 * t, "gbs_of_bf16_output": 2 * N / t / 1e6} for name, t in ms.items()}
     rows["copy"]["gbs_of_bf16_output"] = 4 * N / ms["copy"] / 1e6  # read + write
-    six = N // (6 * BLOCK) * 6 * BLOCK  # values the six-per-block kernel writes (N − 4096)
-    for name in ("six_per_block", "six_per_block_poly"):
-        rows[name]["gbs_of_bf16_output"] = 2 * six / ms[name] / 1e6
+    sixes = [name for name in rows if name.startswith("six_")]
+    for name in sixes:  # times scaled to N values (a kernel writes whole programs of 6·block)
+        block = int(name.rsplit("_", 1)[1].split("x")[0]) if name[-1].isdigit() else BLOCK
+        ms[name] *= N / (N // (6 * block) * 6 * block)
+        rows[name] = {"us": 1e3 * ms[name], "gbs_of_bf16_output": 2 * N / ms[name] / 1e6}
     needed = ms["torch"] / 3
     summary = {"three_x_torch_needs_us": 1e3 * needed,
                "production_vs_torch": ms["torch"] / ms["production"],
                "philox_only_vs_torch": ms["torch"] / ms["philox_only"],
                "philox_only_fraction_of_3x_budget": ms["philox_only"] / needed,
-               "six_per_block_vs_torch": ms["torch"] / (ms["six_per_block"] * N / six),
-               "six_per_block_poly_vs_torch": ms["torch"] / (ms["six_per_block_poly"] * N / six)}
+               **{f"{name}_vs_torch": ms["torch"] / ms[name] for name in sixes}}
+    tiled, packed = torch.zeros_like(out), torch.zeros_like(out)
+    written = six_per_block(tiled, 99, 1)
+    six_packed(packed, 99, 1)
+    values = packed[:written].float()
+    summary["packed_equals_tiled"] = bool(torch.equal(tiled.view(torch.int16), packed.view(torch.int16)))
+    summary["packed_moments"] = {"mean": values.mean().item(), "std": values.std().item(),
+                                 "beyond_3": (values.abs() > 3).float().mean().item(),
+                                 "beyond_4": (values.abs() > 4).float().mean().item(),
+                                 "max_abs": values.abs().max().item()}
     for name, row in rows.items():
         print(f"{name:<16} {row['us']:8.1f} us  {row['gbs_of_bf16_output']:7.0f} GB/s")
     print(json.dumps(summary, indent=1))
