@@ -7,20 +7,20 @@ script times, in one run and interleaved over rounds (``triton.testing.do_bench`
 - ``philox_only``: the same Philox blocks (the cuRAND stream's counters, ten rounds) with the same
   8 bytes stored per block, but the words' top halves stored as the bf16 bits (no Box–Muller);
 - ``box_muller_only``: the shipped Box–Muller and stores on words from one multiply (no Philox);
-- ``six_per_block``: the design docs/status.md proposes for fewer words per value — Box–Muller on
-  a 24-bit radius uniform and a 16-bit angle per pair, three pairs (6 bf16 normals) from each
-  Philox block instead of two, the same special-function instructions as the shipped kernel;
-- ``six_per_block_poly``: the same, with sin/cos as short polynomials after an exact quadrant
-  reduction of the 16-bit angle (FMA pipe), the special-function unit left to log2 and sqrt;
-- ``six_packed*``: the same values stored as three packed bf16x2 words per block (no tiles, so no
-  layout conversion through shared memory), at the shipped and other (block, warps);
+- designs that spend fewer Philox words per value (``DESIGNS``; "words per value" is what
+  decides: ``philox_only`` alone takes ~0.98 of the time 3× allows): ``six`` (one block → three
+  pairs of a 24-bit radius and a 16-bit angle; tiled or packed stores), ``sixteen`` (three blocks
+  → eight pairs of 24-bit radius and 24-bit angle, two 16-byte stores per lane) and ``eight``
+  (one block → four pairs of 16 + 16 bits: a speed bound only, its tails end at 4.7σ), each at
+  a few (block, warps), with the special-function instructions of the shipped kernel;
 - ``torch``: ``torch.Tensor.normal_`` on bf16, and a device-to-device copy of the same bytes.
 
 If ``philox_only`` alone needs more than a third of torch's time, no Box–Muller can reach 3× while
 every value still costs one Philox word (the cuRAND-compatible stream, the same words as the fp32
-normal). The six-per-block rows are scaled to N values (they write whole programs of 6·block
-values, a few thousand short of N); the summary checks that the packed stores write the tiled
-kernel's bits, and gives the packed values' mean, standard deviation and tail fractions.
+normal). The design rows are scaled to N values (they write whole programs, a few thousand values short
+of N); the summary checks that a design's variants write the same bits and gives its values'
+mean, standard deviation and tail fractions. Earlier variants (sin/cos as polynomials on the
+FMA pipe; other block sizes) are in philox-floor-h200-ba39378/95447ed.json.
 Usage: python benchmarks/rand_floor.py OUT.json (results: benchmarks/results/philox-floor-*.json)
 """
 
@@ -72,57 +72,18 @@ def _floor_kernel(out_ptr, key0, key1, PHILOX: tl.constexpr, BOX_MULLER: tl.cons
 
 
 @triton.jit
-def _sincos_16(a):
-    """sin and cos of 2π·(a + ½)·2⁻¹⁶ for 16-bit ``a`` (uint32): the quadrant from the top bits
-    (exact), then degree-7/6 polynomials on [−π/4, π/4] (errors below 4e-6: far under bf16's and
-    fp16's spacing). FMA-pipe only: leaves the special-function unit to the radius."""
-    q = ((a + 0x2000) >> 14) & 3
-    f = (a - (q << 14)).to(tl.int32, bitcast=True)
-    f = tl.where(f >= 0x8000, f - 0x10000, f)  # [−2¹³, 2¹³)
-    x = (f.to(tl.float32) + 0.5) * 9.587379924285257e-05  # 2π·2⁻¹⁶
-    x2 = x * x
-    s = x + x * x2 * (-1.6666667e-01 + x2 * (8.3333333e-03 - x2 * 1.9841270e-04))
-    c = 1.0 + x2 * (-0.5 + x2 * (4.1666668e-02 - x2 * 1.3888889e-03))
-    odd = (q & 1) != 0
-    sin_abs, cos_abs = tl.where(odd, c, s), tl.where(odd, s, c)
-    return tl.where((q & 2) != 0, -sin_abs, sin_abs), tl.where(((q + 1) & 2) != 0, -cos_abs, cos_abs)
-
-
-@triton.jit
-def _pair_24_16(radius_bits, angle_bits, MATH: tl.constexpr):
-    """Box–Muller on u = (r + ½)·2⁻²⁴ (r: 24 bits) and the angle 2π·(a + ½)·2⁻¹⁶ taken in [−π, π)
-    (a: 16 bits). MATH = 1: the shipped kernel's ftz special-function instructions (CUDA only)."""
-    u = (radius_bits.to(tl.float32) + 0.5) * 5.9604645e-08  # 2⁻²⁴
-    signed = angle_bits.to(tl.int32) - ((angle_bits & 0x8000) << 1).to(tl.int32)  # [−2¹⁵, 2¹⁵)
-    angle = (signed.to(tl.float32) + 0.5) * 9.587379924285257e-05  # 2π·2⁻¹⁶
-    if MATH == 1:
-        s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")  # √(−2·ln u); abs: lg2(1) ≈ +0
-        return s * _approx(angle, "sin"), s * _approx(angle, "cos")
-    if MATH == 2:  # radius on the SFU, sin/cos as polynomials on the FMA pipe
-        s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")
-        sin_v, cos_v = _sincos_16(angle_bits)
-        return s * sin_v, s * cos_v
-    s = tl.sqrt(-2.0 * tl.log(u))
-    return s * tl.sin(angle), s * tl.cos(angle)
-
-
-@triton.jit
-def _six_per_block_kernel(out_ptr, key0, key1, MATH: tl.constexpr, BLOCK: tl.constexpr):
-    """One Philox block → three (24-bit radius, 16-bit angle) pairs → 6 bf16 normals: radii from
-    the top 24 bits of w0, w1, w2; angles from w3's halves and the low bytes of w0 and w1."""
-    pid = tl.program_id(0)
-    zero = tl.zeros((BLOCK,), tl.uint32)
-    c0 = (pid * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32)
-    w0, w1, w2, w3 = _philox(c0, zero, zero, zero, zero + key0.to(tl.uint32), zero + key1.to(tl.uint32))
-    v0, v1 = _pair_24_16(w0 >> 8, w3 & 0xFFFF, MATH)
-    v2, v3 = _pair_24_16(w1 >> 8, w3 >> 16, MATH)
-    v4, v5 = _pair_24_16(w2 >> 8, ((w0 & 0xFF) << 8) | (w1 & 0xFF), MATH)
-    four = tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (BLOCK, 4)).to(tl.bfloat16)
-    two = tl.join(v4, v5).to(tl.bfloat16)
-    base = pid * BLOCK * 6
-    rows = tl.arange(0, BLOCK)[:, None] * 6
-    tl.store(out_ptr + base + rows + tl.arange(0, 4)[None, :], four)
-    tl.store(out_ptr + base + rows + 4 + tl.arange(0, 2)[None, :], two)
+def _pair(radius_bits, R_BITS: tl.constexpr, angle_bits, A_BITS: tl.constexpr):
+    """Box–Muller with the shipped kernel's ftz special-function instructions (CUDA only) on
+    u = (r + ½)·2^−R_BITS and the angle 2π·(a + ½)·2^−A_BITS taken in [−π, π) (r, a: uint32 of
+    R_BITS and A_BITS bits)."""
+    step: tl.constexpr = 1.0 / (1 << R_BITS)
+    turn: tl.constexpr = 6.283185307179586 / (1 << A_BITS)
+    u = radius_bits.to(tl.float32) * step + 0.5 * step  # one FFMA ((r + ½)·step is two)
+    top: tl.constexpr = 1 << (A_BITS - 1)
+    signed = angle_bits.to(tl.int32) - ((angle_bits & top) << 1).to(tl.int32)  # [−top, top)
+    angle = signed.to(tl.float32) * turn + 0.5 * turn
+    s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")  # √(−2·ln u); abs: lg2(1) ≈ +0
+    return s * _approx(angle, "sin"), s * _approx(angle, "cos")
 
 
 @triton.jit
@@ -134,34 +95,93 @@ def _bf16x2(even, odd):
 
 
 @triton.jit
-def _six_packed_kernel(out_ptr, key0, key1, MATH: tl.constexpr, BLOCK: tl.constexpr):
-    """``_six_per_block_kernel`` without tiles: each block's six values as three packed words,
-    stored at word stride 3 (no joins, so no layout conversion through shared memory)."""
+def _block(c0, key0, key1):
+    zero = tl.zeros(c0.shape, tl.uint32)
+    return _philox(c0, zero, zero, zero, zero + key0.to(tl.uint32), zero + key1.to(tl.uint32))
+
+
+@triton.jit
+def _six_kernel(out_ptr, key0, key1, PACKED: tl.constexpr, BLOCK: tl.constexpr):
+    """One Philox block → three (24-bit radius, 16-bit angle) pairs → 6 bf16 normals: radii from
+    the top 24 bits of w0, w1, w2; angles from w3's halves and the low bytes of w0 and w1.
+    PACKED: three bf16x2 words stored at word stride 3; else (BLOCK, 4) and (BLOCK, 2) tiles."""
     pid = tl.program_id(0).to(tl.int64)
-    zero = tl.zeros((BLOCK,), tl.uint32)
-    c0 = (pid * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32)
-    w0, w1, w2, w3 = _philox(c0, zero, zero, zero, zero + key0.to(tl.uint32), zero + key1.to(tl.uint32))
-    v0, v1 = _pair_24_16(w0 >> 8, w3 & 0xFFFF, MATH)
-    v2, v3 = _pair_24_16(w1 >> 8, w3 >> 16, MATH)
-    v4, v5 = _pair_24_16(w2 >> 8, ((w0 & 0xFF) << 8) | (w1 & 0xFF), MATH)
-    words_ptr = out_ptr.to(tl.pointer_type(tl.int32)) + 3 * (pid * BLOCK + tl.arange(0, BLOCK))
-    tl.store(words_ptr, _bf16x2(v0, v1))
-    tl.store(words_ptr + 1, _bf16x2(v2, v3))
-    tl.store(words_ptr + 2, _bf16x2(v4, v5))
+    w0, w1, w2, w3 = _block((pid * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32), key0, key1)
+    v0, v1 = _pair(w0 >> 8, 24, w3 & 0xFFFF, 16)
+    v2, v3 = _pair(w1 >> 8, 24, w3 >> 16, 16)
+    v4, v5 = _pair(w2 >> 8, 24, ((w0 & 0xFF) << 8) | (w1 & 0xFF), 16)
+    if PACKED:
+        words_ptr = out_ptr.to(tl.pointer_type(tl.int32)) + 3 * (pid * BLOCK + tl.arange(0, BLOCK))
+        tl.store(words_ptr, _bf16x2(v0, v1))
+        tl.store(words_ptr + 1, _bf16x2(v2, v3))
+        tl.store(words_ptr + 2, _bf16x2(v4, v5))
+    else:
+        four = tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (BLOCK, 4)).to(tl.bfloat16)
+        two = tl.join(v4, v5).to(tl.bfloat16)
+        rows = pid * BLOCK * 6 + tl.arange(0, BLOCK)[:, None] * 6
+        tl.store(out_ptr + rows + tl.arange(0, 4)[None, :], four)
+        tl.store(out_ptr + rows + 4 + tl.arange(0, 2)[None, :], two)
 
 
-def six_packed(out: torch.Tensor, key: int, math: int, block: int = BLOCK, warps: int = WARPS) -> int:
-    """As ``six_per_block``, through ``_six_packed_kernel``."""
-    programs = out.numel() // (6 * block)
-    _six_packed_kernel[(programs,)](out, key, 0, MATH=math, BLOCK=block, num_warps=warps)
-    return programs * 6 * block
+@triton.jit
+def _store_words4(words_ptr, x0, x1, x2, x3, BLOCK: tl.constexpr):
+    """Four int32 per lane as one 16-byte store: lane i's words at ``words_ptr`` + 4·i + [0, 4)
+    (a two-level join keeps them in one thread: no layout conversion)."""
+    tile = tl.reshape(tl.join(tl.join(x0, x1), tl.join(x2, x3)), (BLOCK, 4))
+    tl.store(words_ptr + tl.arange(0, BLOCK)[:, None] * 4 + tl.arange(0, 4)[None, :], tile)
 
 
-def six_per_block(out: torch.Tensor, key: int, math: int, block: int = BLOCK, warps: int = WARPS) -> int:
-    """Fill the first 6·block·⌊numel / (6·block)⌋ values of 1-D bf16 ``out``; returns that count."""
-    programs = out.numel() // (6 * block)
-    _six_per_block_kernel[(programs,)](out, key, 0, MATH=math, BLOCK=block, num_warps=warps)
-    return programs * 6 * block
+@triton.jit
+def _sixteen_kernel(out_ptr, key0, key1, BLOCK: tl.constexpr):
+    """Three Philox blocks (3i, 3i+1, 3i+2) → eight (24-bit radius, 24-bit angle) pairs → 16 bf16
+    normals, two 16-byte stores per lane: radii from the top 24 bits of w0…w7, angles from
+    the halves of w8…w11 above the low bytes of w0…w7."""
+    pid = tl.program_id(0).to(tl.int64)
+    c = (3 * (pid * BLOCK + tl.arange(0, BLOCK))).to(tl.uint32)
+    w0, w1, w2, w3 = _block(c, key0, key1)
+    w4, w5, w6, w7 = _block(c + 1, key0, key1)
+    w8, w9, w10, w11 = _block(c + 2, key0, key1)
+    v0, v1 = _pair(w0 >> 8, 24, ((w8 & 0xFFFF) << 8) | (w0 & 0xFF), 24)
+    v2, v3 = _pair(w1 >> 8, 24, ((w8 >> 16) << 8) | (w1 & 0xFF), 24)
+    v4, v5 = _pair(w2 >> 8, 24, ((w9 & 0xFFFF) << 8) | (w2 & 0xFF), 24)
+    v6, v7 = _pair(w3 >> 8, 24, ((w9 >> 16) << 8) | (w3 & 0xFF), 24)
+    v8, v9 = _pair(w4 >> 8, 24, ((w10 & 0xFFFF) << 8) | (w4 & 0xFF), 24)
+    v10, v11 = _pair(w5 >> 8, 24, ((w10 >> 16) << 8) | (w5 & 0xFF), 24)
+    v12, v13 = _pair(w6 >> 8, 24, ((w11 & 0xFFFF) << 8) | (w6 & 0xFF), 24)
+    v14, v15 = _pair(w7 >> 8, 24, ((w11 >> 16) << 8) | (w7 & 0xFF), 24)
+    words_ptr = out_ptr.to(tl.pointer_type(tl.int32)) + pid * BLOCK * 8
+    _store_words4(words_ptr, _bf16x2(v0, v1), _bf16x2(v2, v3), _bf16x2(v4, v5), _bf16x2(v6, v7), BLOCK)
+    _store_words4(words_ptr + BLOCK * 4, _bf16x2(v8, v9), _bf16x2(v10, v11), _bf16x2(v12, v13),
+                  _bf16x2(v14, v15), BLOCK)
+
+
+@triton.jit
+def _eight_kernel(out_ptr, key0, key1, BLOCK: tl.constexpr):
+    """One Philox block → four (16-bit radius, 16-bit angle) pairs → 8 bf16 normals, one 16-byte
+    store per lane. A speed bound only: a 16-bit radius ends the tails at 4.7σ."""
+    pid = tl.program_id(0).to(tl.int64)
+    w0, w1, w2, w3 = _block((pid * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32), key0, key1)
+    v0, v1 = _pair(w0 >> 16, 16, w0 & 0xFFFF, 16)
+    v2, v3 = _pair(w1 >> 16, 16, w1 & 0xFFFF, 16)
+    v4, v5 = _pair(w2 >> 16, 16, w2 & 0xFFFF, 16)
+    v6, v7 = _pair(w3 >> 16, 16, w3 & 0xFFFF, 16)
+    _store_words4(out_ptr.to(tl.pointer_type(tl.int32)) + pid * BLOCK * 4, _bf16x2(v0, v1),
+                  _bf16x2(v2, v3), _bf16x2(v4, v5), _bf16x2(v6, v7), BLOCK)
+
+
+# design → (kernel, values per lane, extra constexprs)
+DESIGNS = {"six_tiled": (_six_kernel, 6, {"PACKED": False}), "six_packed": (_six_kernel, 6, {"PACKED": True}),
+           "sixteen": (_sixteen_kernel, 16, {}), "eight": (_eight_kernel, 8, {})}
+VARIANTS = [("six_tiled", BLOCK, WARPS), ("six_packed", 256, 4), ("sixteen", 128, 4), ("sixteen", 256, 4),
+            ("sixteen", 512, 8), ("eight", 256, 4), ("eight", 512, 4)]
+
+
+def draw(design: str, out: torch.Tensor, key: int, block: int, warps: int) -> int:
+    """Fill the first whole programs' values of 1-D bf16 ``out`` with a design; returns their count."""
+    kernel, per_lane, constexprs = DESIGNS[design]
+    programs = out.numel() // (per_lane * block)
+    kernel[(programs,)](out, key, 0, BLOCK=block, num_warps=warps, **constexprs)
+    return programs * per_lane * block
 
 
 def main() -> None:
@@ -181,12 +201,7 @@ def main() -> None:
 
     candidates = {"production": production, "philox_only": stage(True, False),
                   "box_muller_only": stage(False, True),
-                  "six_per_block": lambda: six_per_block(out, 1234, 1),
-                  "six_per_block_poly": lambda: six_per_block(out, 1234, 2),
-                  "six_packed": lambda: six_packed(out, 1234, 1),
-                  "six_packed_poly": lambda: six_packed(out, 1234, 2),
-                  **{f"six_packed_{b}x{w}": partial(six_packed, out, 1234, 1, b, w)
-                     for b, w in ((256, 4), (512, 4), (2048, 8))},
+                  **{f"{d}_{b}x{w}": partial(draw, d, out, 1234, b, w) for d, b, w in VARIANTS},
                   "torch": lambda: out.normal_(),
                   "copy": lambda: copy_dest.copy_(source)}
     times: dict[str, list[float]] = {name: [] for name in candidates}
@@ -194,30 +209,33 @@ def main() -> None:
         for name, fn in candidates.items():
             times[name].append(flushed_ms(fn))
     ms = {name: statistics.median(v) for name, v in times.items()}
+    for design, block, warps in VARIANTS:  # scaled to N values: a design writes whole programs
+        _, per_lane, _ = DESIGNS[design]
+        ms[f"{design}_{block}x{warps}"] *= N / (N // (per_lane * block) * per_lane * block)
     rows = {name: {"us": 1e3 * t, "gbs_of_bf16_output": 2 * N / t / 1e6} for name, t in ms.items()}
     rows["copy"]["gbs_of_bf16_output"] = 4 * N / ms["copy"] / 1e6  # read + write
-    sixes = [name for name in rows if name.startswith("six_")]
-    for name in sixes:  # times scaled to N values (a kernel writes whole programs of 6·block)
-        block = int(name.rsplit("_", 1)[1].split("x")[0]) if name[-1].isdigit() else BLOCK
-        ms[name] *= N / (N // (6 * block) * 6 * block)
-        rows[name] = {"us": 1e3 * ms[name], "gbs_of_bf16_output": 2 * N / ms[name] / 1e6}
     needed = ms["torch"] / 3
     summary = {"three_x_torch_needs_us": 1e3 * needed,
-               "production_vs_torch": ms["torch"] / ms["production"],
-               "philox_only_vs_torch": ms["torch"] / ms["philox_only"],
                "philox_only_fraction_of_3x_budget": ms["philox_only"] / needed,
-               **{f"{name}_vs_torch": ms["torch"] / ms[name] for name in sixes}}
-    tiled, packed = torch.zeros_like(out), torch.zeros_like(out)
-    written = six_per_block(tiled, 99, 1)
-    six_packed(packed, 99, 1)
-    values = packed[:written].float()
-    summary["packed_equals_tiled"] = bool(torch.equal(tiled.view(torch.int16), packed.view(torch.int16)))
-    summary["packed_moments"] = {"mean": values.mean().item(), "std": values.std().item(),
-                                 "beyond_3": (values.abs() > 3).float().mean().item(),
-                                 "beyond_4": (values.abs() > 4).float().mean().item(),
-                                 "max_abs": values.abs().max().item()}
+               **{f"{name}_vs_torch": ms["torch"] / t for name, t in ms.items() if name != "copy"}}
+    summary["moments"] = {}
+    for design in DESIGNS:  # of each design's values (key 99), and whether its variants agree
+        drawn = []
+        for d, block, warps in VARIANTS:
+            if d == design:
+                values = torch.zeros_like(out)
+                drawn.append(values[:draw(design, values, 99, block, warps)])
+        shortest = min(v.numel() for v in drawn)
+        agree = all(torch.equal(v[:shortest].view(torch.int16), drawn[0][:shortest].view(torch.int16))
+                    for v in drawn)
+        values = drawn[0].float()
+        summary["moments"][design] = {
+            "variants_agree": agree, "mean": values.mean().item(), "std": values.std().item(),
+            **{f"beyond_{k}": (values.abs() > k).float().mean().item() for k in (3, 4, 5)},
+            "max_abs": values.abs().max().item()}
+        del drawn, values
     for name, row in rows.items():
-        print(f"{name:<16} {row['us']:8.1f} us  {row['gbs_of_bf16_output']:7.0f} GB/s")
+        print(f"{name:<20} {row['us']:8.1f} us  {row['gbs_of_bf16_output']:7.0f} GB/s")
     print(json.dumps(summary, indent=1))
     info = device_info()
     with open(sys.argv[1], "w") as f:
