@@ -11,7 +11,9 @@ script times, in one run and interleaved over rounds (``triton.testing.do_bench`
   decides: ``philox_only`` alone takes ~0.98 of the time 3× allows): ``six`` (one block → three
   pairs of a 24-bit radius and a 16-bit angle; tiled or packed stores), ``sixteen`` (three blocks
   → eight pairs of 24-bit radius and 24-bit angle, two 16-byte stores per lane) and ``eight``
-  (one block → four pairs of 16 + 16 bits: a speed bound only, its tails end at 4.7σ), each at
+  (one block → four pairs of 16 + 16 bits: a speed bound only, its tails end at 4.7σ),
+  ``eight_refined`` (``eight`` whose radii below 16·2⁻¹⁶ take 32 more bits from a second block
+  computed only by programs that need it: tails to 8σ), each at
   a few (block, warps), with the special-function instructions of the shipped kernel;
 - ``torch``: ``torch.Tensor.normal_`` on bf16, and a device-to-device copy of the same bytes.
 
@@ -124,11 +126,11 @@ def _six_kernel(out_ptr, key0, key1, PACKED: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _store_words4(words_ptr, x0, x1, x2, x3, BLOCK: tl.constexpr):
-    """Four int32 per lane as one 16-byte store: lane i's words at ``words_ptr`` + 4·i + [0, 4)
+def _store_words4(words_ptr, x0, x1, x2, x3, BLOCK: tl.constexpr, STRIDE: tl.constexpr):
+    """Four int32 per lane as one 16-byte store: lane i's words at ``words_ptr`` + STRIDE·i + [0, 4)
     (a two-level join keeps them in one thread: no layout conversion)."""
     tile = tl.reshape(tl.join(tl.join(x0, x1), tl.join(x2, x3)), (BLOCK, 4))
-    tl.store(words_ptr + tl.arange(0, BLOCK)[:, None] * 4 + tl.arange(0, 4)[None, :], tile)
+    tl.store(words_ptr + tl.arange(0, BLOCK)[:, None] * STRIDE + tl.arange(0, 4)[None, :], tile)
 
 
 @triton.jit
@@ -150,9 +152,9 @@ def _sixteen_kernel(out_ptr, key0, key1, BLOCK: tl.constexpr):
     v12, v13 = _pair(w6 >> 8, 24, ((w11 & 0xFFFF) << 8) | (w6 & 0xFF), 24)
     v14, v15 = _pair(w7 >> 8, 24, ((w11 >> 16) << 8) | (w7 & 0xFF), 24)
     words_ptr = out_ptr.to(tl.pointer_type(tl.int32)) + pid * BLOCK * 8
-    _store_words4(words_ptr, _bf16x2(v0, v1), _bf16x2(v2, v3), _bf16x2(v4, v5), _bf16x2(v6, v7), BLOCK)
-    _store_words4(words_ptr + BLOCK * 4, _bf16x2(v8, v9), _bf16x2(v10, v11), _bf16x2(v12, v13),
-                  _bf16x2(v14, v15), BLOCK)
+    _store_words4(words_ptr, _bf16x2(v0, v1), _bf16x2(v2, v3), _bf16x2(v4, v5), _bf16x2(v6, v7), BLOCK, 8)
+    _store_words4(words_ptr + 4, _bf16x2(v8, v9), _bf16x2(v10, v11), _bf16x2(v12, v13),
+                  _bf16x2(v14, v15), BLOCK, 8)
 
 
 @triton.jit
@@ -166,14 +168,63 @@ def _eight_kernel(out_ptr, key0, key1, BLOCK: tl.constexpr):
     v4, v5 = _pair(w2 >> 16, 16, w2 & 0xFFFF, 16)
     v6, v7 = _pair(w3 >> 16, 16, w3 & 0xFFFF, 16)
     _store_words4(out_ptr.to(tl.pointer_type(tl.int32)) + pid * BLOCK * 4, _bf16x2(v0, v1),
-                  _bf16x2(v2, v3), _bf16x2(v4, v5), _bf16x2(v6, v7), BLOCK)
+                  _bf16x2(v2, v3), _bf16x2(v4, v5), _bf16x2(v6, v7), BLOCK, 4)
+
+
+REFINE_BELOW = tl.constexpr(16)  # 16-bit radii below this get 32 more bits (u < 2⁻¹², r > 4.08)
+
+
+@triton.jit
+def _refined_u(r, e):
+    """u = (r + f)·2⁻¹⁶ with f = ½, or f = (e + ½)·2⁻³² where r < REFINE_BELOW."""
+    f = tl.where(r < REFINE_BELOW, e.to(tl.float32) * 2.3283064e-10 + 1.1641532e-10, 0.5)
+    return (r.to(tl.float32) + f) * 1.5258789e-05
+
+
+@triton.jit
+def _pair_u(u, angle_bits):
+    """``_pair`` from a uniform already made (a 16-bit angle)."""
+    signed = angle_bits.to(tl.int32) - ((angle_bits & 0x8000) << 1).to(tl.int32)
+    angle = signed.to(tl.float32) * 9.587379924285257e-05 + 4.7936899621426287e-05
+    s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")
+    return s * _approx(angle, "sin"), s * _approx(angle, "cos")
+
+
+@triton.jit
+def _eight_refined_kernel(out_ptr, key0, key1, BLOCK: tl.constexpr):
+    """``_eight_kernel`` with full tails: a 16-bit radius below REFINE_BELOW (p = 2⁻¹² a pair)
+    takes 32 more bits from a second Philox block (counter high word with its top bit set, a
+    range no stream reaches), computed by the program only when one of its radii needs it."""
+    pid = tl.program_id(0).to(tl.int64)
+    c0 = (pid * BLOCK + tl.arange(0, BLOCK)).to(tl.uint32)
+    w0, w1, w2, w3 = _block(c0, key0, key1)
+    r0, r1, r2, r3 = w0 >> 16, w1 >> 16, w2 >> 16, w3 >> 16
+    low = ((r0 < REFINE_BELOW) | (r1 < REFINE_BELOW) | (r2 < REFINE_BELOW) | (r3 < REFINE_BELOW))
+    if tl.max(low.to(tl.int32)) > 0:
+        zero = tl.zeros((BLOCK,), tl.uint32)
+        e0, e1, e2, e3 = _philox(c0, zero + 0x80000000, zero, zero, zero + key0.to(tl.uint32),
+                                 zero + key1.to(tl.uint32))
+        u0, u1, u2, u3 = _refined_u(r0, e0), _refined_u(r1, e1), _refined_u(r2, e2), _refined_u(r3, e3)
+    else:
+        u0 = r0.to(tl.float32) * 1.5258789e-05 + 7.6293945e-06
+        u1 = r1.to(tl.float32) * 1.5258789e-05 + 7.6293945e-06
+        u2 = r2.to(tl.float32) * 1.5258789e-05 + 7.6293945e-06
+        u3 = r3.to(tl.float32) * 1.5258789e-05 + 7.6293945e-06
+    v0, v1 = _pair_u(u0, w0 & 0xFFFF)
+    v2, v3 = _pair_u(u1, w1 & 0xFFFF)
+    v4, v5 = _pair_u(u2, w2 & 0xFFFF)
+    v6, v7 = _pair_u(u3, w3 & 0xFFFF)
+    _store_words4(out_ptr.to(tl.pointer_type(tl.int32)) + pid * BLOCK * 4, _bf16x2(v0, v1),
+                  _bf16x2(v2, v3), _bf16x2(v4, v5), _bf16x2(v6, v7), BLOCK, 4)
 
 
 # design → (kernel, values per lane, extra constexprs)
 DESIGNS = {"six_tiled": (_six_kernel, 6, {"PACKED": False}), "six_packed": (_six_kernel, 6, {"PACKED": True}),
-           "sixteen": (_sixteen_kernel, 16, {}), "eight": (_eight_kernel, 8, {})}
-VARIANTS = [("six_tiled", BLOCK, WARPS), ("six_packed", 256, 4), ("sixteen", 128, 4), ("sixteen", 256, 4),
-            ("sixteen", 512, 8), ("eight", 256, 4), ("eight", 512, 4)]
+           "sixteen": (_sixteen_kernel, 16, {}), "eight": (_eight_kernel, 8, {}),
+           "eight_refined": (_eight_refined_kernel, 8, {})}
+VARIANTS = [("six_packed", 256, 4), ("sixteen", 256, 4), ("eight", 256, 4), ("eight", 512, 4),
+            ("eight_refined", 32, 1), ("eight_refined", 64, 1), ("eight_refined", 128, 1),
+            ("eight_refined", 128, 2), ("eight_refined", 256, 4), ("eight_refined", 512, 4)]
 
 
 def draw(design: str, out: torch.Tensor, key: int, block: int, warps: int) -> int:
