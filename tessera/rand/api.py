@@ -11,7 +11,9 @@ Intervals and transforms (cuRAND's conventions):
   round the fp32 value (fp16 values below 2⁻²⁴ become 2⁻²⁴, so 0 is never returned).
 - ``normal``: Box–Muller on consecutive word pairs (curand_normal): values 2t, 2t+1 come from words
   offset+2t, offset+2t+1; fp64 uses four words per pair of values. An odd count still consumes
-  the whole last pair, as curand_normal does.
+  the whole last pair, as curand_normal does. Philox bf16 normals take one word per pair (word
+  offset+t gives values 2t, 2t+1: a 20-bit radius uniform and a 12-bit angle, enough for bf16's
+  8 significant bits; |z| ≤ 5.40, see ``kernels/philox.py``); fp16 uses fp32's word pairs.
 - ``lognormal``: exp of ``normal``.
 ``Generator("sobol32", dimensions=d)`` gives Sobol' points (Joe–Kuo direction numbers, shipped for
 1024 dimensions) in Gray-code order, bit-exact with ``scipy.stats.qmc.Sobol(d, scramble=False)``;
@@ -47,6 +49,7 @@ from tessera.rand.kernels.philox import (
     launch_bijection,
     launch_poisson,
     launch_stream,
+    stream_kind,
 )
 from tessera.rand.kernels.sobol import MAX_DIMENSIONS, direction_numbers, launch_sobol
 from tessera.rand.space import select
@@ -152,7 +155,11 @@ class Generator:
         if self.name == "sobol32":
             raise UnsupportedError("normal draws from sobol32 are not implemented yet; supported: "
                                    "uniform, integers32")
-        return self._draw(4 if dtype == torch.float64 else 2, shape, dtype, out, mean, std)
+        if self.name == "philox4x32_10":
+            kind = stream_kind("normal", dtype)  # bf16: one word per pair
+        else:
+            kind = 4 if dtype == torch.float64 else 2
+        return self._draw(kind, shape, dtype, out, mean, std)
 
     def lognormal(self, shape: Sequence[int] | int, mean: float = 0.0, std: float = 1.0,
                   dtype: torch.dtype = torch.float32, *, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -228,7 +235,7 @@ class Generator:
             raise invalid("offset", self.offset, f"room for {words} more words below 2**62")
         if n:
             target = out if out.is_contiguous() else torch.empty(shape, dtype=dtype, device=out.device)
-            distribution = ("bits", "uniform", "normal", "uniform", "normal")[kind]
+            distribution = ("bits", "uniform", "normal", "uniform", "normal", "normal")[kind]
             choice = select(self.name, distribution, dtype, (n,), device_info(out.device))
             if self.name == "mrg32k3a":
                 launch_mrg(target.view(-1), ("bits", "uniform", "normal").index(distribution), self.seed,

@@ -11,8 +11,17 @@ Output kinds (``KIND``), each consuming a fixed number of words per value:
   2 normal fp32, Box–Muller on word pairs as curand_normal: z₀ = s·sin v, z₁ = s·cos v (2 words → 2)
   3 uniform fp64 in (0, 1], cuRAND's 53-bit x ^ (y << 21) (2 words → 1)
   4 normal fp64, Box–Muller on two 53-bit uniforms (4 words → 2)
-The block kernel computes whole Philox blocks (4 words) and handles any start lane for kinds 0/1
+  5 normal bf16, Box–Muller on one word (1 word → 2): u = (r + ½)·2⁻²⁰ from the top 20 bits,
+    angle 2π·(a + ½)·2⁻¹² from the low 12 (``_box_muller_word``)
+The block kernel computes whole Philox blocks (4 words) and handles any start lane for kinds 0/1/5
 and the aligned starts of the pair kinds; the generic kernel serves misaligned pair kinds.
+
+Why bf16 normals spend one word per pair, not two: ten Philox rounds per block were ~98 % of
+the time that "3× torch" allows at two words per pair (benchmarks/rand_floor.py), and bf16's
+8-bit significand does not need more: a 12-bit angle puts pairs on 4096 rays, 1.5e-3 rad apart,
+finer than bf16's own spacing (3.9e-3 relative); a 20-bit radius uniform ends the tails at
+√(2·21·ln 2) = 5.40 (a normal exceeds that with probability 7e-8; fp32 normals end at 6.66).
+fp16 (11 bits) keeps the two-word pairs of fp32.
 """
 
 from __future__ import annotations
@@ -31,8 +40,8 @@ PHILOX_M1 = tl.constexpr(0xCD9E8D57)
 PHILOX_W0 = tl.constexpr(0x9E3779B9)
 PHILOX_W1 = tl.constexpr(0xBB67AE85)
 FP16_TINY = tl.constexpr(5.9604645e-08)  # 2⁻²⁴: fp16 uniforms stay in (0, 1]
-WORDS_PER_GROUP = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4}  # words a kind consumes together
-VALUES_PER_GROUP = {0: 1, 1: 1, 2: 2, 3: 1, 4: 2}
+WORDS_PER_GROUP = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 1}  # words a kind consumes together
+VALUES_PER_GROUP = {0: 1, 1: 1, 2: 2, 3: 1, 4: 2, 5: 2}
 
 
 @triton.jit
@@ -122,6 +131,22 @@ def _box_muller_half(x, y):
 
 
 @triton.jit
+def _box_muller_word(w, MATH: tl.constexpr):
+    """A bf16 pair from one word: u = (r + ½)·2⁻²⁰ (r: the top 20 bits) and the angle
+    2π·(a + ½)·2⁻¹² taken in [−π, π) (a: the low 12 bits as a signed number); z₀ = s·sin,
+    z₁ = s·cos with s = √(−2·ln u). The uniform and the angle each cost one FMA.
+    MATH = 1 (CUDA): ``_box_muller_half``'s special-function instructions; 0: libm."""
+    u = (w >> 12).to(tl.float32) * 9.5367431640625e-07 + 4.76837158203125e-07  # 2⁻²⁰, 2⁻²¹
+    a = (w & 0xFFF).to(tl.int32) - ((w & 0x800) << 1).to(tl.int32)  # [−2¹¹, 2¹¹)
+    angle = a.to(tl.float32) * 1.5339807878856412e-03 + 7.669903939428206e-04  # 2π·2⁻¹², π·2⁻¹²
+    if MATH == 1:
+        s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")
+        return s * _approx(angle, "sin"), s * _approx(angle, "cos")
+    s = tl.sqrt(-2.0 * tl.log(u))
+    return s * tl.sin(angle), s * tl.cos(angle)
+
+
+@triton.jit
 def _box_muller32(x, y, MATH: tl.constexpr, HALF: tl.constexpr):
     """curand_normal's pair from words (x, y): radius from the uniform of x, angle 2π·(y + ½)·2⁻³².
 
@@ -157,7 +182,7 @@ def _finish(z, mean, std, KIND: tl.constexpr, AFFINE: tl.constexpr, out_ptr):
     kept above 0, then converted to the output dtype."""
     if KIND == 0:
         return z
-    if (KIND == 2 or KIND == 4) and AFFINE:
+    if (KIND == 2 or KIND == 4 or KIND == 5) and AFFINE:
         z = z * tl.cast(std, z.dtype) + tl.cast(mean, z.dtype)
     if KIND == 1 and out_ptr.dtype.element_ty == tl.float16:
         z = tl.maximum(z, FP16_TINY)
@@ -211,7 +236,7 @@ def _philox_block_kernel(out_ptr, n, first_lo, first_hi, lead, shift, sub_lo, su
     two Philox rounds are partly the same for all its blocks and computed once. The values of a
     block are adjacent in a (BLOCK, VALUES) tile, so each thread stores a short vector; with
     shift = 0 (the usual case) the stores are 16-byte aligned."""
-    VALUES: tl.constexpr = 2 if KIND >= 3 else 4  # fp64 kinds use two words per value
+    VALUES: tl.constexpr = 8 if KIND == 5 else (2 if KIND >= 3 else 4)  # values per block
     pid = tl.program_id(0).to(tl.int64)
     base = _u64(first_lo, first_hi) + pid * BLOCK
     zero = tl.zeros((BLOCK,), tl.uint32)
@@ -231,10 +256,19 @@ def _philox_block_kernel(out_ptr, n, first_lo, first_hi, lead, shift, sub_lo, su
     elif KIND == 3:  # two fp64 uniforms per block
         v0, v1 = _uniform64(w0, w1), _uniform64(w2, w3)
         v2, v3 = v0, v1  # unused
-    else:  # KIND == 4: one fp64 normal pair per block
+    elif KIND == 4:  # one fp64 normal pair per block
         v0, v1 = _box_muller64(_uniform64(w0, w1), _uniform64(w2, w3))
         v2, v3 = v0, v1  # unused
-    if VALUES == 4:
+    else:  # KIND == 5: a bf16 pair per word
+        v0, v1 = _box_muller_word(w0, MATH)
+        v2, v3 = _box_muller_word(w1, MATH)
+        v4, v5 = _box_muller_word(w2, MATH)
+        v6, v7 = _box_muller_word(w3, MATH)
+    if VALUES == 8:  # nested joins keep a block's values in one thread; the outermost join
+        # makes the fastest axis, so this flattens to v0 v1 … v7
+        values = tl.reshape(tl.join(tl.join(tl.join(v0, v4), tl.join(v2, v6)),
+                                    tl.join(tl.join(v1, v5), tl.join(v3, v7))), (BLOCK, VALUES))
+    elif VALUES == 4:
         values = tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), (BLOCK, VALUES))  # v0 v1 v2 v3
     else:
         values = tl.join(v0, v1)
@@ -307,7 +341,7 @@ def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean
     """Fill contiguous 1-D ``out`` (n values) from stream word ``offset``."""
     n = out.numel()
     words_per_group, values = WORDS_PER_GROUP[kind], VALUES_PER_GROUP[kind]
-    aligned = kind in (0, 1) or (kind in (2, 3) and offset % 2 == 0) or (kind == 4 and offset % 4 == 0)
+    aligned = kind in (0, 1, 5) or (kind in (2, 3) and offset % 2 == 0) or (kind == 4 and offset % 4 == 0)
     if aligned:  # whole Philox blocks from block offset // 4, the first `shift` values dropped
         shift = offset % 4 // words_per_group * values
         blocks = cdiv(n + shift, 4 // words_per_group * values)
@@ -326,8 +360,9 @@ def launch_stream(out, kind: int, seed: int, subsequence: int, offset: int, mean
 
 def stream_kind(distribution: str, dtype: torch.dtype) -> int:
     """The KIND of a draw (see the module docstring)."""
-    wide = dtype == torch.float64
-    return {"bits": 0, "uniform": 3 if wide else 1, "normal": 4 if wide else 2}[distribution]
+    if distribution == "normal":
+        return {torch.float64: 4, torch.bfloat16: 5}.get(dtype, 2)
+    return {"bits": 0, "uniform": 3 if dtype == torch.float64 else 1}[distribution]
 
 
 def representative_launch(op: str, config: PhiloxConfig, dtype: str, num_sms: int) -> None:
