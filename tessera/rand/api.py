@@ -14,7 +14,8 @@ Intervals and transforms (cuRAND's conventions):
   the whole last pair, as curand_normal does. Philox bf16 normals take one word per pair (word
   offset+t gives values 2t, 2t+1: a 20-bit radius uniform and a 12-bit angle, enough for bf16's
   8 significant bits; |z| ≤ 5.40, see ``kernels/philox.py``); fp16 uses fp32's word pairs.
-- ``lognormal``: exp of ``normal``.
+- ``lognormal``: exp of the fp32 (fp64 for fp64) ``normal``, rounded to the dtype (so bf16 takes
+  two words per pair here, like fp32).
 ``Generator("sobol32", dimensions=d)`` gives Sobol' points (Joe–Kuo direction numbers, shipped for
 1024 dimensions) in Gray-code order, bit-exact with ``scipy.stats.qmc.Sobol(d, scramble=False)``;
 draws have shape (n, d) (row-major points; cuRAND writes dimension-major) and ``offset`` counts
