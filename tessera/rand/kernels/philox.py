@@ -201,8 +201,9 @@ def _u64(lo, hi):
     return (hi.to(tl.int64) << 32) | lo.to(tl.uint32, bitcast=True).to(tl.int64)
 
 
-# Never specialized. ``shift`` (0…3) is: the compiler must see that 0 keeps the stores 16-byte
-# aligned (unspecialized, it stored scalars and Philox uniforms fell from 3.97 to 3.58 TB/s).
+# Never specialized. ``shift`` (0…3; 0, 2, 4 or 6 for kind 5) is: the compiler must see that 0
+# keeps the stores 16-byte aligned (unspecialized, it stored scalars and Philox uniforms fell from
+# 3.97 to 3.58 TB/s).
 _STREAM_WORDS = ["first_lo", "first_hi", "lead", "sub_lo", "sub_hi", "key0", "key1"]
 
 
