@@ -3,7 +3,9 @@ of tiny BLAS level 1/2 calls and a weight-only decode call beside their torch eq
 
 Times many back-to-back calls of a tiny problem whose GPU work is negligible, so the wall time
 per call is what Python and the launcher cost; torch.matmul is the vendor baseline. Also prints a
-cProfile of the Tessera calls. Usage: python benchmarks/host_overhead.py [OUT.json]
+cProfile of the Tessera calls. The tf32 rows split a 1024³ call's cost: tf32 on Hopper copies a
+row-major B K-major on every call (98 µs per eager call at 68cf936 against 13 µs in a CUDA graph).
+Usage: python benchmarks/host_overhead.py [OUT.json]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tessera import blas
 from tessera._core.launch import Launcher
 from tessera._core.timing import git_revision
 from tessera.blas import explain, gemm, space
+from tessera.blas.kernels.copy import column_major_copy
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 
@@ -98,6 +101,7 @@ def main() -> None:
     a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
     big_a, big_b = (torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    f32_a, f32_b = big_a.float(), big_b.float()  # tf32: B (row-major) is copied K-major per call
     tile, tma = TileConfig(64, 64, 64, 8, 4, 1), TmaConfig(64, 64, 64, 8, 4, 2)
 
     def forced(config: space.Config) -> Callable[[], object]:
@@ -119,6 +123,14 @@ def main() -> None:
             per_call_us(lambda: gemm(big_a, big_b), calls=500))
         samples.setdefault("torch.matmul 1024^3 bf16", []).append(
             per_call_us(lambda: torch.matmul(big_a, big_b), calls=500))
+        samples.setdefault("tessera.gemm 1024^3 tf32 (B copied K-major each call)", []).append(
+            per_call_us(lambda: gemm(f32_a, f32_b, precision="tf32"), calls=500))
+        samples.setdefault("  its K-major copy of B alone (column_major_copy)", []).append(
+            per_call_us(lambda: column_major_copy(f32_b.unsqueeze(0)), calls=500))
+        torch.backends.cuda.matmul.allow_tf32 = True
+        samples.setdefault("torch.matmul 1024^3 fp32, tf32 allowed", []).append(
+            per_call_us(lambda: torch.matmul(f32_a, f32_b), calls=500))
+        torch.backends.cuda.matmul.allow_tf32 = False
         samples.setdefault("tessera.blas.explain (validation + selection only)", []).append(
             per_call_us(lambda: explain(a, b)))
     x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
