@@ -41,7 +41,7 @@ import triton.language as tl
 from tessera._core.device import device_info
 from tessera._core.timing import flushed_ms, git_revision
 from tessera.rand.api import Generator
-from tessera.rand.kernels.philox import _approx, _box_muller_half, _philox
+from tessera.rand.kernels.philox import _box_muller_half, _philox, _radius_sincos
 
 N = 1 << 28
 BLOCK, WARPS = 1024, 2  # the shipped sm_90 logic's choice at 2^28 (rand.philox_normal.bf16.yaml)
@@ -75,18 +75,20 @@ def _floor_kernel(out_ptr, key0, key1, PHILOX: tl.constexpr, BOX_MULLER: tl.cons
 
 
 @triton.jit
-def _pair(radius_bits, R_BITS: tl.constexpr, angle_bits, A_BITS: tl.constexpr):
-    """Box–Muller with the shipped kernel's ftz special-function instructions (CUDA only) on
-    u = (r + ½)·2^−R_BITS and the angle 2π·(a + ½)·2^−A_BITS taken in [−π, π) (r, a: uint32 of
-    R_BITS and A_BITS bits)."""
-    step: tl.constexpr = 1.0 / (1 << R_BITS)
+def _pair_u(u, angle_bits, A_BITS: tl.constexpr):
+    """Box–Muller with the shipped kernel's ftz special-function instructions (CUDA only) on the
+    uniform ``u`` and the angle 2π·(a + ½)·2^−A_BITS taken in [−π, π) (a: uint32 of A_BITS bits)."""
     turn: tl.constexpr = 6.283185307179586 / (1 << A_BITS)
-    u = radius_bits.to(tl.float32) * step + 0.5 * step  # one FFMA ((r + ½)·step is two)
     top: tl.constexpr = 1 << (A_BITS - 1)
     signed = angle_bits.to(tl.int32) - ((angle_bits & top) << 1).to(tl.int32)  # [−top, top)
-    angle = signed.to(tl.float32) * turn + 0.5 * turn
-    s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")  # √(−2·ln u); abs: lg2(1) ≈ +0
-    return s * _approx(angle, "sin"), s * _approx(angle, "cos")
+    return _radius_sincos(u, signed.to(tl.float32) * turn + 0.5 * turn)
+
+
+@triton.jit
+def _pair(radius_bits, R_BITS: tl.constexpr, angle_bits, A_BITS: tl.constexpr):
+    """``_pair_u`` on u = (r + ½)·2^−R_BITS (r: uint32 of R_BITS bits)."""
+    step: tl.constexpr = 1.0 / (1 << R_BITS)
+    return _pair_u(radius_bits.to(tl.float32) * step + 0.5 * step, angle_bits, A_BITS)  # one FFMA
 
 
 @triton.jit
@@ -183,15 +185,6 @@ def _refined_u(r, e):
 
 
 @triton.jit
-def _pair_u(u, angle_bits):
-    """``_pair`` from a uniform already made (a 16-bit angle)."""
-    signed = angle_bits.to(tl.int32) - ((angle_bits & 0x8000) << 1).to(tl.int32)
-    angle = signed.to(tl.float32) * 9.587379924285257e-05 + 4.7936899621426287e-05
-    s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")
-    return s * _approx(angle, "sin"), s * _approx(angle, "cos")
-
-
-@triton.jit
 def _eight_refined_kernel(out_ptr, key0, key1, BLOCK: tl.constexpr):
     """``_eight_kernel`` with full tails: a 16-bit radius below REFINE_BELOW (p = 2⁻¹² a pair)
     takes 32 more bits from a second Philox block (counter high word with its top bit set, a
@@ -211,10 +204,10 @@ def _eight_refined_kernel(out_ptr, key0, key1, BLOCK: tl.constexpr):
         u1 = r1.to(tl.float32) * 1.5258789e-05 + 7.6293945e-06
         u2 = r2.to(tl.float32) * 1.5258789e-05 + 7.6293945e-06
         u3 = r3.to(tl.float32) * 1.5258789e-05 + 7.6293945e-06
-    v0, v1 = _pair_u(u0, w0 & 0xFFFF)
-    v2, v3 = _pair_u(u1, w1 & 0xFFFF)
-    v4, v5 = _pair_u(u2, w2 & 0xFFFF)
-    v6, v7 = _pair_u(u3, w3 & 0xFFFF)
+    v0, v1 = _pair_u(u0, w0 & 0xFFFF, 16)
+    v2, v3 = _pair_u(u1, w1 & 0xFFFF, 16)
+    v4, v5 = _pair_u(u2, w2 & 0xFFFF, 16)
+    v6, v7 = _pair_u(u3, w3 & 0xFFFF, 16)
     _store_words4(out_ptr.to(tl.pointer_type(tl.int32)) + pid * BLOCK * 4, _bf16x2(v0, v1),
                   _bf16x2(v2, v3), _bf16x2(v4, v5), _bf16x2(v6, v7), BLOCK, 4)
 

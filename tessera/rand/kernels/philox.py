@@ -116,18 +116,24 @@ def _approx(x, INSTRUCTION: tl.constexpr):
 
 
 @triton.jit
+def _radius_sincos(u, angle):
+    """(s·sin, s·cos) of ``angle`` with s = √(−2·ln u), in ftz special-function instructions
+    (CUDA only). ``|·|`` keeps a log rounded above 0 from giving NaN."""
+    s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")  # −2·ln u = −2·ln 2 · log2 u
+    return s * _approx(angle, "sin"), s * _approx(angle, "cos")
+
+
+@triton.jit
 def _box_muller_half(x, y):
     """The pair of ``_box_muller32`` for fp16/bf16 outputs, in the fewest instructions (CUDA only).
 
     The radius takes the hardware log2 all the way to u = 1 (no series): near u = 1 its absolute
     error (< 2.2e-7 in −2·ln u) is twice the spacing of the fp32 uniform there, which curand_normal
-    itself has, and invisible in 8 or 11 significant bits elsewhere. ``|·|`` keeps a log rounded
-    above 0 from giving NaN. Rounded, they equal the rounded fp32 normals in all but ~1e-4 of
-    values (a GPU test bounds the fraction and the difference)."""
-    r = _approx(_uniform32(x), "lg2") * -1.3862944  # −2·ln u
-    s = _approx(tl.abs(r), "sqrt")
+    itself has, and invisible in 8 or 11 significant bits elsewhere. Rounded, they equal the
+    rounded fp32 normals in all but ~1e-4 of values (a GPU test bounds the fraction and the
+    difference)."""
     angle = (y.to(tl.int32, bitcast=True).to(tl.float32) + 0.5) * 1.4629180792671596e-09  # as fp32's
-    return s * _approx(angle, "sin"), s * _approx(angle, "cos")
+    return _radius_sincos(_uniform32(x), angle)
 
 
 @triton.jit
@@ -135,13 +141,12 @@ def _box_muller_word(w, MATH: tl.constexpr):
     """A bf16 pair from one word: u = (r + ½)·2⁻²⁰ (r: the top 20 bits) and the angle
     2π·(a + ½)·2⁻¹² taken in [−π, π) (a: the low 12 bits as a signed number); z₀ = s·sin,
     z₁ = s·cos with s = √(−2·ln u). The uniform and the angle each cost one FMA.
-    MATH = 1 (CUDA): ``_box_muller_half``'s special-function instructions; 0: libm."""
+    MATH = 1 (CUDA): the special-function instructions of ``_radius_sincos``; 0: libm."""
     u = (w >> 12).to(tl.float32) * 9.5367431640625e-07 + 4.76837158203125e-07  # 2⁻²⁰, 2⁻²¹
     a = (w & 0xFFF).to(tl.int32) - ((w & 0x800) << 1).to(tl.int32)  # [−2¹¹, 2¹¹)
     angle = a.to(tl.float32) * 1.5339807878856412e-03 + 7.669903939428206e-04  # 2π·2⁻¹², π·2⁻¹²
     if MATH == 1:
-        s = _approx(tl.abs(_approx(u, "lg2") * -1.3862944), "sqrt")
-        return s * _approx(angle, "sin"), s * _approx(angle, "cos")
+        return _radius_sincos(u, angle)
     s = tl.sqrt(-2.0 * tl.log(u))
     return s * tl.sin(angle), s * tl.cos(angle)
 
