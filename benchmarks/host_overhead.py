@@ -127,10 +127,10 @@ def main() -> None:
             per_call_us(lambda: gemm(f32_a, f32_b, precision="tf32"), calls=500))
         samples.setdefault("  its K-major copy of B alone (column_major_copy)", []).append(
             per_call_us(lambda: column_major_copy(f32_b.unsqueeze(0)), calls=500))
-        torch.backends.cuda.matmul.allow_tf32 = True
+        allowed, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, True
         samples.setdefault("torch.matmul 1024^3 fp32, tf32 allowed", []).append(
             per_call_us(lambda: torch.matmul(f32_a, f32_b), calls=500))
-        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = allowed
         samples.setdefault("tessera.blas.explain (validation + selection only)", []).append(
             per_call_us(lambda: explain(a, b)))
     x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
