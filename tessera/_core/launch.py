@@ -246,9 +246,7 @@ class Launcher:
             self._check_order(args, constexprs)  # as on the GPU, so that CI catches a wrong order
             self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps, num_stages=num_stages)
             return
-        from triton.runtime.driver import driver
-
-        device = driver.active.get_current_device()
+        device = _triton_runtime()[1].active.get_current_device()
         key = self._key(device, args, constexprs, num_warps, num_stages)
         compiled = self._cache.get(key)
         if compiled is None:
@@ -269,9 +267,7 @@ class Launcher:
         been launched or loaded before; None otherwise, or when launches go through Triton's JIT."""
         if not self.enabled or interpreter_enabled():
             return None
-        from triton.runtime.driver import driver
-
-        device = driver.active.get_current_device()
+        device = _triton_runtime()[1].active.get_current_device()
         key = self._key(device, call.args, call.constexprs, call.num_warps, call.num_stages)
         compiled = self._cache.get(key)
         return None if compiled is None else (compiled, device)
