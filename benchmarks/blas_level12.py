@@ -92,8 +92,10 @@ def main() -> None:
     w = torch.randn(M, device="cuda", dtype=torch.bfloat16)
     mat = 2 * M * M
     sweep = []  # gemv tiles (the evidence behind space.GEMV_HEURISTIC; `tessera tune gemv` goes wider)
-    candidates = {False: ((16, 256, 4, 4), (16, 512, 4, 4), (32, 512, 8, 4), (64, 256, 8, 4)),
-                  True: ((64, 128, 4, 8), (64, 128, 4, 4), (32, 256, 8, 4), (128, 64, 4, 8), (256, 64, 8, 4))}
+    candidates = {False: ((16, 256, 4, 4), (16, 512, 4, 4), (32, 512, 8, 4), (64, 256, 8, 4),
+                          (16, 512, 4, 2), (32, 512, 8, 2), (16, 1024, 8, 2)),  # per_sm 2: no column split
+                  True: ((64, 128, 4, 8), (64, 128, 4, 4), (32, 256, 8, 4), (128, 64, 4, 8), (256, 64, 8, 4),
+                         (64, 128, 4, 16), (128, 128, 8, 8), (64, 256, 8, 8))}
     for contiguous, trans in ((False, False), (True, True)):
         for tile in candidates[contiguous]:  # (BLOCK_M, BLOCK_N, num_warps, programs per SM)
             with space.forced(GemvConfig(*tile)):

@@ -161,16 +161,17 @@ def main() -> None:
         print(f"  step: {name:<50} {us:8.2f} us/call")
     for name, us in rows.items():
         print(f"{name:<52} {us:8.1f} us/call")
-    for name, config in (("tile", tile), ("tma", tma)):
+    profiled = {"tile family": forced(tile), "TMA family": forced(tma),
+                "tf32 1024^3": lambda: gemm(f32_a, f32_b, precision="tf32")}
+    for name, call in profiled.items():
         profiler = cProfile.Profile()
-        call = forced(config)
         profiler.enable()
         for _ in range(500):
             call()
         profiler.disable()
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(18)
-        print(f"--- cProfile, 500 calls, {name} family ---")
+        print(f"--- cProfile, 500 calls, {name} ---")
         print("\n".join(text.getvalue().splitlines()[6:30]))
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:

@@ -138,8 +138,11 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_
                  FP64: tl.constexpr, BS: tl.constexpr):
     """Tiles (I, J0) … (I, J1 − 1) of the upper triangle (plan row = I, J0, J1; a lower triangle
     comes with its strides swapped), each read once: A_IJ·x_J into this program's row sums
-    (ws_row), and A_IJᵀ·x_I, the mirrored part, into ws_col[I, J's rows]; on the diagonal tile
-    both halves stay in the row sums. The stored triangle's other side is never read."""
+    (ws_row), and A_IJᵀ·x_I, the mirrored part, into ws_col[I, J's rows]. The diagonal tile
+    (J = I, a program's first when it holds it) is read through a triangle mask and both its
+    halves stay in the row sums; the tiles right of it are read with bounds masks only, which
+    keep their loads 16 bytes wide (an element-wise triangle mask made them 2-byte loads). The
+    stored triangle's other side is never read."""
     pid = tl.program_id(0)
     bi = tl.load(plan_ptr + 3 * pid)
     j_first = tl.load(plan_ptr + 3 * pid + 1)
@@ -149,19 +152,20 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_
     row_ok = rows < n
     x_rows = _wide(tl.load(x_ptr + x_start + rows * incx, mask=row_ok, other=0), FP64)
     acc = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
-    next_block = (bi.to(tl.int64) + 1) * BS  # columns from here on lie right of the diagonal block
-    for bj in range(j_first, j_last):
+    if j_first == bi:  # the diagonal tile: its columns are this block's rows
+        tile = _wide(tl.load(a_ptr + rows[:, None] * sam + rows[None, :] * san,
+                             mask=row_ok[:, None] & row_ok[None, :] & (r[:, None] <= r[None, :]),
+                             other=0), FP64)  # the stored triangle only
+        acc += tl.sum(tile * x_rows[None, :], 1)
+        acc += tl.sum(tl.where(r[:, None] < r[None, :], tile, 0.0) * x_rows[:, None], 0)
+    for bj in range(tl.maximum(j_first, bi + 1), j_last):
         cols = bj * BS + r.to(tl.int64)  # (a loop index is a plain int in the interpreter)
         col_ok = cols < n
         tile = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
-                             mask=row_ok[:, None] & col_ok[None, :] & (rows[:, None] <= cols[None, :]),
-                             other=0), FP64)  # the stored triangle only
+                             mask=row_ok[:, None] & col_ok[None, :], other=0), FP64)
         x_cols = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0), FP64)
         acc += tl.sum(tile * x_cols[None, :], 1)
-        strict = tl.where(rows[:, None] < cols[None, :], tile, 0.0)
-        mirrored = tl.sum(strict * x_rows[:, None], 0)
-        tl.store(ws_col_ptr + bi.to(tl.int64) * n + cols, mirrored, mask=col_ok & (cols >= next_block))
-        acc += tl.where(cols < next_block, mirrored, 0.0)  # diagonal tile: column j of it is row j
+        tl.store(ws_col_ptr + bi.to(tl.int64) * n + cols, tl.sum(tile * x_rows[:, None], 0), mask=col_ok)
     tl.store(ws_row_ptr + pid.to(tl.int64) * BS + r, acc)
 
 
