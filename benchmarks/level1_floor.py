@@ -9,10 +9,16 @@ over rounds:
 - ``shipped``: blas.dot, blas.nrm2, blas.asum as shipped (the partials kernel, then the combine:
   torch's sum of the partials for dot and asum, a one-program finish kernel for nrm2);
 - ``partials``: the partials kernel alone, to split a routine's time into its two launches;
-- ``blue_fp32``: nrm2 by Blue's three fp32 sums (shipped for fp32 data before this script's
-  revision) beside ``squares_fp64`` (fp64 squares: one sum, shipped since);
-- ``interleaved``: dot partials with program p reading blocks p, p + P, p + 2P … (a grid-stride
-  walk: the programs running at once read neighbouring blocks) instead of one contiguous chunk.
+- ``contiguous``: dot partials with program p reading one contiguous chunk of ITERS blocks (the
+  kernel shipped before 2026-12-03) beside the shipped grid-stride walk (program p reads blocks
+  p, p + P, p + 2P …: the programs running at once read neighbouring blocks), at a few launch
+  shapes.
+
+At b493768 (``level1-floor-h200-b493768.json``) the grid-stride walk read 2^26-element dot
+partials in 119.7 µs (2048 × 8, 8 warps) against 136.5 µs for the contiguous chunks at the
+shipped shape, torch.dot 127.1 µs; and nrm2 from fp64 squares (one sum: no square of an fp32
+value overflows in fp64) took 82.8 µs against Blue's fp32 sums' 74.5 µs (fp64 conversion and
+arithmetic bound), so nrm2 kept Blue's algorithm.
 
 Usage: python benchmarks/level1_floor.py OUT.json
 """
@@ -37,28 +43,32 @@ from tessera.blas.kernels import level1 as k
 
 N = 1 << 26
 ROUNDS = 3
-INTERLEAVED = ((4096, 16, 2), (2048, 16, 4), (1024, 32, 4), (4096, 8, 4), (2048, 8, 8))
+SHAPES = ((4096, 16, 2), (2048, 16, 4), (1024, 32, 4), (4096, 8, 4), (2048, 8, 8))
 
 
 @triton.jit
-def _dot_interleaved_kernel(x_ptr, y_ptr, part_ptr, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
-    """Partial dot of program p over blocks p, p + P, … (P programs, ITERS blocks each)."""
+def _dot_contiguous_kernel(x_ptr, y_ptr, part_ptr, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
+    """Partial dot of program p over its contiguous chunk of ITERS blocks."""
     pid = tl.program_id(0).to(tl.int64)
-    programs = tl.num_programs(0).to(tl.int64)
     acc = tl.zeros((BLOCK,), tl.float32)
     for it in range(ITERS):
-        i = (it * programs + pid) * BLOCK + tl.arange(0, BLOCK)
+        i = (pid * ITERS + it) * BLOCK + tl.arange(0, BLOCK)
         mask = i < n
         acc += tl.load(x_ptr + i, mask=mask, other=0) * tl.load(y_ptr + i, mask=mask, other=0)
     tl.store(part_ptr + pid, tl.sum(acc, 0))
 
 
-def interleaved_dot(x: torch.Tensor, y: torch.Tensor, block: int, iters: int, warps: int,
+def contiguous_dot(x: torch.Tensor, y: torch.Tensor, block: int, iters: int, warps: int,
                     parts_only: bool) -> torch.Tensor:
     count = triton.cdiv(x.numel(), block * iters)
     parts = torch.empty(count, dtype=torch.float32, device=x.device)
-    _dot_interleaved_kernel[(count,)](x, y, parts, x.numel(), BLOCK=block, ITERS=iters, num_warps=warps)
+    _dot_contiguous_kernel[(count,)](x, y, parts, x.numel(), BLOCK=block, ITERS=iters, num_warps=warps)
     return parts if parts_only else parts.sum()
+
+
+def forced_dot(x: torch.Tensor, y: torch.Tensor, config: k.VectorConfig) -> torch.Tensor:
+    with space.forced(config):
+        return blas.dot(x, y)
 
 
 def main() -> None:
@@ -73,9 +83,6 @@ def main() -> None:
         return lambda: k.launch_reduce(op, x_args, y_args, N, complex_=False, conj=False, fp64=False,
                                        config=config)
 
-    def blue() -> torch.Tensor:
-        return k.launch_nrm2_finish(partials(k.NRM2)(), fp64=False)
-
     cases: dict[str, tuple[int, Callable[[], object]]] = {
         "copy": (8 * N, lambda: y.copy_(x)),
         "torch.dot": (8 * N, lambda: torch.dot(x, y)),
@@ -83,24 +90,23 @@ def main() -> None:
         "partials dot": (8 * N, partials(k.DOT)),
         "torch vector_norm": (4 * N, lambda: torch.linalg.vector_norm(x)),
         "shipped nrm2": (4 * N, lambda: blas.nrm2(x)),
-        "partials squares_fp64": (4 * N, partials(k.NRM2_SQUARES)),
-        "blue_fp32 nrm2": (4 * N, blue),
-        "partials blue_fp32": (4 * N, partials(k.NRM2)),
+        "partials nrm2": (4 * N, partials(k.NRM2)),
         "torch vector_norm(x, 1)": (4 * N, lambda: torch.linalg.vector_norm(x, 1)),
         "shipped asum": (4 * N, lambda: blas.asum(x)),
     }
-    for block, iters, warps in INTERLEAVED:
-        for parts_only in (False, True):
-            name = f"{'partials ' if parts_only else ''}interleaved dot {block}x{iters} w{warps}"
-            cases[name] = (8 * N, lambda b=block, i=iters, w=warps, p=parts_only:
-                           interleaved_dot(x, y, b, i, w, p))
+    for block, iters, warps in SHAPES:
+        with space.forced(k.VectorConfig(block, iters, warps)):
+            blas.dot(x, y)  # compile outside the timing
+        cases[f"shipped dot {block}x{iters} w{warps}"] = (8 * N, lambda b=block, i=iters, w=warps: forced_dot(
+            x, y, k.VectorConfig(b, i, w)))
+        cases[f"contiguous dot {block}x{iters} w{warps}"] = (8 * N, lambda b=block, i=iters, w=warps:
+                                                             contiguous_dot(x, y, b, i, w, False))
     want = float(x.double() @ y.double())
     checks = {"shipped dot": float(blas.dot(x, y)), "torch.dot": float(torch.dot(x, y)),
-              **{f"interleaved {b}x{i} w{w}": float(interleaved_dot(x, y, b, i, w, False))
-                 for b, i, w in INTERLEAVED}}
+              **{f"contiguous {b}x{i} w{w}": float(contiguous_dot(x, y, b, i, w, False))
+                 for b, i, w in SHAPES}}
     norm = float(x.double().norm())
-    norms = {"shipped nrm2": float(blas.nrm2(x)), "blue_fp32": float(blue()),
-             "torch": float(torch.linalg.vector_norm(x))}
+    norms = {"shipped nrm2": float(blas.nrm2(x)), "torch": float(torch.linalg.vector_norm(x))}
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(ROUNDS):
         for name, (_, fn) in cases.items():

@@ -136,6 +136,17 @@ def test_iamax_takes_the_first_of_ties_across_programs(device: str) -> None:
     assert iamin(torch.ones(20000, device=device)).item() == 0
 
 
+@pytest.mark.parametrize("where", [[69, 192, 700], [192, 767], [3, 2, 64 * 7 + 1]])
+def test_iamax_first_of_ties_across_the_grid_stride_walk(where: list[int], device: str) -> None:
+    """Program p reads blocks p, p + P, …: ties in different programs and steps, and a later
+    step's lane below an earlier step's, still give the first index (3 programs of 4 blocks)."""
+    x = torch.ones(64 * 4 * 3, device=device)
+    x[where] = 5.0
+    with space.forced(VectorConfig(64, 4, 2)):
+        assert iamax(x).item() == min(where)
+        assert iamin(-x + 6.0).item() == min(where)
+
+
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 def test_complex_dot_dotc_nrm2_asum_iamax(dtype: torch.dtype, device: str) -> None:
     gen = torch.Generator().manual_seed(5)

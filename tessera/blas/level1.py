@@ -194,11 +194,9 @@ def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> 
     """The wide-dtype reduction (a complex dot gives a complex result)."""
     if x.n == 0:
         return torch.zeros((), dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
-    if op == k.NRM2:
-        op = k.nrm2_op(x.fp64)
     parts = k.launch_reduce(op, x.kernel_args(), (y or x).kernel_args(), x.n, complex_=x.complex, conj=conj,
                             fp64=x.fp64, config=space.shape_of("level1_reduce", (x.n,), x.tensor))
-    if op in (k.NRM2, k.NRM2_SQUARES):
+    if op == k.NRM2:
         return k.launch_nrm2_finish(parts, fp64=x.fp64)
     if x.complex and op == k.DOT:
         return torch.complex(parts[0].sum(), parts[1].sum())
@@ -227,10 +225,8 @@ def _real_dtype(v: Vector) -> torch.dtype:
 
 
 def nrm2(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
-    """Euclidean norm in one pass with no overflow or underflow of intermediate squares: fp64
-    data by Blue's algorithm, as LAPACK 3.10's xNRM2 (no division per element); narrower data
-    as the square root of its squares summed in fp64, where none of them can overflow or
-    underflow (and the sum rounds less than Blue's fp32 sums)."""
+    """Euclidean norm in one pass by Blue's algorithm, as LAPACK 3.10's xNRM2 (no overflow or
+    underflow of intermediate squares, no division per element)."""
     vx = Vector("x", x, n, incx, complex_ok=True)
     return _reduce(k.NRM2, vx).to(_real_dtype(vx))
 

@@ -6,10 +6,8 @@ Arithmetic runs in fp32 for 16-bit and fp32 data and in fp64 for fp64 data; comp
 their real view (re, im interleaved; the caller doubles the increments).
 
 ``_map_kernel`` serves the element-wise routines (axpy, scal, copy, swap, rot); ``_reduce_kernel``
-writes one partial result per program (dot, dotc, asum; nrm2's sum of squares), which the caller
-combines in a fixed order, so results are deterministic. nrm2 of fp64 data keeps Blue's three sums
-(no square of an fp64 overflows or underflows); narrower data squares in fp64, where no square of
-an fp32 value can (|x|² ≤ 1.2e77, ≥ 2e-90), so one sum does and a sqrt ends it;
+writes one partial result per program (dot, dotc, asum; nrm2's three sums of Blue's algorithm),
+which the caller combines in a fixed order, so results are deterministic;
 ``_extreme_kernel`` gives each program's first index of the largest (or smallest) |x| for
 iamax/iamin.
 """
@@ -26,7 +24,7 @@ from tessera._core.device import torch_dtype
 from tessera._core.launch import Launcher, cdiv
 
 AXPY, SCAL, COPY, SWAP, ROT = 0, 1, 2, 3, 4
-DOT, ASUM, NRM2, NRM2_SQUARES = 0, 1, 2, 3  # NRM2: Blue's sums; NRM2_SQUARES: fp64 squares
+DOT, ASUM, NRM2 = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -125,17 +123,18 @@ def _blue_add(v, small, medium, big, FP64: tl.constexpr):
 def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
                    OP: tl.constexpr, COMPLEX: tl.constexpr, CONJ: tl.constexpr, FP64: tl.constexpr,
                    BLOCK: tl.constexpr, ITERS: tl.constexpr):
-    """Partial of program p over elements [p·BLOCK·ITERS, (p+1)·BLOCK·ITERS) into part[p]; a complex
-    dot also writes its imaginary part to part[P + p] (P programs). NRM2 writes Blue's three sums
-    (small, medium, big: see ``_blue_constants``) to part[p], part[P + p], part[2P + p];
-    NRM2_SQUARES the fp64 sum of squares of fp32-or-narrower data to part[p] (fp64). Each lane
-    keeps its own sums, so the loop has no cross-lane step."""
+    """Partial of program p over blocks p, p + P, …, p + (ITERS − 1)·P of BLOCK elements (P
+    programs: the programs running at once read neighbouring blocks, a grid-stride walk) into
+    part[p]; a complex dot also writes its imaginary part to part[P + p]. NRM2 writes Blue's three
+    sums (small, medium, big: see ``_blue_constants``) to part[p], part[P + p], part[2P + p]; each
+    lane keeps its own, so the loop has no cross-lane step."""
     pid = tl.program_id(0).to(tl.int64)
-    acc = tl.zeros((BLOCK,), tl.float64 if (FP64 or OP == 3) else tl.float32)
+    P = tl.num_programs(0).to(tl.int64)
+    acc = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     acc_im = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     acc_big = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     for it in range(ITERS):
-        i = (pid * ITERS + it) * BLOCK + tl.arange(0, BLOCK)
+        i = (it * P + pid) * BLOCK + tl.arange(0, BLOCK)
         mask = i < n
         xi = x_start + i * incx
         xr = _wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64)
@@ -156,40 +155,22 @@ def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
             acc += tl.abs(xr)
             if COMPLEX:
                 acc += tl.abs(xm)
-        elif OP == 3:
-            acc += xr.to(tl.float64) * xr.to(tl.float64)
-            if COMPLEX:
-                acc += xm.to(tl.float64) * xm.to(tl.float64)
         else:  # NRM2: acc small, acc_im medium, acc_big big
             acc, acc_im, acc_big = _blue_add(xr, acc, acc_im, acc_big, FP64)
             if COMPLEX:
                 acc, acc_im, acc_big = _blue_add(xm, acc, acc_im, acc_big, FP64)
     tl.store(part_ptr + pid, tl.sum(acc, 0))
     if OP == 2 or (COMPLEX and OP == 0):
-        tl.store(part_ptr + tl.num_programs(0) + pid, tl.sum(acc_im, 0))
+        tl.store(part_ptr + P + pid, tl.sum(acc_im, 0))
     if OP == 2:
-        tl.store(part_ptr + 2 * tl.num_programs(0) + pid, tl.sum(acc_big, 0))
+        tl.store(part_ptr + 2 * P + pid, tl.sum(acc_big, 0))
 
 
 @triton.jit
-def _nrm2_finish_kernel(part_ptr, out_ptr, P, FP64: tl.constexpr, BLUE: tl.constexpr, BLOCK: tl.constexpr):
-    """One program: the square root of the P programs' fp64 sums of squares (fixed order), or with
-    ``BLUE`` Blue's three sums combined as LAPACK's xNRM2 does: the big sum with the medium one
-    scaled in, else the small and medium square roots by the larger, else the medium sum alone."""
-    if BLUE:
-        result = _blue_finish(part_ptr, P, FP64, BLOCK)
-    else:
-        total = tl.sum(tl.zeros((BLOCK,), tl.float64), 0)
-        for start in range(0, P, BLOCK):
-            j = start + tl.arange(0, BLOCK)
-            total += tl.sum(tl.load(part_ptr + j, mask=j < P, other=0), 0)
-        result = tl.sqrt(tl.full((1,), total, tl.float64))
-    tl.store(out_ptr + tl.arange(0, 1), result.to(out_ptr.dtype.element_ty))
-
-
-@triton.jit
-def _blue_finish(part_ptr, P, FP64: tl.constexpr, BLOCK: tl.constexpr):
-    """nrm2 from Blue's three rows of partials (see ``_nrm2_finish_kernel``), as a 1-element tensor."""
+def _nrm2_finish_kernel(part_ptr, out_ptr, P, FP64: tl.constexpr, BLOCK: tl.constexpr):
+    """One program: Blue's three sums over the P programs' partials (fixed order), combined as
+    LAPACK's xNRM2 does: the big sum with the medium one scaled in, else the small and medium
+    square roots by the larger, else the medium sum alone."""
     small = tl.sum(tl.zeros((BLOCK,), part_ptr.dtype.element_ty), 0)
     medium = small
     big = small
@@ -206,23 +187,24 @@ def _blue_finish(part_ptr, P, FP64: tl.constexpr, BLOCK: tl.constexpr):
     ratio = low / tl.where(high > 0, high, 1.0)
     from_small = tl.where(medium_counts, high * tl.sqrt(1.0 + ratio * ratio), root_small)
     result = tl.where(big > 0, from_big, tl.where(small > 0, from_small, root_medium))
-    return tl.where(medium != medium, medium, result)  # a NaN anywhere: NaN
+    result = tl.where(medium != medium, medium, result)  # a NaN anywhere: NaN
+    tl.store(out_ptr + tl.arange(0, 1), result)
 
 
 @triton.jit
 def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.constexpr,
                     COMPLEX: tl.constexpr, FP64: tl.constexpr, BLOCK: tl.constexpr, ITERS: tl.constexpr):
-    """Per program: the extreme |x| (|re| + |im| for complex, as BLAS) and its first index. Lanes
-    track the position within the program in 32 bits (BLOCK·ITERS < 2³¹) and add the program's
-    first index once."""
+    """Per program: the extreme |x| (|re| + |im| for complex, as BLAS) and its first index, over
+    the blocks ``_reduce_kernel`` gives it (a grid-stride walk). Lanes keep the step of their
+    first extreme; its index is formed once at the end."""
     pid = tl.program_id(0).to(tl.int64)
+    P = tl.num_programs(0).to(tl.int64)
+    lane = tl.arange(0, BLOCK)
     best = tl.full((BLOCK,), float("-inf") if LARGEST else float("inf"),
                    tl.float64 if FP64 else tl.float32)
-    NONE: tl.constexpr = BLOCK * ITERS  # past every position of the program
-    where_best = tl.full((BLOCK,), NONE, tl.int32)
+    step_best = tl.full((BLOCK,), ITERS, tl.int32)  # ITERS: none yet (all NaN or past n)
     for it in range(ITERS):
-        local = it * BLOCK + tl.arange(0, BLOCK)
-        i = pid * (BLOCK * ITERS) + local
+        i = (it * P + pid) * BLOCK + lane
         mask = i < n
         xi = x_start + i * incx
         v = tl.abs(_wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64))
@@ -231,12 +213,13 @@ def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.const
         better = (v > best) if LARGEST else (v < best)
         better = better & mask
         best = tl.where(better, v, best)
-        where_best = tl.where(better, local, where_best)
+        step_best = tl.where(better, it, step_best)
     extreme = tl.max(best, 0) if LARGEST else tl.min(best, 0)
     tl.store(val_ptr + pid, extreme)
-    first = tl.min(tl.where(best == extreme, where_best, NONE), 0)
-    # a program whose values are all NaN keeps NONE: past every index, as the int64 sentinel was
-    tl.store(idx_ptr + pid, tl.where(first == NONE, 2**62, pid * (BLOCK * ITERS) + first))
+    index = (step_best.to(tl.int64) * P + pid) * BLOCK + lane
+    found = (best == extreme) & (step_best < ITERS)
+    # a program whose values are all NaN finds none: 2^62, past every index
+    tl.store(idx_ptr + pid, tl.min(tl.where(found, index, 2**62), 0))
 
 
 map_launch = Launcher(_map_kernel)
@@ -263,26 +246,18 @@ def launch_reduce(op: int, x: tuple[torch.Tensor, int, int], y: tuple[torch.Tens
     complex dot: two, else one) and one column per program."""
     (xd, xs, xi), (yd, ys, yi) = x, y
     count = programs(n, config.block * config.iters)
-    wide = torch.float64 if fp64 or op == NRM2_SQUARES else torch.float32
-    parts = torch.empty(3 if op == NRM2 else 2 if complex_ and op == DOT else 1, count, dtype=wide,
-                        device=xd.device)
+    parts = torch.empty(3 if op == NRM2 else 2 if complex_ and op == DOT else 1, count,
+                        dtype=torch.float64 if fp64 else torch.float32, device=xd.device)
     reduce_launch((count,), (xd, yd, parts, n, xs, xi, ys, yi),
                   {"OP": op, "COMPLEX": complex_, "CONJ": conj, "FP64": fp64, "BLOCK": config.block,
                    "ITERS": config.iters}, config.num_warps, 3)
     return parts
 
 
-def nrm2_op(fp64: bool) -> int:
-    """The reduction nrm2 runs: Blue's sums for fp64 data, fp64 squares for narrower data."""
-    return NRM2 if fp64 else NRM2_SQUARES
-
-
 def launch_nrm2_finish(parts: torch.Tensor, *, fp64: bool) -> torch.Tensor:
-    """nrm2 from ``launch_reduce``'s partials (op ``nrm2_op(fp64)``), as a 0-d tensor of the
-    arithmetic dtype (fp64 for fp64 data, fp32 otherwise)."""
-    result = torch.empty((), dtype=torch.float64 if fp64 else torch.float32, device=parts.device)
-    nrm2_finish_launch((1,), (parts, result, parts.shape[1]),
-                       {"FP64": fp64, "BLUE": parts.shape[0] == 3, "BLOCK": 1024}, 4, 3)
+    """nrm2 from ``launch_reduce``'s three rows of partials, as a 0-d tensor."""
+    result = torch.empty((), dtype=parts.dtype, device=parts.device)
+    nrm2_finish_launch((1,), (parts, result, parts.shape[1]), {"FP64": fp64, "BLOCK": 1024}, 4, 3)
     return result
 
 
@@ -317,8 +292,6 @@ def representative_launch(op: str, config: VectorConfig, dtype: str, num_sms: in
         y = torch.empty_like(x)
         step = 2 if complex_ else 1
         for routine in LEVEL1_OPS[op]:
-            if op == "level1_reduce" and routine == NRM2:
-                routine = nrm2_op(fp64)
             if op == "level1_map":
                 launch_map(routine, (x, 0, 1), (y, 0, 1), n, 1.5, 0.5, fp64=fp64, config=config)
             elif op == "level1_reduce":
@@ -326,7 +299,7 @@ def representative_launch(op: str, config: VectorConfig, dtype: str, num_sms: in
                 for conj in conjugates:
                     parts = launch_reduce(routine, (x, 0, step), (y, 0, step), n, complex_=complex_,
                                           conj=conj, fp64=fp64, config=config)
-                    if routine in (NRM2, NRM2_SQUARES):
+                    if routine == NRM2:
                         launch_nrm2_finish(parts, fp64=fp64)
             else:
                 launch_extreme((x, 0, step), n, routine, complex_=complex_, fp64=fp64, config=config)

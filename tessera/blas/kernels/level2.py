@@ -4,7 +4,8 @@
 transposed A is the same kernel with the strides swapped. With ``SPLIT`` > 1 the columns are divided
 among programs that write partial rows, and ``_gemv_finish_kernel`` adds them in a fixed order
 (deterministic). ``_symv_kernel`` reads each tile of the stored triangle once and uses it twice
-(A_IJ·x_J and A_IJᵀ·x_I); ``_symv_finish_kernel`` adds the parts in a fixed order. ``_ger``
+(A_IJ·x_J and A_IJᵀ·x_I), walking down block columns; ``_symv_finish_kernel`` adds the parts in
+a fixed order. ``_ger``
 updates a tile of A; ``_trsv_kernel`` solves a triangular system in one launch, block by block,
 programs handing solved blocks on through flags.
 """
@@ -136,56 +137,55 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
 @triton.jit
 def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
                  FP64: tl.constexpr, BS: tl.constexpr):
-    """Tiles (I, J0) … (I, J1 − 1) of the upper triangle (plan row = I, J0, J1; a lower triangle
-    comes with its strides swapped), each read once: A_IJ·x_J into this program's row sums
-    (ws_row), and A_IJᵀ·x_I, the mirrored part, into ws_col[I, J's rows]. The diagonal tile
-    (J = I, a program's first when it holds it) is read through a triangle mask and both its
-    halves stay in the row sums; the tiles right of it are read with bounds masks only, which
-    keep their loads 16 bytes wide (an element-wise triangle mask made them 2-byte loads). The
-    stored triangle's other side is never read."""
+    """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1;
+    a lower triangle comes with its strides swapped), each read once and used twice: A_IJ·x_J,
+    a per-tile row sum, to ws_row[J, I's rows]; A_IJᵀ·x_I, the mirrored part, accumulated
+    element-wise over the program's tiles and summed once into ws_col[program]. Walking down a
+    block column keeps the per-tile reduction along a tile's rows (within a warp when the
+    columns are contiguous) and the cross-warp one out of the loop. The diagonal tile (the
+    column's last) is read through a triangle mask, the tiles above it through a column mask
+    only (16-byte loads). The stored triangle's other side is never read."""
     pid = tl.program_id(0)
-    bi = tl.load(plan_ptr + 3 * pid)
-    j_first = tl.load(plan_ptr + 3 * pid + 1)
-    j_last = tl.load(plan_ptr + 3 * pid + 2)
+    bj = tl.load(plan_ptr + 3 * pid)
+    i_first = tl.load(plan_ptr + 3 * pid + 1)
+    i_last = tl.load(plan_ptr + 3 * pid + 2)
     r = tl.arange(0, BS)
-    rows = bi.to(tl.int64) * BS + r
-    row_ok = rows < n
-    x_rows = _wide(tl.load(x_ptr + x_start + rows * incx, mask=row_ok, other=0), FP64)
-    acc = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
-    if j_first == bi:  # the diagonal tile: its columns are this block's rows
-        tile = _wide(tl.load(a_ptr + rows[:, None] * sam + rows[None, :] * san,
-                             mask=row_ok[:, None] & row_ok[None, :] & (r[:, None] <= r[None, :]),
+    cols = bj.to(tl.int64) * BS + r
+    col_ok = cols < n
+    x_cols = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0), FP64)
+    mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
+    for bi in range(i_first, tl.minimum(i_last, bj)):  # above the diagonal: whole row blocks
+        rows = bi * BS + r.to(tl.int64)  # (a loop index is a plain int in the interpreter)
+        tile = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :],
+                             other=0), FP64)
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(tile * x_cols[None, :], 1))
+        mirrored += tile * _wide(tl.load(x_ptr + x_start + rows * incx), FP64)[:, None]
+    if i_last > bj:  # the diagonal tile: its rows are this block's columns
+        tile = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
+                             mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
                              other=0), FP64)  # the stored triangle only
-        acc += tl.sum(tile * x_rows[None, :], 1)
-        acc += tl.sum(tl.where(r[:, None] < r[None, :], tile, 0.0) * x_rows[:, None], 0)
-    for bj in range(tl.maximum(j_first, bi + 1), j_last):
-        cols = bj * BS + r.to(tl.int64)  # (a loop index is a plain int in the interpreter)
-        col_ok = cols < n
-        tile = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
-                             mask=row_ok[:, None] & col_ok[None, :], other=0), FP64)
-        x_cols = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0), FP64)
-        acc += tl.sum(tile * x_cols[None, :], 1)
-        tl.store(ws_col_ptr + bi.to(tl.int64) * n + cols, tl.sum(tile * x_rows[:, None], 0), mask=col_ok)
-    tl.store(ws_row_ptr + pid.to(tl.int64) * BS + r, acc)
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(tile * x_cols[None, :], 1), mask=col_ok)
+        mirrored += tl.where(r[:, None] < r[None, :], tile, 0.0) * x_cols[:, None]
+    tl.store(ws_col_ptr + pid.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
 
 
 @triton.jit
-def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, y_start, incy, alpha: tl.float64,
-                        beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
-                        ABOVE: tl.constexpr):
-    """y for row block I: its programs' row sums, then the mirrored parts from the block rows above
-    (ABOVE of them per step), in a fixed order (deterministic)."""
+def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy,
+                        alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
+                        BS: tl.constexpr, RIGHT: tl.constexpr):
+    """y for row block I: the mirrored sums of block column I's programs, then the row sums of
+    tiles (I, J ≥ I) (RIGHT block columns per step), in a fixed order (deterministic)."""
     bi = tl.program_id(0)
     r = tl.arange(0, BS)
     rows = bi.to(tl.int64) * BS + r
     row_ok = rows < n
     total = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
     for p in range(tl.load(first_ptr + bi), tl.load(first_ptr + bi + 1)):
-        total += tl.load(ws_row_ptr + p * BS + r)
-    for i0 in range(0, bi, ABOVE):
-        above = i0 + tl.arange(0, ABOVE)
-        part = tl.load(ws_col_ptr + above.to(tl.int64)[:, None] * n + rows[None, :],
-                       mask=(above < bi)[:, None] & row_ok[None, :], other=0)
+        total += tl.load(ws_col_ptr + p * BS + r)
+    for j0 in range(bi, blocks, RIGHT):
+        right = j0 + tl.arange(0, RIGHT)
+        part = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
+                       mask=(right < blocks)[:, None] & row_ok[None, :], other=0)
         total += tl.sum(part, 0)
     _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
 
@@ -312,12 +312,13 @@ def launch_ger(a: torch.Tensor, x: tuple[torch.Tensor, int, int], y: tuple[torch
 
 @functools.lru_cache(maxsize=64)
 def _symv_plan(blocks: int, per_program: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """(plan, first): plan[p] = (I, J0, J1), the stored tiles (I, J0 … J1 − 1) of program p, block
-    row by block row; first[I] … first[I + 1] − 1 are the programs of block row I."""
+    """(plan, first): plan[p] = (J, I0, I1), the stored tiles (I0 … I1 − 1, J) of program p, block
+    column by block column (tiles I ≤ J; the diagonal one in the column's last program);
+    first[J] … first[J + 1] − 1 are the programs of block column J."""
     plan, first = [], [0]
-    for i in range(blocks):
-        for j0 in range(i, blocks, per_program):
-            plan.append((i, j0, min(j0 + per_program, blocks)))
+    for j in range(blocks):
+        for i0 in range(0, j + 1, per_program):
+            plan.append((j, i0, min(i0 + per_program, j + 1)))
         first.append(len(plan))
     return (torch.tensor(plan, dtype=torch.int32, device=device).reshape(-1),
             torch.tensor(first, dtype=torch.int32, device=device))
@@ -332,13 +333,13 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     plan, first = _symv_plan(blocks, config.per_program, a.device)
     programs = plan.numel() // 3
     wide = torch.float64 if fp64 else torch.float32
-    ws_row = torch.empty(programs * tile, dtype=wide, device=a.device)
-    ws_col = torch.empty(max(blocks - 1, 1) * n, dtype=wide, device=a.device)  # block row I < last
+    ws_row = torch.empty(blocks * n, dtype=wide, device=a.device)  # [J, rows of blocks I ≤ J]
+    ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
     (xd, xs, xi), (yd, ys, yi) = x, y
     symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
                 {"FP64": fp64, "BS": tile}, config.num_warps, 3)
-    symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, ys, yi, alpha, beta),
-                       {"BETA_ZERO": beta == 0.0, "FP64": fp64, "BS": tile, "ABOVE": 32}, 4, 3)
+    symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
+                       {"BETA_ZERO": beta == 0.0, "FP64": fp64, "BS": tile, "RIGHT": 32}, 4, 3)
 
 
 def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int], *,
