@@ -194,6 +194,36 @@ def test_nrm2_mixed_magnitudes_match_an_exact_hypot(dtype: torch.dtype, device: 
     assert math.isclose(nrm2(z).item(), 5e30, rel_tol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+@pytest.mark.parametrize("odd", ["huge", "tiny", "tiny_alone", "near_thresholds"])
+def test_nrm2_programs_redo_their_own_blocks_with_blue(dtype: torch.dtype, odd: str, device: str) -> None:
+    """nrm2 sums plain squares and a program redoes its blocks with Blue's sums only where those
+    squares could have overflowed or underflowed: several programs (64 × 2 elements each), one
+    block holding the odd values, the rest ordinary (or nothing but tiny values: ``tiny_alone``)."""
+    gen = torch.Generator().manual_seed(41)
+    xs = torch.randn(1000, generator=gen, dtype=torch.float64)
+    real = torch.float64 if dtype == torch.float64 else torch.float32
+    big, small = (1e200, 1e-200) if real == torch.float64 else (3e25, 1e-25)
+    block = slice(64 * 5, 64 * 6)  # program 2's second block (P = 8 programs)
+    if odd == "huge":
+        xs[block] *= big
+    elif odd == "tiny":
+        xs[block] *= small
+    elif odd == "tiny_alone":
+        xs *= small
+    else:  # squares just inside and just outside the range trusted without Blue
+        xs[block] = 2.0**52 if real == torch.float32 else 2.0**486
+        xs[block.start] = 2.0**53 if real == torch.float32 else 2.0**487
+    peak = float(xs.abs().max())
+    want = peak * float(np.linalg.norm(xs.numpy() / peak))  # scaled: the squares stay in range
+    x = xs.to(real) if dtype != torch.complex64 else torch.complex(xs.to(real), xs.flip(0).to(real))
+    if dtype == torch.complex64:
+        want = math.sqrt(2) * want
+    with space.forced(VectorConfig(64, 2, 2)):
+        got = nrm2(x.to(device)).item()
+    assert math.isclose(got, want, rel_tol=2e-6), (got, want)
+
+
 def test_zero_output_increments_follow_the_sequential_reference(device: str) -> None:
     x = torch.arange(1.0, 6.0, dtype=torch.float64, device=device)  # 1 … 5
     y = torch.tensor([10.0, 20.0], dtype=torch.float64, device=device)

@@ -74,7 +74,7 @@ def _build_parser() -> argparse.ArgumentParser:
     tl1 = tune_sub.add_parser("level1", help="tune a BLAS level-1 kernel's launch shape (this device)")
     tl1.add_argument("--op", dest="level1_op", required=True, choices=["map", "reduce", "extreme"],
                      help="map: axpy/scal/copy/swap/rot (timed on axpy); reduce: dot/dotc/asum/nrm2 "
-                          "(timed on nrm2); extreme: iamax/iamin (timed on iamax)")
+                          "(timed on dot and nrm2 together); extreme: iamax/iamin (timed on iamax)")
     tl1.add_argument("--dtype", default="fp32",
                      choices=["fp16", "bf16", "fp32", "fp64", "complex64", "complex128"])
     tl1.add_argument("--sizes", default="default",

@@ -6,8 +6,9 @@ Arithmetic runs in fp32 for 16-bit and fp32 data and in fp64 for fp64 data; comp
 their real view (re, im interleaved; the caller doubles the increments).
 
 ``_map_kernel`` serves the element-wise routines (axpy, scal, copy, swap, rot); ``_reduce_kernel``
-writes one partial result per program (dot, dotc, asum; nrm2's three sums of Blue's algorithm),
-which the caller combines in a fixed order, so results are deterministic;
+writes one partial result per program (dot, dotc, asum; nrm2's three sums of Blue's algorithm,
+from plain squares where they cannot have overflowed or underflowed), which the caller combines
+in a fixed order, so results are deterministic;
 ``_extreme_kernel`` gives each program's first index of the largest (or smallest) |x| for
 iamax/iamin.
 """
@@ -120,19 +121,53 @@ def _blue_add(v, small, medium, big, FP64: tl.constexpr):
 
 
 @triton.jit
+def _squares_trusted(squares, COUNT: tl.constexpr, FP64: tl.constexpr):
+    """Whether a plain sum of at most COUNT squares equals what Blue's three sums would give within
+    rounding: no square passed Blue's medium range (sum ≤ tbig²), and the squares that underflow
+    (each below tsml²) add up to less than the sum's last bit (sum ≥ COUNT·tsml²/ε). NaN fails."""
+    tsml, tbig, _, _ = _blue_constants(FP64)
+    scale = COUNT * (2.0**53 if FP64 else 2.0**24)  # COUNT / ε
+    ok = (squares <= tbig * tbig) & (squares >= (tsml * tsml) * scale)
+    return tl.max(ok.to(tl.int32), 0) > 0
+
+
+@triton.jit
+def _blue_pass(x_ptr, n, x_start, incx, pid, P, COMPLEX: tl.constexpr, FP64: tl.constexpr,
+               BLOCK: tl.constexpr, ITERS: tl.constexpr):
+    """Blue's three sums (small, medium, big) over the blocks ``_reduce_kernel`` gives program pid."""
+    small = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
+    medium = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
+    big = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
+    for it in range(ITERS):
+        i = (it * P + pid) * BLOCK + tl.arange(0, BLOCK)
+        mask = i < n
+        xi = x_start + i * incx
+        small, medium, big = _blue_add(_wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64), small, medium,
+                                       big, FP64)
+        if COMPLEX:
+            small, medium, big = _blue_add(_wide(tl.load(x_ptr + xi + 1, mask=mask, other=0), FP64), small,
+                                           medium, big, FP64)
+    return tl.sum(small, 0), tl.sum(medium, 0), tl.sum(big, 0)
+
+
+@triton.jit
 def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
                    OP: tl.constexpr, COMPLEX: tl.constexpr, CONJ: tl.constexpr, FP64: tl.constexpr,
                    BLOCK: tl.constexpr, ITERS: tl.constexpr):
     """Partial of program p over blocks p, p + P, …, p + (ITERS − 1)·P of BLOCK elements (P
     programs: the programs running at once read neighbouring blocks, a grid-stride walk) into
-    part[p]; a complex dot also writes its imaginary part to part[P + p]. NRM2 writes Blue's three
-    sums (small, medium, big: see ``_blue_constants``) to part[p], part[P + p], part[2P + p]; each
-    lane keeps its own, so the loop has no cross-lane step."""
+    part[p]; a complex dot also writes its imaginary part to part[P + p]. Each lane keeps its
+    own sums, so the loop has no cross-lane step.
+
+    NRM2 writes Blue's three sums (small, medium, big: see ``_blue_constants``) to part[p],
+    part[P + p], part[2P + p]. It first sums plain squares (one multiply-add per element, as dot);
+    when ``_squares_trusted`` holds — all but vectors with elements near the overflow or
+    underflow thresholds — that sum is the medium one and the others are zero; otherwise the
+    program reads its blocks again for Blue's sums."""
     pid = tl.program_id(0).to(tl.int64)
     P = tl.num_programs(0).to(tl.int64)
     acc = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     acc_im = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
-    acc_big = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     for it in range(ITERS):
         i = (it * P + pid) * BLOCK + tl.arange(0, BLOCK)
         mask = i < n
@@ -155,15 +190,24 @@ def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
             acc += tl.abs(xr)
             if COMPLEX:
                 acc += tl.abs(xm)
-        else:  # NRM2: acc small, acc_im medium, acc_big big
-            acc, acc_im, acc_big = _blue_add(xr, acc, acc_im, acc_big, FP64)
+        else:  # NRM2: plain squares, checked below
+            acc += xr * xr
             if COMPLEX:
-                acc, acc_im, acc_big = _blue_add(xm, acc, acc_im, acc_big, FP64)
-    tl.store(part_ptr + pid, tl.sum(acc, 0))
-    if OP == 2 or (COMPLEX and OP == 0):
-        tl.store(part_ptr + P + pid, tl.sum(acc_im, 0))
+                acc += xm * xm
+    total = tl.sum(acc, 0)
     if OP == 2:
-        tl.store(part_ptr + 2 * P + pid, tl.sum(acc_big, 0))
+        zero = tl.sum(tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32), 0)
+        if _squares_trusted(total, BLOCK * ITERS * (2 if COMPLEX else 1), FP64):
+            small, medium, big = zero, total, zero
+        else:
+            small, medium, big = _blue_pass(x_ptr, n, x_start, incx, pid, P, COMPLEX, FP64, BLOCK, ITERS)
+        tl.store(part_ptr + pid, small)
+        tl.store(part_ptr + P + pid, medium)
+        tl.store(part_ptr + 2 * P + pid, big)
+    else:
+        tl.store(part_ptr + pid, total)
+        if COMPLEX and OP == 0:
+            tl.store(part_ptr + P + pid, tl.sum(acc_im, 0))
 
 
 @triton.jit
