@@ -137,9 +137,9 @@ def test_iamax_takes_the_first_of_ties_across_programs(device: str) -> None:
 
 
 @pytest.mark.parametrize("where", [[69, 192, 700], [192, 767], [3, 2, 64 * 7 + 1]])
-def test_iamax_first_of_ties_across_the_grid_stride_walk(where: list[int], device: str) -> None:
-    """Program p reads blocks p, p + P, …: ties in different programs and steps, and a later
-    step's lane below an earlier step's, still give the first index (3 programs of 4 blocks)."""
+def test_iamax_first_of_ties_across_programs_and_steps(where: list[int], device: str) -> None:
+    """Ties in different programs and steps, and a later step's lane below an earlier step's,
+    give the first index (3 programs of 4 blocks)."""
     x = torch.ones(64 * 4 * 3, device=device)
     x[where] = 5.0
     with space.forced(VectorConfig(64, 4, 2)):

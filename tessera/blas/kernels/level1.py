@@ -238,17 +238,18 @@ def _nrm2_finish_kernel(part_ptr, out_ptr, P, FP64: tl.constexpr, BLOCK: tl.cons
 @triton.jit
 def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.constexpr,
                     COMPLEX: tl.constexpr, FP64: tl.constexpr, BLOCK: tl.constexpr, ITERS: tl.constexpr):
-    """Per program: the extreme |x| (|re| + |im| for complex, as BLAS) and its first index, over
-    the blocks ``_reduce_kernel`` gives it (a grid-stride walk). Lanes keep the step of their
-    first extreme; its index is formed once at the end."""
+    """Per program: the extreme |x| (|re| + |im| for complex, as BLAS) and its first index over
+    one contiguous chunk of ITERS blocks (the reductions' grid-stride walk tuned 4 % slower here
+    on the H200: 3500 against 3644 GB/s at 2^26, 469c61b). Lanes track the position within the
+    program in 32 bits (BLOCK·ITERS < 2³¹) and add the program's first index once."""
     pid = tl.program_id(0).to(tl.int64)
-    P = tl.num_programs(0).to(tl.int64)
-    lane = tl.arange(0, BLOCK)
     best = tl.full((BLOCK,), float("-inf") if LARGEST else float("inf"),
                    tl.float64 if FP64 else tl.float32)
-    step_best = tl.full((BLOCK,), ITERS, tl.int32)  # ITERS: none yet (all NaN or past n)
+    NONE: tl.constexpr = BLOCK * ITERS  # past every position of the program
+    where_best = tl.full((BLOCK,), NONE, tl.int32)
     for it in range(ITERS):
-        i = (it * P + pid) * BLOCK + lane
+        local = it * BLOCK + tl.arange(0, BLOCK)
+        i = pid * (BLOCK * ITERS) + local
         mask = i < n
         xi = x_start + i * incx
         v = tl.abs(_wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64))
@@ -257,13 +258,12 @@ def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.const
         better = (v > best) if LARGEST else (v < best)
         better = better & mask
         best = tl.where(better, v, best)
-        step_best = tl.where(better, it, step_best)
+        where_best = tl.where(better, local, where_best)
     extreme = tl.max(best, 0) if LARGEST else tl.min(best, 0)
     tl.store(val_ptr + pid, extreme)
-    index = (step_best.to(tl.int64) * P + pid) * BLOCK + lane
-    found = (best == extreme) & (step_best < ITERS)
-    # a program whose values are all NaN finds none: 2^62, past every index
-    tl.store(idx_ptr + pid, tl.min(tl.where(found, index, 2**62), 0))
+    first = tl.min(tl.where(best == extreme, where_best, NONE), 0)
+    # a program whose values are all NaN keeps NONE: past every index, as the int64 sentinel was
+    tl.store(idx_ptr + pid, tl.where(first == NONE, 2**62, pid * (BLOCK * ITERS) + first))
 
 
 map_launch = Launcher(_map_kernel)

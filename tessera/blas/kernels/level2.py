@@ -154,18 +154,29 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_
     col_ok = cols < n
     x_cols = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0), FP64)
     mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
-    for bi in range(i_first, tl.minimum(i_last, bj)):  # above the diagonal: whole row blocks
-        rows = bi * BS + r.to(tl.int64)  # (a loop index is a plain int in the interpreter)
-        tile = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :],
-                             other=0), FP64)
-        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(tile * x_cols[None, :], 1))
-        mirrored += tile * _wide(tl.load(x_ptr + x_start + rows * incx), FP64)[:, None]
+    i_end = tl.minimum(i_last, bj)  # the tiles above the diagonal: whole row blocks
+    rows_end = i_end.to(tl.int64) * BS
+    rows = i_first.to(tl.int64) * BS + r
+    tile = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
+                   mask=(rows < rows_end)[:, None] & col_ok[None, :], other=0)
+    x_rows = tl.load(x_ptr + x_start + rows * incx, mask=rows < rows_end, other=0)
+    for _ in range(i_first, i_end):
+        # the next tile's loads go out before this one's arithmetic (a register prefetch: the
+        # loop has no dot for Triton's pipeliner to stage)
+        next_rows = rows + BS
+        next_tile = tl.load(a_ptr + next_rows[:, None] * sam + cols[None, :] * san,
+                            mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0)
+        next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
+        wide = _wide(tile, FP64)
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
+        mirrored += wide * _wide(x_rows, FP64)[:, None]
+        rows, tile, x_rows = next_rows, next_tile, next_x
     if i_last > bj:  # the diagonal tile: its rows are this block's columns
-        tile = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
-                             mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
-                             other=0), FP64)  # the stored triangle only
-        tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(tile * x_cols[None, :], 1), mask=col_ok)
-        mirrored += tl.where(r[:, None] < r[None, :], tile, 0.0) * x_cols[:, None]
+        diagonal = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
+                                 mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
+                                 other=0), FP64)  # the stored triangle only
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
+        mirrored += tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None]
     tl.store(ws_col_ptr + pid.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
 
 
