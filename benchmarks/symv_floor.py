@@ -90,7 +90,7 @@ def main() -> None:
 
     def finish_only() -> None:
         k.symv_finish_launch((blocks,), (ws_row, ws_col, first, y, N, blocks, 0, 1, 1.0, 0.0),
-                             {"BETA_ZERO": True, "FP64": False, "BS": tile, "RIGHT": 32}, 4, 3)
+                             k.symv_finish_constexprs(config, blocks, True, False), 4, 3)
 
     def tiles(bs: int, per_program: int, warps: int) -> Callable[[], object]:
         p, _ = k._symv_plan(cdiv(N, bs), per_program, a.device)

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import Launcher, cdiv
+from tessera._core.launch import Launcher, cdiv, next_power_of_2
 from tessera.blas.kernels.level1 import _arg, _wide
 
 
@@ -125,13 +125,15 @@ def _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_
 @triton.jit
 def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta: tl.float64,
                         SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
-                        BLOCK: tl.constexpr):
+                        BLOCK: tl.constexpr, SPLIT_P2: tl.constexpr):
+    """y for BLOCK rows: their SPLIT partial sums loaded at once (SPLIT_P2 ≥ SPLIT, a power of
+    two) and added by a fixed reduction tree, so the result does not depend on timing."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     row_ok = rows < M
-    total = tl.load(ws_ptr + rows, mask=row_ok, other=0)
-    for s in range(1, SPLIT):  # a fixed order: the result does not depend on timing
-        total += tl.load(ws_ptr + s * M + rows, mask=row_ok, other=0)
-    _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
+    split = tl.arange(0, SPLIT_P2)
+    parts = tl.load(ws_ptr + split.to(tl.int64)[:, None] * M + rows[None, :],
+                    mask=(split < SPLIT)[:, None] & row_ok[None, :], other=0)
+    _gemv_epilogue(y_ptr, rows, row_ok, tl.sum(parts, 0), y_start, incy, alpha, beta, BETA_ZERO, FP64)
 
 
 @triton.jit
@@ -183,16 +185,20 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_
 @triton.jit
 def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy,
                         alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
-                        BS: tl.constexpr, RIGHT: tl.constexpr):
-    """y for row block I: the mirrored sums of block column I's programs, then the row sums of
-    tiles (I, J ≥ I) (RIGHT block columns per step), in a fixed order (deterministic)."""
+                        BS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr):
+    """y for row block I: the mirrored sums of block column I's programs (COLUMN of them per
+    load), then the row sums of tiles (I, J ≥ I) (RIGHT block columns per load), added by fixed
+    reduction trees in a fixed order (deterministic)."""
     bi = tl.program_id(0)
     r = tl.arange(0, BS)
     rows = bi.to(tl.int64) * BS + r
     row_ok = rows < n
     total = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
-    for p in range(tl.load(first_ptr + bi), tl.load(first_ptr + bi + 1)):
-        total += tl.load(ws_col_ptr + p * BS + r)
+    last = tl.load(first_ptr + bi + 1)
+    for p0 in range(tl.load(first_ptr + bi), last, COLUMN):
+        programs = p0 + tl.arange(0, COLUMN)
+        total += tl.sum(tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
+                                mask=(programs < last)[:, None], other=0), 0)
     for j0 in range(bi, blocks, RIGHT):
         right = j0 + tl.arange(0, RIGHT)
         part = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
@@ -306,9 +312,12 @@ def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple[to
                 (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
                 {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK_M": config.block_m,
                  "BLOCK_N": config.block_n}, config.num_warps, 3)
-    if split > 1:
-        gemv_finish_launch((cdiv(m, 1024),), (ws, yd, m, ys, yi, alpha, beta),
-                           {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": 1024}, 4, 3)
+    if split > 1:  # one load of [SPLIT, ≤ 128 rows] partials per program: many short programs
+        parts = next_power_of_2(split)
+        block = max(16, min(128, 8192 // parts))
+        gemv_finish_launch((cdiv(m, block),), (ws, yd, m, ys, yi, alpha, beta),
+                           {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": block,
+                            "SPLIT_P2": parts}, 4, 3)
 
 
 def launch_ger(a: torch.Tensor, x: tuple[torch.Tensor, int, int], y: tuple[torch.Tensor, int, int],
@@ -350,7 +359,16 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
                 {"FP64": fp64, "BS": tile}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
-                       {"BETA_ZERO": beta == 0.0, "FP64": fp64, "BS": tile, "RIGHT": 32}, 4, 3)
+                       symv_finish_constexprs(config, blocks, beta == 0.0, fp64), 4, 3)
+
+
+def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool) -> dict[str, object]:
+    """``_symv_finish_kernel``'s constexprs: it loads at most 8192 partials at a time, so most
+    block rows take one load of each kind."""
+    per_load = max(2, 8192 // config.tile)
+    column = next_power_of_2(cdiv(blocks, config.per_program))  # ≥ the programs of a block column
+    return {"BETA_ZERO": beta_zero, "FP64": fp64, "BS": config.tile, "COLUMN": max(2, min(column, per_load)),
+            "RIGHT": max(2, min(next_power_of_2(blocks), per_load))}
 
 
 def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int], *,
