@@ -320,6 +320,20 @@ def _philox_floor_section(path: Path) -> list[str]:
     return lines
 
 
+def _split_floor_section(path: Path) -> list[str]:
+    """benchmarks/level1_floor.py and symv_floor.py: a routine's launches and plain reads of its
+    bytes, graph-timed beside torch (rows: case, µs, GB/s, % of the run's copy)."""
+    data = json.loads(path.read_text())
+    what = "dot and nrm2 at 2^26 fp32" if path.name.startswith("level1") else "symv, 8192² bf16"
+    lines = [f"## Where the time goes: {what} on {data['device']} — `{path.relative_to(ROOT)}`", "",
+             f"{_provenance(data)} Replayed from CUDA graphs, medians of 3 alternating rounds; GB/s of "
+             "the bytes the routine must move (torch.mv: the whole matrix; the copy: read + write).", "",
+             "| case | µs | GB/s | % copy |", "|---|---:|---:|---:|"]
+    lines += [f"| {r['case']} | {r['graph_us']:.1f} | {r['gbs']:.0f} | {r['pct_copy']:.1f} |"
+              for r in data["rows"]]
+    return [*lines, ""]
+
+
 def _first_call_section(path: Path) -> list[str]:
     data = json.loads(path.read_text())
     lines = [f"## First call, fresh process, {data['problem']} on {data['device']} — "
@@ -393,6 +407,9 @@ def main() -> None:
     for path in sorted(RESULTS.glob("blas-l12-*.json"), key=lambda p: json.loads(p.read_text())["created"],
                        reverse=True):
         out += _level12_section(path)
+    for pattern in ("level1-floor-*.json", "symv-floor-*.json"):
+        for path in sorted(RESULTS.glob(pattern), key=_created, reverse=True):
+            out += _split_floor_section(path)
     for path in sorted(RESULTS.glob("quantized-*.json"), reverse=True):
         out += _quantized_section(path)
     for path in sorted(RESULTS.glob("streamk-*.json"), reverse=True):
