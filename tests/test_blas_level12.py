@@ -40,6 +40,7 @@ from tessera.blas import (
     symv,
     trsv,
 )
+from tessera.blas.kernels import level2 as k2
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.cli import main
@@ -486,6 +487,23 @@ def test_every_gemv_config_agrees_with_numpy(config: GemvConfig, trans: bool, de
     with space.forced(config):
         got = gemv(a.to(device), x.to(device), y.to(device), alpha=0.5, beta=2.0, trans=trans)
     assert torch.allclose(got.double().cpu(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("max_split", [3, 5, 7])
+@pytest.mark.parametrize("beta", [0.0, -1.5])
+def test_gemv_column_splits_finish_in_one_load(max_split: int, beta: float, device: str) -> None:
+    """Column splits that are not a power of two (the finish loads a power-of-two block of parts,
+    the extra ones masked) and a finish block smaller than the rows, against fp64."""
+    gen = torch.Generator().manual_seed(12)
+    m, n = 300, 900
+    a = torch.randn(m, n, generator=gen, dtype=torch.float64)
+    x = torch.randn(n, generator=gen, dtype=torch.float64)
+    y = torch.randn(m, generator=gen, dtype=torch.float64)
+    want = 0.5 * a @ x + beta * y
+    out = y.clone().to(device)
+    k2.launch_gemv(a.to(device), n, 1, m, n, (x.to(device), 0, 1), (out, 0, 1), 0.5, beta, fp64=True,
+                   config=GemvConfig(16, 32, 4, 64), num_sms=4, max_split=max_split)
+    assert torch.allclose(out.cpu(), want, rtol=1e-12, atol=1e-12)
 
 
 def test_cli_tune_gemv_writes_logic(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
