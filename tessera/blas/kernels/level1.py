@@ -132,6 +132,23 @@ def _squares_trusted(squares, COUNT: tl.constexpr, FP64: tl.constexpr):
 
 
 @triton.jit
+def _x_block(x_ptr, n, x_start, incx, it, pid, P, COMPLEX: tl.constexpr, FP64: tl.constexpr,
+             BLOCK: tl.constexpr):
+    """Block ``it`` of program pid's grid-stride walk (blocks pid, pid + P, …): its element
+    indices, their mask, and x there in the arithmetic dtype — real part, imaginary part (for real
+    data the real part again)."""
+    i = (it * P + pid) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    xi = x_start + i * incx
+    xr = _wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64)
+    if COMPLEX:
+        xm = _wide(tl.load(x_ptr + xi + 1, mask=mask, other=0), FP64)
+    else:
+        xm = xr
+    return i, mask, xr, xm
+
+
+@triton.jit
 def _blue_pass(x_ptr, n, x_start, incx, pid, P, COMPLEX: tl.constexpr, FP64: tl.constexpr,
                BLOCK: tl.constexpr, ITERS: tl.constexpr):
     """Blue's three sums (small, medium, big) over the blocks ``_reduce_kernel`` gives program pid."""
@@ -139,14 +156,10 @@ def _blue_pass(x_ptr, n, x_start, incx, pid, P, COMPLEX: tl.constexpr, FP64: tl.
     medium = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     big = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     for it in range(ITERS):
-        i = (it * P + pid) * BLOCK + tl.arange(0, BLOCK)
-        mask = i < n
-        xi = x_start + i * incx
-        small, medium, big = _blue_add(_wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64), small, medium,
-                                       big, FP64)
+        _, _, xr, xm = _x_block(x_ptr, n, x_start, incx, it, pid, P, COMPLEX, FP64, BLOCK)
+        small, medium, big = _blue_add(xr, small, medium, big, FP64)
         if COMPLEX:
-            small, medium, big = _blue_add(_wide(tl.load(x_ptr + xi + 1, mask=mask, other=0), FP64), small,
-                                           medium, big, FP64)
+            small, medium, big = _blue_add(xm, small, medium, big, FP64)
     return tl.sum(small, 0), tl.sum(medium, 0), tl.sum(big, 0)
 
 
@@ -169,12 +182,7 @@ def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
     acc = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     acc_im = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     for it in range(ITERS):
-        i = (it * P + pid) * BLOCK + tl.arange(0, BLOCK)
-        mask = i < n
-        xi = x_start + i * incx
-        xr = _wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64)
-        if COMPLEX:
-            xm = _wide(tl.load(x_ptr + xi + 1, mask=mask, other=0), FP64)
+        i, mask, xr, xm = _x_block(x_ptr, n, x_start, incx, it, pid, P, COMPLEX, FP64, BLOCK)
         if OP == 0:
             yi = y_start + i * incy
             yr = _wide(tl.load(y_ptr + yi, mask=mask, other=0), FP64)
