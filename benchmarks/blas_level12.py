@@ -95,7 +95,8 @@ def main() -> None:
     candidates = {False: ((16, 256, 4, 4), (16, 512, 4, 4), (32, 512, 8, 4), (64, 256, 8, 4),
                           (16, 512, 4, 2), (32, 512, 8, 2), (16, 1024, 8, 2)),  # per_sm 2: no column split
                   True: ((64, 128, 4, 8), (64, 128, 4, 4), (32, 256, 8, 4), (128, 64, 4, 8), (256, 64, 8, 4),
-                         (64, 128, 4, 16), (128, 128, 8, 8), (64, 256, 8, 8))}
+                         (64, 128, 4, 16), (128, 128, 8, 8), (64, 256, 8, 8),
+                         (512, 16, 4, 4), (1024, 8, 4, 4), (512, 16, 8, 8))}  # 1-2 KiB runs of each row
     for contiguous, trans in ((False, False), (True, True)):
         for tile in candidates[contiguous]:  # (BLOCK_M, BLOCK_N, num_warps, programs per SM)
             with space.forced(GemvConfig(*tile)):

@@ -422,7 +422,8 @@ MNK_HEURISTICS = {"gemm_wq": _wq_heuristic, "gemm_scaled": _scaled_heuristic}
 GEMV_DTYPES = tuple(f"{d}{layout}" for d in ("fp16", "bf16", "fp32", "fp64") for layout in ("", "_t"))
 GEMV_SPACE: tuple[GemvConfig, ...] = tuple(
     GemvConfig(bm, bn, w, per_sm)
-    for bm, bn in [(16, 256), (16, 512), (32, 256), (32, 512), (64, 128), (64, 256), (128, 64), (256, 64)]
+    for bm, bn in [(16, 256), (16, 512), (32, 256), (32, 512), (64, 128), (64, 256), (128, 64), (256, 64),
+                   (512, 16), (1024, 8)]  # the last two: long contiguous runs for op(A)'s columns (untimed)
     for w in (4, 8) for per_sm in (2, 4, 8))
 # The best of H200 sweeps at 8192² bf16 (the gemv sweep of benchmarks/blas_level12.py, in its
 # results JSON): rows contiguous 16×512 w4 with 2 programs per multiprocessor (512 programs, no
