@@ -435,7 +435,7 @@ GEMV_INTERPRETER = GemvConfig(16, 32, 4, 4)  # small tiles keep the CPU fast and
 
 # Level 1: ``level1_map`` (axpy, scal, copy, swap, rot), ``level1_reduce`` (dot, dotc, asum, nrm2),
 # ``level1_extreme`` (iamax, iamin); size (n,), the vector's dtype (complex ones by name). One shape
-# serves an op's routines; `tessera tune level1` times axpy, nrm2 and iamax.
+# serves an op's routines; `tessera tune level1` times axpy, dot + nrm2, and iamax.
 LEVEL1_DTYPES = ("fp16", "bf16", "fp32", "fp64", "complex64", "complex128")
 LEVEL1_SPACE: tuple[VectorConfig, ...] = tuple(
     VectorConfig(block, iters, w) for block in (512, 1024, 2048, 4096) for iters in (1, 2, 4, 8, 16)
