@@ -144,8 +144,7 @@ def _host_section(path: Path) -> list[str]:
     lines = [f"## Host overhead per call on {data['device']} — `{path.relative_to(ROOT)}`", "",
              "Tiny 64×64×64 bf16 problem (GPU work negligible), 2000 back-to-back calls, wall "
              "time per call; median of 3 rounds that alternate the variants in one process "
-             "(`benchmarks/host_overhead.py`)." + (f" Note: {data['note']}." if data.get("note") else ""),
-             "", "| call | µs/call |", "|---|---:|"]
+             f"(`benchmarks/host_overhead.py`). {_note(data)}", "", "| call | µs/call |", "|---|---:|"]
     lines += [f"| {name} | {us:.1f} |" for name, us in data["us_per_call"].items()]
     if data.get("launch_steps_us"):
         lines += ["", "Each step of a warm direct launch timed apart (same tiny problem; "
