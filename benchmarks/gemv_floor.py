@@ -1,0 +1,153 @@
+"""gemv with op(A)'s columns contiguous (``gemv(trans=True)`` on a row-major A): where the time goes.
+
+At 8192² bf16 the shipped launch splits the reduction over 8 programs per row block and adds the
+partials in a second launch (0.92× torch.mv in CUDA graphs, blas-l12-h200-ee71c40.json). Timed
+here from CUDA graphs beside torch.mv: the whole call, its main launch alone, and a design,
+``_gemv_ticket_kernel``, that drops the second launch: each program stores its partial rows, takes
+a ticket from a per-row-block counter (one atomic), and the program that draws the last ticket adds
+the block's partials in the fixed order of the finishing launch (deterministic) and resets the
+counter. Every design is checked against torch in fp32 before it is timed.
+
+Usage: python benchmarks/gemv_floor.py OUT.json
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+import triton
+import triton.language as tl
+
+from tessera import blas
+from tessera._core.device import device_info
+from tessera._core.launch import cdiv, next_power_of_2
+from tessera._core.timing import git_revision, graph_ms
+from tessera.blas import space
+from tessera.blas.kernels import level2 as k
+from tessera.blas.kernels.level2 import GemvConfig
+
+N = 8192
+ROUNDS = 3
+DEVICE = "cuda"
+DESIGNS = (GemvConfig(64, 128, 4, 8), GemvConfig(64, 128, 4, 16), GemvConfig(64, 128, 8, 8),
+           GemvConfig(32, 256, 4, 8), GemvConfig(64, 64, 4, 16), GemvConfig(128, 64, 8, 8))
+
+
+@triton.jit
+def _gemv_ticket_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, count_ptr, M, N, sam, san, cols_per_split,
+                        SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, BLOCK_M: tl.constexpr,
+                        BLOCK_N: tl.constexpr):
+    """y = op(A)·x (bf16/fp32 in, float32 sums): partial rows into ws[split, i]; the last program
+    of a row block (by ticket) adds the block's SPLIT partials in a fixed tree and writes y."""
+    pid_m = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    rows = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+    lo = pid_s.to(tl.int64) * cols_per_split
+    hi = tl.minimum(lo + cols_per_split, N)
+    for j0 in range(lo, hi, BLOCK_N):
+        cols = j0 + tl.arange(0, BLOCK_N)
+        col_ok = cols < hi
+        a = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=row_ok[:, None] & col_ok[None, :],
+                    other=0)
+        xv = tl.load(x_ptr + cols, mask=col_ok, other=0)
+        acc += a.to(tl.float32) * xv.to(tl.float32)[None, :]
+    tl.store(ws_ptr + pid_s.to(tl.int64) * M + rows, tl.sum(acc, 1), mask=row_ok)
+    tl.debug_barrier()  # every thread's partial is stored before the ticket releases them
+    ticket = tl.atomic_add(count_ptr + pid_m, 1, sem="acq_rel", scope="gpu")
+    if ticket == SPLIT - 1:
+        split = tl.arange(0, SPLIT_P2)
+        parts = tl.load(ws_ptr + split.to(tl.int64)[:, None] * M + rows[None, :],
+                        mask=(split < SPLIT)[:, None] & row_ok[None, :], other=0, cache_modifier=".cg")
+        tl.store(y_ptr + rows, tl.sum(parts, 0).to(y_ptr.dtype.element_ty), mask=row_ok)
+        tl.atomic_xchg(count_ptr + pid_m, 0)  # ready for the next call on this stream
+
+
+def ticket_design(a: torch.Tensor, x: torch.Tensor, y: torch.Tensor, config: GemvConfig,
+                  num_sms: int) -> Callable[[], object]:
+    """``y = aᵀ x`` by the ticket design (a row-major: op(A)'s columns contiguous)."""
+    m, n = a.shape[1], a.shape[0]
+    row_programs = cdiv(m, config.block_m)
+    split = max(2, min(cdiv(config.per_sm * num_sms, row_programs), cdiv(n, 4 * config.block_n), 64))
+    per_split = cdiv(cdiv(n, split), config.block_n) * config.block_n
+    split = cdiv(n, per_split)
+    ws = torch.empty(split * m, dtype=torch.float32, device=a.device)
+    count = torch.zeros(row_programs, dtype=torch.int32, device=a.device)
+
+    def call() -> None:
+        _gemv_ticket_kernel[(row_programs, split)](a, x, y, ws, count, m, n, 1, a.stride(0), per_split,
+                                                   SPLIT=split, SPLIT_P2=next_power_of_2(split),
+                                                   BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+                                                   num_warps=config.num_warps)
+    return call
+
+
+def main() -> None:
+    out = sys.argv[1]
+    gen = torch.Generator(device=DEVICE).manual_seed(5)
+    a = torch.randn(N, N, device=DEVICE, generator=gen).to(torch.bfloat16)
+    x = torch.randn(N, device=DEVICE, generator=gen).to(torch.bfloat16)
+    y = torch.empty(N, device=DEVICE, dtype=torch.bfloat16)
+    want = a.float().t() @ x.float()
+    sms = device_info().multiprocessors or 1
+    shipped = space.select_shape("gemv", (N, N), space.gemv_dtype(a.dtype, True), device_info(a.device)).config
+    m, n = N, N
+    row_programs = cdiv(m, shipped.block_m)
+    split = max(1, min(cdiv(shipped.per_sm * sms, row_programs), cdiv(n, 4 * shipped.block_n), 64))
+    per_split = cdiv(cdiv(n, split), shipped.block_n) * shipped.block_n
+    split = cdiv(n, per_split)
+    ws = torch.empty(split * m, dtype=torch.float32, device=DEVICE)
+
+    def main_only() -> None:
+        k.gemv_launch((row_programs, split), (a, x, y, ws, m, n, 1, N, 0, 1, 0, 1, 1.0, 0.0, per_split),
+                      {"SPLIT": split, "BETA_ZERO": True, "FP64": False, "BLOCK_M": shipped.block_m,
+                       "BLOCK_N": shipped.block_n}, shipped.num_warps, 3)
+
+    cases: dict[str, Callable[[], object]] = {
+        "copy (matrix bytes)": lambda: a.view(-1)[: N * N // 2].copy_(a.view(-1)[N * N // 2:]),
+        "torch.mv(a.t())": lambda: torch.mv(a.t(), x, out=y),
+        f"shipped gemv T ({shipped.short()}, split {split})": lambda: blas.gemv(a, x, y, trans=True),
+        "its main launch alone": main_only,
+    }
+    errors = {}
+    for config in DESIGNS:
+        name = f"ticket design {config.short()}"
+        call = ticket_design(a, x, y, config, sms)
+        for _ in range(2):  # the second call checks that the counters were reset
+            y.zero_()
+            call()
+        errors[name] = float((y.float() - want).abs().max() / want.abs().max())
+        if errors[name] > 1e-2:
+            print(f"{name}: wrong results (relative error {errors[name]:.3g}), not timed")
+            continue
+        cases[name] = call
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(ROUNDS):
+        for name, fn in cases.items():
+            times[name].append(graph_ms([fn]))
+    torch_us = 1e3 * statistics.median(times["torch.mv(a.t())"])
+    copy_us = 1e3 * statistics.median(times["copy (matrix bytes)"])
+    rows = []
+    for name in cases:
+        us = 1e3 * statistics.median(times[name])
+        rows.append({"case": name, "graph_us": us, "vs_torch": torch_us / us,
+                     "pct_copy": 100 * copy_us / us, "relative_error": errors.get(name)})
+        print(f"{name:<52} {us:8.2f} µs  {torch_us / us:5.2f}× torch  {100 * copy_us / us:5.1f}% copy")
+    info = device_info()
+    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
+              "versions": {"torch": torch.__version__, "triton": triton.__version__},
+              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "command": "python benchmarks/gemv_floor.py OUT.json", "n": N, "rows": rows,
+              "note": "copy moves half the matrix (read + write = the matrix's bytes)"}
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

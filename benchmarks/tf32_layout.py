@@ -1,0 +1,103 @@
+"""tf32 with a row-major B: copy B K-major first (what gemm does on Hopper) or let the kernel read it?
+
+Hopper's wgmma reads tf32 operands only K-major. ``gemm`` copies a row-major B column-major on
+every call (``_k_major``): one extra launch and K·N·8 bytes moved, and most of a small call's host
+time (host-overhead-h200-ee71c40.json: 93 µs per 1024³ tf32 call, 34 of them in the copy, against
+21 for torch). Triton 3.6 also compiles the TMA kernel for a row-major fp32 B: the tile comes in by
+TMA as it lies and goes through registers into a K-major shared buffer before each wgmma (its
+TTGIR: local_load + local_alloc per K step). This script times both on square problems, eager
+(do_bench, L2 flushed), back to back (host-bound for small sizes) and from CUDA graphs, beside
+torch.matmul with tf32 allowed, each variant checked against fp64 first.
+
+Usage: python benchmarks/tf32_layout.py OUT.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import torch
+import triton
+
+from tessera._core.device import device_info
+from tessera._core.timing import back_to_back_ms, flushed_ms, git_revision, graph_ms
+from tessera.blas import api, explain, gemm, space
+from tessera.blas.kernels.gemm_tma import TmaConfig
+
+SIZES = (1024, 2048, 4096, 8192)
+DEVICE = "cuda"
+CONFIGS = (None, TmaConfig(128, 256, 32, 8, 8, 3, epilogue_split=2), TmaConfig(128, 128, 32, 8, 8, 4),
+           TmaConfig(128, 128, 32, 8, 4, 4), TmaConfig(64, 128, 32, 8, 4, 4), TmaConfig(128, 128, 64, 8, 8, 3))
+
+
+def reads_row_major_b(on: bool) -> None:
+    """Make gemm read B as it lies (on) or copy it K-major (off, the shipped behaviour)."""
+    space.tf32_wants_k_major = (lambda info: False) if on else _shipped_rule
+    api._RECIPES.clear()
+
+
+_shipped_rule = space.tf32_wants_k_major
+
+
+def timings(fn: object) -> dict[str, float]:
+    return {"eager_ms": flushed_ms(fn), "b2b_ms": back_to_back_ms(fn, target_ms=20.0, repeats=3),
+            "graph_ms": graph_ms([fn])}
+
+
+def main() -> None:
+    out = sys.argv[1]
+    torch.backends.cuda.matmul.allow_tf32 = True
+    rows = []
+    for size in SIZES:
+        a = torch.randn(size, size, device=DEVICE)
+        b = torch.randn(size, size, device=DEVICE)
+        want = (a.double() @ b.double())
+        scale = float(want.abs().max())
+        cases = {"torch.matmul (tf32)": lambda a=a, b=b: torch.matmul(a, b)}
+        for row_major in (False, True):
+            for config in CONFIGS if row_major else (None,):
+                name = ("B read row-major" if row_major else "B copied K-major") + (
+                    f", {config.short()}" if config else ", shipped logic")
+                cases[name] = (row_major, config)
+        for name, case in cases.items():
+            row = {"size": size, "case": name}
+            if callable(case):
+                fn = case
+                reads_row_major_b(False)
+            else:
+                row_major, config = case
+                reads_row_major_b(row_major)
+
+                def fn(a=a, b=b, config=config) -> torch.Tensor:
+                    if config is None:
+                        return gemm(a, b, precision="tf32")
+                    with space.forced(config):
+                        return gemm(a, b, precision="tf32")
+            try:
+                got = fn()
+                torch.cuda.synchronize()
+                if not callable(case):
+                    row["kernel"] = (config or explain(a, b, precision="tf32").config).short()
+                row["relative_error"] = float((got.double() - want).abs().max()) / scale
+                if row["relative_error"] > 5e-3:
+                    row["error"] = "wrong result"
+                else:
+                    row.update(timings(fn))
+            except Exception as exc:  # noqa: BLE001 - a config that does not fit is a result too
+                row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        reads_row_major_b(False)
+    info = device_info()
+    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
+              "versions": {"torch": torch.__version__, "triton": triton.__version__},
+              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "command": "python benchmarks/tf32_layout.py OUT.json", "rows": rows}
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
