@@ -29,7 +29,8 @@ from tessera.blas.kernels.gemm_tma import TmaConfig
 SIZES = (1024, 2048, 4096, 8192)
 DEVICE = "cuda"
 CONFIGS = (None, TmaConfig(128, 256, 32, 8, 8, 3, epilogue_split=2), TmaConfig(128, 128, 32, 8, 8, 4),
-           TmaConfig(128, 128, 32, 8, 4, 4), TmaConfig(64, 128, 32, 8, 4, 4), TmaConfig(128, 128, 64, 8, 8, 3))
+           TmaConfig(128, 128, 32, 8, 4, 4), TmaConfig(64, 128, 32, 8, 4, 4),
+           TmaConfig(128, 128, 64, 8, 8, 3))
 
 
 def reads_row_major_b(on: bool) -> None:
