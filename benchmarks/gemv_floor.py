@@ -96,8 +96,8 @@ def main() -> None:
     y = torch.empty(N, device=DEVICE, dtype=torch.bfloat16)
     want = a.float().t() @ x.float()
     sms = device_info().multiprocessors or 1
-    shipped = space.select_shape("gemv", (N, N), space.gemv_dtype(a.dtype, True), device_info(a.device))
-    shipped = shipped.config
+    key = space.gemv_dtype(a.dtype, True)  # op(A)'s columns contiguous
+    shipped = space.select_shape("gemv", (N, N), key, device_info(a.device)).config
     m, n = N, N
     row_programs = cdiv(m, shipped.block_m)
     split = max(1, min(cdiv(shipped.per_sm * sms, row_programs), cdiv(n, 4 * shipped.block_n), 64))
