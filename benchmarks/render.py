@@ -339,10 +339,43 @@ def _batched_floor_section(path: Path) -> list[str]:
     where = path.relative_to(ROOT)
     lines = [f"## Small batched GEMM designs, {data['problem']} on {data['device']} — `{where}`",
              "", f"{_provenance(data)} Replayed from CUDA graphs over cold copies, medians of 3 alternating "
-             "rounds; each design checked against torch.bmm first (relative error of its bf16 result).", "",
-             "| case | µs | vs torch.bmm | relative error |", "|---|---:|---:|---:|"]
+             "rounds; each design checked against torch.bmm first (relative error of its bf16 result). Rows "
+             "marked *warm L2* replay one set of operands (resident in L2) and compare with torch.bmm warm.",
+             "", "| case | µs | vs torch.bmm | relative error |", "|---|---:|---:|---:|"]
     lines += [f"| {r['case']} | {r['graph_us']:.2f} | {r['vs_torch']:.2f} | {_fmt(r['relative_error'], 4)} |"
               for r in data["rows"]]
+    return [*lines, ""]
+
+
+def _gemv_floor_section(path: Path) -> list[str]:
+    """benchmarks/gemv_floor.py: gemv T's launches and a one-launch design beside torch.mv."""
+    data = json.loads(path.read_text())
+    lines = [f"## Where the time goes: gemv T, {data['n']}² bf16 on {data['device']} — "
+             f"`{path.relative_to(ROOT)}`", "",
+             f"{_provenance(data)} Replayed from CUDA graphs, medians of 3 alternating rounds; % copy: "
+             "the time of a copy moving the matrix's bytes (read + write) over the case's time; each "
+             "design checked against torch first (relative error).", "",
+             "| case | µs | vs torch.mv | % copy | relative error |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['case']} | {r['graph_us']:.2f} | {r['vs_torch']:.2f} | {r['pct_copy']:.1f} | "
+              f"{_fmt(r['relative_error'], 4)} |" for r in data["rows"]]
+    return [*lines, ""]
+
+
+def _tf32_layout_section(path: Path) -> list[str]:
+    """benchmarks/tf32_layout.py: tf32 GEMM with B copied K-major (shipped) or read row-major."""
+    data = json.loads(path.read_text())
+    lines = [f"## tf32 with a row-major B: copied K-major or read as it lies, on {data['device']} — "
+             f"`{path.relative_to(ROOT)}`", "",
+             f"{_provenance(data)} Square problems; eager: do_bench (median, L2 flushed); back to back: "
+             "mean of a loop of calls (host-bound for small sizes); graph: replayed from a CUDA graph.", "",
+             "| size | case | kernel | eager ms | back-to-back ms | graph ms |",
+             "|---:|---|---|---:|---:|---:|"]
+    for r in data["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['size']} | {r['case']} | {r.get('kernel', '–')} | {r['error'][:60]} | | |")
+        else:
+            lines.append(f"| {r['size']} | {r['case']} | {r.get('kernel', '–')} | {r['eager_ms']:.4f} | "
+                         f"{r['b2b_ms']:.4f} | {r['graph_ms']:.4f} |")
     return [*lines, ""]
 
 
@@ -424,6 +457,10 @@ def main() -> None:
             out += _split_floor_section(path)
     for path in sorted(RESULTS.glob("batched-floor-*.json"), key=_created, reverse=True):
         out += _batched_floor_section(path)
+    for path in sorted(RESULTS.glob("gemv-floor-*.json"), key=_created, reverse=True):
+        out += _gemv_floor_section(path)
+    for path in sorted(RESULTS.glob("tf32-layout-*.json"), key=_created, reverse=True):
+        out += _tf32_layout_section(path)
     for path in sorted(RESULTS.glob("quantized-*.json"), reverse=True):
         out += _quantized_section(path)
     for path in sorted(RESULTS.glob("streamk-*.json"), reverse=True):
