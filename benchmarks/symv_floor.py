@@ -15,6 +15,8 @@ alternating over rounds:
   launch's workspace first (and not timed if it disagrees).
 
 At 4accdea the shipped call took 31.5 µs (main 24.8, finish 4.0) and reading its tiles alone 18.0.
+At ee71c40: shipped 30.5 µs (main 24.8, finish 3.4), tiles alone 18.1, and the tensor-core design,
+correct (relative differences 1e-7), 26.2 µs for the main launch: slower, dropped.
 
 Usage: python benchmarks/symv_floor.py OUT.json
 """

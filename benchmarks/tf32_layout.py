@@ -7,7 +7,8 @@ time (host-overhead-h200-ee71c40.json: 93 µs per 1024³ tf32 call, 34 of them i
 TMA as it lies and goes through registers into a K-major shared buffer before each wgmma (its
 TTGIR: local_load + local_alloc per K step). This script times both on square problems, eager
 (do_bench, L2 flushed), back to back (host-bound for small sizes) and from CUDA graphs, beside
-torch.matmul with tf32 allowed, each variant checked against fp64 first.
+torch.matmul with tf32 allowed, each variant checked against fp64 first. At ee71c40 reading B
+row-major was 3.9–4.5× slower than copy-then-GEMM at every size in graphs (the copy stays).
 
 Usage: python benchmarks/tf32_layout.py OUT.json
 """

@@ -423,13 +423,14 @@ GEMV_DTYPES = tuple(f"{d}{layout}" for d in ("fp16", "bf16", "fp32", "fp64") for
 GEMV_SPACE: tuple[GemvConfig, ...] = tuple(
     GemvConfig(bm, bn, w, per_sm)
     for bm, bn in [(16, 256), (16, 512), (32, 256), (32, 512), (64, 128), (64, 256), (128, 64), (256, 64),
-                   (512, 16), (1024, 8)]  # the last two: long contiguous runs for op(A)'s columns (untimed)
+                   (512, 16), (1024, 8)]  # long runs of op(A)'s columns: 3709 / 3528 GB/s vs 3723 (ee71c40)
     for w in (4, 8) for per_sm in (2, 4, 8))
 # The best of H200 sweeps at 8192² bf16 (the gemv sweep of benchmarks/blas_level12.py, in its
 # results JSON): rows contiguous 16×512 w4 with 2 programs per multiprocessor (512 programs, no
 # column split and no finishing launch: 4041 GB/s in a CUDA graph against 3801 with 4 per
 # multiprocessor, blas-l12-h200-b493768.json), columns contiguous 64×128 w4 with 8 programs per
-# multiprocessor. A hand-written prefetch of the next tile and num_stages did not help (a62b8e2).
+# multiprocessor. A hand-written prefetch of the next tile and num_stages did not help (a62b8e2);
+# for columns contiguous, neither did 512×16 / 1024×8 tiles (1–2 KiB runs of each row, ee71c40).
 GEMV_HEURISTIC = {False: GemvConfig(16, 512, 4, 2), True: GemvConfig(64, 128, 4, 8)}
 GEMV_INTERPRETER = GemvConfig(16, 32, 4, 4)  # small tiles keep the CPU fast and cover several programs
 
