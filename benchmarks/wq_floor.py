@@ -1,0 +1,86 @@
+"""Weight-only decode (M = 1, N = K = 8192, group 128): where the time goes.
+
+``gemm_wq`` at M = 1 is two launches: ``gemv_wq`` (K split into slices, partial rows to an fp32
+workspace) and ``sum_slices`` (the slices added in a fixed order). At dc9acc4 W4A16 reached 1.69×
+and W8A16 1.43× bf16 torch.matmul (targets 2.5× / 1.6×). Timed here from CUDA graphs cycling over
+four weight copies (cold L2), beside torch.matmul on the bf16 weights: the whole call, each of its
+two launches alone (captured from a shipped call and replayed as captured), and a copy moving the
+codes' bytes (the floor of reading them once).
+
+Usage: python benchmarks/wq_floor.py OUT.json
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+import triton
+
+from tessera._core import launch
+from tessera._core.device import device_info
+from tessera._core.timing import git_revision, graph_ms
+from tessera.blas import gemm_wq, quantize_weight, space
+
+N = K = 8192
+COPIES = 4
+ROUNDS = 3
+DEVICE = "cuda"
+
+
+def replayed(call: launch.Call) -> Callable[[], None]:
+    """The captured launch, run again with the arguments it was captured with."""
+    return lambda: call.launcher(call.grid, call.args, call.constexprs, call.num_warps, call.num_stages)
+
+
+def main() -> None:
+    out = sys.argv[1]
+    gen = torch.Generator(device=DEVICE).manual_seed(11)
+    weights = [torch.randn(K, N, device=DEVICE, generator=gen).to(torch.bfloat16) * 0.02
+               for _ in range(COPIES)]
+    x = torch.randn(1, K, device=DEVICE, generator=gen).to(torch.bfloat16)
+    rows = []
+    for bits in (8, 4):
+        qs = [quantize_weight(w, bits=bits, group_size=128) for w in weights]
+        codes = [q.codes.view(-1) for q in qs]
+        halves = [(c[: c.numel() // 2], c[c.numel() // 2:]) for c in codes]
+        captured = []
+        for q in qs:
+            with launch.capture() as calls:
+                gemm_wq(x, q)
+            captured.append(calls)
+        problem = space.MnkProblem(1, N, K, f"int{bits}_bf16")
+        shipped = space.select_mnk("gemm_wq", problem, device_info()).config
+        cases: dict[str, list[Callable[[], object]]] = {
+            "torch.matmul (bf16 weights)": [lambda w=w: torch.matmul(x, w) for w in weights],
+            f"shipped gemm_wq ({shipped.short()})": [lambda q=q: gemm_wq(x, q) for q in qs],
+            "copy of the codes' bytes (read + write = the codes)":
+                [lambda h=h: h[1].copy_(h[0]) for h in halves],
+        }
+        for i, name in enumerate(launch.function_name(c.launcher.kernel).split(":")[-1] for c in captured[0]):
+            cases[f"launch {i + 1} alone: {name}"] = [replayed(calls[i]) for calls in captured]
+        times: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(ROUNDS):
+            for name, calls in cases.items():
+                times[name].append(graph_ms(calls))
+        torch_us = 1e3 * statistics.median(times["torch.matmul (bf16 weights)"])
+        for name in cases:
+            us = 1e3 * statistics.median(times[name])
+            rows.append({"bits": bits, "case": name, "graph_us": us, "vs_torch": torch_us / us})
+            print(f"W{bits}A16 {name:<60} {us:8.2f} µs  {torch_us / us:5.2f}× torch")
+    info = device_info()
+    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
+              "versions": {"torch": torch.__version__, "triton": triton.__version__},
+              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "command": "python benchmarks/wq_floor.py OUT.json", "m": 1, "n": N, "k": K, "group": 128,
+              "rows": rows}
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
