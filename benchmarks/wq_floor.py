@@ -4,8 +4,11 @@
 workspace) and ``sum_slices`` (the slices added in a fixed order). At dc9acc4 W4A16 reached 1.69×
 and W8A16 1.43× bf16 torch.matmul (targets 2.5× / 1.6×). Timed here from CUDA graphs cycling over
 four weight copies (cold L2), beside torch.matmul on the bf16 weights: the whole call, each of its
-two launches alone (captured from a shipped call and replayed as captured), and a copy moving the
-codes' bytes (the floor of reading them once).
+two launches alone (captured from a shipped call and replayed as captured), a copy moving the
+codes' bytes (the floor of reading them once), and the two launches with the second one started
+by programmatic dependent launch (PDL, Hopper): ``_sum_slices_pdl_kernel`` waits on the grid
+dependency (``gdc_wait``) before it reads the workspace, so the runtime may launch it while the
+first kernel's last programs run, hiding its launch latency.
 
 Usage: python benchmarks/wq_floor.py OUT.json
 """
@@ -20,6 +23,8 @@ from collections.abc import Callable
 
 import torch
 import triton
+import triton.language as tl
+from triton.language.extra.cuda import gdc_wait
 
 from tessera._core import launch
 from tessera._core.device import device_info
@@ -30,6 +35,31 @@ N = K = 8192
 COPIES = 4
 ROUNDS = 3
 DEVICE = "cuda"
+
+
+@triton.jit
+def _sum_slices_pdl_kernel(ws_ptr, y_ptr, N, SIZE, stride_ym, stride_yn, SPLIT: tl.constexpr,
+                           SPLIT_P2: tl.constexpr, BLOCK: tl.constexpr):
+    """The shipped ``_sum_slices_kernel``, waiting first for the grid it depends on."""
+    gdc_wait()
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    s = tl.arange(0, SPLIT_P2)
+    ok = i < SIZE
+    parts = tl.load(ws_ptr + s[:, None].to(tl.int64) * SIZE + i[None, :],
+                    mask=(s < SPLIT)[:, None] & ok[None, :], other=0.0)
+    total = tl.sum(parts, axis=0)
+    tl.store(y_ptr + (i // N) * stride_ym + (i % N) * stride_yn, total.to(y_ptr.dtype.element_ty), mask=ok)
+
+
+def with_pdl_sum(calls: list[launch.Call]) -> Callable[[], None]:
+    """The captured main launch, then the slice sum launched as a programmatic dependent."""
+    main, total = calls
+
+    def run() -> None:
+        replayed(main)()
+        _sum_slices_pdl_kernel[total.grid](*total.args, **total.constexprs, num_warps=total.num_warps,
+                                           num_stages=total.num_stages, launch_pdl=True)
+    return run
 
 
 def replayed(call: launch.Call) -> Callable[[], None]:
@@ -63,6 +93,8 @@ def main() -> None:
         }
         for i, name in enumerate(launch.function_name(c.launcher.kernel).split(":")[-1] for c in captured[0]):
             cases[f"launch {i + 1} alone: {name}"] = [replayed(calls[i]) for calls in captured]
+        if len(captured[0]) == 2 and DEVICE == "cuda":
+            cases["both launches, the sum by PDL"] = [with_pdl_sum(calls) for calls in captured]
         times: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(ROUNDS):
             for name, calls in cases.items():
