@@ -361,6 +361,19 @@ def _gemv_floor_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _wq_floor_section(path: Path) -> list[str]:
+    """benchmarks/wq_floor.py: weight-only decode's launches timed apart beside torch.matmul."""
+    data = json.loads(path.read_text())
+    lines = [f"## Where the time goes: weight-only decode, M = {data['m']}, N = K = {data['n']}, group "
+             f"{data['group']} on {data['device']} — `{path.relative_to(ROOT)}`", "",
+             f"{_provenance(data)} Replayed from CUDA graphs cycling over four weight copies (cold L2), "
+             "medians of 3 alternating rounds; torch.matmul on the bf16 weights.", "",
+             "| weights | case | µs | vs torch.matmul |", "|---|---|---:|---:|"]
+    lines += [f"| int{r['bits']} | {r['case']} | {r['graph_us']:.2f} | {r['vs_torch']:.2f} |"
+              for r in data["rows"]]
+    return [*lines, ""]
+
+
 def _tf32_layout_section(path: Path) -> list[str]:
     """benchmarks/tf32_layout.py: tf32 GEMM with B copied K-major (shipped) or read row-major."""
     data = json.loads(path.read_text())
@@ -459,6 +472,8 @@ def main() -> None:
         out += _batched_floor_section(path)
     for path in sorted(RESULTS.glob("gemv-floor-*.json"), key=_created, reverse=True):
         out += _gemv_floor_section(path)
+    for path in sorted(RESULTS.glob("wq-floor-*.json"), key=_created, reverse=True):
+        out += _wq_floor_section(path)
     for path in sorted(RESULTS.glob("tf32-layout-*.json"), key=_created, reverse=True):
         out += _tf32_layout_section(path)
     for path in sorted(RESULTS.glob("quantized-*.json"), reverse=True):
