@@ -148,6 +148,44 @@ def test_iamax_first_of_ties_across_programs_and_steps(where: list[int], device:
         assert iamin(-x + 6.0).item() == min(where)
 
 
+def reference_extreme(magnitudes: list[float], largest: bool) -> int:
+    """The reference BLAS loop (IxAMAX / IxAMIN, 0-based): start from |x₀|, take a later element
+    only when strictly more extreme (a NaN never is, and a NaN at x₀ is never beaten)."""
+    best, where = magnitudes[0], 0
+    for i, v in enumerate(magnitudes[1:], 1):
+        if (v > best) if largest else (v < best):
+            best, where = v, i
+    return where
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("values", [
+    {3: NAN, 200: 9.0, 700: NAN},                  # NaNs in several programs: skipped
+    {0: NAN, 500: 9.0},                            # a NaN first: the reference returns 0
+    {i: NAN for i in range(768)},                  # all NaN
+    {i: NAN for i in range(256)} | {300: 0.5},     # a program of NaNs only, then a winner
+    {5: float("inf"), 400: float("inf"), 9: NAN},  # ties at infinity: the first
+])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_iamax_iamin_nan_and_inf_as_the_reference_loop(values: dict[int, float], dtype: torch.dtype,
+                                                       device: str) -> None:
+    """Three programs of four blocks (forced shape), values placed in several of them; complex
+    elements carry the special value in the real part (|re| + |im|)."""
+    x = torch.full((768,), 2.0, dtype=torch.float64)
+    x[list(values)] = torch.tensor(list(values.values()), dtype=torch.float64)
+    x[::7] += 1.0  # not all equal: iamin has a first minimum to find
+    xs = x.clone()
+    if dtype.is_complex:
+        x = torch.complex(x, torch.full_like(x, 0.25))
+    magnitudes = [abs(v) + (0.25 if dtype.is_complex else 0.0) for v in xs.tolist()]
+    x = x.to(dtype).to(device)
+    with space.forced(VectorConfig(64, 4, 2)):
+        assert iamax(x).item() == reference_extreme(magnitudes, largest=True)
+        assert iamin(x).item() == reference_extreme(magnitudes, largest=False)
+
+
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 def test_complex_dot_dotc_nrm2_asum_iamax(dtype: torch.dtype, device: str) -> None:
     gen = torch.Generator().manual_seed(5)

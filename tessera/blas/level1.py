@@ -244,10 +244,8 @@ def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor
     device = vx.tensor.device
     if vx.n == 0 or vx.inc <= 0:
         return torch.full((), -1, dtype=torch.int64, device=device)
-    values, where = k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
-                                     config=space.shape_of("level1_extreme", (vx.n,), vx.tensor))
-    best = values.max() if largest else values.min()
-    return torch.where(values == best, where, torch.iinfo(torch.int64).max).min()
+    return k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
+                            config=space.shape_of("level1_extreme", (vx.n,), vx.tensor))
 
 
 def iamax(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:

@@ -275,10 +275,39 @@ def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.const
     tl.store(idx_ptr + pid, tl.where(first == NONE, 2**62, pid * (BLOCK * ITERS) + first))
 
 
+@triton.jit(do_not_specialize=["count"])
+def _extreme_finish_kernel(val_ptr, idx_ptr, x_ptr, x_start, out_ptr, count, LARGEST: tl.constexpr,
+                           COMPLEX: tl.constexpr, BLOCK: tl.constexpr):
+    """One program: the first index among the programs whose extreme is the extreme of all (two
+    passes over the partials, fixed order), as a 0-d int64. NaNs never win a comparison, as in
+    the reference BLAS loop, which also starts from |x₀|: a NaN there wins outright (index 0)."""
+    none = tl.full((BLOCK,), float("-inf") if LARGEST else float("inf"), val_ptr.dtype.element_ty)
+    best = none
+    for start in range(0, count, BLOCK):
+        j = start + tl.arange(0, BLOCK)
+        v = tl.load(val_ptr + j, mask=j < count, other=none)
+        best = tl.maximum(best, v) if LARGEST else tl.minimum(best, v)
+    extreme = tl.max(best, 0) if LARGEST else tl.min(best, 0)
+    past = tl.full((BLOCK,), 2**62, tl.int64)  # what a program without a comparable value stores
+    first = past
+    for start in range(0, count, BLOCK):
+        j = start + tl.arange(0, BLOCK)
+        v = tl.load(val_ptr + j, mask=j < count, other=none)
+        w = tl.load(idx_ptr + j, mask=j < count, other=2**62)
+        first = tl.minimum(first, tl.where(v == extreme, w, past))
+    x0 = tl.load(x_ptr + x_start + tl.arange(0, 1))
+    nan_first = x0 != x0
+    if COMPLEX:
+        im0 = tl.load(x_ptr + x_start + 1 + tl.arange(0, 1))
+        nan_first = nan_first | (im0 != im0)
+    tl.store(out_ptr + tl.arange(0, 1), tl.where(nan_first, 0, tl.min(first, 0)))
+
+
 map_launch = Launcher(_map_kernel)
 reduce_launch = Launcher(_reduce_kernel)
 nrm2_finish_launch = Launcher(_nrm2_finish_kernel)
 extreme_launch = Launcher(_extreme_kernel)
+extreme_finish_launch = Launcher(_extreme_finish_kernel)
 
 
 def programs(n: int, per_program: int) -> int:
@@ -315,8 +344,10 @@ def launch_nrm2_finish(parts: torch.Tensor, *, fp64: bool) -> torch.Tensor:
 
 
 def launch_extreme(x: tuple[torch.Tensor, int, int], n: int, largest: bool, *, complex_: bool, fp64: bool,
-                   config: VectorConfig) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each program's extreme |x| and its first index (values, indices)."""
+                   config: VectorConfig) -> torch.Tensor:
+    """The 0-based index of the first extreme |x| (x as (tensor, first, positive step)) as a 0-d
+    int64 tensor: each program's extreme and its first index, then one program that picks among
+    them (the pick was four torch operations, four launches, before)."""
     xd, xs, xi = x
     count = programs(n, config.block * config.iters)
     values = torch.empty(count, dtype=torch.float64 if fp64 else torch.float32, device=xd.device)
@@ -324,7 +355,10 @@ def launch_extreme(x: tuple[torch.Tensor, int, int], n: int, largest: bool, *, c
     extreme_launch((count,), (xd, values, where, n, xs, xi),
                    {"LARGEST": largest, "COMPLEX": complex_, "FP64": fp64, "BLOCK": config.block,
                     "ITERS": config.iters}, config.num_warps, 3)
-    return values, where
+    index = torch.empty((), dtype=torch.int64, device=xd.device)
+    extreme_finish_launch((1,), (values, where, xd, xs, index, count),
+                          {"LARGEST": largest, "COMPLEX": complex_, "BLOCK": 1024}, 4, 1)
+    return index
 
 
 # op (logic file) → the routines it serves: what a pack precompiles for each configuration
