@@ -319,15 +319,22 @@ def _philox_floor_section(path: Path) -> list[str]:
     return lines
 
 
+def _table_head(title: str, path: Path, data: dict, note: str, columns: dict[str, str]) -> list[str]:
+    """A result section's heading, provenance line with ``note``, and table header (column name →
+    its alignment row cell, e.g. ``"---:"``)."""
+    return [f"## {title} — `{path.relative_to(ROOT)}`", "", f"{_provenance(data)} {note}", "",
+            "| " + " | ".join(columns) + " |", "|" + "|".join(columns.values()) + "|"]
+
+
 def _split_floor_section(path: Path) -> list[str]:
     """benchmarks/level1_floor.py and symv_floor.py: a routine's launches and plain reads of its
     bytes, graph-timed beside torch (rows: case, µs, GB/s, % of the run's copy)."""
     data = json.loads(path.read_text())
     what = "dot and nrm2 at 2^26 fp32" if path.name.startswith("level1") else "symv, 8192² bf16"
-    lines = [f"## Where the time goes: {what} on {data['device']} — `{path.relative_to(ROOT)}`", "",
-             f"{_provenance(data)} Replayed from CUDA graphs, medians of 3 alternating rounds; GB/s of "
-             "the bytes the routine must move (torch.mv: the whole matrix; the copy: read + write).", "",
-             "| case | µs | GB/s | % copy |", "|---|---:|---:|---:|"]
+    lines = _table_head(f"Where the time goes: {what} on {data['device']}", path, data,
+                        "Replayed from CUDA graphs, medians of 3 alternating rounds; GB/s of the bytes the "
+                        "routine must move (torch.mv: the whole matrix; the copy: read + write).",
+                        {"case": "---", "µs": "---:", "GB/s": "---:", "% copy": "---:"})
     lines += [f"| {r['case']} | {r['graph_us']:.1f} | {r['gbs']:.0f} | {r['pct_copy']:.1f} |"
               for r in data["rows"]]
     return [*lines, ""]
@@ -336,12 +343,12 @@ def _split_floor_section(path: Path) -> list[str]:
 def _batched_floor_section(path: Path) -> list[str]:
     """benchmarks/batched_floor.py: small batched GEMM designs beside the shipped kernel and torch.bmm."""
     data = json.loads(path.read_text())
-    where = path.relative_to(ROOT)
-    lines = [f"## Small batched GEMM designs, {data['problem']} on {data['device']} — `{where}`",
-             "", f"{_provenance(data)} Replayed from CUDA graphs over cold copies, medians of 3 alternating "
-             "rounds; each design checked against torch.bmm first (relative error of its bf16 result). Rows "
-             "marked *warm L2* replay one set of operands (resident in L2) and compare with torch.bmm warm.",
-             "", "| case | µs | vs torch.bmm | relative error |", "|---|---:|---:|---:|"]
+    lines = _table_head(f"Small batched GEMM designs, {data['problem']} on {data['device']}", path, data,
+                        "Replayed from CUDA graphs over cold copies, medians of 3 alternating rounds; each "
+                        "design checked against torch.bmm first (relative error of its bf16 result). Rows "
+                        "marked *warm L2* replay one set of operands (resident in L2) and compare with "
+                        "torch.bmm warm.",
+                        {"case": "---", "µs": "---:", "vs torch.bmm": "---:", "relative error": "---:"})
     lines += [f"| {r['case']} | {r['graph_us']:.2f} | {r['vs_torch']:.2f} | {_fmt(r['relative_error'], 4)} |"
               for r in data["rows"]]
     return [*lines, ""]
@@ -350,12 +357,12 @@ def _batched_floor_section(path: Path) -> list[str]:
 def _gemv_floor_section(path: Path) -> list[str]:
     """benchmarks/gemv_floor.py: gemv T's launches and a one-launch design beside torch.mv."""
     data = json.loads(path.read_text())
-    lines = [f"## Where the time goes: gemv T, {data['n']}² bf16 on {data['device']} — "
-             f"`{path.relative_to(ROOT)}`", "",
-             f"{_provenance(data)} Replayed from CUDA graphs, medians of 3 alternating rounds; % copy: "
-             "the time of a copy moving the matrix's bytes (read + write) over the case's time; each "
-             "design checked against torch first (relative error).", "",
-             "| case | µs | vs torch.mv | % copy | relative error |", "|---|---:|---:|---:|---:|"]
+    lines = _table_head(f"Where the time goes: gemv T, {data['n']}² bf16 on {data['device']}", path, data,
+                        "Replayed from CUDA graphs, medians of 3 alternating rounds; % copy: the time of a "
+                        "copy moving the matrix's bytes (read + write) over the case's time; each design "
+                        "checked against torch first (relative error).",
+                        {"case": "---", "µs": "---:", "vs torch.mv": "---:", "% copy": "---:",
+                         "relative error": "---:"})
     lines += [f"| {r['case']} | {r['graph_us']:.2f} | {r['vs_torch']:.2f} | {r['pct_copy']:.1f} | "
               f"{_fmt(r['relative_error'], 4)} |" for r in data["rows"]]
     return [*lines, ""]
@@ -364,11 +371,11 @@ def _gemv_floor_section(path: Path) -> list[str]:
 def _wq_floor_section(path: Path) -> list[str]:
     """benchmarks/wq_floor.py: weight-only decode's launches timed apart beside torch.matmul."""
     data = json.loads(path.read_text())
-    lines = [f"## Where the time goes: weight-only decode, M = {data['m']}, N = K = {data['n']}, group "
-             f"{data['group']} on {data['device']} — `{path.relative_to(ROOT)}`", "",
-             f"{_provenance(data)} Replayed from CUDA graphs cycling over four weight copies (cold L2), "
-             "medians of 3 alternating rounds; torch.matmul on the bf16 weights.", "",
-             "| weights | case | µs | vs torch.matmul |", "|---|---|---:|---:|"]
+    title = (f"Where the time goes: weight-only decode, M = {data['m']}, N = K = {data['n']}, group "
+             f"{data['group']} on {data['device']}")
+    lines = _table_head(title, path, data, "Replayed from CUDA graphs cycling over four weight copies (cold "
+                        "L2), medians of 3 alternating rounds; torch.matmul on the bf16 weights.",
+                        {"weights": "---", "case": "---", "µs": "---:", "vs torch.matmul": "---:"})
     lines += [f"| int{r['bits']} | {r['case']} | {r['graph_us']:.2f} | {r['vs_torch']:.2f} |"
               for r in data["rows"]]
     return [*lines, ""]
@@ -377,12 +384,12 @@ def _wq_floor_section(path: Path) -> list[str]:
 def _tf32_layout_section(path: Path) -> list[str]:
     """benchmarks/tf32_layout.py: tf32 GEMM with B copied K-major (shipped) or read row-major."""
     data = json.loads(path.read_text())
-    lines = [f"## tf32 with a row-major B: copied K-major or read as it lies, on {data['device']} — "
-             f"`{path.relative_to(ROOT)}`", "",
-             f"{_provenance(data)} Square problems; eager: do_bench (median, L2 flushed); back to back: "
-             "mean of a loop of calls (host-bound for small sizes); graph: replayed from a CUDA graph.", "",
-             "| size | case | kernel | eager ms | back-to-back ms | graph ms |",
-             "|---:|---|---|---:|---:|---:|"]
+    lines = _table_head(f"tf32 with a row-major B: copied K-major or read as it lies, on {data['device']}",
+                        path, data, "Square problems; eager: do_bench (median, L2 flushed); back to back: "
+                        "mean of a loop of calls (host-bound for small sizes); graph: replayed from a CUDA "
+                        "graph.",
+                        {"size": "---:", "case": "---", "kernel": "---", "eager ms": "---:",
+                         "back-to-back ms": "---:", "graph ms": "---:"})
     for r in data["rows"]:
         if "error" in r:
             lines.append(f"| {r['size']} | {r['case']} | {r.get('kernel', '–')} | {r['error'][:60]} | | |")
