@@ -23,15 +23,13 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import torch
 import triton
 import triton.language as tl
 
-from tessera._core.device import device_info
-from tessera._core.timing import cold_copies, git_revision, graph_ms
+from tessera._core.timing import cold_copies, graph_ms, run_record
 from tessera.blas import gemm, space
 from tessera.blas.kernels.gemm_tile import TileConfig
 
@@ -134,11 +132,8 @@ def main() -> None:
         rows.append({"case": name, "graph_us": us, "vs_torch": base / us,
                      "relative_error": errors.get(name)})
         print(f"{name:<32} {us:8.2f} µs  {base / us:5.2f}× torch.bmm")
-    info = device_info()
-    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
-              "versions": {"torch": torch.__version__, "triton": triton.__version__},
-              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/batched_floor.py OUT.json", "problem": f"{BATCH} x {SIZE}^3 bf16",
+    result = {**run_record("python benchmarks/batched_floor.py OUT.json"),
+              "problem": f"{BATCH} x {SIZE}^3 bf16",
               "rows": rows}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)

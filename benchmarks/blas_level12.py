@@ -16,15 +16,12 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import torch
-import triton
 
 from tessera import blas
-from tessera._core.device import device_info
-from tessera._core.timing import flushed_ms, git_revision, graph_ms
+from tessera._core.timing import flushed_ms, graph_ms, run_record
 from tessera.blas import space
 from tessera.blas.kernels.level2 import GemvConfig
 
@@ -120,11 +117,8 @@ def main() -> None:
     rows.append(case("trsv fp32 8192² upper", 4 * M * M // 2, lambda: blas.trsv(t, b.clone()),
                      lambda: torch.linalg.solve_triangular(t, b[:, None], upper=True),
                      "solve_triangular"))
-    info = device_info()
-    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
-              "versions": {"torch": torch.__version__, "triton": triton.__version__},
-              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/blas_level12.py OUT.json",
+    result = {**run_record("python benchmarks/blas_level12.py OUT.json"),
+
               "copy_gbs": copy_gbs, "copy_graph_gbs": copy_graph_gbs, "rows": rows,
               "gemv_sweep": sweep}
     for row in rows:

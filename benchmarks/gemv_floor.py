@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import torch
@@ -28,7 +27,7 @@ import triton.language as tl
 from tessera import blas
 from tessera._core.device import device_info
 from tessera._core.launch import cdiv, next_power_of_2
-from tessera._core.timing import git_revision, graph_ms
+from tessera._core.timing import graph_ms, run_record
 from tessera.blas import space
 from tessera.blas.kernels import level2 as k
 from tessera.blas.kernels.level2 import GemvConfig
@@ -142,11 +141,8 @@ def main() -> None:
         rows.append({"case": name, "graph_us": us, "vs_torch": torch_us / us,
                      "pct_copy": 100 * copy_us / us, "relative_error": errors.get(name)})
         print(f"{name:<52} {us:8.2f} µs  {torch_us / us:5.2f}× torch  {100 * copy_us / us:5.1f}% copy")
-    info = device_info()
-    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
-              "versions": {"torch": torch.__version__, "triton": triton.__version__},
-              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/gemv_floor.py OUT.json", "n": N, "rows": rows,
+    result = {**run_record("python benchmarks/gemv_floor.py OUT.json"),
+              "n": N, "rows": rows,
               "note": "copy moves half the matrix (read + write = the matrix's bytes)"}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import torch
@@ -36,8 +35,7 @@ import triton
 import triton.language as tl
 
 from tessera import blas
-from tessera._core.device import device_info
-from tessera._core.timing import git_revision, graph_ms
+from tessera._core.timing import graph_ms, run_record
 from tessera.blas import space
 from tessera.blas.kernels import level1 as k
 
@@ -118,11 +116,8 @@ def main() -> None:
         rows.append({"case": name, "graph_us": 1e3 * ms, "gbs": nbytes / ms / 1e6,
                      "pct_copy": 100 * nbytes / ms / 1e6 / copy_gbs})
         print(f"{name:<36} {1e3 * ms:8.1f} µs {rows[-1]['gbs']:7.0f} GB/s {rows[-1]['pct_copy']:6.1f}% copy")
-    info = device_info()
-    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
-              "versions": {"torch": torch.__version__, "triton": triton.__version__},
-              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/level1_floor.py OUT.json", "n": N,
+    result = {**run_record("python benchmarks/level1_floor.py OUT.json"),
+              "n": N,
               "shipped_config": config.short(), "rows": rows,
               "dot_relative_error": {name: abs(v - want) / abs(want) for name, v in checks.items()},
               "nrm2_relative_error": {name: abs(v - norm) / norm for name, v in norms.items()}}

@@ -21,13 +21,10 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 
 import torch
-import triton
 
-from tessera._core.device import device_info
-from tessera._core.timing import flushed_ms, git_revision, graph_ms
+from tessera._core.timing import flushed_ms, graph_ms, run_record
 from tessera.blas import gemm, gemm_wq, quantize_weight, space
 from tessera.blas.kernels import gemm_scaled
 from tessera.blas.kernels.gemm_scaled import ScaledConfig
@@ -192,12 +189,8 @@ def main() -> None:
                               "timing": how})
                 print(f"sweep W{bits}A16 M={m:<5} {config.short():<40} {ms * 1e3:9.1f} us  "
                       f"{base / ms:.2f}x torch")
-    info = device_info()
     with open(sys.argv[1], "w") as f:
-        json.dump({"device": info.name, "arch": info.arch, "git": git_revision(),
-                   "versions": {"torch": torch.__version__, "triton": triton.__version__},
-                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "command": "python benchmarks/quantized.py OUT.json", "operands": operands,
+        json.dump({**run_record("python benchmarks/quantized.py OUT.json"), "operands": operands,
                    "accumulation": accumulation, "scaled_sweep": scaled, "rows": rows, "sweep": sweep},
                   f, indent=1)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import torch
@@ -34,9 +33,8 @@ import triton
 import triton.language as tl
 
 from tessera import blas
-from tessera._core.device import device_info
 from tessera._core.launch import cdiv
-from tessera._core.timing import git_revision, graph_ms
+from tessera._core.timing import graph_ms, run_record
 from tessera.blas import space
 from tessera.blas.kernels import level2 as k
 
@@ -192,11 +190,8 @@ def main() -> None:
         rows_out.append({"case": name, "graph_us": 1e3 * ms, "gbs": gbs,
                          "pct_copy": 100 * gbs / (2 * triangle / copy_ms / 1e6)})
         print(f"{name:<40} {1e3 * ms:8.1f} µs {gbs:7.0f} GB/s {rows_out[-1]['pct_copy']:6.1f}% copy")
-    info = device_info()
-    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
-              "versions": {"torch": torch.__version__, "triton": triton.__version__},
-              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/symv_floor.py OUT.json", "n": N, "rows": rows_out,
+    result = {**run_record("python benchmarks/symv_floor.py OUT.json"),
+              "n": N, "rows": rows_out,
               "tensor_core_check": check}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)

@@ -17,13 +17,10 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import torch
-import triton
 
-from tessera._core.device import device_info
-from tessera._core.timing import back_to_back_ms, flushed_ms, git_revision, graph_ms
+from tessera._core.timing import back_to_back_ms, flushed_ms, graph_ms, run_record
 from tessera.blas import api, explain, gemm, space
 from tessera.blas.kernels.gemm_tma import TmaConfig
 
@@ -92,11 +89,8 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
         reads_row_major_b(False)
-    info = device_info()
-    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
-              "versions": {"torch": torch.__version__, "triton": triton.__version__},
-              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/tf32_layout.py OUT.json", "rows": rows}
+    result = {**run_record("python benchmarks/tf32_layout.py OUT.json"),
+              "rows": rows}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
 

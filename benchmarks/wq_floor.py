@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import torch
@@ -31,7 +30,7 @@ from triton.language.extra.cuda import gdc_wait
 
 from tessera._core import launch
 from tessera._core.device import device_info
-from tessera._core.timing import git_revision, graph_ms
+from tessera._core.timing import graph_ms, run_record
 from tessera.blas import gemm_wq, quantize_weight, space
 
 N = K = 8192
@@ -107,11 +106,8 @@ def main() -> None:
             us = 1e3 * statistics.median(times[name])
             rows.append({"bits": bits, "case": name, "graph_us": us, "vs_torch": torch_us / us})
             print(f"W{bits}A16 {name:<60} {us:8.2f} µs  {torch_us / us:5.2f}× torch")
-    info = device_info()
-    result = {"device": info.name, "arch": info.arch, "git": git_revision(),
-              "versions": {"torch": torch.__version__, "triton": triton.__version__},
-              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python benchmarks/wq_floor.py OUT.json", "m": 1, "n": N, "k": K, "group": 128,
+    result = {**run_record("python benchmarks/wq_floor.py OUT.json"),
+              "m": 1, "n": N, "k": K, "group": 128,
               "rows": rows}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from tessera._core.device import interpreter_enabled
+from tessera._core.device import device_info, interpreter_enabled
 
 
 def on_gpu() -> bool:
@@ -123,3 +123,14 @@ def git_revision() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return rev + ("+dirty" if dirty else "")
+
+
+def run_record(command: str) -> dict[str, object]:
+    """The fields every benchmark result JSON opens with: the device's name and architecture, the
+    source revision, torch's and Triton's versions, the creation time (UTC) and the command."""
+    import triton
+
+    info = device_info()
+    return {"device": info.name, "arch": info.arch, "git": git_revision(),
+            "versions": {"torch": torch.__version__, "triton": triton.__version__},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": command}
