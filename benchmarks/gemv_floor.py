@@ -46,20 +46,11 @@ def _gemv_ticket_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, count_ptr, M, N, sam, san, 
     """y = op(A)·x (bf16/fp32 in, float32 sums): partial rows into ws[split, i]; the last program
     of a row block (by ticket) adds the block's SPLIT partials in a fixed tree and writes y."""
     pid_m = tl.program_id(0)
-    pid_s = tl.program_id(1)
     rows = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
-    acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-    lo = pid_s.to(tl.int64) * cols_per_split
-    hi = tl.minimum(lo + cols_per_split, N)
-    for j0 in range(lo, hi, BLOCK_N):
-        cols = j0 + tl.arange(0, BLOCK_N)
-        col_ok = cols < hi
-        a = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=row_ok[:, None] & col_ok[None, :],
-                    other=0)
-        xv = tl.load(x_ptr + cols, mask=col_ok, other=0)
-        acc += a.to(tl.float32) * xv.to(tl.float32)[None, :]
-    tl.store(ws_ptr + pid_s.to(tl.int64) * M + rows, tl.sum(acc, 1), mask=row_ok)
+    total = k.gemv_row_sums(a_ptr, x_ptr, rows, row_ok, N, sam, san, 0, 1, cols_per_split, False, BLOCK_M,
+                            BLOCK_N)  # the shipped kernel's main loop
+    tl.store(ws_ptr + tl.program_id(1).to(tl.int64) * M + rows, total, mask=row_ok)
     tl.debug_barrier()  # every thread's partial is stored before the ticket releases them
     ticket = tl.atomic_add(count_ptr + pid_m, 1, sem="acq_rel", scope="gpu")
     if ticket == SPLIT - 1:

@@ -85,18 +85,12 @@ class TrsvConfig:
 
 
 @triton.jit
-def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_start, incy,
-                 alpha: tl.float64, beta: tl.float64, cols_per_split,
-                 SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """y[i] = α Σ_j A[i, j] x[j] + β y[i] for this program's rows (SPLIT = 1), or the partial sum over
-    its share of the columns into ws[split, i]."""
-    pid_m = tl.program_id(0)
-    pid_s = tl.program_id(1)
-    rows = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = rows < M
+def gemv_row_sums(a_ptr, x_ptr, rows, row_ok, N, sam, san, x_start, incx, cols_per_split,
+                  FP64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Σ_j A[i, j] x[j] for ``rows`` over this program's share of the columns (grid axis 1 picks
+    which run of ``cols_per_split``), accumulated element-wise and summed along rows once."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float64 if FP64 else tl.float32)
-    lo = pid_s.to(tl.int64) * cols_per_split
+    lo = tl.program_id(1).to(tl.int64) * cols_per_split
     hi = tl.minimum(lo + cols_per_split, N)
     for j0 in range(lo, hi, BLOCK_N):
         cols = j0 + tl.arange(0, BLOCK_N)
@@ -105,7 +99,21 @@ def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_s
                     other=0)
         xv = tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0)
         acc += _wide(a, FP64) * _wide(xv, FP64)[None, :]
-    total = tl.sum(acc, 1)
+    return tl.sum(acc, 1)
+
+
+@triton.jit
+def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_start, incy,
+                 alpha: tl.float64, beta: tl.float64, cols_per_split,
+                 SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """y[i] = α Σ_j A[i, j] x[j] + β y[i] for this program's rows (SPLIT = 1), or the partial sum over
+    its share of the columns into ws[split, i]."""
+    pid_s = tl.program_id(1)
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    total = gemv_row_sums(a_ptr, x_ptr, rows, row_ok, N, sam, san, x_start, incx, cols_per_split, FP64,
+                          BLOCK_M, BLOCK_N)
     if SPLIT == 1:
         _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
     else:
