@@ -32,6 +32,7 @@ from tessera._core import launch
 from tessera._core.device import device_info
 from tessera._core.timing import graph_ms, run_record
 from tessera.blas import gemm_wq, quantize_weight, space
+from tessera.blas.kernels.gemm_wq import add_slices
 
 N = K = 8192
 COPIES = 4
@@ -44,13 +45,7 @@ def _sum_slices_pdl_kernel(ws_ptr, y_ptr, N, SIZE, stride_ym, stride_yn, SPLIT: 
                            SPLIT_P2: tl.constexpr, BLOCK: tl.constexpr):
     """The shipped ``_sum_slices_kernel``, waiting first for the grid it depends on."""
     gdc_wait()
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    s = tl.arange(0, SPLIT_P2)
-    ok = i < SIZE
-    parts = tl.load(ws_ptr + s[:, None].to(tl.int64) * SIZE + i[None, :],
-                    mask=(s < SPLIT)[:, None] & ok[None, :], other=0.0)
-    total = tl.sum(parts, axis=0)
-    tl.store(y_ptr + (i // N) * stride_ym + (i % N) * stride_yn, total.to(y_ptr.dtype.element_ty), mask=ok)
+    add_slices(ws_ptr, y_ptr, N, SIZE, stride_ym, stride_yn, SPLIT, SPLIT_P2, BLOCK)
 
 
 def with_pdl_sum(calls: list[launch.Call]) -> Callable[[], None]:

@@ -305,7 +305,14 @@ def _gemv_wq_kernel(
 @triton.jit
 def _sum_slices_kernel(ws_ptr, y_ptr, N, SIZE, stride_ym, stride_yn, SPLIT: tl.constexpr,
                        SPLIT_P2: tl.constexpr, BLOCK: tl.constexpr):
-    """y (M, N) ← Σ_s ws[s] for ws (SPLIT, M·N) fp32: one (SPLIT, BLOCK) load, every slice in
+    """y (M, N) ← Σ_s ws[s] for ws (SPLIT, M·N) fp32 (see ``add_slices``)."""
+    add_slices(ws_ptr, y_ptr, N, SIZE, stride_ym, stride_yn, SPLIT, SPLIT_P2, BLOCK)
+
+
+@triton.jit
+def add_slices(ws_ptr, y_ptr, N, SIZE, stride_ym, stride_yn, SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr,
+               BLOCK: tl.constexpr):
+    """This program's BLOCK elements of y ← Σ_s ws[s]: one (SPLIT, BLOCK) load, every slice in
     flight at once, summed by a fixed tree (deterministic)."""
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     s = tl.arange(0, SPLIT_P2)
