@@ -182,7 +182,8 @@ def test_forced_configs_agree(device: str) -> None:
     a, b = rand((70, 48), torch.float16, device), rand((48, 90), torch.float16, device)
     c = rand((70, 90), torch.float16, device)
     configs = [TileConfig(16, 32, 16, 1, 4, 1), TileConfig(64, 32, 32, 4, 4, 2),
-               TmaConfig(64, 64, 32, 4, 4, 2), TmaConfig(64, 64, 16, 8, 4, 2, False, 2)]
+               TmaConfig(64, 64, 32, 4, 4, 2), TmaConfig(64, 64, 16, 8, 4, 2, False, 2),
+               TmaConfig(32, 64, 16, 8, 4, 2, False, 2, True)]  # 3 x 2 tiles, flattened loop
     for config in configs:
         with space.forced(config):
             assert_gemm_close(gemm(a, b, c, alpha=1.5, beta=-1.0), a, b, c, alpha=1.5, beta=-1.0)

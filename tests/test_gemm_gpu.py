@@ -49,7 +49,8 @@ def test_hopper_uses_tma_family_for_16bit() -> None:
 TMA_CONFIGS = [
     TmaConfig(256, 128, 64, 8, 8, 4, False, 2), TmaConfig(128, 256, 64, 8, 8, 3),
     TmaConfig(128, 128, 64, 8, 4, 4), TmaConfig(128, 256, 32, 8, 8, 3, False, 2),
-    TmaConfig(128, 128, 64, 8, 4, 3, True),
+    TmaConfig(128, 128, 64, 8, 4, 3, True), TmaConfig(128, 256, 64, 8, 8, 3, False, 2, True),
+    TmaConfig(64, 128, 64, 8, 4, 4, False, 1, True),
 ]
 
 
@@ -57,9 +58,10 @@ TMA_CONFIGS = [
 def test_tma_configs_with_edges_and_c(config: TmaConfig) -> None:
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("the TMA family is for sm_90+")
-    m, n, k = 777, 1031, 328
+    m, n, k = 777, 1000, 328  # rows of 16 bytes (what TMA takes), no side a multiple of the tile
     a, b, c = rand(m, k), rand(k, n), rand(m, n)
     with space.forced(config):
+        assert explain(a, b, c, alpha=1.25, beta=0.5).config == config  # not the fallback
         assert_gemm_close(gemm(a, b, c, alpha=1.25, beta=0.5), a, b, c, alpha=1.25, beta=0.5)
 
 

@@ -19,6 +19,8 @@ from tessera import InvalidArgumentError, UnsupportedError
 from tessera._core.launch import building_for, nvidia_target
 from tessera.blas import QuantizedWeight, dequantize_weight, explain, gemm, gemm_wq, quantize_weight, space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION
+from tessera.blas.kernels import gemm_scaled
+from tessera.blas.kernels.gemm_scaled import ScaledTmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig, code_words
 
 
@@ -237,6 +239,40 @@ def test_scaled_gemm_against_fp64(dtype: torch.dtype, per_row: bool, out_dtype: 
     assert bool((err <= unit * want.abs() + accumulation * magnitude + 1e-6).all()), (err / magnitude).max()
 
 
+@pytest.mark.parametrize("config", [ScaledTmaConfig(32, 32, 32, 2, 4, 1),
+                                    ScaledTmaConfig(32, 32, 32, 2, 4, 1, False, 2, True)],
+                         ids=["plain", "flat"])
+def test_scaled_tma_family_against_fp64(config: ScaledTmaConfig, device: str, monkeypatch: pytest.MonkeyPatch
+                                        ) -> None:
+    """The persistent descriptor family forced on K-major operands with edge tiles and more tiles
+    than programs (int8 exact; fp8 per-row scales and bias), and on a row-major B, which it does
+    not take: the pointer family runs instead, with the same result."""
+    tma_launches = []
+    real = gemm_scaled._launch_tma
+    monkeypatch.setattr(gemm_scaled, "_launch_tma", lambda *args: (tma_launches.append(1), real(*args)))
+    gen = torch.Generator().manual_seed(5)
+    m, k, n = 70, 96, 40  # 3 × 2 tiles of 32, the last row and column partial
+    a = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
+    b = torch.randint(-128, 128, (n, k), generator=gen, dtype=torch.int8).t()  # column-major
+    want = a.numpy().astype(np.int64) @ b.numpy().astype(np.int64)
+    with space.forced(config):
+        got = gemm(a.to(device), b.to(device))
+        assert np.array_equal(got.cpu().numpy(), want)
+        assert len(tma_launches) == 1
+        a8, b8 = torch.randn(m, k, generator=gen).to(torch.float8_e4m3fn), torch.randn(n, k, generator=gen)
+        b8 = b8.to(torch.float8_e4m3fn).t()
+        sa, sb, bias = torch.rand(m, generator=gen) + 0.5, torch.rand(n, generator=gen) + 0.5, torch.randn(n)
+        want8 = (a8.double() @ b8.double()) * sa.double()[:, None] * sb.double()[None, :] + bias.double()
+        magnitude = (a8.double().abs() @ b8.double().abs()) * sa.double()[:, None] * sb.double()[None, :]
+        accumulation = FP8_ACCUMULATION if device != "cpu" else 1e-5
+        for b_layout in (b8, b8.contiguous()):  # a row-major B: the pointer family
+            got8 = gemm(a8.to(device), b_layout.to(device), scale_a=sa.to(device), scale_b=sb.to(device),
+                        bias=bias.to(device), out_dtype=torch.float32).double().cpu()
+            bound = 2.0**-23 * want8.abs() + accumulation * magnitude + 1e-6
+            assert bool(((got8 - want8).abs() <= bound).all())
+    assert len(tma_launches) == 2  # the row-major B is not copied K-major for 70 rows of A
+
+
 def test_scaled_gemm_bad_input(device: str) -> None:
     a8 = torch.zeros(4, 8, dtype=torch.float8_e4m3fn, device=device)
     one = torch.ones(1, device=device)
@@ -295,11 +331,14 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
     want = (a.double() @ b.double()) * sa * sb
     magnitude = (a.double().abs() @ b.double().abs()) * sa * sb
     bounds = {False: FP8_ACCUMULATION, True: FP8_FAST_ACCUMULATION} if dtype != torch.int8 else {False: 1e-6}
-    for fast, bound in bounds.items():
-        for b_layout in (b, b.contiguous()):
-            got = gemm(a, b_layout, scale_a=sa, scale_b=sb, out_dtype=torch.float32, fast_accum=fast)
-            rel = ((got.double() - want).abs() / magnitude).max().item()
-            assert rel <= bound, (fast, b_layout.stride(), rel)
+    tma = ScaledTmaConfig(128, 256, 128, 8, 8, 3, False, 2, True)
+    for config in (None, tma, dataclasses.replace(tma, flatten=False, epilogue_split=1, num_stages=2)):
+        for fast, bound in bounds.items():
+            for b_layout in (b, b.contiguous()):
+                with space.forced(config):
+                    got = gemm(a, b_layout, scale_a=sa, scale_b=sb, out_dtype=torch.float32, fast_accum=fast)
+                rel = ((got.double() - want).abs() / magnitude).max().item()
+                assert rel <= bound, (config, fast, b_layout.stride(), rel)
 
 
 def test_gemv_wq_compiles_offline_for_the_pack_target(tmp_path: Path) -> None:

@@ -132,8 +132,9 @@ def gemm(
         out, scaled = _plan_quantized(a, b, c, alpha, beta, trans_a, trans_b, scale_a, scale_b, bias,
                                       out_dtype, out, fast_accum, allocate=True)
         if scaled is not None:
-            op_a, op_b, sa, sb, bias_t, choice = scaled
-            launch_gemm_scaled(op_a, op_b, sa, sb, bias_t, out, config=choice.config, fast_accum=fast_accum)
+            op_a, op_b, sa, sb, bias_t, choice, num_sms = scaled
+            launch_gemm_scaled(op_a, op_b, sa, sb, bias_t, out, config=choice.config, fast_accum=fast_accum,
+                               num_sms=num_sms)
         return out
     _check_not_quantized_args(a, scale_a, scale_b, bias, fast_accum)
     signature = None
@@ -259,7 +260,7 @@ def explain(
     if a.dtype in QUANTIZED_INPUTS:
         _, scaled = _plan_quantized(a, b, c, alpha, beta, trans_a, trans_b, scale_a, scale_b, bias,
                                     out_dtype, None, fast_accum, allocate=False)
-        return None if scaled is None else scaled[-1]
+        return None if scaled is None else scaled[-2]
     _check_not_quantized_args(a, scale_a, scale_b, bias, fast_accum)
     _, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, None, precision,
                     allocate=False)

@@ -37,7 +37,7 @@ from tessera._core.validate import (
     check_same_device,
 )
 from tessera.blas import space
-from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX
+from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX, k_major, scaled_tma_supported
 from tessera.blas.kernels.gemm_wq import (
     WqDequantConfig,
     WqGemvConfig,
@@ -277,5 +277,8 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
                 out.copy_(bias_t.to(out.dtype).expand(m, n))
         return out, None
     key = key + FAST_SUFFIX if fast_accum else key
-    choice = space.select_mnk("gemm_scaled", space.MnkProblem(m, n, k, key), device_info(device))
-    return out, (a, b, sa, sb, bias_t, choice)
+    info = device_info(device)
+    tma_ok = ((space.tma_capable(info) or info.backend == "interpreter")
+              and scaled_tma_supported(*k_major(a, b, materialize=False), out))
+    choice = space.select_mnk("gemm_scaled", space.MnkProblem(m, n, k, key, tma_ok), info)
+    return out, (a, b, sa, sb, bias_t, choice, info.multiprocessors or 0)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from tessera._core.device import DeviceInfo, device_info, dtype_key
-from tessera.blas.kernels.gemm_scaled import ScaledConfig
+from tessera.blas.kernels.gemm_scaled import ScaledConfig, ScaledTmaConfig
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
@@ -271,7 +271,7 @@ WQ_FALLBACK = WqConfig(16, 64, 64, 1, 8, 4, 3)
 
 # the configuration types of each op that select_mnk serves (any of its families may be forced)
 MNK_CONFIGS: dict[str, tuple[type, ...]] = {"gemm_wq": (WqConfig, WqGemvConfig, WqDequantConfig),
-                                            "gemm_scaled": (ScaledConfig,)}
+                                            "gemm_scaled": (ScaledConfig, ScaledTmaConfig)}
 
 
 @dataclass(frozen=True)
@@ -282,6 +282,7 @@ class MnkProblem:
     n: int
     k: int
     dtype: str  # int4_bf16 … for gemm_wq; fp8e4m3, fp8e5m2, int8 for gemm_scaled
+    tma_ok: bool = False  # gemm_scaled: the operands' layouts and the device take gemm_scaled_tma
 
 
 def select_mnk(op: str, problem: MnkProblem, device: DeviceInfo) -> Choice:
@@ -296,7 +297,8 @@ def select_mnk(op: str, problem: MnkProblem, device: DeviceInfo) -> Choice:
 @functools.lru_cache(maxsize=1024)
 def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sms: int,
                        _generation: int) -> Choice:
-    match, reasons = logic.lookup(arch, "blas", op, problem.dtype, (problem.m, problem.n, problem.k))
+    match, reasons = logic.lookup(arch, "blas", op, problem.dtype, (problem.m, problem.n, problem.k),
+                                  usable=lambda cfg: problem.tma_ok or not isinstance(cfg, TmaConfig))
     if match is not None:
         return Choice(match.config, match.describe())
     choice = MNK_HEURISTICS[op](problem, backend, sms)
@@ -409,7 +411,8 @@ def heuristic_scaled_logic(device: DeviceInfo) -> list[dict]:
     return _mnk_heuristic_docs(device, "gemm_scaled", _scaled_dtypes(device), grid)
 
 
-logic.register_op("blas", "gemm_scaled", WQ_SIZE_KEYS, {"gemm_scaled": ScaledConfig},
+logic.register_op("blas", "gemm_scaled", WQ_SIZE_KEYS,
+                  {"gemm_scaled": ScaledConfig, "gemm_scaled_tma": ScaledTmaConfig},
                   heuristic=heuristic_scaled_logic)
 MNK_HEURISTICS = {"gemm_wq": _wq_heuristic, "gemm_scaled": _scaled_heuristic}
 

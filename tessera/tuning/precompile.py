@@ -27,11 +27,16 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
                   "gemm_streamk": "tessera.blas.kernels.gemm_streamk",
                   "gemm_wq": "tessera.blas.kernels.gemm_wq", "gemv_wq": "tessera.blas.kernels.gemm_wq",
                   "gemm_wq_dequant": "tessera.blas.kernels.gemm_wq",
-                  "gemm_scaled": "tessera.blas.kernels.gemm_scaled", "gemv": "tessera.blas.kernels.level2",
+                  "gemm_scaled": "tessera.blas.kernels.gemm_scaled",
+                  "gemm_scaled_tma": "tessera.blas.kernels.gemm_scaled",
+                  "gemv": "tessera.blas.kernels.level2",
                   "ger": "tessera.blas.kernels.level2", "symv": "tessera.blas.kernels.level2",
                   "trsv": "tessera.blas.kernels.level2", "level1": "tessera.blas.kernels.level1",
                   "philox": "tessera.rand.kernels.philox",
                   "mrg32k3a": "tessera.rand.kernels.mrg", "sobol32": "tessera.rand.kernels.sobol"}
+
+
+TMA_FAMILIES = ("gemm_tma", "gemm_scaled_tma")  # Hopper tensor descriptors: sm_90 or newer
 
 
 def _target(arch: str, warp_size: int) -> object:
@@ -85,7 +90,7 @@ def main() -> None:
         family = registered_ops()[(job["library"], job["op"])].families[job["kernel"]]
         config = family(**job["config"])
         try:
-            if job["kernel"] == "gemm_tma" and not (arch.startswith("sm_") and int(arch[3:]) >= 90):
+            if job["kernel"] in TMA_FAMILIES and not (arch.startswith("sm_") and int(arch[3:]) >= 90):
                 raise ValueError("the TMA family needs sm_90 or newer")
             module = importlib.import_module(FAMILY_MODULES[job["kernel"]])
             with capture() as calls, building_for(target.backend):

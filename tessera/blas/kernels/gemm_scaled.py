@@ -13,6 +13,11 @@ sum is added to the fp32 accumulator (Triton's ``max_num_imprecise_acc``): ``PRE
 by default; with ``fast_accum`` it is left to Triton (no bound on sm_90: cuBLAS's fast mode).
 8-bit tensor-core MMAs read shared-memory operands K-major only: on CUDA a large problem with a
 row-major B (or column-major A) is given a K-major scratch copy first (see :func:`k_major`).
+
+Two families: ``gemm_scaled`` (pointer loads, one program per tile, any strides, every backend)
+and ``gemm_scaled_tma`` (Hopper: persistent programs, tensor-descriptor loads and stores, as
+``gemm_tma``), which takes K-major operands with 16-byte aligned rows and a row-major D; any
+other problem given a ``gemm_scaled_tma`` configuration runs the pointer family with its tiles.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.device import interpreter_enabled
 from tessera._core.launch import Launcher, cdiv, nvidia_target
 from tessera.blas.kernels.gemm_tile import TileConfig, grouped_tile
+from tessera.blas.kernels.gemm_tma import TmaConfig, descriptor, descriptor_ok, persistent_tile
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,31 @@ class ScaledConfig(TileConfig):
     over these), its own family name in logic files."""
 
     kernel = "gemm_scaled"
+
+
+@dataclass(frozen=True)
+class ScaledTmaConfig(TmaConfig):
+    """Launch parameters of :func:`_gemm_scaled_tma_kernel`: the TMA family's fields (the tuner
+    forks over these), its own family name in logic files."""
+
+    kernel = "gemm_scaled_tma"
+
+
+@triton.jit
+def scaled_epilogue(acc, sa_ptr, sb_ptr, bias_ptr, rm, rn, mask_m, mask_n, stride_sa, stride_sb,
+                    out_dtype: tl.constexpr, SCALED: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """One output tile: ``acc · scale_a[rm] · scale_b[rn] + bias[rn]`` in ``out_dtype`` when
+    SCALED, else the accumulator itself (exact int32)."""
+    if SCALED:
+        sa = tl.load(sa_ptr + rm * stride_sa, mask=mask_m, other=0)
+        sb = tl.load(sb_ptr + rn * stride_sb, mask=mask_n, other=0)
+        scaled = acc.to(tl.float32) * sa[:, None] * sb[None, :]
+        if HAS_BIAS:
+            scaled += tl.load(bias_ptr + rn, mask=mask_n, other=0).to(tl.float32)[None, :]
+        out = scaled.to(out_dtype)
+    else:
+        out = acc
+    return out
 
 
 @triton.jit
@@ -65,20 +97,55 @@ def _gemm_scaled_kernel(
         acc = tl.dot(a, b, acc, out_dtype=acc.dtype, max_num_imprecise_acc=IMPRECISE_ACC)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
-    mask = mask_m[:, None] & mask_n[None, :]
-    d_ptrs = d_ptr + rm[:, None] * stride_dm + rn[None, :] * stride_dn
-    if SCALED:
-        sa = tl.load(sa_ptr + rm * stride_sa, mask=mask_m, other=0)
-        sb = tl.load(sb_ptr + rn * stride_sb, mask=mask_n, other=0)
-        out = acc.to(tl.float32) * sa[:, None] * sb[None, :]
-        if HAS_BIAS:
-            out += tl.load(bias_ptr + rn, mask=mask_n, other=0).to(tl.float32)[None, :]
-        tl.store(d_ptrs, out.to(d_ptr.dtype.element_ty), mask=mask)
-    else:
-        tl.store(d_ptrs, acc, mask=mask)
+    out = scaled_epilogue(acc, sa_ptr, sb_ptr, bias_ptr, rm, rn, mask_m, mask_n, stride_sa, stride_sb,
+                          d_ptr.dtype.element_ty, SCALED, HAS_BIAS)
+    tl.store(d_ptr + rm[:, None] * stride_dm + rn[None, :] * stride_dn, out,
+             mask=mask_m[:, None] & mask_n[None, :])
+
+
+@triton.jit
+def _gemm_scaled_tma_kernel(
+    a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr,
+    M, N, K, stride_sa, stride_sb, NUM_SMS,
+    SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, INTEGER: tl.constexpr, IMPRECISE_ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr,
+):
+    """Persistent: program i computes output tiles i, i + NUM_SMS, …; A (M, K) and B (as Bᵀ,
+    (N, K)) come K-major through descriptors that zero-fill beyond the matrix, D is stored through
+    its descriptor (clipped to the matrix) in EPILOGUE_SPLIT column slices."""
+    first_tile = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    stored_tile = first_tile - NUM_SMS  # the epilogue's own count (FLATTEN: no value shared with the loads)
+
+    for tile in tl.range(first_tile, num_tiles, NUM_SMS, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
+        off_m, off_n = persistent_tile(tile, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if INTEGER else tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([off_m, ki * BLOCK_K])
+            b = b_desc.load([off_n, ki * BLOCK_K]).T
+            acc = tl.dot(a, b, acc, out_dtype=acc.dtype, max_num_imprecise_acc=IMPRECISE_ACC)
+
+        if FLATTEN:
+            stored_tile += NUM_SMS
+            off_m, off_n = persistent_tile(stored_tile, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
+        rm = off_m + tl.arange(0, BLOCK_M)
+        rn = off_n + tl.arange(0, BLOCK_N)
+        out = scaled_epilogue(acc, sa_ptr, sb_ptr, bias_ptr, rm, rn, rm < M, rn < N, stride_sa, stride_sb,
+                              d_desc.dtype, SCALED, HAS_BIAS)
+        if EPILOGUE_SPLIT == 1:
+            d_desc.store([off_m, off_n], out)
+        else:
+            halves = tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)).permute(0, 2, 1).split()
+            d_desc.store([off_m, off_n], halves[0])
+            d_desc.store([off_m, off_n + BLOCK_N // 2], halves[1])
 
 
 _launch = Launcher(_gemm_scaled_kernel)
+_launch_tma = Launcher(_gemm_scaled_tma_kernel)
 
 # fp8 products summed in the tensor cores' own accumulator before fp32 takes them: 128 leaves the
 # error cuBLAS's default mode leaves (measured on the H200, docs/architecture.md)
@@ -86,27 +153,40 @@ PRECISE_INTERVAL = 128
 K_MAJOR_MIN_ROWS = 128  # copy an operand K-major when the other side has at least this many rows
 
 
-def k_major(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def k_major(a: torch.Tensor, b: torch.Tensor, *, materialize: bool = True
+            ) -> tuple[torch.Tensor, torch.Tensor]:
     """``a`` (M, K) and ``b`` (K, N) with K contiguous where the tensor cores need it: on CUDA an
     8-bit operand that is not K-major is copied K-major when the other operand's rows are many
-    enough to amortize the copy (otherwise the kernel reads it as it is, with slower MMAs)."""
+    enough to amortize the copy (otherwise the kernel reads it as it is, with slower MMAs).
+    ``materialize=False`` gives shape-and-stride stand-ins on the meta device instead of copies."""
     if not nvidia_target(a):
         return a, b
     m, k = a.shape
     n = b.shape[1]
     if b.stride(0) != 1 and k > 1 and m >= K_MAJOR_MIN_ROWS:
-        b = b.t().contiguous().t()
+        b = b.t().contiguous().t() if materialize else torch.empty(n, k, device="meta").t()
     if a.stride(1) != 1 and k > 1 and n >= K_MAJOR_MIN_ROWS:
-        a = a.contiguous()
+        a = a.contiguous() if materialize else torch.empty(m, k, device="meta")
     return a, b
+
+
+def scaled_tma_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> bool:
+    """Whether ``gemm_scaled_tma`` takes the layouts of ``a`` (M, K), ``b`` (K, N), ``d`` (M, N)
+    (after :func:`k_major`): A row-major and B column-major (both K-major), D row-major, each
+    meeting the descriptor rules (16-byte aligned base and rows, at least 16 along each side)."""
+    return (min(a.shape[0], a.shape[1], b.shape[1]) >= 16
+            and a.stride(1) == 1 and b.stride(0) == 1 and d.stride(1) == 1
+            and descriptor_ok(a) and descriptor_ok(b) and descriptor_ok(d))
 
 
 def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor | None,
                        scale_b: torch.Tensor | None, bias: torch.Tensor | None, d: torch.Tensor, *,
-                       config: ScaledConfig, fast_accum: bool = False) -> None:
+                       config: ScaledConfig | ScaledTmaConfig, fast_accum: bool = False,
+                       num_sms: int = 0) -> None:
     """d (M, N) ← a (M, K) @ b (K, N), scaled when scales are given; a scale is a 1-element or
     per-row (per-column) 1-D float32 tensor. ``fast_accum`` (fp8) lets each K block accumulate in
-    the tensor cores' narrower accumulator."""
+    the tensor cores' narrower accumulator. A ``ScaledTmaConfig`` runs persistent on ``num_sms``
+    programs when :func:`scaled_tma_supported`, else the pointer family with the same tiles."""
     a, b = k_major(a, b)
     m, k = a.shape
     n = b.shape[1]
@@ -117,8 +197,25 @@ def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor |
     sb = scale_b if scaled else d
     stride_sa = 0 if not scaled or sa.numel() == 1 else sa.stride(0)
     stride_sb = 0 if not scaled or sb.numel() == 1 else sb.stride(0)
+    bias_arg = bias if bias is not None else d
+    if (isinstance(config, ScaledTmaConfig) and num_sms > 0 and (nvidia_target(a) or interpreter_enabled())
+            and scaled_tma_supported(a, b, d)):
+        tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
+        grid = (min(num_sms, tiles),)
+        _launch_tma(
+            grid,
+            (descriptor(a, False, config.block_m, config.block_k),
+             descriptor(b, True, config.block_k, config.block_n),
+             descriptor(d, False, config.block_m, config.block_n // config.epilogue_split),
+             sa, sb, bias_arg, m, n, k, stride_sa, stride_sb, grid[0]),
+            dict(SCALED=scaled, HAS_BIAS=bias is not None, INTEGER=integer, IMPRECISE_ACC=imprecise,
+                 BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+                 GROUP_M=config.group_m, WARP_SPECIALIZE=config.warp_specialize,
+                 EPILOGUE_SPLIT=config.epilogue_split, FLATTEN=config.flatten),
+            config.num_warps, config.num_stages)
+        return
     _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n),),
-            (a, b, sa, sb, bias if bias is not None else d, d, m, n, k, *a.stride(), *b.stride(),
+            (a, b, sa, sb, bias_arg, d, m, n, k, *a.stride(), *b.stride(),
              stride_sa, stride_sb, *d.stride()),
             dict(SCALED=scaled, HAS_BIAS=bias is not None, INTEGER=integer, EVEN_K=k % config.block_k == 0,
                  IMPRECISE_ACC=imprecise, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
@@ -136,7 +233,7 @@ def element_dtype(dtype: str) -> tuple[torch.dtype, bool]:
     return TORCH_DTYPES[dtype.removesuffix(FAST_SUFFIX)], fast
 
 
-def representative_launch(op: str, config: ScaledConfig, dtype: str, num_sms: int) -> None:
+def representative_launch(op: str, config: ScaledConfig | ScaledTmaConfig, dtype: str, num_sms: int) -> None:
     """The launch ``gemm`` makes for an aligned 1024³ problem of ``dtype`` with per-tensor scales
     and a bf16 result, B column-major (run under ``tessera._core.launch.capture()``)."""
     size = 1024
@@ -144,4 +241,4 @@ def representative_launch(op: str, config: ScaledConfig, dtype: str, num_sms: in
     a, b = torch.empty(size, size, dtype=elem), torch.empty(size, size, dtype=elem).t()
     scale = torch.empty(1, dtype=torch.float32)
     launch_gemm_scaled(a, b, scale, scale, None, torch.empty(size, size, dtype=torch.bfloat16), config=config,
-                       fast_accum=fast)
+                       fast_accum=fast, num_sms=num_sms)

@@ -36,14 +36,29 @@ class TmaConfig:
     num_stages: int = 3
     warp_specialize: bool = False
     epilogue_split: int = 1  # store the tile in this many column slices (less shared memory)
+    flatten: bool = False  # pipeline tile and K loops as one: the next tile's loads overlap this epilogue
 
     kernel = "gemm_tma"
 
     def short(self) -> str:
         extras = (" ws" if self.warp_specialize else "") + (
-            f" split{self.epilogue_split}" if self.epilogue_split > 1 else "")
+            f" split{self.epilogue_split}" if self.epilogue_split > 1 else "") + (
+            " flat" if self.flatten else "")
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
                 f"w{self.num_warps} s{self.num_stages}{extras}")
+
+
+@triton.jit
+def persistent_tile(tile, num_pid_m, num_pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    GROUP_M: tl.constexpr):
+    """(row, column) offsets of output tile ``tile`` in grouped order: GROUP_M rows of tiles share
+    B's columns while they are in L2."""
+    pids_per_group = GROUP_M * num_pid_n
+    first_m = (tile // pids_per_group) * GROUP_M
+    group_rows = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % pids_per_group) % group_rows
+    pid_n = (tile % pids_per_group) // group_rows
+    return pid_m * BLOCK_M, pid_n * BLOCK_N
 
 
 @triton.jit
@@ -56,23 +71,17 @@ def _gemm_tma_kernel(
     HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr, INPUT_PRECISION: tl.constexpr,
     A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr,
 ):
     first_tile = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
     num_tiles = num_pid_m * num_pid_n
-    pids_per_group = GROUP_M * num_pid_n
+    stored_tile = first_tile - NUM_SMS  # the epilogue's own count (FLATTEN: no value shared with the loads)
 
-    for tile in tl.range(first_tile, num_tiles, NUM_SMS, warp_specialize=WARP_SPECIALIZE):
-        first_m = (tile // pids_per_group) * GROUP_M
-        group_rows = min(num_pid_m - first_m, GROUP_M)
-        pid_m = first_m + (tile % pids_per_group) % group_rows
-        pid_n = (tile % pids_per_group) // group_rows
-        off_m = pid_m * BLOCK_M
-        off_n = pid_n * BLOCK_N
-
+    for tile in tl.range(first_tile, num_tiles, NUM_SMS, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
+        off_m, off_n = persistent_tile(tile, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k_tiles):
             off_k = ki * BLOCK_K
@@ -86,6 +95,9 @@ def _gemm_tma_kernel(
                 b = b_desc.load([off_k, off_n])
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
+        if FLATTEN:
+            stored_tile += NUM_SMS
+            off_m, off_n = persistent_tile(stored_tile, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
         if SCALE_ALPHA:
             acc = acc * tl.cast(alpha, tl.float32)
         if HAS_C:
@@ -103,7 +115,7 @@ def _gemm_tma_kernel(
             d_desc.store([off_m, off_n + BLOCK_N // 2], halves[1])
 
 
-def _descriptor(t: torch.Tensor, col_major: bool, block_rows: int, block_cols: int) -> TensorDescriptor:
+def descriptor(t: torch.Tensor, col_major: bool, block_rows: int, block_cols: int) -> TensorDescriptor:
     """A descriptor over a 2-D view in its storage order (rows contiguous in memory)."""
     if col_major:
         t = t.t()
@@ -116,7 +128,7 @@ def is_col_major(t: torch.Tensor) -> bool:
     return t.stride(-1) != 1 and t.stride(-2) == 1
 
 
-def _descriptor_ok(t: torch.Tensor) -> bool:
+def descriptor_ok(t: torch.Tensor) -> bool:
     """One unit stride, 16-byte aligned base and leading dimension (TMA's requirements)."""
     strides = t.stride()
     row_stride, col_stride = strides[-2], strides[-1]
@@ -134,8 +146,8 @@ def tma_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> bool:
     rules (the caller checks the batch is 1)."""
     return (
         min(a.shape[-2], a.shape[-1], b.shape[-1]) >= 16
-        and _descriptor_ok(a) and _descriptor_ok(b)
-        and d.stride(-1) == 1 and _descriptor_ok(d)
+        and descriptor_ok(a) and descriptor_ok(b)
+        and d.stride(-1) == 1 and descriptor_ok(d)
     )
 
 
@@ -150,8 +162,8 @@ def launch_gemm_tma(
     m, k = a.shape
     n = b.shape[1]
     a_col, b_col = is_col_major(a), is_col_major(b)
-    a_desc = _descriptor(a, a_col, config.block_m, config.block_k)
-    b_desc = _descriptor(b, b_col, config.block_k, config.block_n)
+    a_desc = descriptor(a, a_col, config.block_m, config.block_k)
+    b_desc = descriptor(b, b_col, config.block_k, config.block_n)
     d_desc = TensorDescriptor(
         d, [m, n], list(d.stride()), [config.block_m, config.block_n // config.epilogue_split]
     )
@@ -166,7 +178,8 @@ def launch_gemm_tma(
              INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
              A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, GROUP_M=config.group_m,
-             WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split),
+             WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
+             FLATTEN=config.flatten),
         config.num_warps, config.num_stages,
     )
 
