@@ -375,12 +375,17 @@ logic.register_op("blas", "gemm_wq", WQ_SIZE_KEYS,
 # ``fp8e5m2`` or ``int8``, with ``_fast`` appended for fp8 with fast accumulation (a different
 # kernel: its best tiles differ), sizes (m, n, k).
 SCALED_DTYPES = ("fp8e4m3", "fp8e5m2", "fp8e4m3_fast", "fp8e5m2_fast", "int8")
-SCALED_SPACE: tuple[ScaledConfig, ...] = tuple(
+SCALED_SPACE: tuple[ScaledConfig | ScaledTmaConfig, ...] = tuple(
     ScaledConfig(bm, bn, bk, 8, w, s)
     for bm, bn, bk in [(64, 64, 64), (64, 128, 128), (128, 128, 64), (128, 128, 128), (128, 256, 64),
                        (128, 256, 128), (256, 128, 128)]
     for w in (4, 8)
     for s in (3, 4)
+) + tuple(  # Hopper: persistent, descriptor loads; wide tiles store D in two slices to fit 4 stages
+    ScaledTmaConfig(bm, bn, 128, 8, 8, s, False, 1 if bm == bn else 2, flat)
+    for bm, bn in [(128, 256), (256, 128), (128, 128)]
+    for s in (3, 4)
+    for flat in (False, True)
 )
 
 

@@ -16,7 +16,7 @@ from tessera._core.timing import cold_copies, graph_ms, on_gpu
 from tessera.blas import space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_reference
 from tessera.blas.api import gemm
-from tessera.blas.kernels.gemm_scaled import ScaledConfig, element_dtype
+from tessera.blas.kernels.gemm_scaled import ScaledConfig, ScaledTmaConfig, element_dtype
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
@@ -168,7 +168,8 @@ GEMV_MAX_ROWS = 8  # the CUDA-core decode family reads the weight once per row: 
 QUANTIZED_TINY_SPACES: dict[str, tuple[space.Config, ...]] = {
     "gemm_wq": (WqGemvConfig(32, 32, 2, 4), WqConfig(16, 32, 32, 1, 4, 4, 1),
                 WqConfig(16, 32, 32, 2, 4, 4, 1)),
-    "gemm_scaled": (ScaledConfig(16, 32, 32, 4, 4, 1), ScaledConfig(32, 32, 32, 4, 4, 1)),
+    "gemm_scaled": (ScaledConfig(16, 32, 32, 4, 4, 1), ScaledConfig(32, 32, 32, 4, 4, 1),
+                    ScaledTmaConfig(16, 32, 32, 4, 4, 1, False, 1, True)),
 }
 
 
@@ -254,8 +255,10 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             configs: Sequence[space.Config] = QUANTIZED_TINY_SPACES[op]
         else:
             configs = space.WQ_SPACE if op == "gemm_wq" else space.SCALED_SPACE
+        tma = space.tma_capable(device) or device.backend == "interpreter"
         # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
+                and (tma or not isinstance(c, TmaConfig))
                 and c.block_n <= _pow2_at_least(n)
                 and (op != "gemm_wq" or getattr(c, "block_k", 0) <= _group_for(k))
                 and not (isinstance(c, WqGemvConfig) and (m > GEMV_MAX_ROWS or n % 4))]  # words
