@@ -4,7 +4,8 @@
 call, record an event. At 1024³ bf16 that measured 16.3 µs for Tessera against 7.4 µs replayed
 from a CUDA graph (cuBLAS 9.3 against 5.9; 68cf936). This script repeats do_bench's loop under
 torch.profiler and prints each GPU kernel's mean duration, so the kernel's own time can be told
-from the gaps around it. Usage: python benchmarks/eager_trace.py OUT.txt
+from the gaps around it, and the host-side calls (launches, synchronizations, allocations).
+Usage: python benchmarks/eager_trace.py OUT.txt
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ def trace(name: str, fn: Callable[[], object], cache: torch.Tensor) -> str:
             end.record()
         torch.cuda.synchronize()
     spans = sorted(start.elapsed_time(end) * 1e3 for start, end in events)
-    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=8, max_name_column_width=60)
-    return f"=== {name}: event span median {spans[len(spans) // 2]:.1f} us ===\n{table}\n"
+    averages = prof.key_averages()
+    gpu = averages.table(sort_by="cuda_time_total", row_limit=8, max_name_column_width=60)
+    host = averages.table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=60)
+    return f"=== {name}: event span median {spans[len(spans) // 2]:.1f} us ===\n{gpu}\n{host}\n"
 
 
 def main() -> None:

@@ -399,6 +399,24 @@ def _tf32_layout_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _persistent_sweep_section(path: Path) -> list[str]:
+    """benchmarks/persistent_sweep.py: descriptor-family configurations beside the vendor."""
+    data = json.loads(path.read_text())
+    lines = _table_head(f"Persistent TMA configurations beside the vendor on {data['device']}", path, data,
+                        "do_bench (median, L2 flushed), ours and the vendor's alternating; fp8/int8 at "
+                        "8192³ against torch._scaled_mm / torch._int_mm, 16-bit squares against "
+                        "torch.matmul; *shipped*: what the library picks today; each result checked "
+                        "against the vendor's first.",
+                        {"problem": "---", "configuration": "---", "T(FL)OP/s": "---:", "vs vendor": "---:"})
+    for r in [*data["scaled"], *data["float"]]:
+        name = r["config"] + (" *(shipped)*" if r.get("shipped") or r["config"] == "shipped" else "")
+        if "error" in r:
+            lines.append(f"| {r['problem']} | {name} | {r['error'][:70]} | |")
+        else:
+            lines.append(f"| {r['problem']} | {name} | {r['tflops']:.0f} | {r['vs_vendor']:.3f} |")
+    return [*lines, ""]
+
+
 def _first_call_section(path: Path) -> list[str]:
     data = json.loads(path.read_text())
     lines = [f"## First call, fresh process, {data['problem']} on {data['device']} — "
@@ -485,6 +503,8 @@ def main() -> None:
         out += _tf32_layout_section(path)
     for path in sorted(RESULTS.glob("quantized-*.json"), reverse=True):
         out += _quantized_section(path)
+    for path in sorted(RESULTS.glob("persistent-sweep-*.json"), key=_created, reverse=True):
+        out += _persistent_sweep_section(path)
     for path in sorted(RESULTS.glob("streamk-*.json"), reverse=True):
         out += _streamk_section(path)
     for path in sorted(RESULTS.glob("host-overhead-*.json"), key=_created, reverse=True):
