@@ -2,14 +2,16 @@
 
 Without a GPU (``--shapes``): for each candidate bf16 shape, the configuration the sm_90 heuristic
 picks, its tile count and the fraction of the last wave's multiprocessors left idle (132 SMs).
-On a GPU: the heuristic's data-parallel choice, the best of a few data-parallel tile configs, and
-stream-K configs, all timed with do_bench (median, L2 flushed) beside torch.matmul, in one run.
+On a GPU: the heuristic's data-parallel choice, the best of a few data-parallel configs (pointer
+tiles and persistent TMA), and stream-K configs (pointer and descriptor loads), each checked
+against torch.matmul and then timed with do_bench (median, L2 flushed) beside it, in one run.
 Usage: python benchmarks/streamk.py --shapes | OUT.json
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 
@@ -19,6 +21,7 @@ from tessera._core.device import offline_device
 from tessera.blas import space
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
+from tessera.blas.kernels.gemm_tma import TmaConfig
 
 SMS = 132
 # square-ish bf16 problems whose tile grids overshoot a multiple of 132 by a little (few tiles in the
@@ -55,15 +58,26 @@ def main() -> None:
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
         row = {**grid_facts(m, n, k), "torch_ms": flushed_ms(lambda a=a, b=b: torch.matmul(a, b)),
                "heuristic_ms": flushed_ms(lambda a=a, b=b: gemm(a, b))}
-        candidates = {"tile": [TileConfig(128, 128, 64, 8, 8, 3), TileConfig(128, 256, 64, 8, 8, 3)],
+        candidates = {"tile": [TileConfig(128, 128, 64, 8, 8, 3), TileConfig(128, 256, 64, 8, 8, 3),
+                               TmaConfig(128, 128, 64, 8, 4, 4), TmaConfig(128, 256, 64, 8, 8, 3),
+                               TmaConfig(64, 128, 64, 8, 4, 4), TmaConfig(256, 128, 64, 8, 8, 4, False, 2)],
                       "streamk": [StreamKConfig(128, 128, 64, 0, 8, 3), StreamKConfig(128, 256, 64, 0, 8, 3),
-                                  StreamKConfig(128, 128, 64, 2 * 132, 8, 3)]}
+                                  StreamKConfig(128, 128, 64, 0, 4, 4, True),
+                                  StreamKConfig(128, 128, 64, 0, 8, 3, True),
+                                  StreamKConfig(128, 256, 64, 0, 8, 3, True)]}
+        reference = torch.matmul(a, b).float()
         for configs in candidates.values():
             for config in configs:
                 with space.forced(config):
+                    got = gemm(a, b).float()
+                    error = float((got - reference).abs().max() / reference.abs().max())
+                    if error > 1e-2:  # a wrong result is recorded, never timed
+                        row[config.short()] = None
+                        row[f"{config.short()} error"] = error
+                        continue
                     row[config.short()] = flushed_ms(lambda a=a, b=b: gemm(a, b))
-        best_dp = min(row["heuristic_ms"], *(row[c.short()] for c in candidates["tile"]))
-        best_sk = min(row[c.short()] for c in candidates["streamk"])
+        best_dp = min(row["heuristic_ms"], *(row[c.short()] or math.inf for c in candidates["tile"]))
+        best_sk = min(row[c.short()] or math.inf for c in candidates["streamk"])
         row["streamk_vs_best_data_parallel"] = best_dp / best_sk
         rows.append(row)
         print(f"{m}x{n}x{k}: torch {row['torch_ms'] * 1e3:.0f} us, best data-parallel "

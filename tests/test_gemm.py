@@ -322,6 +322,25 @@ def test_stream_k_family(config: StreamKConfig, dtype: torch.dtype, device: str)
     assert torch.equal(d, again), "stream-K must be bit-reproducible"
 
 
+@pytest.mark.parametrize("config", [StreamKConfig(16, 32, 16, 3, 4, 2, True),
+                                    StreamKConfig(32, 16, 32, 5, 4, 1, True)], ids=lambda c: c.short())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_stream_k_through_descriptors(config: StreamKConfig, dtype: torch.dtype, device: str) -> None:
+    """Descriptor loads (rows of 16 bytes; A and B in either layout), tiles cut at different
+    K-iterations, C and alpha; bit-reproducible. (bf16 needs the GPU: the interpreter's bf16 dot.)"""
+    if device == "cuda" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("tensor descriptors need sm_90+")
+    a, b, c = rand((48, 80), dtype, device), rand((80, 40), dtype, device), rand((48, 40), dtype, device)
+    with space.forced(config):
+        assert explain(a, b, c, alpha=1.5, beta=-0.5).config == config  # not the fallback
+        d = gemm(a, b, c, alpha=1.5, beta=-0.5)
+        assert torch.equal(d, gemm(a, b, c, alpha=1.5, beta=-0.5)), "stream-K must be bit-reproducible"
+        a_t, b_t = a.t().contiguous(), b.t().contiguous()  # column-major op(A), op(B)
+        assert explain(a_t, b_t, trans_a=True, trans_b=True).config == config
+        assert_gemm_close(gemm(a_t, b_t, trans_a=True, trans_b=True), a_t, b_t, trans_a=True, trans_b=True)
+    assert_gemm_close(d, a, b, c, alpha=1.5, beta=-0.5)
+
+
 def test_stream_k_transposed_and_batch_fallback(device: str) -> None:
     a = rand((70, 11), torch.float32, device)  # op(A) = A^T: 11 x 70
     b = rand((13, 70), torch.float32, device)  # op(B) = B^T

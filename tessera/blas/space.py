@@ -86,10 +86,11 @@ SPLITK_SPACE: tuple[SplitKConfig, ...] = tuple(
 # Stream-K (persistent, the K-iteration space shared evenly): for wave-quantized grids (tiles a
 # little over a multiple of the SM count). Like split-K, chosen through logic files once tuned.
 STREAMK_SPACE: tuple[StreamKConfig, ...] = tuple(
-    StreamKConfig(bm, bn, bk, 0, w, s)
+    StreamKConfig(bm, bn, bk, 0, w, s, tma)
     for bm, bn, bk in [(128, 128, 64), (128, 256, 64), (64, 128, 64)]
     for w in (4, 8)
     for s in (3, 4)
+    for tma in (False, True)
 )
 
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
@@ -98,10 +99,15 @@ forced = logic.Override()
 GEMM_CONFIGS = (TileConfig, TmaConfig, SplitKConfig, StreamKConfig)
 
 
+def uses_tma(config: object) -> bool:
+    """Whether ``config`` loads through tensor descriptors (a problem must be ``tma_ok`` for it)."""
+    return isinstance(config, TmaConfig) or getattr(config, "tma", False)
+
+
 def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
     """Pick the kernel family and configuration for ``problem`` on ``device``."""
     if type(forced.config) in GEMM_CONFIGS:
-        if isinstance(forced.config, TmaConfig) and not problem.tma_ok:
+        if uses_tma(forced.config) and not problem.tma_ok:
             return Choice(TileConfig(64, 64, 32), "forced TMA config does not fit this layout")
         if isinstance(forced.config, StreamKConfig) and problem.batch != 1:
             return Choice(TileConfig(64, 64, 32), "forced stream-K config takes no batch")
@@ -115,7 +121,7 @@ def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory:
                    _logic_generation: int) -> Choice:
     match, reasons = logic.lookup(arch, "blas", "gemm", problem.dtype,
                                   (problem.m, problem.n, problem.k, problem.batch),
-                                  usable=lambda cfg: (problem.tma_ok or not isinstance(cfg, TmaConfig))
+                                  usable=lambda cfg: (problem.tma_ok or not uses_tma(cfg))
                                   and (problem.batch == 1 or not isinstance(cfg, StreamKConfig)))
     if match is not None:
         return Choice(match.config, match.describe())
@@ -298,7 +304,7 @@ def select_mnk(op: str, problem: MnkProblem, device: DeviceInfo) -> Choice:
 def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sms: int,
                        _generation: int) -> Choice:
     match, reasons = logic.lookup(arch, "blas", op, problem.dtype, (problem.m, problem.n, problem.k),
-                                  usable=lambda cfg: problem.tma_ok or not isinstance(cfg, TmaConfig))
+                                  usable=lambda cfg: problem.tma_ok or not uses_tma(cfg))
     if match is not None:
         return Choice(match.config, match.describe())
     choice = MNK_HEURISTICS[op](problem, backend, sms)

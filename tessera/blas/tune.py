@@ -71,8 +71,8 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
     if isinstance(config, SplitKConfig):
         # worth it only for few output tiles and a long K that every slice still covers
         return m * n <= 256 * 8192 and k >= 4 * config.split_k * config.block_k
-    if isinstance(config, StreamKConfig) and batch != 1:
-        return False  # a persistent grid over one 2-D problem
+    if isinstance(config, StreamKConfig) and (batch != 1 or (config.tma and not space.tma_capable(device))):
+        return False  # a persistent grid over one 2-D problem; descriptors need sm_90
     if isinstance(config, TmaConfig):
         if batch != 1 or dtype == "fp64" or device.backend != "cuda" or space._sm_version(
                 device.backend, device.arch) < 90:

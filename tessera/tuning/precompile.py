@@ -36,7 +36,8 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
                   "mrg32k3a": "tessera.rand.kernels.mrg", "sobol32": "tessera.rand.kernels.sobol"}
 
 
-TMA_FAMILIES = ("gemm_tma", "gemm_scaled_tma")  # Hopper tensor descriptors: sm_90 or newer
+# Hopper tensor descriptors (sm_90 or newer): these families, and configurations with ``tma`` set
+TMA_FAMILIES = ("gemm_tma", "gemm_scaled_tma")
 
 
 def _target(arch: str, warp_size: int) -> object:
@@ -90,8 +91,9 @@ def main() -> None:
         family = registered_ops()[(job["library"], job["op"])].families[job["kernel"]]
         config = family(**job["config"])
         try:
-            if job["kernel"] in TMA_FAMILIES and not (arch.startswith("sm_") and int(arch[3:]) >= 90):
-                raise ValueError("the TMA family needs sm_90 or newer")
+            hopper = arch.startswith("sm_") and int(arch[3:]) >= 90
+            if (job["kernel"] in TMA_FAMILIES or job["config"].get("tma")) and not hopper:
+                raise ValueError("tensor descriptors (TMA) need sm_90 or newer")
             module = importlib.import_module(FAMILY_MODULES[job["kernel"]])
             with capture() as calls, building_for(target.backend):
                 module.representative_launch(job["op"], config, job["dtype"], num_sms)

@@ -7,6 +7,8 @@ workspace slot (p, 0) or (p, 1), and the program then adds one to that tile's co
 that brings the counter to the tile's number of contributors — the last one, whoever that is —
 adds the pieces in contributor order (fixed: bit-reproducible run to run, no waiting on anyone)
 and stores the tile. Unlike a data-parallel grid of T tiles, no wave leaves multiprocessors idle.
+With ``tma`` (Hopper; operands meeting ``gemm_tma``'s descriptor rules) the K-iterations load
+through tensor descriptors as ``gemm_tma`` does; pieces, counters and the fixup are the same.
 
     D = alpha · A @ B + beta · C     (C read only when HAS_C; 2-D operands, any strides)
 """
@@ -21,6 +23,7 @@ import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import REPRESENTATIVE_ROWS, epilogue, representative_operands
+from tessera.blas.kernels.gemm_tma import descriptor, is_col_major, operand_tiles
 
 
 @dataclass(frozen=True)
@@ -33,13 +36,14 @@ class StreamKConfig:
     programs: int = 0
     num_warps: int = 4
     num_stages: int = 3
+    tma: bool = False  # load through tensor descriptors (CUDA sm_90+, descriptor-legal layouts)
 
     kernel = "gemm_streamk"
 
     def short(self) -> str:
         grid = self.programs or "SMs"
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} p{grid} "
-                f"w{self.num_warps} s{self.num_stages}")
+                f"w{self.num_warps} s{self.num_stages}{' tma' if self.tma else ''}")
 
 
 @triton.jit
@@ -60,6 +64,16 @@ def _mac(a_ptr, b_ptr, rm, rn, rk, mask_m, mask_n, K, k_first, k_last, stride_am
 
 
 @triton.jit
+def _mac_tma(a_desc, b_desc, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION: tl.constexpr,
+             A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr, BLOCK_K: tl.constexpr):
+    """:func:`_mac` through tensor descriptors (zero-filled beyond the matrix: no masks)."""
+    for kk in range(k_first, k_last):
+        a, b = operand_tiles(a_desc, b_desc, off_m, off_n, kk * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    return acc
+
+
+@triton.jit
 def _gemm_streamk_kernel(
     a_ptr, b_ptr, c_ptr, d_ptr, ws_ptr, count_ptr,
     M, N, K, per_program,
@@ -67,7 +81,9 @@ def _gemm_streamk_kernel(
     alpha: tl.float64, beta: tl.float64,
     HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr, ACC_FP64: tl.constexpr, UPCAST: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    TMA: tl.constexpr, A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
 ):
+    """``a_ptr``/``b_ptr`` are tensor descriptors when TMA (A_COL_MAJOR/B_COL_MAJOR: their layouts)."""
     p = tl.program_id(0)
     iters = tl.cdiv(K, BLOCK_K)  # K-iterations per tile
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -87,8 +103,12 @@ def _gemm_streamk_kernel(
         mask_m = rm < M
         mask_n = rn < N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64 if ACC_FP64 else tl.float32)
-        acc = _mac(a_ptr, b_ptr, rm, rn, rk, mask_m, mask_n, K, k_first, k_last, stride_am, stride_ak,
-                   stride_bk, stride_bn, acc, UPCAST, INPUT_PRECISION, BLOCK_K)
+        if TMA:
+            acc = _mac_tma(a_ptr, b_ptr, (tile // tiles_n) * BLOCK_M, (tile % tiles_n) * BLOCK_N, k_first,
+                           k_last, acc, INPUT_PRECISION, A_COL_MAJOR, B_COL_MAJOR, BLOCK_K)
+        else:
+            acc = _mac(a_ptr, b_ptr, rm, rn, rk, mask_m, mask_n, K, k_first, k_last, stride_am, stride_ak,
+                       stride_bk, stride_bn, acc, UPCAST, INPUT_PRECISION, BLOCK_K)
         if (k_first == 0) & (k_last == iters):  # the whole tile is ours
             epilogue(acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm, stride_dn,
                      alpha, beta, HAS_C, SCALE_ALPHA)
@@ -116,7 +136,8 @@ _launch = Launcher(_gemm_streamk_kernel)
 def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
                         alpha: float, beta: float, *, precision: str, upcast: bool, num_sms: int,
                         config: StreamKConfig) -> None:
-    """d ← alpha · a @ b + beta · c for 2-D views (a (M, K), b (K, N), c/d (M, N))."""
+    """d ← alpha · a @ b + beta · c for 2-D views (a (M, K), b (K, N), c/d (M, N)); with
+    ``config.tma`` a and b must pass ``gemm_tma.tma_supported``."""
     m, k = a.shape
     n = b.shape[1]
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
@@ -128,19 +149,26 @@ def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None
     workspace = torch.empty(2 * programs * config.block_m * config.block_n, dtype=wide, device=a.device)
     counts = torch.zeros(tiles, dtype=torch.int32, device=a.device)
     c_arg = c if c is not None else d
+    a_col, b_col = config.tma and is_col_major(a), config.tma and is_col_major(b)
+    a_arg = descriptor(a, a_col, config.block_m, config.block_k) if config.tma else a
+    b_arg = descriptor(b, b_col, config.block_k, config.block_n) if config.tma else b
     _launch((programs,),
-            (a, b, c_arg, d, workspace, counts, m, n, k, per_program, *a.stride(), *b.stride(),
+            (a_arg, b_arg, c_arg, d, workspace, counts, m, n, k, per_program, *a.stride(), *b.stride(),
              *c_arg.stride(), *d.stride(), float(alpha), float(beta)),
             dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=a.dtype == torch.float64,
                  UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
-                 BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k),
+                 BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+                 TMA=config.tma, A_COL_MAJOR=a_col, B_COL_MAJOR=b_col),
             config.num_warps, config.num_stages)
 
 
 def representative_launch(op: str, config: StreamKConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M each
-    of ``REPRESENTATIVE_ROWS`` (run under ``tessera._core.launch.capture()``)."""
+    of ``REPRESENTATIVE_ROWS`` (with ``tma``: those descriptors take, and tf32's B column-major, as
+    ``gemm`` copies it) (run under ``tessera._core.launch.capture()``)."""
     for m in REPRESENTATIVE_ROWS:
-        a, b, d = representative_operands(dtype, m)
+        if config.tma and m < 16:
+            continue
+        a, b, d = representative_operands(dtype, m, b_col_major=config.tma and dtype == "tf32")
         launch_gemm_streamk(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
                             upcast=False, num_sms=num_sms, config=config)

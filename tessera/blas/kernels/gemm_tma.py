@@ -62,6 +62,21 @@ def persistent_tile(tile, num_pid_m, num_pid_n, BLOCK_M: tl.constexpr, BLOCK_N: 
 
 
 @triton.jit
+def operand_tiles(a_desc, b_desc, off_m, off_n, off_k, A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr):
+    """A[off_m:, off_k:] and B[off_k:, off_n:] tiles through their descriptors; an operand stored
+    column-major is loaded in its own layout and transposed in shared memory."""
+    if A_COL_MAJOR:
+        a = a_desc.load([off_k, off_m]).T
+    else:
+        a = a_desc.load([off_m, off_k])
+    if B_COL_MAJOR:
+        b = b_desc.load([off_n, off_k]).T
+    else:
+        b = b_desc.load([off_k, off_n])
+    return a, b
+
+
+@triton.jit
 def _gemm_tma_kernel(
     a_desc, b_desc, d_desc, c_ptr,
     M, N, K,
@@ -84,15 +99,7 @@ def _gemm_tma_kernel(
         off_m, off_n = persistent_tile(tile, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k_tiles):
-            off_k = ki * BLOCK_K
-            if A_COL_MAJOR:
-                a = a_desc.load([off_k, off_m]).T
-            else:
-                a = a_desc.load([off_m, off_k])
-            if B_COL_MAJOR:
-                b = b_desc.load([off_n, off_k]).T
-            else:
-                b = b_desc.load([off_k, off_n])
+            a, b = operand_tiles(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
         if FLATTEN:
