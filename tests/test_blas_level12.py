@@ -148,6 +148,22 @@ def test_iamax_first_of_ties_across_programs_and_steps(where: list[int], device:
         assert iamin(-x + 6.0).item() == min(where)
 
 
+@pytest.mark.parametrize("programs", [[5, 1029], [1050, 40], [1050, 40, 1027]])
+def test_iamax_finish_over_more_programs_than_its_lanes(programs: list[int], device: str) -> None:
+    """1100 programs of 16 elements: the one finishing program (1024 lanes) sees two in some lanes.
+    Ties in one lane at two steps (5, 1029), in two lanes at two steps (1050, 40); a later, larger
+    value (1027: 9 after 5 at 1050 and 40) wins over them. Reference: NumPy's first arg-extreme."""
+    x = torch.ones(16 * 1100, dtype=torch.float64)
+    for rank, p in enumerate(programs):
+        x[16 * p + 3] = 5.0 if rank < 2 else 9.0
+    expect_max = int(np.argmax(x.numpy()))
+    expect_min = int(np.argmin((1.0 / x).numpy()))  # the same places, as minima
+    x = x.to(torch.float32).to(device)
+    with space.forced(VectorConfig(16, 1, 1)):
+        assert iamax(x).item() == expect_max
+        assert iamin(1.0 / x).item() == expect_min
+
+
 def reference_extreme(magnitudes: list[float], largest: bool) -> int:
     """The reference BLAS loop (IxAMAX / IxAMIN, 0-based): start from |x₀|, take a later element
     only when strictly more extreme (a NaN never is, and a NaN at x₀ is never beaten)."""

@@ -278,29 +278,29 @@ def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.const
 @triton.jit(do_not_specialize=["count"])
 def _extreme_finish_kernel(val_ptr, idx_ptr, x_ptr, x_start, out_ptr, count, LARGEST: tl.constexpr,
                            COMPLEX: tl.constexpr, BLOCK: tl.constexpr):
-    """One program: the first index among the programs whose extreme is the extreme of all (two
-    passes over the partials, fixed order), as a 0-d int64. NaNs never win a comparison, as in
-    the reference BLAS loop, which also starts from |x₀|: a NaN there wins outright (index 0)."""
+    """One program: the first index among the programs whose extreme is the extreme of all (one
+    pass over the partials in a fixed order: each lane keeps its extreme and the first index
+    holding it), as a 0-d int64. NaNs never win a comparison, as in the reference BLAS loop, which
+    also starts from |x₀|: a NaN there wins outright (index 0)."""
     none = tl.full((BLOCK,), float("-inf") if LARGEST else float("inf"), val_ptr.dtype.element_ty)
-    best = none
-    for start in range(0, count, BLOCK):
-        j = start + tl.arange(0, BLOCK)
-        v = tl.load(val_ptr + j, mask=j < count, other=none)
-        best = tl.maximum(best, v) if LARGEST else tl.minimum(best, v)
-    extreme = tl.max(best, 0) if LARGEST else tl.min(best, 0)
     past = tl.full((BLOCK,), 2**62, tl.int64)  # what a program without a comparable value stores
+    best = none
     first = past
     for start in range(0, count, BLOCK):
         j = start + tl.arange(0, BLOCK)
         v = tl.load(val_ptr + j, mask=j < count, other=none)
         w = tl.load(idx_ptr + j, mask=j < count, other=2**62)
-        first = tl.minimum(first, tl.where(v == extreme, w, past))
+        better = v > best if LARGEST else v < best
+        first = tl.where(better, w, tl.where(v == best, tl.minimum(first, w), first))
+        best = tl.where(better, v, best)
+    extreme = tl.max(best, 0) if LARGEST else tl.min(best, 0)
+    first = tl.min(tl.where(best == extreme, first, past), 0)
     x0 = tl.load(x_ptr + x_start + tl.arange(0, 1))
     nan_first = x0 != x0
     if COMPLEX:
         im0 = tl.load(x_ptr + x_start + 1 + tl.arange(0, 1))
         nan_first = nan_first | (im0 != im0)
-    tl.store(out_ptr + tl.arange(0, 1), tl.where(nan_first, 0, tl.min(first, 0)))
+    tl.store(out_ptr + tl.arange(0, 1), tl.where(nan_first, 0, first))
 
 
 map_launch = Launcher(_map_kernel)
