@@ -10,7 +10,8 @@ TTGIR: local_load + local_alloc per K step). This script times both on square pr
 torch.matmul with tf32 allowed, each variant checked against fp64 first. At ee71c40 reading B
 row-major was 3.9–4.5× slower than copy-then-GEMM at every size in graphs (the copy stays).
 
-Usage: python benchmarks/tf32_layout.py OUT.json
+The pointer tile family, which needs no copy (one launch per call), is timed on the row-major B
+too. Usage: python benchmarks/tf32_layout.py OUT.json [SIZE,SIZE,...]
 """
 
 from __future__ import annotations
@@ -22,13 +23,17 @@ import torch
 
 from tessera._core.timing import back_to_back_ms, flushed_ms, graph_ms, run_record
 from tessera.blas import api, explain, gemm, space
+from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 
 SIZES = (1024, 2048, 4096, 8192)
 DEVICE = "cuda"
 CONFIGS = (None, TmaConfig(128, 256, 32, 8, 8, 3, epilogue_split=2), TmaConfig(128, 128, 32, 8, 8, 4),
            TmaConfig(128, 128, 32, 8, 4, 4), TmaConfig(64, 128, 32, 8, 4, 4),
-           TmaConfig(128, 128, 64, 8, 8, 3))
+           TmaConfig(128, 128, 64, 8, 8, 3),
+           # the pointer tile family: one launch (no copy), Ampere-style tf32 MMAs on a row-major B
+           TileConfig(128, 128, 32, 8, 8, 3), TileConfig(64, 128, 32, 8, 4, 3),
+           TileConfig(128, 64, 32, 8, 4, 3))
 
 
 def reads_row_major_b(on: bool) -> None:
@@ -47,9 +52,10 @@ def timings(fn: object) -> dict[str, float]:
 
 def main() -> None:
     out = sys.argv[1]
+    sizes = tuple(int(s) for s in sys.argv[2].split(",")) if len(sys.argv) > 2 else SIZES
     torch.backends.cuda.matmul.allow_tf32 = True
     rows = []
-    for size in SIZES:
+    for size in sizes:
         a = torch.randn(size, size, device=DEVICE)
         b = torch.randn(size, size, device=DEVICE)
         want = (a.double() @ b.double())
@@ -89,7 +95,7 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
         reads_row_major_b(False)
-    result = {**run_record("python benchmarks/tf32_layout.py OUT.json"),
+    result = {**run_record("python benchmarks/tf32_layout.py OUT.json " + ",".join(map(str, sizes))),
               "rows": rows}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
