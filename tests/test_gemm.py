@@ -304,9 +304,11 @@ def test_split_k_batched_transposed_broadcast(device: str) -> None:
         assert_gemm_close(d[i], a[i], b, trans_a=True)
 
 
-# programs: 3 and 5 cut tiles at different K-iterations, 7 leaves the last program short, 40 (more
-# programs than iterations are capped) gives every iteration its own program
-STREAMK_CONFIGS = [StreamKConfig(16, 32, 16, 3, 4, 2), StreamKConfig(32, 16, 32, 5, 4, 1),
+# On 41 × 37 (K = 75): 4 programs take 4 of 6 tiles whole, then share 2 tiles' 10 iterations
+# (3 each: cuts at different K-iterations); 5 share the last tile's 3 iterations one each; 7 share
+# 2 tiles' 10 iterations 2 each (a program ending one tile and starting the next); 40 (more
+# programs than tiles) share all 45 iterations 2 each
+STREAMK_CONFIGS = [StreamKConfig(16, 32, 16, 4, 4, 2), StreamKConfig(32, 16, 32, 5, 4, 1),
                    StreamKConfig(16, 16, 16, 7, 4, 1), StreamKConfig(16, 16, 16, 40, 4, 1)]
 
 
@@ -322,7 +324,7 @@ def test_stream_k_family(config: StreamKConfig, dtype: torch.dtype, device: str)
     assert torch.equal(d, again), "stream-K must be bit-reproducible"
 
 
-@pytest.mark.parametrize("config", [StreamKConfig(16, 32, 16, 3, 4, 2, True),
+@pytest.mark.parametrize("config", [StreamKConfig(16, 32, 16, 4, 4, 2, True),
                                     StreamKConfig(32, 16, 32, 5, 4, 1, True)], ids=lambda c: c.short())
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_stream_k_through_descriptors(config: StreamKConfig, dtype: torch.dtype, device: str) -> None:

@@ -63,6 +63,7 @@ def test_tma_configs_with_edges_and_c(config: TmaConfig) -> None:
     with space.forced(config):
         assert explain(a, b, c, alpha=1.25, beta=0.5).config == config  # not the fallback
         assert_gemm_close(gemm(a, b, c, alpha=1.25, beta=0.5), a, b, c, alpha=1.25, beta=0.5)
+        assert_gemm_close(gemm(a, b), a, b)  # no C: warp-specialized configs specialize
 
 
 def test_misaligned_views_fall_back_and_stay_correct() -> None:

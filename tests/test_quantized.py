@@ -332,7 +332,8 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
     magnitude = (a.double().abs() @ b.double().abs()) * sa * sb
     bounds = {False: FP8_ACCUMULATION, True: FP8_FAST_ACCUMULATION} if dtype != torch.int8 else {False: 1e-6}
     tma = ScaledTmaConfig(128, 256, 128, 8, 8, 3, False, 2, True)
-    for config in (None, tma, dataclasses.replace(tma, flatten=False, epilogue_split=1, num_stages=2)):
+    for config in (None, tma, dataclasses.replace(tma, flatten=False, epilogue_split=1, num_stages=2),
+                   dataclasses.replace(tma, flatten=False, warp_specialize=True)):
         for fast, bound in bounds.items():
             for b_layout in (b, b.contiguous()):
                 with space.forced(config):

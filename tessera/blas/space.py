@@ -396,14 +396,24 @@ SCALED_SPACE: tuple[ScaledConfig | ScaledTmaConfig, ...] = tuple(
 
 
 def _scaled_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
-    """Large problems take the tiles measured best at 8192³ on the H200 (benchmarks/quantized.py,
-    three runs): fp8 fast accumulation 128x256x128 and default 256x128x128 (4 stages), int8
-    128x128x128 (3 stages), 8 warps."""
+    """Large problems take the tiles measured best at 8192³ on the H200: fp8 on the persistent
+    descriptor family where the layouts allow (fast accumulation 128x256x128 flattened, 1.02×
+    torch._scaled_mm; default 256x128x128, 0.83× against the pointer family's 0.70×;
+    persistent-sweep-h200-20c50f1.json), else the pointer family (fp8 fast 128x256x128, default
+    256x128x128, 4 stages; benchmarks/quantized.py); int8 the pointer family's 128x128x128 (3
+    stages: 1.34× torch._int_mm there, the descriptor family 1.30×), 8 warps."""
     if backend == "interpreter":
         return Choice(ScaledConfig(32, 32, 32, 4, 4, 1), "interpreter: small tiles keep the CPU fast")
     if problem.m <= 64 or problem.n <= 64:
         return Choice(ScaledConfig(64, 64, 128, 8, 4, 3), "small M or N: 64x64 tiles")
-    if problem.dtype.endswith("_fast"):
+    fast = problem.dtype.endswith("_fast")
+    if problem.dtype.startswith("fp8") and problem.tma_ok:
+        if fast:
+            return Choice(ScaledTmaConfig(128, 256, 128, 8, 8, 4, False, 2, True),
+                          "fp8, fast accumulation: persistent descriptor family, 128x256 tiles, flattened")
+        return Choice(ScaledTmaConfig(256, 128, 128, 8, 8, 4, False, 2),
+                      "fp8: persistent descriptor family, 256x128 tiles (fp32 every 128 products)")
+    if fast:
         return Choice(ScaledConfig(128, 256, 128, 8, 8, 4), "fp8, fast accumulation: 128x256 tiles")
     if problem.dtype.startswith("fp8"):
         return Choice(ScaledConfig(256, 128, 128, 8, 8, 4), "fp8: 256x128 tiles (fp32 every 128 products)")

@@ -210,7 +210,8 @@ def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor |
              sa, sb, bias_arg, m, n, k, stride_sa, stride_sb, grid[0]),
             dict(SCALED=scaled, HAS_BIAS=bias is not None, INTEGER=integer, IMPRECISE_ACC=imprecise,
                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-                 GROUP_M=config.group_m, WARP_SPECIALIZE=config.warp_specialize,
+                 # warp specialization is measured without a bias (gemm_tma's fails with C on triton 3.6)
+                 GROUP_M=config.group_m, WARP_SPECIALIZE=config.warp_specialize and bias is None,
                  EPILOGUE_SPLIT=config.epilogue_split, FLATTEN=config.flatten),
             config.num_warps, config.num_stages)
         return

@@ -1,12 +1,17 @@
-"""Stream-K GEMM: a persistent grid shares the whole MAC-loop iteration space evenly.
+"""Stream-K GEMM: full waves of whole tiles, then the remaining tiles' MAC loops shared evenly.
 
-The problem's work is T output tiles × I K-iterations each (BLOCK_K deep). Program p of P takes
-iterations [p·L, (p + 1)·L), L = ⌈T·I / P⌉, walking them tile by tile: a tile it covers whole is
-finished and stored at once; a piece of a tile (the program's first or last segment) goes to a
-workspace slot (p, 0) or (p, 1), and the program then adds one to that tile's counter. The program
-that brings the counter to the tile's number of contributors — the last one, whoever that is —
-adds the pieces in contributor order (fixed: bit-reproducible run to run, no waiting on anyone)
-and stores the tile. Unlike a data-parallel grid of T tiles, no wave leaves multiprocessors idle.
+The problem's work is T output tiles × I K-iterations each (BLOCK_K deep), on P persistent
+programs. The first ``dp_tiles`` = P·⌊T / P⌋ tiles go whole, P at a time in grouped order (a
+data-parallel wave: every program at the same K step, so A's and B's slabs are shared in L2).
+The iterations of the other tiles are shared: program p takes [S + p·L, S + (p + 1)·L), S =
+dp_tiles·I, L = max(⌈(T − dp_tiles)·I / P⌉, ⌈I / 8⌉) (at most about 8 pieces per tile), walking
+them tile by tile: a tile it covers whole is stored at once; a piece of a tile (the program's
+first or last segment) goes to a workspace slot (p, 0) or (p, 1), and the program then adds one
+to that tile's counter. The program that brings the counter to the tile's number of contributors —
+the last one, whoever that is — adds the pieces in contributor order (fixed: bit-reproducible run
+to run, no waiting on anyone) and stores the tile. Unlike a data-parallel grid of T tiles, the
+last wave leaves no multiprocessor idle; unlike sharing all of T·I (the first version, 0.6–0.9× on
+the H200), the programs' K positions stay aligned in the full waves.
 With ``tma`` (Hopper; operands meeting ``gemm_tma``'s descriptor rules) the K-iterations load
 through tensor descriptors as ``gemm_tma`` does; pieces, counters and the fixup are the same.
 
@@ -23,7 +28,7 @@ import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import REPRESENTATIVE_ROWS, epilogue, representative_operands
-from tessera.blas.kernels.gemm_tma import descriptor, is_col_major, operand_tiles
+from tessera.blas.kernels.gemm_tma import descriptor, is_col_major, operand_tiles, persistent_tile
 
 
 @dataclass(frozen=True)
@@ -74,23 +79,51 @@ def _mac_tma(a_desc, b_desc, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION
 
 
 @triton.jit
+def _tile_mac(a_ptr, b_ptr, off_m, off_n, rm, rn, rk, M, N, K, k_first, k_last, stride_am, stride_ak,
+              stride_bk, stride_bn, acc, UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+              BLOCK_K: tl.constexpr, TMA: tl.constexpr, A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr):
+    """K-iterations k_first … k_last − 1 of the tile at (off_m, off_n): descriptors or pointers."""
+    if TMA:
+        acc = _mac_tma(a_ptr, b_ptr, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION, A_COL_MAJOR,
+                       B_COL_MAJOR, BLOCK_K)
+    else:
+        acc = _mac(a_ptr, b_ptr, rm, rn, rk, rm < M, rn < N, K, k_first, k_last, stride_am, stride_ak,
+                   stride_bk, stride_bn, acc, UPCAST, INPUT_PRECISION, BLOCK_K)
+    return acc
+
+
+@triton.jit
 def _gemm_streamk_kernel(
     a_ptr, b_ptr, c_ptr, d_ptr, ws_ptr, count_ptr,
-    M, N, K, per_program,
+    M, N, K, dp_tiles, per_program,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_dm, stride_dn,
     alpha: tl.float64, beta: tl.float64,
     HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr, ACC_FP64: tl.constexpr, UPCAST: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    TMA: tl.constexpr, A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
+    GROUP_M: tl.constexpr, TMA: tl.constexpr, A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
 ):
     """``a_ptr``/``b_ptr`` are tensor descriptors when TMA (A_COL_MAJOR/B_COL_MAJOR: their layouts)."""
     p = tl.program_id(0)
+    programs = tl.num_programs(0)
     iters = tl.cdiv(K, BLOCK_K)  # K-iterations per tile
+    tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
-    total = tl.cdiv(M, BLOCK_M) * tiles_n * iters
-    start = p * per_program
-    end = tl.minimum(start + per_program, total)
     rk = tl.arange(0, BLOCK_K)
+    acc_type = tl.float64 if ACC_FP64 else tl.float32
+    for tile in range(p, dp_tiles, programs):  # the full waves: whole tiles
+        off_m, off_n = persistent_tile(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        rm = off_m.to(tl.int64) + tl.arange(0, BLOCK_M)
+        rn = off_n.to(tl.int64) + tl.arange(0, BLOCK_N)
+        acc = _tile_mac(a_ptr, b_ptr, off_m, off_n, rm, rn, rk, M, N, K, 0, iters, stride_am, stride_ak,
+                        stride_bk, stride_bn, tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_type), UPCAST,
+                        INPUT_PRECISION, BLOCK_K, TMA, A_COL_MAJOR, B_COL_MAJOR)
+        epilogue(acc, c_ptr, d_ptr, rm, rn, rm < M, rn < N, stride_cm, stride_cn, stride_dm, stride_dn,
+                 alpha, beta, HAS_C, SCALE_ALPHA)
+
+    shared = dp_tiles * iters  # the first iteration of the shared part
+    total = tiles_m * tiles_n * iters
+    start = shared + p * per_program
+    end = tl.minimum(start + per_program, total)
     tile_elems = BLOCK_M * BLOCK_N
     local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     it = start
@@ -98,31 +131,28 @@ def _gemm_streamk_kernel(
         tile = it // iters
         k_first = it % iters
         k_last = tl.minimum(iters, k_first + (end - it))
-        rm = (tile // tiles_n).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-        rn = (tile % tiles_n).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+        off_m, off_n = persistent_tile(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        rm = off_m.to(tl.int64) + tl.arange(0, BLOCK_M)
+        rn = off_n.to(tl.int64) + tl.arange(0, BLOCK_N)
         mask_m = rm < M
         mask_n = rn < N
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64 if ACC_FP64 else tl.float32)
-        if TMA:
-            acc = _mac_tma(a_ptr, b_ptr, (tile // tiles_n) * BLOCK_M, (tile % tiles_n) * BLOCK_N, k_first,
-                           k_last, acc, INPUT_PRECISION, A_COL_MAJOR, B_COL_MAJOR, BLOCK_K)
-        else:
-            acc = _mac(a_ptr, b_ptr, rm, rn, rk, mask_m, mask_n, K, k_first, k_last, stride_am, stride_ak,
-                       stride_bk, stride_bn, acc, UPCAST, INPUT_PRECISION, BLOCK_K)
+        acc = _tile_mac(a_ptr, b_ptr, off_m, off_n, rm, rn, rk, M, N, K, k_first, k_last, stride_am,
+                        stride_ak, stride_bk, stride_bn, tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_type), UPCAST,
+                        INPUT_PRECISION, BLOCK_K, TMA, A_COL_MAJOR, B_COL_MAJOR)
         if (k_first == 0) & (k_last == iters):  # the whole tile is ours
             epilogue(acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm, stride_dn,
                      alpha, beta, HAS_C, SCALE_ALPHA)
         else:
             slot = 2 * p + tl.where(it == start, 0, 1)  # (p, 0): the program's first segment; (p, 1): last
             tl.store(ws_ptr + slot.to(tl.int64) * tile_elems + local, acc)
-            first = (tile * iters) // per_program  # contributors: the programs covering this tile
-            last = (tile * iters + iters - 1) // per_program
+            first = (tile * iters - shared) // per_program  # contributors: the programs covering this tile
+            last = (tile * iters + iters - 1 - shared) // per_program
             tl.debug_barrier()  # every thread's piece stored before the count
             done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
             if done == last - first:  # the last piece in: add them all, in contributor order
                 total_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc.dtype)
                 for q in range(first, last + 1):  # slot 1 unless this tile opens q's range
-                    q_slot = 2 * q + tl.where(q * per_program < tile * iters, 1, 0)
+                    q_slot = 2 * q + tl.where(shared + q * per_program < tile * iters, 1, 0)
                     total_acc += tl.load(ws_ptr + q_slot.to(tl.int64) * tile_elems + local,
                                          cache_modifier=".cg")
                 epilogue(total_acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm,
@@ -131,6 +161,8 @@ def _gemm_streamk_kernel(
 
 
 _launch = Launcher(_gemm_streamk_kernel)
+MAX_PIECES = 8  # a shared tile is cut into at most about this many pieces (the fixup reads them all)
+GROUP_M = 8  # tile rows per group in the tile order (B's columns shared in L2)
 
 
 def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
@@ -141,10 +173,12 @@ def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None
     m, k = a.shape
     n = b.shape[1]
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
-    total = tiles * cdiv(k, config.block_k)
-    programs = min(config.programs or max(num_sms, 1), total)
-    per_program = cdiv(total, programs)
-    programs = cdiv(total, per_program)
+    iters = cdiv(k, config.block_k)
+    programs = max(1, config.programs or num_sms)
+    dp_tiles = tiles - tiles % programs  # full waves of whole tiles; the rest is shared
+    shared = (tiles - dp_tiles) * iters
+    per_program = max(cdiv(shared, programs), cdiv(iters, MAX_PIECES))
+    programs = min(programs, max(tiles, 1)) if dp_tiles else max(1, cdiv(shared, per_program))
     wide = torch.float64 if a.dtype == torch.float64 else torch.float32
     workspace = torch.empty(2 * programs * config.block_m * config.block_n, dtype=wide, device=a.device)
     counts = torch.zeros(tiles, dtype=torch.int32, device=a.device)
@@ -153,11 +187,11 @@ def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None
     a_arg = descriptor(a, a_col, config.block_m, config.block_k) if config.tma else a
     b_arg = descriptor(b, b_col, config.block_k, config.block_n) if config.tma else b
     _launch((programs,),
-            (a_arg, b_arg, c_arg, d, workspace, counts, m, n, k, per_program, *a.stride(), *b.stride(),
-             *c_arg.stride(), *d.stride(), float(alpha), float(beta)),
+            (a_arg, b_arg, c_arg, d, workspace, counts, m, n, k, dp_tiles, per_program, *a.stride(),
+             *b.stride(), *c_arg.stride(), *d.stride(), float(alpha), float(beta)),
             dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=a.dtype == torch.float64,
                  UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
-                 BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+                 BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=GROUP_M,
                  TMA=config.tma, A_COL_MAJOR=a_col, B_COL_MAJOR=b_col),
             config.num_warps, config.num_stages)
 

@@ -185,7 +185,9 @@ def launch_gemm_tma(
              INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
              A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, GROUP_M=config.group_m,
-             WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
+             # triton 3.6's warp specialization fails to compile the epilogue that reads C (H200,
+             # b6644e5): with C the same tiles run software-pipelined instead
+             WARP_SPECIALIZE=config.warp_specialize and c is None, EPILOGUE_SPLIT=config.epilogue_split,
              FLATTEN=config.flatten),
         config.num_warps, config.num_stages,
     )
