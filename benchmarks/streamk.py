@@ -25,9 +25,10 @@ from tessera.blas.kernels.gemm_tma import TmaConfig
 
 SMS = 132
 # square-ish bf16 problems whose tile grids overshoot a multiple of 132 by a little (few tiles in the
-# last wave), and two that fill waves exactly (controls)
+# last wave), and two that fill waves exactly (controls); then four more whose 128x128 grids are
+# 136-144 tiles (one wave and a few: the 128x256 grids half a wave), K = 8192
 SHAPES = [(1664, 1408, 8192), (3456, 3072, 4096), (2432, 2304, 8192), (4224, 4096, 4096), (1536, 1408, 8192),
-          (8448, 8192, 2048)]
+          (8448, 8192, 2048), (1408, 1664, 8192), (1792, 1280, 8192), (2176, 1024, 8192), (1536, 1536, 8192)]
 
 
 def grid_facts(m: int, n: int, k: int) -> dict:
@@ -61,9 +62,9 @@ def main() -> None:
         candidates = {"tile": [TileConfig(128, 128, 64, 8, 8, 3), TileConfig(128, 256, 64, 8, 8, 3),
                                TmaConfig(128, 128, 64, 8, 4, 4), TmaConfig(128, 256, 64, 8, 8, 3),
                                TmaConfig(64, 128, 64, 8, 4, 4), TmaConfig(256, 128, 64, 8, 8, 4, False, 2)],
-                      "streamk": [StreamKConfig(128, 128, 64, 0, 8, 3), StreamKConfig(128, 256, 64, 0, 8, 3),
+                      "streamk": [StreamKConfig(128, 256, 64, 0, 8, 3),
                                   StreamKConfig(128, 128, 64, 0, 4, 4, True),
-                                  StreamKConfig(128, 128, 64, 0, 8, 3, True),
+                                  StreamKConfig(128, 128, 64, 0, 4, 3, True),
                                   StreamKConfig(128, 256, 64, 0, 8, 3, True)]}
         reference = torch.matmul(a, b).float()
         for configs in candidates.values():

@@ -177,6 +177,24 @@ def test_k_zero_gives_beta_c(device: str) -> None:
     assert torch.count_nonzero(gemm(a, b)) == 0
 
 
+def test_tma_stages_fit_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stages are cut only where the operand stages plus the epilogue's buffer exceed the device's
+    shared memory (the H200's 232448 bytes: 128×256×128 fp8 with an fp32 D measured 262176)."""
+    from types import SimpleNamespace
+
+    from tessera.blas.kernels import gemm_tma
+
+    d, fp8_tile = torch.empty(0), TmaConfig(128, 256, 128, 8, 8, 4, False, 2)
+    assert gemm_tma.fitting_stages(fp8_tile, 1, 4, d) == 4  # no limit known: as configured
+    monkeypatch.setattr(gemm_tma, "device_info", lambda _: SimpleNamespace(shared_memory_per_block=232448))
+    assert gemm_tma.fitting_stages(fp8_tile, 1, 2, d) == 4  # bf16 D: 229408 bytes measured
+    assert gemm_tma.fitting_stages(fp8_tile, 1, 4, d) == 3  # fp32 D
+    assert gemm_tma.fitting_stages(TmaConfig(256, 128, 64, 8, 8, 4, False, 2), 2, 2, d) == 4  # shipped bf16
+    assert gemm_tma.fitting_stages(TmaConfig(256, 128, 64, 8, 8, 4, False, 2), 2, 4, d) == 3
+    monkeypatch.setattr(gemm_tma, "device_info", lambda _: SimpleNamespace(shared_memory_per_block=1000))
+    assert gemm_tma.fitting_stages(TmaConfig(64, 64, 32, 8, 4, 3), 2, 2, d) == 1  # never below one
+
+
 def test_forced_configs_agree(device: str) -> None:
     """Every family and a spread of tile shapes compute the same function (edge tiles included)."""
     a, b = rand((70, 48), torch.float16, device), rand((48, 90), torch.float16, device)

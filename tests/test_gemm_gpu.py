@@ -49,7 +49,7 @@ def test_hopper_uses_tma_family_for_16bit() -> None:
 TMA_CONFIGS = [
     TmaConfig(256, 128, 64, 8, 8, 4, False, 2), TmaConfig(128, 256, 64, 8, 8, 3),
     TmaConfig(128, 128, 64, 8, 4, 4), TmaConfig(128, 256, 32, 8, 8, 3, False, 2),
-    TmaConfig(128, 128, 64, 8, 4, 3, True), TmaConfig(128, 256, 64, 8, 8, 3, False, 2, True),
+    TmaConfig(128, 256, 64, 8, 8, 3, False, 2, True),
     TmaConfig(64, 128, 64, 8, 4, 4, False, 1, True),
 ]
 
@@ -63,7 +63,9 @@ def test_tma_configs_with_edges_and_c(config: TmaConfig) -> None:
     with space.forced(config):
         assert explain(a, b, c, alpha=1.25, beta=0.5).config == config  # not the fallback
         assert_gemm_close(gemm(a, b, c, alpha=1.25, beta=0.5), a, b, c, alpha=1.25, beta=0.5)
-        assert_gemm_close(gemm(a, b), a, b)  # no C: warp-specialized configs specialize
+        assert_gemm_close(gemm(a, b), a, b)  # no C
+        wide = gemm(a, b, out_dtype=torch.float32)  # an fp32 D needs fewer stages to fit
+        assert_gemm_close(wide, a, b)
 
 
 def test_misaligned_views_fall_back_and_stay_correct() -> None:

@@ -31,7 +31,13 @@ import triton.language as tl
 from tessera._core.device import interpreter_enabled
 from tessera._core.launch import Launcher, cdiv, nvidia_target
 from tessera.blas.kernels.gemm_tile import TileConfig, grouped_tile
-from tessera.blas.kernels.gemm_tma import TmaConfig, descriptor, descriptor_ok, persistent_tile
+from tessera.blas.kernels.gemm_tma import (
+    TmaConfig,
+    descriptor,
+    descriptor_ok,
+    fitting_stages,
+    persistent_tile,
+)
 
 
 @dataclass(frozen=True)
@@ -210,10 +216,9 @@ def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor |
              sa, sb, bias_arg, m, n, k, stride_sa, stride_sb, grid[0]),
             dict(SCALED=scaled, HAS_BIAS=bias is not None, INTEGER=integer, IMPRECISE_ACC=imprecise,
                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-                 # warp specialization is measured without a bias (gemm_tma's fails with C on triton 3.6)
-                 GROUP_M=config.group_m, WARP_SPECIALIZE=config.warp_specialize and bias is None,
+                 GROUP_M=config.group_m, WARP_SPECIALIZE=config.warp_specialize,
                  EPILOGUE_SPLIT=config.epilogue_split, FLATTEN=config.flatten),
-            config.num_warps, config.num_stages)
+            config.num_warps, fitting_stages(config, 1, d.element_size(), d))
         return
     _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n),),
             (a, b, sa, sb, bias_arg, d, m, n, k, *a.stride(), *b.stride(),

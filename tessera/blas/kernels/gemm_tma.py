@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from tessera._core.device import device_info
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import representative_operands
 
@@ -122,6 +123,19 @@ def _gemm_tma_kernel(
             d_desc.store([off_m, off_n + BLOCK_N // 2], halves[1])
 
 
+def fitting_stages(config: TmaConfig, in_bytes: int, out_bytes: int, d: torch.Tensor) -> int:
+    """``config.num_stages``, or fewer when its operand stages and the epilogue's store buffer
+    would not fit the shared memory of ``d``'s device: an output wider than the one a
+    configuration was tuned with (fp32 D from 16- or 8-bit inputs: 128×256 tiles with 4 stages
+    need 256 KiB of the H200's 227). At least 1."""
+    limit = device_info(d.device).shared_memory_per_block
+    if not limit:
+        return config.num_stages
+    stage = (config.block_m + config.block_n) * config.block_k * in_bytes
+    epilogue = config.block_m * config.block_n // config.epilogue_split * out_bytes
+    return max(1, min(config.num_stages, (limit - epilogue - 1024) // stage))  # 1 KiB: barriers
+
+
 def descriptor(t: torch.Tensor, col_major: bool, block_rows: int, block_cols: int) -> TensorDescriptor:
     """A descriptor over a 2-D view in its storage order (rows contiguous in memory)."""
     if col_major:
@@ -185,11 +199,9 @@ def launch_gemm_tma(
              INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
              A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, GROUP_M=config.group_m,
-             # triton 3.6's warp specialization fails to compile the epilogue that reads C (H200,
-             # b6644e5): with C the same tiles run software-pipelined instead
-             WARP_SPECIALIZE=config.warp_specialize and c is None, EPILOGUE_SPLIT=config.epilogue_split,
+             WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
              FLATTEN=config.flatten),
-        config.num_warps, config.num_stages,
+        config.num_warps, fitting_stages(config, a.element_size(), d.element_size(), d),
     )
 
 
