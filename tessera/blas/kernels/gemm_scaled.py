@@ -37,6 +37,7 @@ from tessera.blas.kernels.gemm_tma import (
     descriptor_ok,
     fitting_stages,
     persistent_tile,
+    store_tile,
 )
 
 
@@ -142,12 +143,7 @@ def _gemm_scaled_tma_kernel(
         rn = off_n + tl.arange(0, BLOCK_N)
         out = scaled_epilogue(acc, sa_ptr, sb_ptr, bias_ptr, rm, rn, rm < M, rn < N, stride_sa, stride_sb,
                               d_desc.dtype, SCALED, HAS_BIAS)
-        if EPILOGUE_SPLIT == 1:
-            d_desc.store([off_m, off_n], out)
-        else:
-            halves = tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)).permute(0, 2, 1).split()
-            d_desc.store([off_m, off_n], halves[0])
-            d_desc.store([off_m, off_n + BLOCK_N // 2], halves[1])
+        store_tile(d_desc, off_m, off_n, out, BLOCK_M, BLOCK_N, EPILOGUE_SPLIT)
 
 
 _launch = Launcher(_gemm_scaled_kernel)

@@ -78,6 +78,19 @@ def operand_tiles(a_desc, b_desc, off_m, off_n, off_k, A_COL_MAJOR: tl.constexpr
 
 
 @triton.jit
+def store_tile(d_desc, off_m, off_n, out, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               EPILOGUE_SPLIT: tl.constexpr):
+    """Store output tile ``out`` at (off_m, off_n) through D's descriptor (clipped to the matrix),
+    whole or in two column slices (EPILOGUE_SPLIT = 2: half the shared-memory buffer)."""
+    if EPILOGUE_SPLIT == 1:
+        d_desc.store([off_m, off_n], out)
+    else:
+        halves = tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)).permute(0, 2, 1).split()
+        d_desc.store([off_m, off_n], halves[0])
+        d_desc.store([off_m, off_n + BLOCK_N // 2], halves[1])
+
+
+@triton.jit
 def _gemm_tma_kernel(
     a_desc, b_desc, d_desc, c_ptr,
     M, N, K,
@@ -114,13 +127,7 @@ def _gemm_tma_kernel(
             mask = (rm[:, None] < M) & (rn[None, :] < N)
             c = tl.load(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, mask=mask, other=0.0)
             acc += tl.cast(beta, tl.float32) * c.to(tl.float32)
-        out = acc.to(d_desc.dtype)
-        if EPILOGUE_SPLIT == 1:
-            d_desc.store([off_m, off_n], out)
-        else:
-            halves = tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)).permute(0, 2, 1).split()
-            d_desc.store([off_m, off_n], halves[0])
-            d_desc.store([off_m, off_n + BLOCK_N // 2], halves[1])
+        store_tile(d_desc, off_m, off_n, acc.to(d_desc.dtype), BLOCK_M, BLOCK_N, EPILOGUE_SPLIT)
 
 
 def fitting_stages(config: TmaConfig, in_bytes: int, out_bytes: int, d: torch.Tensor) -> int:
