@@ -273,6 +273,20 @@ def test_scaled_tma_family_against_fp64(config: ScaledTmaConfig, device: str, mo
     assert len(tma_launches) == 2  # the row-major B is not copied K-major for 70 rows of A
 
 
+def test_scaled_tma_layout_rules_see_the_k_major_copy() -> None:
+    """Planning on CUDA: a row-major B is judged as the K-major copy the launch will make (a meta
+    stand-in of its dtype: 8-bit rows of 100 bytes are not 16-byte aligned, of 128 bytes are)."""
+    from tessera.blas.kernels.gemm_scaled import k_major, scaled_tma_supported
+
+    d = torch.empty(256, 192, dtype=torch.bfloat16)
+    for k, supported in ((100, False), (128, True)):
+        a, b = torch.empty(256, k, dtype=torch.int8), torch.empty(k, 192, dtype=torch.int8)  # B row-major
+        with building_for("cuda"):
+            a_k, b_k = k_major(a, b, materialize=False)
+        assert b_k.is_meta and b_k.dtype == torch.int8 and b_k.stride() == (1, k)  # column-major
+        assert scaled_tma_supported(a_k, b_k, d) == supported
+
+
 def test_scaled_gemm_bad_input(device: str) -> None:
     a8 = torch.zeros(4, 8, dtype=torch.float8_e4m3fn, device=device)
     one = torch.ones(1, device=device)

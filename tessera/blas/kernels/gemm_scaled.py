@@ -166,9 +166,9 @@ def k_major(a: torch.Tensor, b: torch.Tensor, *, materialize: bool = True
     m, k = a.shape
     n = b.shape[1]
     if b.stride(0) != 1 and k > 1 and m >= K_MAJOR_MIN_ROWS:
-        b = b.t().contiguous().t() if materialize else torch.empty(n, k, device="meta").t()
+        b = b.t().contiguous().t() if materialize else torch.empty(n, k, dtype=b.dtype, device="meta").t()
     if a.stride(1) != 1 and k > 1 and n >= K_MAJOR_MIN_ROWS:
-        a = a.contiguous() if materialize else torch.empty(m, k, device="meta")
+        a = a.contiguous() if materialize else torch.empty(m, k, dtype=a.dtype, device="meta")
     return a, b
 
 

@@ -10,7 +10,7 @@ first or last segment) goes to a workspace slot (p, 0) or (p, 1), and the progra
 to that tile's counter. The program that brings the counter to the tile's number of contributors —
 the last one, whoever that is — adds the pieces in contributor order (fixed: bit-reproducible run
 to run, no waiting on anyone) and stores the tile. Unlike a data-parallel grid of T tiles, the
-last wave leaves no multiprocessor idle; unlike sharing all of T·I (the first version, 0.6–0.9× on
+last wave leaves no multiprocessor idle; unlike sharing all of T·I (the first version, 0.61–0.99× on
 the H200), the programs' K positions stay aligned in the full waves.
 With ``tma`` (Hopper; operands meeting ``gemm_tma``'s descriptor rules) the K-iterations load
 through tensor descriptors as ``gemm_tma`` does; pieces, counters and the fixup are the same.
