@@ -38,6 +38,7 @@ from tessera.blas.kernels.gemm_tma import (
     fitting_stages,
     persistent_tile,
     store_tile,
+    tile_counts,
 )
 
 
@@ -122,9 +123,7 @@ def _gemm_scaled_tma_kernel(
     (N, K)) come K-major through descriptors that zero-fill beyond the matrix, D is stored through
     its descriptor (clipped to the matrix) in EPILOGUE_SPLIT column slices."""
     first_tile = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_pid_m, num_pid_n, k_tiles = tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     num_tiles = num_pid_m * num_pid_n
     stored_tile = first_tile - NUM_SMS  # the epilogue's own count (FLATTEN: no value shared with the loads)
 

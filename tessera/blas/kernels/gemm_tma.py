@@ -50,6 +50,12 @@ class TmaConfig:
 
 
 @triton.jit
+def tile_counts(M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Output tiles along M and N, and K steps per tile."""
+    return tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), tl.cdiv(K, BLOCK_K)
+
+
+@triton.jit
 def persistent_tile(tile, num_pid_m, num_pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                     GROUP_M: tl.constexpr):
     """(row, column) offsets of output tile ``tile`` in grouped order: GROUP_M rows of tiles share
@@ -103,9 +109,7 @@ def _gemm_tma_kernel(
     WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr,
 ):
     first_tile = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_pid_m, num_pid_n, k_tiles = tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     num_tiles = num_pid_m * num_pid_n
     stored_tile = first_tile - NUM_SMS  # the epilogue's own count (FLATTEN: no value shared with the loads)
 
