@@ -278,7 +278,6 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
         return out, None
     key = key + FAST_SUFFIX if fast_accum else key
     info = device_info(device)
-    tma_ok = ((space.tma_capable(info) or info.backend == "interpreter")
-              and scaled_tma_supported(*k_major(a, b, materialize=False), out))
+    tma_ok = space.descriptors_run(info) and scaled_tma_supported(*k_major(a, b, materialize=False), out)
     choice = space.select_mnk("gemm_scaled", space.MnkProblem(m, n, k, key, tma_ok), info)
     return out, (a, b, sa, sb, bias_t, choice, info.multiprocessors or 0)

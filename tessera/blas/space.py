@@ -172,6 +172,12 @@ def tma_capable(device: DeviceInfo) -> bool:
     return _sm_version(device.backend, device.arch) >= 90
 
 
+def descriptors_run(device: DeviceInfo) -> bool:
+    """Tensor-descriptor kernels can run here: CUDA sm_90+, or Triton's interpreter (which
+    emulates them, so CI covers those families)."""
+    return tma_capable(device) or device.backend == "interpreter"
+
+
 def tf32_wants_k_major(device: DeviceInfo) -> bool:
     """Hopper's tf32 wgmma reads only K-major operands; other layouts ran at 0.19x (round 2)."""
     return _sm_version(device.backend, device.arch) >= 90

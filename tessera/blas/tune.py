@@ -20,7 +20,7 @@ from tessera.blas.kernels.gemm_scaled import ScaledConfig, ScaledTmaConfig, elem
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
-from tessera.blas.kernels.gemm_tma import TmaConfig
+from tessera.blas.kernels.gemm_tma import TmaConfig, shared_memory_bytes
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
@@ -78,9 +78,8 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
                 device.backend, device.arch) < 90:
             return False
         element = 4 if dtype in ("fp32", "tf32") else 2
-        pipeline = config.num_stages * (config.block_m + config.block_n) * config.block_k * element
-        epilogue = config.block_m * config.block_n // config.epilogue_split * element
-        return device.shared_memory_per_block is None or pipeline + epilogue <= device.shared_memory_per_block
+        needed = shared_memory_bytes(config, config.num_stages, element, element)
+        return device.shared_memory_per_block is None or needed <= device.shared_memory_per_block
     limit = device.shared_memory_per_block
     return limit is None or space._shared_memory_bytes(config, dtype) <= limit
 
@@ -255,7 +254,7 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             configs: Sequence[space.Config] = QUANTIZED_TINY_SPACES[op]
         else:
             configs = space.WQ_SPACE if op == "gemm_wq" else space.SCALED_SPACE
-        tma = space.tma_capable(device) or device.backend == "interpreter"
+        tma = space.descriptors_run(device)
         # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
                 and (tma or not isinstance(c, TmaConfig))

@@ -142,9 +142,16 @@ def fitting_stages(config: TmaConfig, in_bytes: int, out_bytes: int, d: torch.Te
     limit = device_info(d.device).shared_memory_per_block
     if not limit:
         return config.num_stages
-    stage = (config.block_m + config.block_n) * config.block_k * in_bytes
-    epilogue = config.block_m * config.block_n // config.epilogue_split * out_bytes
+    stage = shared_memory_bytes(config, 1, in_bytes, 0)
+    epilogue = shared_memory_bytes(config, 0, 0, out_bytes)
     return max(1, min(config.num_stages, (limit - epilogue - 1024) // stage))  # 1 KiB: barriers
+
+
+def shared_memory_bytes(config: TmaConfig, stages: int, in_bytes: int, out_bytes: int) -> int:
+    """Shared memory of a descriptor-family launch: ``stages`` A and B tiles of ``in_bytes``
+    elements, and the epilogue's store buffer (one column slice of D) of ``out_bytes``."""
+    pipeline = stages * (config.block_m + config.block_n) * config.block_k * in_bytes
+    return pipeline + config.block_m * config.block_n // config.epilogue_split * out_bytes
 
 
 def descriptor(t: torch.Tensor, col_major: bool, block_rows: int, block_cols: int) -> TensorDescriptor:
