@@ -111,19 +111,122 @@ def _group_params(s_ptr, z_ptr, g, rn, mask_n, stride_sg, stride_sn, BITS: tl.co
     return scale, zero
 
 
+def _nibble_asm(shift: int, pattern: int) -> str:
+    """PTX for pattern | ((byte >> shift) & 0xF) of four bytes as four 16-bit floats (two pairs):
+    a byte permute spreads bytes 0, 1 (2, 3) to halves 0 and 2 of a word, one LOP3 masks the
+    nibbles and sets the exponent bits (an immediate 0x…F000F mask: a nibble above bit 3 is
+    shifted down first)."""
+    mask, bits = "0x000F000F", f"0x{pattern:04X}{pattern:04X}"
+    source = "$2" if shift == 0 else "s"
+    shifted = "" if shift == 0 else f"shr.u32 s, $2, {shift}; "
+    return ("{ .reg .b32 s, t0, t1; " + shifted + f"prmt.b32 t0, {source}, {source}, 0x0100; "
+            f"prmt.b32 t1, {source}, {source}, 0x0302; lop3.b32 $0, t0, {mask}, {bits}, 0xEA; "
+            f"lop3.b32 $1, t1, {mask}, {bits}, 0xEA; }}")
+
+
+# 16-bit floats exactly B + nibble (or B + byte): the bit patterns of 128 (bf16), 2048 (bf16, its
+# mantissa step 16) and 1024 (fp16) have zeros where the code goes
+_BF16_128, _BF16_2048, _FP16_1024 = tl.constexpr(0x4300), tl.constexpr(0x4500), tl.constexpr(0x6400)
+_ASM_LOW_BF16 = tl.constexpr(_nibble_asm(0, 0x4300))
+_ASM_HIGH_BF16 = tl.constexpr(_nibble_asm(4, 0x4300))
+_ASM_HIGH_BF16_X16 = tl.constexpr(_nibble_asm(4, 0x4500))
+_ASM_LOW_FP16 = tl.constexpr(_nibble_asm(0, 0x6400))
+_ASM_HIGH_FP16 = tl.constexpr(_nibble_asm(4, 0x6400))
+# fp16 1024 + byte: bytes 0, 1 (2, 3) under 0x64 exponent bytes, one permute per pair
+_ASM_BYTE_FP16 = tl.constexpr("{ .reg .b32 e; mov.b32 e, 0x64646464; prmt.b32 $0, $2, e, 0x4140; "
+                              "prmt.b32 $1, $2, e, 0x4342; }")
+
+
+@triton.jit
+def _asm_16(codes, asm: tl.constexpr, BF16: tl.constexpr):
+    """``asm`` on four uint8 codes at a time, giving four bf16 (or fp16) values; the result dtype
+    is spelled out (a dtype passed as a constexpr stays wrapped in Triton 3.6)."""
+    if BF16:
+        out = tl.inline_asm_elementwise(asm, "=r,=r,r", [codes], dtype=tl.bfloat16, is_pure=True, pack=4)
+    else:
+        out = tl.inline_asm_elementwise(asm, "=r,=r,r", [codes], dtype=tl.float16, is_pure=True, pack=4)
+    return out
+
+
+@triton.jit
+def biased_codes(codes, PART: tl.constexpr, dtype: tl.constexpr, PRMT: tl.constexpr):
+    """uint8 ``codes`` as exact 16-bit floats: PART 0 the low nibble (+128 in bf16, +1024 in fp16),
+    1 the high nibble (same bias), 2 the high nibble × 16 + 2048 (bf16), 3 the whole byte + 1024
+    (fp16). With ``PRMT`` inline PTX, pure and unary so that Triton moves the operand's layout
+    change to the uint8 codes (before the arithmetic: no 16-bit round trip through shared memory);
+    else integer masks (the interpreter, AMD)."""
+    if PRMT:
+        if dtype == tl.bfloat16:
+            if PART == 0:
+                out = _asm_16(codes, _ASM_LOW_BF16, True)
+            elif PART == 1:
+                out = _asm_16(codes, _ASM_HIGH_BF16, True)
+            else:
+                out = _asm_16(codes, _ASM_HIGH_BF16_X16, True)
+        elif PART == 0:
+            out = _asm_16(codes, _ASM_LOW_FP16, False)
+        elif PART == 1:
+            out = _asm_16(codes, _ASM_HIGH_FP16, False)
+        else:
+            out = _asm_16(codes, _ASM_BYTE_FP16, False)
+    else:
+        wide = codes.to(tl.int32)
+        if PART == 0:
+            bits = (wide & 0xF) | (_BF16_128 if dtype == tl.bfloat16 else _FP16_1024)
+        elif PART == 1:
+            bits = (wide >> 4) | (_BF16_128 if dtype == tl.bfloat16 else _FP16_1024)
+        elif PART == 2:
+            bits = (wide >> 4) | _BF16_2048
+        else:
+            bits = wide | _FP16_1024
+        out = bits.to(tl.int16).to(dtype, bitcast=True)
+    return out
+
+
+@triton.jit
+def _weights(codes, PART: tl.constexpr, OFFSET: tl.constexpr, dtype: tl.constexpr, PRMT: tl.constexpr,
+             UPCAST: tl.constexpr):
+    """biased_codes(codes, PART) − OFFSET: exact small integers, in ``dtype`` by one packed
+    subtraction per pair, or in fp32 for the interpreter (its 16-bit arithmetic is wrong)."""
+    biased = biased_codes(codes, PART, dtype, PRMT)
+    if UPCAST:
+        return biased.to(tl.float32) - OFFSET
+    return biased - OFFSET
+
+
+@triton.jit
+def _mma(w, x, acc, UPCAST: tl.constexpr):
+    """acc + w · x on tensor cores, fp32 accumulation (fp32 operands in the interpreter, whose
+    16-bit dot is wrong; exact for these products)."""
+    if UPCAST:
+        return tl.dot(w, x.to(tl.float32), acc, input_precision="ieee")
+    return tl.dot(w, x, acc)
+
+
 @triton.jit
 def _gemm_wq_kernel(
     x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
     M, N, K, k_per_split,
     stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PRMT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
 ):
-    """Computes the transposed tile: Yᵀ = dequant(Q)ᵀ · Xᵀ, so the dequantized weight is the MMA's
-    first operand, which tensor cores (Hopper's wgmma) take from registers; the activations are
-    the second, staged through shared memory; and a decode-sized M is the MMA's N (down to 8)."""
+    """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
+    registers), the activations the second, so a decode-sized M is the MMA's N (down to 8).
+
+    The weight enters the MMA as exact small integers code − z0 (z0 = 2^(bits−1), the symmetric
+    zero point): a code becomes a 16-bit float B + code by bit operations (B = 128 in bf16, 1024 in
+    fp16; a byte in bf16 as two nibbles, 128 + low and 2048 + 16·high) and one packed subtraction
+    removes B + z0 — about two instructions per weight, exact, never rounded. Each step lies in one
+    quantization group: its fp32 sum is scaled once per column (and an asymmetric zero point
+    corrected by (zero − z0)·Σx); 4-bit codes split K into even rows (low nibbles) and odd rows
+    (high nibbles), two MMAs over the activations' even and odd rows."""
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
+    dtype: tl.constexpr = x_ptr.dtype.element_ty
+    BIAS: tl.constexpr = 128.0 if dtype == tl.bfloat16 else 1024.0
+    Z0: tl.constexpr = 2.0 ** (BITS - 1)
 
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -132,25 +235,38 @@ def _gemm_wq_kernel(
     k_lo = split * k_per_split
     k_hi = tl.minimum(k_lo + k_per_split, K)
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BLOCK_K):  # K and every slice are multiples of BLOCK_K
-        rk = k0 + tl.arange(0, BLOCK_K)
-        xt = tl.load(x_ptr + rk[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :],
-                     other=0.0)
-        if BITS == 8:
+    for k0 in range(k_lo, k_hi, BLOCK_K):  # K and every slice are multiples of BLOCK_K, BLOCK_K | GROUP
+        g = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+        if BITS == 4:  # byte i of a column: K rows 2i (low nibble) and 2i + 1 (high)
+            rb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+            codes = tl.load(q_ptr + rn[:, None] * stride_qn + rb[None, :] * stride_qk, mask=mask_n[:, None],
+                            other=0)
+            x_even = tl.load(x_ptr + (2 * rb)[:, None] * stride_xk + rm[None, :] * stride_xm,
+                             mask=mask_m[None, :], other=0.0)
+            x_odd = tl.load(x_ptr + (2 * rb + 1)[:, None] * stride_xk + rm[None, :] * stride_xm,
+                            mask=mask_m[None, :], other=0.0)
+            g = _mma(_weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST), x_even, g, UPCAST)
+            g = _mma(_weights(codes, 1, BIAS + Z0, dtype, PRMT, UPCAST), x_odd, g, UPCAST)
+            if HAS_ZERO:
+                x_sum = tl.sum(x_even.to(tl.float32), 0) + tl.sum(x_odd.to(tl.float32), 0)
+        else:
+            rk = k0 + tl.arange(0, BLOCK_K)
             codes = tl.load(q_ptr + rn[:, None] * stride_qn + rk[None, :] * stride_qk, mask=mask_n[:, None],
                             other=0)
-        else:  # two codes per byte along K: byte i of a column holds rows 2i (low) and 2i + 1 (high)
-            rb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
-            packed = tl.load(q_ptr + rn[:, None] * stride_qn + rb[None, :] * stride_qk, mask=mask_n[:, None],
-                             other=0)
-            codes = tl.reshape(tl.join(packed & 0xF, packed >> 4), (BLOCK_N, BLOCK_K))
+            xt = tl.load(x_ptr + rk[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :],
+                         other=0.0)
+            if dtype == tl.bfloat16:  # code − 128 = (128 + low − 256) + (2048 + 16·high − 2048)
+                g = _mma(_weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST), xt, g, UPCAST)
+                g = _mma(_weights(codes, 2, 2048.0, dtype, PRMT, UPCAST), xt, g, UPCAST)
+            else:
+                g = _mma(_weights(codes, 3, BIAS + Z0, dtype, PRMT, UPCAST), xt, g, UPCAST)
+            if HAS_ZERO:
+                x_sum = tl.sum(xt.to(tl.float32), 0)
         scale, zero = _group_params(s_ptr, z_ptr, k0 // GROUP, rn, mask_n, stride_sg, stride_sn, BITS,
                                     HAS_ZERO)
-        wt = dequant(codes, zero[:, None], scale[:, None], xt.dtype)
-        if UPCAST:  # the interpreter's 16-bit dot is wrong: fp32 there (exact for 16-bit products)
-            acc = tl.dot(wt.to(tl.float32), xt.to(tl.float32), acc, input_precision="ieee")
-        else:
-            acc = tl.dot(wt, xt, acc)
+        if HAS_ZERO:
+            g -= (zero - Z0)[:, None] * x_sum[None, :]
+        acc += scale[:, None] * g
     y_ptrs = y_ptr + split.to(tl.int64) * stride_ys + rn[:, None] * stride_yn + rm[None, :] * stride_ym
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
 
@@ -395,8 +511,9 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
         _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
                 (x, qweight, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *qweight.stride(),
                  *scales.stride(), *ys),
-                quantization | dict(UPCAST=upcast, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-                                    BLOCK_K=block_k, GROUP_M=config.group_m), config.num_warps,
+                quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), BLOCK_M=config.block_m,
+                                    BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m),
+                config.num_warps,
                 config.num_stages)
     if split > 1:
         sum_slices(target, y)

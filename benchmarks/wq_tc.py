@@ -1,0 +1,106 @@
+"""Weight-only GEMM on tensor cores at decode and small M: which ``gemm_wq`` tiles, and which code layout.
+
+The ``gemm_wq`` family turns codes into exact 16-bit integers (code − z0) with bit operations and
+one packed subtraction (no fp32 dequantization, no 16-bit round trip through shared memory) and
+scales each group's fp32 sum once. This sweep times it forced to a set of tiles at M = 1 and 16
+(N = K = 8192, group 128, bf16 activations, symmetric), on codes stored as ``quantize_weight``
+stores them (columns contiguous, "n-major") and on the same codes with each column's K run
+contiguous ("k-major", a transposed copy: the layout Triton's operand loads read in wider pieces),
+beside bf16 torch.matmul and the shipped choice in the same run. Each configuration's result is
+checked against x @ dequantize_weight(q) first. Timed from CUDA graphs cycling over four weight
+copies (cold L2), median of three rounds.
+
+Usage: python benchmarks/wq_tc.py OUT.json [--quick]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import sys
+
+import torch
+
+from tessera._core.device import device_info
+from tessera._core.timing import graph_ms, run_record
+from tessera.blas import gemm_wq, quantize_weight, space
+from tessera.blas.kernels.gemm_wq import WqConfig
+from tessera.blas.quantized import QuantizedWeight, dequantize_weight
+
+N = K = 8192
+COPIES = 4
+ROUNDS = 3
+DEVICE = "cuda"
+
+# (BLOCK_N, BLOCK_K, split, warps, stages); BLOCK_M is 8 or 16 (decode) or 16 (M = 16)
+TILES = [(64, 128, 2, 4, 4), (64, 128, 4, 4, 4), (64, 128, 8, 4, 4), (64, 128, 4, 4, 6),
+         (128, 128, 2, 4, 4), (128, 128, 4, 4, 4), (128, 128, 8, 4, 3), (128, 128, 4, 8, 4),
+         (128, 64, 4, 4, 6), (256, 128, 2, 8, 3), (256, 128, 4, 8, 3), (256, 64, 4, 8, 4)]
+
+
+def k_major(q: QuantizedWeight) -> QuantizedWeight:
+    """The same codes with each column's K run contiguous (a transposed copy, same indices)."""
+    return dataclasses.replace(q, codes=q.codes.t().contiguous().t())
+
+
+def main() -> None:
+    out, quick = sys.argv[1], "--quick" in sys.argv
+    tiles = TILES[:3] if quick else TILES
+    gen = torch.Generator(device=DEVICE).manual_seed(5)
+    weights = [torch.randn(K, N, device=DEVICE, generator=gen).to(torch.bfloat16) * 0.02
+               for _ in range(COPIES)]
+    rows = []
+    for bits in (4, 8):
+        quantized = [quantize_weight(w, bits=bits, group_size=128) for w in weights]
+        layouts = {"n-major": quantized, "k-major": [k_major(q) for q in quantized]}
+        for m in (1, 16):
+            x = torch.randn(m, K, device=DEVICE, generator=gen).to(torch.bfloat16)
+            reference = x.float() @ dequantize_weight(quantized[0], torch.float32)
+            magnitude = x.float().abs() @ dequantize_weight(quantized[0], torch.float32).abs()
+            problem = space.MnkProblem(m, N, K, f"int{bits}_bf16")
+            shipped = space.select_mnk("gemm_wq", problem, device_info()).config
+            cases = {("torch.matmul (bf16 weights)", "-"):
+                         [lambda w=w, x=x: torch.matmul(x, w) for w in weights],
+                     (f"shipped ({shipped.short()})", "n-major"):
+                         [lambda q=q, x=x: gemm_wq(x, q) for q in quantized]}
+            for layout, qs in layouts.items():
+                for block_m in ((8, 16) if m == 1 else (16,)):
+                    for bn, bk, split, warps, stages in tiles:
+                        config = WqConfig(block_m, bn, bk, split, 8, warps, stages)
+                        with space.forced(config):
+                            try:
+                                got = gemm_wq(x, qs[0]).float()
+                            except Exception as error:  # noqa: BLE001 (a config that fails to compile is a result)
+                                rows.append({"bits": bits, "m": m, "case": config.short(), "layout": layout,
+                                             "error": f"{type(error).__name__}: {str(error)[:200]}"})
+                                continue
+                        rel = ((got - reference).abs() / (magnitude + 1e-6)).max().item()
+                        if rel > 2e-2:
+                            rows.append({"bits": bits, "m": m, "case": config.short(), "layout": layout,
+                                         "error": f"wrong result: max relative error {rel:.3g}"})
+                            continue
+
+                        def call(q: QuantizedWeight, x: torch.Tensor = x, config: WqConfig = config) -> None:
+                            with space.forced(config):
+                                gemm_wq(x, q)
+                        cases[(config.short(), layout)] = [lambda q=q, call=call: call(q) for q in qs]
+            times: dict[tuple[str, str], list[float]] = {key: [] for key in cases}
+            for _ in range(ROUNDS):
+                for key, calls in cases.items():
+                    times[key].append(graph_ms(calls))
+            torch_us = 1e3 * statistics.median(times[("torch.matmul (bf16 weights)", "-")])
+            for (name, layout), samples in times.items():
+                us = 1e3 * statistics.median(samples)
+                rows.append({"bits": bits, "m": m, "case": name, "layout": layout, "graph_us": us,
+                             "vs_torch": torch_us / us})
+                print(f"W{bits}A16 M={m:<3} {layout:<8} {name:<44} {us:8.2f} µs  {torch_us / us:5.2f}× torch",
+                      flush=True)
+    record = {**run_record(" ".join(["python benchmarks/wq_tc.py OUT.json", *sys.argv[2:]])),
+              "n": N, "k": K, "group": 128, "rows": rows}
+    with open(out, "w") as f:
+        json.dump(record, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
