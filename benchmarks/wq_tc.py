@@ -19,6 +19,7 @@ import dataclasses
 import json
 import statistics
 import sys
+from collections.abc import Callable
 
 import torch
 
@@ -33,20 +34,42 @@ COPIES = 4
 ROUNDS = 3
 DEVICE = "cuda"
 
-# (BLOCK_N, BLOCK_K, split, warps, stages); BLOCK_M is 8 or 16 (decode) or 16 (M = 16)
-TILES = [(64, 128, 2, 4, 4), (64, 128, 4, 4, 4), (64, 128, 8, 4, 4), (64, 128, 4, 4, 6),
-         (128, 128, 2, 4, 4), (128, 128, 4, 4, 4), (128, 128, 8, 4, 3), (128, 128, 4, 8, 4),
-         (128, 64, 4, 4, 6), (256, 128, 2, 8, 3), (256, 128, 4, 8, 3), (256, 64, 4, 8, 4)]
-
+# (BLOCK_M, BLOCK_N, BLOCK_K, split, warps, stages) per M: around the best of the first sweep
+# (wq-tc-h200-909e193.json), with deeper K splits and wider tiles
+TILES = {1: [(8, 128, 128, 8, 4, 3), (8, 128, 128, 16, 4, 3), (8, 64, 128, 8, 4, 3),
+             (8, 64, 128, 16, 4, 3), (8, 128, 128, 8, 4, 4), (8, 256, 128, 8, 8, 3),
+             (8, 128, 128, 4, 4, 3), (8, 64, 128, 4, 4, 4), (8, 32, 128, 16, 2, 3),
+             (8, 128, 64, 8, 4, 4), (8, 256, 128, 16, 8, 3), (16, 128, 128, 8, 4, 3)],
+         16: [(16, 256, 128, 4, 8, 3), (16, 256, 128, 8, 8, 3), (16, 128, 128, 8, 8, 3),
+              (16, 128, 128, 4, 8, 4), (16, 256, 128, 2, 8, 4), (16, 128, 128, 16, 4, 3),
+              (16, 64, 128, 8, 4, 4), (16, 128, 128, 8, 4, 3)]}
 
 def k_major(q: QuantizedWeight) -> QuantizedWeight:
     """The same codes with each column's K run contiguous (a transposed copy, same indices)."""
     return dataclasses.replace(q, codes=q.codes.t().contiguous().t())
 
 
+def checked(config: WqConfig, x: torch.Tensor, qs: list[QuantizedWeight], reference: torch.Tensor,
+            magnitude: torch.Tensor) -> list[Callable[[], None]] | str:
+    """Calls of gemm_wq forced to ``config``, one per weight copy, once its result on the first
+    copy matches the reference; else why not (a configuration that fails is a result too)."""
+    with space.forced(config):
+        try:
+            got = gemm_wq(x, qs[0]).float()
+        except Exception as error:  # noqa: BLE001
+            return f"{type(error).__name__}: {str(error)[:200]}"
+    rel = ((got - reference).abs() / (magnitude + 1e-6)).max().item()
+    if rel > 2e-2:
+        return f"wrong result: max relative error {rel:.3g}"
+
+    def call(q: QuantizedWeight) -> None:
+        with space.forced(config):
+            gemm_wq(x, q)
+    return [lambda q=q: call(q) for q in qs]
+
+
 def main() -> None:
     out, quick = sys.argv[1], "--quick" in sys.argv
-    tiles = TILES[:3] if quick else TILES
     gen = torch.Generator(device=DEVICE).manual_seed(5)
     weights = [torch.randn(K, N, device=DEVICE, generator=gen).to(torch.bfloat16) * 0.02
                for _ in range(COPIES)]
@@ -61,30 +84,18 @@ def main() -> None:
             problem = space.MnkProblem(m, N, K, f"int{bits}_bf16")
             shipped = space.select_mnk("gemm_wq", problem, device_info()).config
             cases = {("torch.matmul (bf16 weights)", "-"):
-                         [lambda w=w, x=x: torch.matmul(x, w) for w in weights],
+                     [lambda w=w, x=x: torch.matmul(x, w) for w in weights],
                      (f"shipped ({shipped.short()})", "n-major"):
-                         [lambda q=q, x=x: gemm_wq(x, q) for q in quantized]}
+                     [lambda q=q, x=x: gemm_wq(x, q) for q in quantized]}
             for layout, qs in layouts.items():
-                for block_m in ((8, 16) if m == 1 else (16,)):
-                    for bn, bk, split, warps, stages in tiles:
-                        config = WqConfig(block_m, bn, bk, split, 8, warps, stages)
-                        with space.forced(config):
-                            try:
-                                got = gemm_wq(x, qs[0]).float()
-                            except Exception as error:  # noqa: BLE001 (a config that fails to compile is a result)
-                                rows.append({"bits": bits, "m": m, "case": config.short(), "layout": layout,
-                                             "error": f"{type(error).__name__}: {str(error)[:200]}"})
-                                continue
-                        rel = ((got - reference).abs() / (magnitude + 1e-6)).max().item()
-                        if rel > 2e-2:
-                            rows.append({"bits": bits, "m": m, "case": config.short(), "layout": layout,
-                                         "error": f"wrong result: max relative error {rel:.3g}"})
-                            continue
-
-                        def call(q: QuantizedWeight, x: torch.Tensor = x, config: WqConfig = config) -> None:
-                            with space.forced(config):
-                                gemm_wq(x, q)
-                        cases[(config.short(), layout)] = [lambda q=q, call=call: call(q) for q in qs]
+                for block_m, bn, bk, split, warps, stages in TILES[m][:3] if quick else TILES[m]:
+                    config = WqConfig(block_m, bn, bk, split, 8, warps, stages)
+                    calls = checked(config, x, qs, reference, magnitude)
+                    if isinstance(calls, str):
+                        rows.append({"bits": bits, "m": m, "case": config.short(), "layout": layout,
+                                     "error": calls})
+                    else:
+                        cases[(config.short(), layout)] = calls
             times: dict[tuple[str, str], list[float]] = {key: [] for key in cases}
             for _ in range(ROUNDS):
                 for key, calls in cases.items():

@@ -204,6 +204,23 @@ def _mma(w, x, acc, UPCAST: tl.constexpr):
 
 
 @triton.jit
+def _step_activations(x_ptr, k0, rm, mask_m, stride_xk, stride_xm, BITS: tl.constexpr,
+                      BLOCK_K: tl.constexpr):
+    """The activations of the step at K row ``k0`` as (K, M) tiles: 4-bit codes, the even and the
+    odd rows (the low and the high nibbles' partners); 8-bit, all rows (twice)."""
+    if BITS == 4:
+        rk = k0 + 2 * tl.arange(0, BLOCK_K // 2)
+        xa = tl.load(x_ptr + rk[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :], other=0.0)
+        xb = tl.load(x_ptr + (rk + 1)[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :],
+                     other=0.0)
+    else:
+        rk = k0 + tl.arange(0, BLOCK_K)
+        xa = tl.load(x_ptr + rk[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :], other=0.0)
+        xb = xa
+    return xa, xb
+
+
+@triton.jit
 def _gemm_wq_kernel(
     x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
     M, N, K, k_per_split,
@@ -235,38 +252,39 @@ def _gemm_wq_kernel(
     k_lo = split * k_per_split
     k_hi = tl.minimum(k_lo + k_per_split, K)
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    # the activations, scales and zero points of a step are loaded one step ahead (the codes are
+    # pipelined through shared memory by Triton; these small loads would otherwise wait each step)
+    xa, xb = _step_activations(x_ptr, k_lo, rm, mask_m, stride_xk, stride_xm, BITS, BLOCK_K)
+    scale, zero = _group_params(s_ptr, z_ptr, k_lo // GROUP, rn, mask_n, stride_sg, stride_sn, BITS,
+                                HAS_ZERO)
     for k0 in range(k_lo, k_hi, BLOCK_K):  # K and every slice are multiples of BLOCK_K, BLOCK_K | GROUP
+        k_next = tl.minimum(k0 + BLOCK_K, k_hi - BLOCK_K)  # the last step reloads itself, unused
+        xa_next, xb_next = _step_activations(x_ptr, k_next, rm, mask_m, stride_xk, stride_xm, BITS, BLOCK_K)
+        scale_next, zero_next = _group_params(s_ptr, z_ptr, k_next // GROUP, rn, mask_n, stride_sg, stride_sn,
+                                              BITS, HAS_ZERO)
         g = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-        if BITS == 4:  # byte i of a column: K rows 2i (low nibble) and 2i + 1 (high)
+        if BITS == 4:  # byte i of a column: K rows 2i (low nibble, xa) and 2i + 1 (high, xb)
             rb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
             codes = tl.load(q_ptr + rn[:, None] * stride_qn + rb[None, :] * stride_qk, mask=mask_n[:, None],
                             other=0)
-            x_even = tl.load(x_ptr + (2 * rb)[:, None] * stride_xk + rm[None, :] * stride_xm,
-                             mask=mask_m[None, :], other=0.0)
-            x_odd = tl.load(x_ptr + (2 * rb + 1)[:, None] * stride_xk + rm[None, :] * stride_xm,
-                            mask=mask_m[None, :], other=0.0)
-            g = _mma(_weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST), x_even, g, UPCAST)
-            g = _mma(_weights(codes, 1, BIAS + Z0, dtype, PRMT, UPCAST), x_odd, g, UPCAST)
-            if HAS_ZERO:
-                x_sum = tl.sum(x_even.to(tl.float32), 0) + tl.sum(x_odd.to(tl.float32), 0)
+            g = _mma(_weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)
+            g = _mma(_weights(codes, 1, BIAS + Z0, dtype, PRMT, UPCAST), xb, g, UPCAST)
         else:
             rk = k0 + tl.arange(0, BLOCK_K)
             codes = tl.load(q_ptr + rn[:, None] * stride_qn + rk[None, :] * stride_qk, mask=mask_n[:, None],
                             other=0)
-            xt = tl.load(x_ptr + rk[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :],
-                         other=0.0)
             if dtype == tl.bfloat16:  # code − 128 = (128 + low − 256) + (2048 + 16·high − 2048)
-                g = _mma(_weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST), xt, g, UPCAST)
-                g = _mma(_weights(codes, 2, 2048.0, dtype, PRMT, UPCAST), xt, g, UPCAST)
+                g = _mma(_weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)
+                g = _mma(_weights(codes, 2, 2048.0, dtype, PRMT, UPCAST), xa, g, UPCAST)
             else:
-                g = _mma(_weights(codes, 3, BIAS + Z0, dtype, PRMT, UPCAST), xt, g, UPCAST)
-            if HAS_ZERO:
-                x_sum = tl.sum(xt.to(tl.float32), 0)
-        scale, zero = _group_params(s_ptr, z_ptr, k0 // GROUP, rn, mask_n, stride_sg, stride_sn, BITS,
-                                    HAS_ZERO)
-        if HAS_ZERO:
+                g = _mma(_weights(codes, 3, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)
+        if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − z0) − (zero − z0)·Σ x
+            x_sum = tl.sum(xa.to(tl.float32), 0)
+            if BITS == 4:
+                x_sum += tl.sum(xb.to(tl.float32), 0)
             g -= (zero - Z0)[:, None] * x_sum[None, :]
         acc += scale[:, None] * g
+        xa, xb, scale, zero = xa_next, xb_next, scale_next, zero_next
     y_ptrs = y_ptr + split.to(tl.int64) * stride_ys + rn[:, None] * stride_yn + rm[None, :] * stride_ym
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
 
