@@ -208,14 +208,14 @@ def _step_activations(x_ptr, k0, rm, mask_m, stride_xk, stride_xm, BITS: tl.cons
                       BLOCK_K: tl.constexpr):
     """The activations of the step at K row ``k0`` as (K, M) tiles: 4-bit codes, the even and the
     odd rows (the low and the high nibbles' partners); 8-bit, all rows (twice)."""
+    columns = x_ptr + rm[None, :] * stride_xm
     if BITS == 4:
         rk = k0 + 2 * tl.arange(0, BLOCK_K // 2)
-        xa = tl.load(x_ptr + rk[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :], other=0.0)
-        xb = tl.load(x_ptr + (rk + 1)[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :],
-                     other=0.0)
+        xa = tl.load(columns + rk[:, None] * stride_xk, mask=mask_m[None, :], other=0.0)
+        xb = tl.load(columns + (rk + 1)[:, None] * stride_xk, mask=mask_m[None, :], other=0.0)
     else:
         rk = k0 + tl.arange(0, BLOCK_K)
-        xa = tl.load(x_ptr + rk[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :], other=0.0)
+        xa = tl.load(columns + rk[:, None] * stride_xk, mask=mask_m[None, :], other=0.0)
         xb = xa
     return xa, xb
 
