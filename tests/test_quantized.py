@@ -54,10 +54,11 @@ def test_packing_layout_and_round_trip(bits: int, symmetric: bool) -> None:
     q = quantize_weight(w, bits=bits, group_size=32, symmetric=symmetric)
     codes, scale, zero = numpy_codes(w.numpy(), bits, 32, symmetric)
     stored = q.codes.numpy()
-    if bits == 4:  # the documented layout: low nibble row 2i, high nibble row 2i + 1
-        assert stored.shape == (64, 40)
+    if bits == 4:  # the documented layout: low nibble row 2i, high nibble row 2i + 1; column-major
+        assert stored.shape == (64, 40) and q.codes.stride() == (1, 64)
         assert np.array_equal(stored & 0xF, codes[0::2]) and np.array_equal(stored >> 4, codes[1::2])
-    else:
+    else:  # row-major
+        assert q.codes.stride() == (40, 1)
         assert np.array_equal(stored, codes)
     assert np.allclose(q.scales.numpy(), scale, rtol=1e-6)
     assert (q.zeros is None) == symmetric
@@ -116,15 +117,18 @@ def test_gemm_wq_against_dequantized_fp64(bits: int, group: int, symmetric: bool
 @pytest.mark.parametrize("bits,symmetric", [(4, True), (8, False)])
 def test_gemm_wq_every_family(config: object, bits: int, symmetric: bool, device: str) -> None:
     """Each family (CUDA-core decode, fused tensor-core tiles, dequantize-then-GEMM) forced on a
-    problem with partial tiles, 3 rows and 1."""
+    problem with partial tiles, 3 rows and 1, on codes in the layout quantize_weight stores and in
+    the other one (the CUDA-core family reads 4-bit codes only when they are row-major)."""
     gen = torch.Generator().manual_seed(bits)
     k, n = 192, 40
     w = torch.randn(k, n, generator=gen).to(torch.float16)
     q = quantize_weight(w.to(device), bits=bits, group_size=64, symmetric=symmetric)
+    other = q.codes.contiguous() if bits == 4 else q.codes.t().contiguous().t()
     x = torch.randn(3, k, generator=gen).to(torch.float16).to(device)
-    with space.forced(config):
-        _check(x, q, gemm_wq(x, q))
-        _check(x[:1], q, gemm_wq(x[:1], q))
+    for stored in (q, dataclasses.replace(q, codes=other)):
+        with space.forced(config):
+            _check(x, stored, gemm_wq(x, stored))
+            _check(x[:1], stored, gemm_wq(x[:1], stored))
 
 
 def test_gemv_wq_reads_words_or_falls_back(device: str) -> None:
@@ -134,7 +138,8 @@ def test_gemv_wq_reads_words_or_falls_back(device: str) -> None:
     w = torch.randn(128, 38, generator=gen).to(torch.float16)
     q = quantize_weight(w.to(device), bits=8, group_size=32)
     assert code_words(q.codes) is None and q.words is None
-    assert quantize_weight(torch.randn(128, 40).to(torch.float16), bits=4).words.shape == (64, 10)
+    assert quantize_weight(torch.randn(128, 40).to(torch.float16), bits=8).words.shape == (128, 10)
+    assert quantize_weight(torch.randn(128, 40).to(torch.float16), bits=4).words is None  # column-major
     assert code_words(torch.zeros(4, 40, dtype=torch.uint8)).shape == (4, 10)
     assert code_words(torch.zeros(4, 40, dtype=torch.uint8)[:, 1:37]) is None
     x = torch.randn(2, 128, generator=gen).to(torch.float16).to(device)

@@ -4,7 +4,11 @@
 ``y = x @ w`` (an ``nn.Linear`` weight is ``w.t()``) and returns a :class:`QuantizedWeight`:
 
 - ``codes``: uint8, (K, N) for 8 bits; (K / 2, N) for 4 bits, the low nibble holding row 2i and
-  the high nibble row 2i + 1 (no sign: codes run 0 … 2^bits − 1).
+  the high nibble row 2i + 1 (no sign: codes run 0 … 2^bits − 1). 8-bit codes are stored row-major
+  (columns contiguous, as the decode kernel reads them in words of four columns); 4-bit codes
+  column-major (``codes.stride() == (1, K / 2)``: each column's bytes contiguous, as the
+  tensor-core kernel reads them into its operand, 16 bytes at a time). Every kernel takes either
+  layout; these are the fast ones.
 - ``scales``: (K / group_size, N), in the weight's dtype (fp16/bf16; fp32 weights keep fp32).
 - ``zeros``: None when symmetric (the zero point is 2^(bits − 1)), else (K / group_size, N) zero
   points in code units, same dtype as the scales.
@@ -13,9 +17,10 @@
 exactly that. Symmetric: scale = max|w| / (2^(bits − 1) − 1) over the group, codes round(w / scale)
 + 2^(bits − 1). Asymmetric: scale = (max − min) / (2^bits − 1), zero = round(−min / scale).
 ``gemm_wq(x, qweight)`` returns ``x @ dequantize_weight(qweight)`` in x's dtype, fp32 accumulation:
-decode-sized M on CUDA cores (family ``gemv_wq``), small and medium M dequantizing tiles in
-registers for the tensor cores (``gemm_wq``), large M dequantizing the weight once into a 16-bit
-scratch for the float GEMM (``gemm_wq_dequant``); logic files choose, like every GEMM.
+small and medium M on tensor cores, the codes turned into MMA operands in registers (``gemm_wq``;
+4-bit codes as exact integers, every group's sum scaled once), 8-bit decode on CUDA cores
+(``gemv_wq``), large M dequantizing the weight once into a 16-bit scratch for the float GEMM
+(``gemm_wq_dequant``); logic files choose, like every GEMM.
 """
 
 from __future__ import annotations
@@ -105,10 +110,12 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
         codes = torch.clamp(torch.round(groups / scale[:, None, :]) + zero[:, None, :], 0, top)
         zeros = zero
     codes = codes.reshape(k, n).to(torch.uint8)
-    if bits == 4:
-        codes = codes[0::2] | (codes[1::2] << 4)
+    if bits == 4:  # stored column-major (see the module docstring)
+        codes = (codes[0::2] | (codes[1::2] << 4)).t().contiguous().t()
+    else:
+        codes = codes.contiguous()
     stored = w.dtype
-    return QuantizedWeight(codes.contiguous(), scale.to(stored).contiguous(),
+    return QuantizedWeight(codes, scale.to(stored).contiguous(),
                            None if zeros is None else zeros.to(stored).contiguous(), bits, group_size, (k, n))
 
 
@@ -154,8 +161,10 @@ def _check_quantized(q: object) -> QuantizedWeight:
 
 def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ dequantize_weight(qweight)`` for fp16/bf16 ``x`` of shape (…, K): (…, N) in x's dtype.
-    The tensor-core paths round each dequantized weight to x's dtype (as ``dequantize_weight``
-    rounds to the scales' dtype); the decode path (``gemv_wq``) uses the exact dequantized weight."""
+    8-bit weights with bf16 activations on tensor cores, and the large-M path, round each
+    dequantized weight to x's dtype (as ``dequantize_weight`` rounds to the scales' dtype); the
+    other paths use the exact dequantized weight (the sum of x·(code − zero) exact, scaled once
+    per group in fp32)."""
     x = as_tensor("x", x)
     q = _check_quantized(qweight)
     check_dtype("x", x, tuple(ACTIVATIONS))

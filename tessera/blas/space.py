@@ -318,12 +318,13 @@ def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sm
 
 
 def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
-    """Until tuned logic exists, the families benchmarks/quantized.py and the gemv_wq sweeps
-    measured best on the H200 (N = K = 8192): CUDA cores for one row (two of 4-bit weights),
-    K split by whole groups until about eight programs per multiprocessor; fused tensor-core tiles
-    (64 weight rows by 16 tokens, K split until about two programs per multiprocessor) up to 32
-    rows, larger fused tiles up to 512, dequantize-then-GEMM beyond (0.97× bf16 torch.matmul at
-    M = 4096, 0.77× at 1024, where fused tiles reach 0.4–0.6×)."""
+    """Until tuned logic exists, the families benchmarks/quantized.py, wq_tc.py and the gemv_wq
+    sweeps measured best on the H200 (N = K = 8192): 4-bit weights up to 16 rows on tensor cores
+    (256 weight rows by 8 or 16 tokens, K split until about two (one) programs per multiprocessor),
+    8-bit ones on CUDA cores for one row (K split by whole groups until about eight programs per
+    multiprocessor); fused tensor-core tiles (64 weight rows by 16 tokens, K split until about two
+    programs per multiprocessor) up to 32 rows, larger fused tiles up to 512, dequantize-then-GEMM
+    beyond (0.97× bf16 torch.matmul at M = 4096, 0.77× at 1024, where fused tiles reach 0.4–0.6×)."""
     m, n, k = problem.m, problem.n, problem.k
     if backend == "interpreter":
         if m <= 2:
@@ -341,11 +342,18 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return split
 
     four_bit = problem.dtype.startswith("int4")
-    if m == 1 or (m == 2 and four_bit):  # W4 M = 2: 0.93× torch on CUDA cores, 0.60× on tensor cores
-        config = WqGemvConfig(512, 16 if four_bit else 8, 1, 1 if four_bit else 2)
-        split = split_for(-(-n // config.block_n), 8, 128, 64)
+    if four_bit and m <= 16:  # wq-tc-h200-3c35b83.json, column-major codes: 1.90× / 1.29× torch
+        config = WqConfig(8 if m <= 8 else 16, 256, 128, 1, 8, 8, 3)
+        programs, target = -(-n // config.block_n), (2 if m <= 8 else 1) * max(sms, 1)
+        split = 1
+        while 2 * programs * split <= target and k // (split * 2) >= 4 * config.block_k:
+            split *= 2
         return Choice(dataclasses.replace(config, split_k=split),
-                      f"{m} row(s): CUDA cores, K split {split}")
+                      f"{m} row(s) of 4-bit weights: tensor cores on exact integer codes, K split {split}")
+    if m == 1:
+        config = WqGemvConfig(512, 8, 1, 2)
+        split = split_for(-(-n // config.block_n), 8, 128, 64)
+        return Choice(dataclasses.replace(config, split_k=split), f"one row: CUDA cores, K split {split}")
     if m <= 32:
         config = WqConfig(16 if m <= 16 else 32, 64, 128, 1, 8, 4, 3)
         split = split_for(-(-m // config.block_m) * -(-n // config.block_n), 2, 4 * config.block_k, 16)

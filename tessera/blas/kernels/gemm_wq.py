@@ -124,12 +124,11 @@ def _nibble_asm(shift: int, pattern: int) -> str:
             f"lop3.b32 $1, t1, {mask}, {bits}, 0xEA; }}")
 
 
-# 16-bit floats exactly B + nibble (or B + byte): the bit patterns of 128 (bf16), 2048 (bf16, its
-# mantissa step 16) and 1024 (fp16) have zeros where the code goes
-_BF16_128, _BF16_2048, _FP16_1024 = tl.constexpr(0x4300), tl.constexpr(0x4500), tl.constexpr(0x6400)
+# 16-bit floats exactly B + nibble (or B + byte in fp16): the bit patterns of 128 (bf16) and 1024
+# (fp16) have zeros where the code goes
+_BF16_128, _FP16_1024 = tl.constexpr(0x4300), tl.constexpr(0x6400)
 _ASM_LOW_BF16 = tl.constexpr(_nibble_asm(0, 0x4300))
 _ASM_HIGH_BF16 = tl.constexpr(_nibble_asm(4, 0x4300))
-_ASM_HIGH_BF16_X16 = tl.constexpr(_nibble_asm(4, 0x4500))
 _ASM_LOW_FP16 = tl.constexpr(_nibble_asm(0, 0x6400))
 _ASM_HIGH_FP16 = tl.constexpr(_nibble_asm(4, 0x6400))
 # fp16 1024 + byte: bytes 0, 1 (2, 3) under 0x64 exponent bytes, one permute per pair
@@ -151,18 +150,16 @@ def _asm_16(codes, asm: tl.constexpr, BF16: tl.constexpr):
 @triton.jit
 def biased_codes(codes, PART: tl.constexpr, dtype: tl.constexpr, PRMT: tl.constexpr):
     """uint8 ``codes`` as exact 16-bit floats: PART 0 the low nibble (+128 in bf16, +1024 in fp16),
-    1 the high nibble (same bias), 2 the high nibble × 16 + 2048 (bf16), 3 the whole byte + 1024
-    (fp16). With ``PRMT`` inline PTX, pure and unary so that Triton moves the operand's layout
-    change to the uint8 codes (before the arithmetic: no 16-bit round trip through shared memory);
-    else integer masks (the interpreter, AMD)."""
+    1 the high nibble (same bias), 2 the whole byte + 1024 (fp16 only). With ``PRMT`` inline PTX,
+    pure and unary so that Triton moves the operand's layout change to the uint8 codes (before the
+    arithmetic: no 16-bit round trip through shared memory); else integer masks (the interpreter,
+    AMD)."""
     if PRMT:
         if dtype == tl.bfloat16:
             if PART == 0:
                 out = _asm_16(codes, _ASM_LOW_BF16, True)
-            elif PART == 1:
-                out = _asm_16(codes, _ASM_HIGH_BF16, True)
             else:
-                out = _asm_16(codes, _ASM_HIGH_BF16_X16, True)
+                out = _asm_16(codes, _ASM_HIGH_BF16, True)
         elif PART == 0:
             out = _asm_16(codes, _ASM_LOW_FP16, False)
         elif PART == 1:
@@ -175,8 +172,6 @@ def biased_codes(codes, PART: tl.constexpr, dtype: tl.constexpr, PRMT: tl.conste
             bits = (wide & 0xF) | (_BF16_128 if dtype == tl.bfloat16 else _FP16_1024)
         elif PART == 1:
             bits = (wide >> 4) | (_BF16_128 if dtype == tl.bfloat16 else _FP16_1024)
-        elif PART == 2:
-            bits = (wide >> 4) | _BF16_2048
         else:
             bits = wide | _FP16_1024
         out = bits.to(tl.int16).to(dtype, bitcast=True)
@@ -232,18 +227,23 @@ def _gemm_wq_kernel(
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
     registers), the activations the second, so a decode-sized M is the MMA's N (down to 8).
 
-    The weight enters the MMA as exact small integers code − z0 (z0 = 2^(bits−1), the symmetric
-    zero point): a code becomes a 16-bit float B + code by bit operations (B = 128 in bf16, 1024 in
-    fp16; a byte in bf16 as two nibbles, 128 + low and 2048 + 16·high) and one packed subtraction
-    removes B + z0 — about two instructions per weight, exact, never rounded. Each step lies in one
-    quantization group: its fp32 sum is scaled once per column (and an asymmetric zero point
-    corrected by (zero − z0)·Σx); 4-bit codes split K into even rows (low nibbles) and odd rows
-    (high nibbles), two MMAs over the activations' even and odd rows."""
+    4-bit codes (and 8-bit ones with fp16 activations) enter the MMA as exact small integers
+    code − z0 (z0 = 2^(bits−1), the symmetric zero point): a code becomes a 16-bit float B + code
+    by bit operations (B = 128 in bf16, 1024 in fp16) and one packed subtraction removes B + z0 —
+    about two instructions per weight, exact, never rounded. Each step lies in one quantization
+    group: its fp32 sum is scaled once per column (and an asymmetric zero point corrected by
+    (zero − z0)·Σx); 4-bit codes split K into even rows (low nibbles) and odd rows (high nibbles),
+    two MMAs over the activations' even and odd rows. 8-bit codes with bf16 activations are
+    dequantized in fp32 and rounded to bf16 (see EXACT)."""
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
     dtype: tl.constexpr = x_ptr.dtype.element_ty
     BIAS: tl.constexpr = 128.0 if dtype == tl.bfloat16 else 1024.0
     Z0: tl.constexpr = 2.0 ** (BITS - 1)
+    # bytes with bf16 activations: a byte is not one exact bf16 by bit operations (8 significant
+    # bits, 7 stored); as two nibbles (two MMAs) it measured slower at M = 16 than dequantizing in
+    # fp32 and rounding each weight to bf16, as dequantize_weight rounds it (wq-tc-h200-3c35b83.json)
+    EXACT: tl.constexpr = BITS == 4 or dtype == tl.float16
 
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -273,17 +273,18 @@ def _gemm_wq_kernel(
             rk = k0 + tl.arange(0, BLOCK_K)
             codes = tl.load(q_ptr + rn[:, None] * stride_qn + rk[None, :] * stride_qk, mask=mask_n[:, None],
                             other=0)
-            if dtype == tl.bfloat16:  # code − 128 = (128 + low − 256) + (2048 + 16·high − 2048)
-                g = _mma(_weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)
-                g = _mma(_weights(codes, 2, 2048.0, dtype, PRMT, UPCAST), xa, g, UPCAST)
+            if EXACT:
+                g = _mma(_weights(codes, 2, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)
             else:
-                g = _mma(_weights(codes, 3, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)
-        if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − z0) − (zero − z0)·Σ x
-            x_sum = tl.sum(xa.to(tl.float32), 0)
-            if BITS == 4:
-                x_sum += tl.sum(xb.to(tl.float32), 0)
-            g -= (zero - Z0)[:, None] * x_sum[None, :]
-        acc += scale[:, None] * g
+                wt = dequant(codes, zero[:, None], scale[:, None], dtype)
+                acc = _mma(wt.to(tl.float32) if UPCAST else wt, xa, acc, UPCAST)
+        if EXACT:
+            if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − z0) − (zero − z0)·Σ x
+                x_sum = tl.sum(xa.to(tl.float32), 0)
+                if BITS == 4:
+                    x_sum += tl.sum(xb.to(tl.float32), 0)
+                g -= (zero - Z0)[:, None] * x_sum[None, :]
+            acc += scale[:, None] * g
         xa, xb, scale, zero = xa_next, xb_next, scale_next, zero_next
     y_ptrs = y_ptr + split.to(tl.int64) * stride_ys + rn[:, None] * stride_yn + rm[None, :] * stride_ym
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
