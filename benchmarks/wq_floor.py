@@ -73,7 +73,7 @@ def main() -> None:
     rows = []
     for bits in (8, 4):
         qs = [quantize_weight(w, bits=bits, group_size=128) for w in weights]
-        codes = [q.codes.view(-1) for q in qs]
+        codes = [torch.as_strided(q.codes, (q.codes.numel(),), (1,)) for q in qs]  # storage, any layout
         halves = [(c[: c.numel() // 2], c[c.numel() // 2:]) for c in codes]
         captured = []
         for q in qs:
