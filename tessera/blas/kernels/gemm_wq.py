@@ -216,41 +216,15 @@ def _step_activations(x_ptr, k0, rm, mask_m, stride_xk, stride_xm, BITS: tl.cons
 
 
 @triton.jit
-def _gemm_wq_kernel(
-    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
-    M, N, K, k_per_split,
-    stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
-    BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
-    PRMT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-):
-    """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
-    registers), the activations the second, so a decode-sized M is the MMA's N (down to 8).
-
-    4-bit codes (and 8-bit ones with fp16 activations) enter the MMA as exact small integers
-    code − z0 (z0 = 2^(bits−1), the symmetric zero point): a code becomes a 16-bit float B + code
-    by bit operations (B = 128 in bf16, 1024 in fp16) and one packed subtraction removes B + z0 —
-    about two instructions per weight, exact, never rounded. Each step lies in one quantization
-    group: its fp32 sum is scaled once per column (and an asymmetric zero point corrected by
-    (zero − z0)·Σx); 4-bit codes split K into even rows (low nibbles) and odd rows (high nibbles),
-    two MMAs over the activations' even and odd rows. 8-bit codes with bf16 activations are
-    dequantized in fp32 and rounded to bf16 (see EXACT)."""
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    split = tl.program_id(1)
+def _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm, stride_xk,
+                stride_qk, stride_qn, stride_sg, stride_sn, BITS: tl.constexpr, GROUP: tl.constexpr,
+                HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr, PRMT: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The fp32 (BLOCK_N, BLOCK_M) tile of Yᵀ over K rows k_lo … k_hi, the codes entering the MMA
+    as exact integers (4-bit codes; 8-bit ones with fp16 activations)."""
     dtype: tl.constexpr = x_ptr.dtype.element_ty
     BIAS: tl.constexpr = 128.0 if dtype == tl.bfloat16 else 1024.0
     Z0: tl.constexpr = 2.0 ** (BITS - 1)
-    # bytes with bf16 activations: a byte is not one exact bf16 by bit operations (8 significant
-    # bits, 7 stored); as two nibbles (two MMAs) it measured slower at M = 16 than dequantizing in
-    # fp32 and rounding each weight to bf16, as dequantize_weight rounds it (wq-tc-h200-3c35b83.json)
-    EXACT: tl.constexpr = BITS == 4 or dtype == tl.float16
-
-    rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask_m = rm < M
-    mask_n = rn < N
-    k_lo = split * k_per_split
-    k_hi = tl.minimum(k_lo + k_per_split, K)
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     # the activations, scales and zero points of a step are loaded one step ahead (the codes are
     # pipelined through shared memory by Triton; these small loads would otherwise wait each step)
@@ -273,19 +247,81 @@ def _gemm_wq_kernel(
             rk = k0 + tl.arange(0, BLOCK_K)
             codes = tl.load(q_ptr + rn[:, None] * stride_qn + rk[None, :] * stride_qk, mask=mask_n[:, None],
                             other=0)
-            if EXACT:
-                g = _mma(_weights(codes, 2, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)
-            else:
-                wt = dequant(codes, zero[:, None], scale[:, None], dtype)
-                acc = _mma(wt.to(tl.float32) if UPCAST else wt, xa, acc, UPCAST)
-        if EXACT:
-            if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − z0) − (zero − z0)·Σ x
-                x_sum = tl.sum(xa.to(tl.float32), 0)
-                if BITS == 4:
-                    x_sum += tl.sum(xb.to(tl.float32), 0)
-                g -= (zero - Z0)[:, None] * x_sum[None, :]
-            acc += scale[:, None] * g
+            g = _mma(_weights(codes, 2, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)  # fp16 only
+        if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − z0) − (zero − z0)·Σ x
+            x_sum = tl.sum(xa.to(tl.float32), 0)
+            if BITS == 4:
+                x_sum += tl.sum(xb.to(tl.float32), 0)
+            g -= (zero - Z0)[:, None] * x_sum[None, :]
+        acc += scale[:, None] * g
         xa, xb, scale, zero = xa_next, xb_next, scale_next, zero_next
+    return acc
+
+
+@triton.jit
+def _rounded_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm, stride_xk,
+                  stride_qk, stride_qn, stride_sg, stride_sn, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
+                  UPCAST: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The same tile for 8-bit codes with bf16 activations: each weight dequantized in fp32 and
+    rounded to bf16 (as dequantize_weight rounds it), one MMA per step."""
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BLOCK_K):  # K and every slice are multiples of BLOCK_K
+        rk = k0 + tl.arange(0, BLOCK_K)
+        xt = tl.load(x_ptr + rk[:, None] * stride_xk + rm[None, :] * stride_xm, mask=mask_m[None, :],
+                     other=0.0)
+        codes = tl.load(q_ptr + rn[:, None] * stride_qn + rk[None, :] * stride_qk, mask=mask_n[:, None],
+                        other=0)
+        scale, zero = _group_params(s_ptr, z_ptr, k0 // GROUP, rn, mask_n, stride_sg, stride_sn, 8,
+                                    HAS_ZERO)
+        wt = dequant(codes, zero[:, None], scale[:, None], xt.dtype)
+        if UPCAST:  # the interpreter's 16-bit dot is wrong: fp32 there (exact for 16-bit products)
+            acc = tl.dot(wt.to(tl.float32), xt.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(wt, xt, acc)
+    return acc
+
+
+@triton.jit
+def _gemm_wq_kernel(
+    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
+    M, N, K, k_per_split,
+    stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
+    BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
+    PRMT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
+    registers), the activations the second, so a decode-sized M is the MMA's N (down to 8).
+
+    4-bit codes (and 8-bit ones with fp16 activations) enter the MMA as exact small integers
+    code − z0 (z0 = 2^(bits−1), the symmetric zero point): a code becomes a 16-bit float B + code
+    by bit operations (B = 128 in bf16, 1024 in fp16) and one packed subtraction removes B + z0 —
+    about two instructions per weight, exact, never rounded. Each step lies in one quantization
+    group: its fp32 sum is scaled once per column (and an asymmetric zero point corrected by
+    (zero − z0)·Σx); 4-bit codes split K into even rows (low nibbles) and odd rows (high nibbles),
+    two MMAs over the activations' even and odd rows. 8-bit codes with bf16 activations are
+    dequantized in fp32 and rounded to bf16 (see EXACT)."""
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    split = tl.program_id(1)
+    # bytes with bf16 activations: a byte is not one exact bf16 by bit operations (8 significant
+    # bits, 7 stored); as two nibbles (two MMAs) it measured slower at M = 16 than dequantizing in
+    # fp32 and rounding each weight to bf16, as dequantize_weight rounds it (wq-tc-h200-3c35b83.json)
+    EXACT: tl.constexpr = BITS == 4 or x_ptr.dtype.element_ty == tl.float16
+
+    rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_m = rm < M
+    mask_n = rn < N
+    k_lo = split * k_per_split
+    k_hi = tl.minimum(k_lo + k_per_split, K)
+    if EXACT:
+        acc = _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm,
+                          stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, BITS, GROUP, HAS_ZERO,
+                          UPCAST, PRMT, BLOCK_M, BLOCK_N, BLOCK_K)
+    else:
+        acc = _rounded_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm,
+                            stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST,
+                            BLOCK_M, BLOCK_N, BLOCK_K)
     y_ptrs = y_ptr + split.to(tl.int64) * stride_ys + rn[:, None] * stride_yn + rm[None, :] * stride_ym
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
 
