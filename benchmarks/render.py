@@ -382,6 +382,25 @@ def _wq_floor_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _wq_tc_section(path: Path) -> list[str]:
+    """benchmarks/wq_tc.py: gemm_wq's tensor-core tiles at decode and small M, two code layouts."""
+    data = json.loads(path.read_text())
+    lines = _table_head(f"Weight-only GEMM on tensor cores: tiles and code layouts, N = K = {data['n']}, group "
+                        f"{data['group']}, bf16, on {data['device']}", path, data,
+                        "Replayed from CUDA graphs cycling over four weight copies (cold L2), medians of 3 "
+                        "rounds; each configuration checked against x @ dequantize_weight(q) first; n-major: "
+                        "columns contiguous, k-major: each column's K run contiguous.",
+                        {"weights": "---", "M": "---:", "layout": "---", "case": "---", "µs": "---:",
+                         "vs torch.matmul": "---:"})
+    for r in data["rows"]:
+        if "error" in r:
+            lines.append(f"| int{r['bits']} | {r['m']} | {r['layout']} | {r['case']} | {r['error'][:60]} | |")
+        else:
+            lines.append(f"| int{r['bits']} | {r['m']} | {r['layout']} | {r['case']} | {r['graph_us']:.2f} | "
+                         f"{r['vs_torch']:.2f} |")
+    return [*lines, ""]
+
+
 def _tf32_layout_section(path: Path) -> list[str]:
     """benchmarks/tf32_layout.py: tf32 GEMM with B copied K-major (shipped) or read row-major."""
     data = json.loads(path.read_text())
@@ -500,13 +519,15 @@ def main() -> None:
         out += _gemv_floor_section(path)
     for path in sorted(RESULTS.glob("wq-floor-*.json"), key=_created, reverse=True):
         out += _wq_floor_section(path)
+    for path in sorted(RESULTS.glob("wq-tc-*.json"), key=_created, reverse=True):
+        out += _wq_tc_section(path)
     for path in sorted(RESULTS.glob("tf32-layout-*.json"), key=_created, reverse=True):
         out += _tf32_layout_section(path)
-    for path in sorted(RESULTS.glob("quantized-*.json"), reverse=True):
+    for path in sorted(RESULTS.glob("quantized-*.json"), key=_created, reverse=True):
         out += _quantized_section(path)
     for path in sorted(RESULTS.glob("persistent-sweep-*.json"), key=_created, reverse=True):
         out += _persistent_sweep_section(path)
-    for path in sorted(RESULTS.glob("streamk-*.json"), reverse=True):
+    for path in sorted(RESULTS.glob("streamk-*.json"), key=_created, reverse=True):
         out += _streamk_section(path)
     for path in sorted(RESULTS.glob("host-overhead-*.json"), key=_created, reverse=True):
         out += _host_section(path)
