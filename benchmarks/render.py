@@ -385,8 +385,9 @@ def _wq_floor_section(path: Path) -> list[str]:
 def _wq_tc_section(path: Path) -> list[str]:
     """benchmarks/wq_tc.py: gemm_wq's tensor-core tiles at decode and small M, two code layouts."""
     data = json.loads(path.read_text())
-    lines = _table_head(f"Weight-only GEMM on tensor cores: tiles and code layouts, N = K = {data['n']}, group "
-                        f"{data['group']}, bf16, on {data['device']}", path, data,
+    title = (f"Weight-only GEMM on tensor cores: tiles and code layouts, N = K = {data['n']}, group "
+             f"{data['group']}, bf16, on {data['device']}")
+    lines = _table_head(title, path, data,
                         "Replayed from CUDA graphs cycling over four weight copies (cold L2), medians of 3 "
                         "rounds; each configuration checked against x @ dequantize_weight(q) first; n-major: "
                         "columns contiguous, k-major: each column's K run contiguous.",
