@@ -267,8 +267,9 @@ WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
     *(WqGemvConfig(bn, bk, split, w)  # BLOCK_K: K rows per step (4-bit: half as many code rows)
       for bn in (512, 1024) for bk in (8, 16, 32) for split in (16, 32, 64) for w in (1, 2, 4)),
     *(WqConfig(bm, bn, bk, split, 8, w, s)
-      for bm, bn, bk in [(16, 64, 128), (16, 128, 64), (16, 128, 128), (32, 128, 64), (64, 128, 64),
-                         (128, 128, 64), (256, 64, 64), (256, 128, 64)]
+      for bm, bn, bk in [(8, 128, 128), (8, 256, 128), (16, 64, 128), (16, 128, 64), (16, 128, 128),
+                         (16, 256, 128), (32, 128, 64), (64, 128, 64), (128, 128, 64), (256, 64, 64),
+                         (256, 128, 64)]
       for split in (1, 2, 4, 8)
       for w in (4, 8)
       for s in (3, 4)
