@@ -4,19 +4,24 @@ Q holds unsigned codes of a (K, N) weight, group-wise along K (``group`` rows sh
 zero point per column): w[k, n] = (code[k, n] − zero[k // group, n]) · scale[k // group, n]. 8-bit
 codes are one byte each, (K, N); 4-bit codes are two per byte, (K / 2, N): the low nibble holds row
 2i, the high nibble row 2i + 1. A symmetric quantization has no zero tensor: its zero point is
-2^(bits − 1). Codes become floats by the exponent trick (code | 0x4B000000 read as fp32 is
-2^23 + code, exact), cheaper than an integer-to-float conversion; all paths accumulate in fp32.
-Three families, chosen by M:
+2^(bits − 1). Codes become floats by exponent tricks (code | 0x4B000000 read as fp32 is
+2^23 + code; 0x4300 | nibble read as bf16 is 128 + nibble; 0x6400 | code read as fp16 is
+1024 + code — all exact), cheaper than an integer-to-float conversion; all paths accumulate in
+fp32. The kernels take codes in either storage order (strides); ``quantize_weight`` stores 8-bit
+codes row-major (``gemv_wq`` needs that) and 4-bit codes column-major (``gemm_wq`` loads its
+operand 16 bytes at a time then). Three families, chosen by M:
 
-- ``gemv_wq`` (decode, one or two rows): CUDA cores, memory-bound. Codes are read as int32 words
+- ``gemv_wq`` (8-bit decode, one row): CUDA cores, memory-bound. Codes are read as int32 words
   of four columns, one code row per load; within a group each column sums x·(code − zero) exactly
   and the group's scale multiplies the sum once, so a weight costs about three instructions (a
   byte permute, a subtraction, an FMA) and is never rounded to 16 bits. The next step's loads are
   issued before this step's arithmetic (software pipelining in registers). K is split by whole
   groups across programs; ``sum_slices`` adds the slices in a fixed order (deterministic).
-- ``gemm_wq`` (small and medium M): tensor cores on transposed tiles, Yᵀ = dequant(Q)ᵀ · Xᵀ, so the
-  dequantized weight (rounded to the activation dtype, as ``dequantize_weight`` rounds it) is the
-  MMA's first operand, which Hopper's wgmma takes from registers, and M is the MMA's N (down to 8).
+- ``gemm_wq`` (small and medium M, and 4-bit decode): tensor cores on transposed tiles,
+  Yᵀ = Qᵀ · Xᵀ, so the weight is the MMA's first operand, taken from registers, and M is the MMA's
+  N (down to 8). 4-bit codes (and 8-bit ones with fp16 activations) enter as exact integers
+  code − z0 and each group's fp32 sum is scaled once; 8-bit codes with bf16 activations are
+  dequantized in fp32 and rounded to bf16, as ``dequantize_weight`` rounds them.
 - ``gemm_wq_dequant`` (prefill, large M): dequantize the whole weight once into a 16-bit scratch
   (K · N · 2 bytes) and run the float GEMM (selected by its own logic files); the dequantization
   costs a few percent of a large GEMM, while in-loop dequantization slows the tensor cores.
