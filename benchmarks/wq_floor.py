@@ -13,6 +13,10 @@ At d5ab7b1 (wq-floor-h200-d5ab7b1.json): W8A16 23.3 µs = 1.46× torch, its main
 21.2 (1.60×), the slice sum alone 1.8, a copy of the codes' bytes 17.6; W4A16 20.5 (1.65×), main
 alone 18.7 (1.81×), copy 9.7. The PDL sum made the pair slower (23.8 / 21.4 µs): dropped.
 
+Since the fifteenth session 4-bit decode runs on tensor cores (``gemm_wq`` on column-major codes,
+the slice sum after it); at eaf6736 (wq-floor-h200-eaf6736.json) 17.6 µs = 1.93× torch, its main
+launch alone 16.2 µs, the slice sum 1.3 µs, a copy of the codes' bytes 9.7 µs.
+
 Usage: python benchmarks/wq_floor.py OUT.json
 """
 
