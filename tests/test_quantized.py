@@ -361,11 +361,16 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
                 assert rel <= bound, (config, fast, b_layout.stride(), rel)
 
 
-def test_gemv_wq_compiles_offline_for_the_pack_target(tmp_path: Path) -> None:
-    """A pack build compiles the decode kernel for its target, not for the CPU it runs on: byte
-    permutes in inline PTX for sm_90, shifts and masks for gfx1103 (PRMT in the launch key)."""
-    job = {"library": "blas", "op": "gemm_wq", "kernel": "gemv_wq", "dtype": "int4_bf16",
-           "config": dataclasses.asdict(WqGemvConfig(512, 16, 64, 1))}
+@pytest.mark.parametrize("kernel,config,key", [
+    ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16)"),
+    ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3), "(4, 128, False, False, {prmt}, 8, 256, 128, 8)")])
+def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,
+                                                       tmp_path: Path) -> None:
+    """A pack build compiles the weight-only kernels for its target, not for the CPU it runs on:
+    inline PTX (byte permutes; the exact-integer codes) for sm_90, shifts and masks for gfx1103
+    (PRMT in the launch key)."""
+    job = {"library": "blas", "op": "gemm_wq", "kernel": kernel, "dtype": "int4_bf16",
+           "config": dataclasses.asdict(config)}
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     for arch, prmt, suffix in (("sm_90", True, "cubin"), ("gfx1103", False, "hsaco")):
@@ -379,7 +384,7 @@ def test_gemv_wq_compiles_offline_for_the_pack_target(tmp_path: Path) -> None:
         assert result["status"] == "ok", result
         sidecar_name = next(f for f in result["files"] if f.endswith(".launch.json"))
         sidecar = json.loads((out / sidecar_name).read_text())
-        assert f"(4, 128, False, {prmt}, 512, 16)" in sidecar["launch_key"], sidecar["launch_key"]
+        assert key.format(prmt=prmt) in sidecar["launch_key"], sidecar["launch_key"]
         assert any(f.endswith(suffix) for f in result["files"])
 
 
