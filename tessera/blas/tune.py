@@ -74,8 +74,7 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
     if isinstance(config, StreamKConfig) and (batch != 1 or (config.tma and not space.tma_capable(device))):
         return False  # a persistent grid over one 2-D problem; descriptors need sm_90
     if isinstance(config, TmaConfig):
-        if batch != 1 or dtype == "fp64" or device.backend != "cuda" or space._sm_version(
-                device.backend, device.arch) < 90:
+        if batch != 1 or dtype == "fp64" or not space.tma_capable(device):
             return False
         element = 4 if dtype in ("fp32", "tf32") else 2
         needed = shared_memory_bytes(config, config.num_stages, element, element)
@@ -257,7 +256,7 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
         tma = space.descriptors_run(device)
         # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
-                and (tma or not isinstance(c, TmaConfig))
+                and (tma or not space.uses_tma(c))
                 and c.block_n <= _pow2_at_least(n)
                 and (op != "gemm_wq" or getattr(c, "block_k", 0) <= _group_for(k))
                 and not (isinstance(c, WqGemvConfig) and (m > GEMV_MAX_ROWS or n % 4))]  # words

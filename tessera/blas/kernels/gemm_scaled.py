@@ -34,11 +34,11 @@ from tessera.blas.kernels.gemm_tile import TileConfig, grouped_tile
 from tessera.blas.kernels.gemm_tma import (
     TmaConfig,
     descriptor,
-    descriptor_ok,
     fitting_stages,
     persistent_tile,
     store_tile,
     tile_counts,
+    tma_supported,
 )
 
 
@@ -175,9 +175,7 @@ def scaled_tma_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> b
     """Whether ``gemm_scaled_tma`` takes the layouts of ``a`` (M, K), ``b`` (K, N), ``d`` (M, N)
     (after :func:`k_major`): A row-major and B column-major (both K-major), D row-major, each
     meeting the descriptor rules (16-byte aligned base and rows, at least 16 along each side)."""
-    return (min(a.shape[0], a.shape[1], b.shape[1]) >= 16
-            and a.stride(1) == 1 and b.stride(0) == 1 and d.stride(1) == 1
-            and descriptor_ok(a) and descriptor_ok(b) and descriptor_ok(d))
+    return a.stride(1) == 1 and b.stride(0) == 1 and tma_supported(a, b, d)
 
 
 def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor | None,

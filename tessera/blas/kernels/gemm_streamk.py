@@ -28,7 +28,7 @@ import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import REPRESENTATIVE_ROWS, epilogue, representative_operands
-from tessera.blas.kernels.gemm_tma import descriptor, is_col_major, operand_tiles, persistent_tile
+from tessera.blas.kernels.gemm_tma import descriptor, is_col_major, mac_steps, persistent_tile
 
 
 @dataclass(frozen=True)
@@ -69,23 +69,13 @@ def _mac(a_ptr, b_ptr, rm, rn, rk, mask_m, mask_n, K, k_first, k_last, stride_am
 
 
 @triton.jit
-def _mac_tma(a_desc, b_desc, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION: tl.constexpr,
-             A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr, BLOCK_K: tl.constexpr):
-    """:func:`_mac` through tensor descriptors (zero-filled beyond the matrix: no masks)."""
-    for kk in range(k_first, k_last):
-        a, b = operand_tiles(a_desc, b_desc, off_m, off_n, kk * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-    return acc
-
-
-@triton.jit
 def _tile_mac(a_ptr, b_ptr, off_m, off_n, rm, rn, rk, M, N, K, k_first, k_last, stride_am, stride_ak,
               stride_bk, stride_bn, acc, UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
               BLOCK_K: tl.constexpr, TMA: tl.constexpr, A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr):
     """K-iterations k_first … k_last − 1 of the tile at (off_m, off_n): descriptors or pointers."""
     if TMA:
-        acc = _mac_tma(a_ptr, b_ptr, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION, A_COL_MAJOR,
-                       B_COL_MAJOR, BLOCK_K)
+        acc = mac_steps(a_ptr, b_ptr, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION, A_COL_MAJOR,
+                        B_COL_MAJOR, BLOCK_K)
     else:
         acc = _mac(a_ptr, b_ptr, rm, rn, rk, rm < M, rn < N, K, k_first, k_last, stride_am, stride_ak,
                    stride_bk, stride_bn, acc, UPCAST, INPUT_PRECISION, BLOCK_K)

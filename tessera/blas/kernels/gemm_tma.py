@@ -84,6 +84,17 @@ def operand_tiles(a_desc, b_desc, off_m, off_n, off_k, A_COL_MAJOR: tl.constexpr
 
 
 @triton.jit
+def mac_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION: tl.constexpr,
+              A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr, BLOCK_K: tl.constexpr):
+    """acc + the K steps k_first … k_last − 1 of the tile at (off_m, off_n), through descriptors
+    (zero-filled beyond the matrix: no masks)."""
+    for ki in range(k_first, k_last):
+        a, b = operand_tiles(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    return acc
+
+
+@triton.jit
 def store_tile(d_desc, off_m, off_n, out, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                EPILOGUE_SPLIT: tl.constexpr):
     """Store output tile ``out`` at (off_m, off_n) through D's descriptor (clipped to the matrix),
@@ -116,9 +127,8 @@ def _gemm_tma_kernel(
     for tile in tl.range(first_tile, num_tiles, NUM_SMS, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
         off_m, off_n = persistent_tile(tile, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            a, b = operand_tiles(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        acc = mac_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, acc, INPUT_PRECISION, A_COL_MAJOR,
+                        B_COL_MAJOR, BLOCK_K)
 
         if FLATTEN:
             stored_tile += NUM_SMS
@@ -203,9 +213,7 @@ def launch_gemm_tma(
     a_col, b_col = is_col_major(a), is_col_major(b)
     a_desc = descriptor(a, a_col, config.block_m, config.block_k)
     b_desc = descriptor(b, b_col, config.block_k, config.block_n)
-    d_desc = TensorDescriptor(
-        d, [m, n], list(d.stride()), [config.block_m, config.block_n // config.epilogue_split]
-    )
+    d_desc = descriptor(d, False, config.block_m, config.block_n // config.epilogue_split)
     c_arg = c if c is not None else d
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     grid = (min(num_sms, tiles),)
