@@ -22,13 +22,12 @@ from tessera.blas import space
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
+from tessera.blas.tune import SIZE_PRESETS
 
 SMS = 132
-# square-ish bf16 problems whose tile grids overshoot a multiple of 132 by a little (few tiles in the
-# last wave), and two that fill waves exactly (controls); then four more whose 128x128 grids are
-# 136-144 tiles (one wave and a few: the 128x256 grids half a wave), K = 8192
-SHAPES = [(1664, 1408, 8192), (3456, 3072, 4096), (2432, 2304, 8192), (4224, 4096, 4096), (1536, 1408, 8192),
-          (8448, 8192, 2048), (1408, 1664, 8192), (1792, 1280, 8192), (2176, 1024, 8192), (1536, 1536, 8192)]
+# the tuner's wave preset: square-ish bf16 problems whose 128x128 tile grids overshoot one or two
+# waves of 132 by a few tiles, and nearly full grids as controls
+SHAPES = [(m, n, k) for m, n, k, _ in SIZE_PRESETS["wave"]]
 
 
 def grid_facts(m: int, n: int, k: int) -> dict:
@@ -51,14 +50,16 @@ def main() -> None:
     import triton
 
     from tessera._core.timing import flushed_ms, git_revision
-    from tessera.blas import gemm
+    from tessera.blas import explain, gemm
 
     rows = []
     for m, n, k in SHAPES:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        selected = explain(a, b)
         row = {**grid_facts(m, n, k), "torch_ms": flushed_ms(lambda a=a, b=b: torch.matmul(a, b)),
-               "heuristic_ms": flushed_ms(lambda a=a, b=b: gemm(a, b))}
+               "selected": selected.config.short(), "selected_reason": selected.reason,
+               "selected_ms": flushed_ms(lambda a=a, b=b: gemm(a, b))}
         candidates = {"tile": [TileConfig(128, 128, 64, 8, 8, 3), TileConfig(128, 256, 64, 8, 8, 3),
                                TmaConfig(128, 128, 64, 8, 4, 4), TmaConfig(128, 256, 64, 8, 8, 3),
                                TmaConfig(64, 128, 64, 8, 4, 4), TmaConfig(256, 128, 64, 8, 8, 4, False, 2)],
@@ -77,13 +78,18 @@ def main() -> None:
                         row[f"{config.short()} error"] = error
                         continue
                     row[config.short()] = flushed_ms(lambda a=a, b=b: gemm(a, b))
-        best_dp = min(row["heuristic_ms"], *(row[c.short()] or math.inf for c in candidates["tile"]))
+        data_parallel = [row[c.short()] or math.inf for c in candidates["tile"]]
+        if not isinstance(selected.config, StreamKConfig):
+            data_parallel.append(row["selected_ms"])
+        best_dp = min(data_parallel)
         best_sk = min(row[c.short()] or math.inf for c in candidates["streamk"])
         row["streamk_vs_best_data_parallel"] = best_dp / best_sk
+        row["selected_vs_best_data_parallel"] = best_dp / row["selected_ms"]
         rows.append(row)
         print(f"{m}x{n}x{k}: torch {row['torch_ms'] * 1e3:.0f} us, best data-parallel "
               f"{best_dp * 1e3:.0f} us, best stream-K {best_sk * 1e3:.0f} us "
-              f"({row['streamk_vs_best_data_parallel']:.2f}x)")
+              f"({row['streamk_vs_best_data_parallel']:.2f}x); the logic's choice {selected.config.short()} "
+              f"{row['selected_ms'] * 1e3:.0f} us ({row['selected_vs_best_data_parallel']:.2f}x)")
     with open(sys.argv[1], "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "git": git_revision(),
                    "versions": {"torch": torch.__version__, "triton": triton.__version__},

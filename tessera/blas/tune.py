@@ -34,9 +34,16 @@ SIZE_PRESETS: dict[str, list[tuple[int, int, int, int]]] = {
     "square": [(s, s, s, 1) for s in (256, 512, 1024, 2048, 4096, 8192, 16384)],
     "skinny": [(m, n, k, 1) for m in (1, 4, 16, 64, 256) for n, k in LLM_NK],
     "batched": [(64, 64, 64, 512), (128, 128, 128, 256), (32, 32, 32, 1024), (256, 256, 256, 64)],
+    # wave-quantized on 132 SMs (benchmarks/streamk.py): 128x128 grids a few tiles over one or
+    # two waves, K = 8192, where stream-K can win; and nearly full grids as controls, so that
+    # their own rows (not a stream-K neighbour's) decide them
+    "wave": [(1664, 1408, 8192, 1), (1408, 1664, 8192, 1), (2176, 1024, 8192, 1), (1536, 1536, 8192, 1),
+             (1792, 1280, 8192, 1), (3456, 3072, 4096, 1), (2432, 2304, 8192, 1), (4224, 4096, 4096, 1),
+             (1536, 1408, 8192, 1), (8448, 8192, 2048, 1)],
     "tiny": [(48, 40, 32, 1), (20, 64, 40, 1), (32, 32, 32, 3)],  # interpreter-sized, for CPU runs
 }
-SIZE_PRESETS["preset"] = SIZE_PRESETS["square"] + SIZE_PRESETS["skinny"] + SIZE_PRESETS["batched"]
+SIZE_PRESETS["preset"] = (SIZE_PRESETS["square"] + SIZE_PRESETS["skinny"] + SIZE_PRESETS["batched"]
+                          + SIZE_PRESETS["wave"])
 
 
 def _warps_suit(config: TmaConfig) -> bool:
@@ -53,7 +60,7 @@ SPACES: dict[str, tuple[space.Config, ...]] = {
     "default": tuple(c for c in space.TILE_SPACE if c.num_stages == 3) + tuple(
         c for c in space.TMA_SPACE if not c.warp_specialize and c.num_stages < 5 and _warps_suit(c))
     + tuple(c for c in space.SPLITK_SPACE if c.num_stages == 3)
-    + tuple(c for c in space.STREAMK_SPACE if c.num_stages == 3),
+    + tuple(c for c in space.STREAMK_SPACE if c.num_stages == 3 or c.tma),  # 4 stages won with descriptors
     "wide": space.TILE_SPACE + space.TMA_SPACE + space.SPLITK_SPACE + space.STREAMK_SPACE,
     "tiny": (TileConfig(16, 16, 16, 1, 2, 1), TileConfig(32, 32, 16, 4, 4, 1),
              TileConfig(16, 32, 32, 8, 4, 2)),
