@@ -141,6 +141,14 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
         with space.forced(config):
             return 2.0 * m * n * k * batch / graph_ms(calls) / 1e9
 
+    return TunableOp("blas", "gemm", device.arch, dtype, list(problems), candidates, check, measure,
+                     runtime=runtime_of(device), warm=_parallel_warm(run))
+
+
+def _parallel_warm(run: Callable[[tuple[int, ...], space.Config], object]
+                   ) -> Callable[[tuple[int, ...], Sequence[space.Config]], None]:
+    """A tunable's ``warm``: compile a problem's candidates in parallel (Triton's asynchronous
+    compilation, launches compile-only) before they are checked and timed one by one."""
     def warm(problem: tuple[int, ...], configs: Sequence[space.Config]) -> None:
         try:
             from triton.runtime._async_compile import AsyncCompileMode
@@ -155,9 +163,7 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
                     run(problem, config)
                 except Exception:  # noqa: BLE001 - the candidate's own run reports failures
                     continue
-
-    return TunableOp("blas", "gemm", device.arch, dtype, list(problems), candidates, check, measure,
-                     runtime=runtime_of(device), warm=warm)
+    return warm
 
 
 def default_choice(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
@@ -288,7 +294,7 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             return 2.0 * m * n * k / graph_ms(calls) / 1e9
 
     return TunableOp("blas", op, device.arch, dtype, list(problems), candidates, check, measure,
-                     runtime=runtime_of(device))
+                     runtime=runtime_of(device), warm=_parallel_warm(run))
 
 
 def _cold_sets(args: tuple) -> list[tuple]:
