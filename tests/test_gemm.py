@@ -433,3 +433,7 @@ def test_repeat_calls_reuse_the_plan_and_follow_overrides(device: str) -> None:
         gemm(a, torch.randn(23, 24, device=device))
     with pytest.raises(tessera.InvalidArgumentError):
         gemm(a, torch.randn(23, 24, device=device))
+    for arguments in ({"scale_a": torch.ones(1, device=device)}, {"bias": torch.ones(32, device=device)},
+                      {"fast_accum": True}):  # arguments the recipe's signature leaves out: never served
+        with pytest.raises(tessera.InvalidArgumentError, match="operands"):
+            gemm(a, b, trans_b=True, alpha=0.5, **arguments)

@@ -49,9 +49,14 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
+def _layout_kept(t: torch.Tensor) -> bool:
+    """Whether the kernels read ``t`` as it is: row- or column-major (any leading dimension)."""
+    return 1 in (t.stride(-1), t.stride(-2)) or min(t.shape[-2:]) <= 1
+
+
 def _matrix_layout(name: str, t: torch.Tensor) -> torch.Tensor:
     """Keep row- or column-major matrices (any leading dimension) as views; copy anything else."""
-    if 1 in (t.stride(-1), t.stride(-2)) or min(t.shape[-2:]) <= 1:
+    if _layout_kept(t):
         return t
     log.info(f"{name}: strides {tuple(t.stride())} are neither row- nor column-major; copying")
     return t.contiguous()
@@ -127,6 +132,14 @@ def gemm(
     to the result's shape; ``out`` may be C itself (in-place update) but must not overlap A or B.
     Returns the result (``out`` when given).
     """
+    signature = None
+    if (c is None and out is None and scale_a is None and scale_b is None and bias is None
+            and fast_accum is False and type(a) is torch.Tensor and type(b) is torch.Tensor
+            and type(alpha) in _REALS and type(beta) in _REALS and not log.modes()):
+        signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision)
+        recipe = _RECIPES.get(signature)
+        if recipe is not None:  # validated and selected before for exactly this signature
+            return recipe.run(a, b, trans_a, trans_b, alpha, beta)
     a, b = as_tensor("a", a), as_tensor("b", b)
     if a.dtype in QUANTIZED_INPUTS:
         out, scaled = _plan_quantized(a, b, c, alpha, beta, trans_a, trans_b, scale_a, scale_b, bias,
@@ -137,21 +150,6 @@ def gemm(
                                num_sms=num_sms)
         return out
     _check_not_quantized_args(a, scale_a, scale_b, bias, fast_accum)
-    signature = None
-    if (c is None and out is None and type(a) is torch.Tensor and type(b) is torch.Tensor
-            and type(alpha) in _REALS and type(beta) in _REALS and not log.modes()):
-        signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision)
-        recipe = _RECIPES.get(signature)
-        if recipe is not None:  # validated and selected before for exactly this signature
-            d = torch.empty(recipe.out_shape, dtype=recipe.out_dtype, device=a.device)
-            op_a, op_b = _operand_layouts(a.transpose(-1, -2) if trans_a else a,
-                                          b.transpose(-1, -2) if trans_b else b, recipe.k_major)
-            if recipe.replay is not None:
-                recipe.replay((op_a, op_b, d))
-            else:
-                _launch(_GemmPlan(op_a, op_b, None, d, recipe.batch, float(alpha), float(beta),
-                                  recipe.precision, recipe.problem, recipe.choice, recipe.multiprocessors))
-            return d
     out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
                       allocate=True)
     if plan is not None:
@@ -162,9 +160,10 @@ def gemm(
             _launch(plan)
         if len(_RECIPES) >= _RECIPES_MAX:
             _RECIPES.clear()
+        plain = not plan.k_major and all(_layout_kept(t) for t in (a, b))
         _RECIPES[signature] = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
                                       plan.problem, plan.choice, plan.multiprocessors, plan.k_major,
-                                      launch.Replay.of(calls, (plan.op_a, plan.op_b, plan.d)))
+                                      plain, launch.Replay.of(calls, (plan.op_a, plan.op_b, plan.d)))
     return out
 
 
@@ -191,7 +190,23 @@ class _Recipe:
     choice: space.Choice
     multiprocessors: int
     k_major: bool  # tf32 on Hopper: operands copied K-major
+    plain: bool  # op(A) and op(B) are read as they are (no operand copy)
     replay: launch.Replay | None  # the one launch, repeatable on new operands (op(A), op(B), D)
+
+    def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool, alpha: float,
+            beta: float) -> torch.Tensor:
+        """The call this recipe was made for, on new operands of its signature."""
+        d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
+        op_a = a.transpose(-1, -2) if trans_a else a
+        op_b = b.transpose(-1, -2) if trans_b else b
+        if not self.plain:
+            op_a, op_b = _operand_layouts(op_a, op_b, self.k_major)
+        if self.replay is not None:
+            self.replay((op_a, op_b, d))
+        else:
+            _launch(_GemmPlan(op_a, op_b, None, d, self.batch, float(alpha), float(beta), self.precision,
+                              self.problem, self.choice, self.multiprocessors))
+        return d
 
 
 _RECIPES: dict[tuple, _Recipe] = {}
