@@ -131,6 +131,35 @@ def test_gemm_wq_every_family(config: object, bits: int, symmetric: bool, device
             _check(x[:1], stored, gemm_wq(x[:1], stored))
 
 
+@pytest.mark.parametrize("config", [WqGemvConfig(32, 64, 2, 4), WqConfig(16, 32, 64, 2, 4, 4, 1),
+                                    WqConfig(16, 32, 64, 1, 4, 4, 1)], ids=lambda c: c.short())
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_gemm_wq_repeat_calls_replay_their_launches(config: object, symmetric: bool, device: str) -> None:
+    """A repeat call of a fused family (same signature) replays the first call's launches — the
+    K split's slice sum included — on the new call's x, weight and a fresh workspace: right for
+    new data, with no validation or selection; another signature gets its own recipe."""
+    from tessera.blas import quantized
+
+    gen = torch.Generator().manual_seed(11)
+    k, n = 128, 40
+    weights = [quantize_weight(torch.randn(k, n, generator=gen).to(torch.float16).to(device), bits=8,
+                               group_size=64, symmetric=symmetric) for _ in range(2)]
+    quantized._RECIPES.clear()
+    with space.forced(config):
+        x = torch.randn(2, 3, k, generator=gen).to(torch.float16).to(device)
+        _check(x, weights[0], gemm_wq(x, weights[0]))
+        (recipe,) = quantized._RECIPES.values()
+        assert (recipe.finish is not None) == (config.split_k > 1)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(quantized, "_check_quantized", None)  # a repeat signature must not validate again
+            patch.setattr(space, "select_mnk", None)  # … nor select again
+            for q in weights:
+                fresh = torch.randn(2, 3, k, generator=gen).to(torch.float16).to(device)
+                _check(fresh, q, gemm_wq(fresh, q))
+        _check(x[0], weights[1], gemm_wq(x[0], weights[1]))  # 2-D x: another signature
+    assert len(quantized._RECIPES) == 2
+
+
 def test_gemv_wq_reads_words_or_falls_back(device: str) -> None:
     """The decode family reads codes as int32 words; codes that cannot be viewed so (N not a
     multiple of 4, or a column slice) go to the tensor-core family, still correct."""

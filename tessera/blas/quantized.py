@@ -25,12 +25,14 @@ small and medium M on tensor cores, the codes turned into MMA operands in regist
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
 
 import torch
 
+from tessera._core import launch
 from tessera._core.device import device_info, interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
@@ -50,6 +52,7 @@ from tessera.blas.kernels.gemm_wq import (
     launch_dequantize,
     launch_gemm_wq,
 )
+from tessera.tuning import logic
 
 BITS = (4, 8)
 GROUP_SIZES = (32, 64, 128)
@@ -159,12 +162,75 @@ def _check_quantized(q: object) -> QuantizedWeight:
     return q
 
 
+@dataclass(frozen=True)
+class _WqRecipe:
+    """A fused ``gemm_wq`` call's launches, replayable on new operands of the same signature:
+    ``main`` on (x, codes or words, scales[, zeros], workspace or y), then ``finish`` (the slice
+    sum) on (workspace, y) when K was split."""
+
+    out_shape: tuple[int, ...]
+    m: int
+    k: int
+    n: int
+    words: bool  # the main launch reads the codes as int32 words (the decode family)
+    workspace: tuple[int, int, int] | None
+    main: launch.Replay
+    finish: launch.Replay | None
+
+    def run(self, x: torch.Tensor, q: QuantizedWeight) -> torch.Tensor:
+        out = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
+        y = out.view(self.m, self.n)
+        ws = None if self.workspace is None else torch.empty(self.workspace, dtype=torch.float32,
+                                                             device=x.device)
+        zeros = () if q.zeros is None else (q.zeros,)
+        self.main((x.reshape(self.m, self.k), q.words if self.words else q.codes, q.scales, *zeros,
+                   y if ws is None else ws))
+        if self.finish is not None:
+            self.finish((ws, y))
+        return out
+
+
+# Repeat calls of a fused family (same shapes, strides, dtypes, devices and 16-byte alignment of x
+# and of the weight's tensors, no ``out``) skip validation and selection and replay the first
+# call's launches, as repeat ``gemm`` calls do (api._RECIPES): a decode step is host-bound eagerly.
+_RECIPES: dict[tuple, _WqRecipe] = {}
+_RECIPES_MAX = 512
+
+
+def _signature(x: torch.Tensor, q: QuantizedWeight) -> tuple:
+    tensors = (x, q.codes, q.scales) if q.zeros is None else (x, q.codes, q.scales, q.zeros)
+    return (*((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16) for t in tensors),
+            q.zeros is None, q.bits, q.group_size, q.shape, space.forced.config, logic.generation())
+
+
+def _remember(signature: tuple, calls: list[launch.Call], x2: torch.Tensor, q: QuantizedWeight,
+              y: torch.Tensor, ws: torch.Tensor | None, words: bool, out_shape: tuple[int, ...]) -> None:
+    """Store the recipe of a first call whose recorded launches can all be replayed."""
+    zeros = () if q.zeros is None else (q.zeros,)
+    main = launch.Replay.of(calls[:1], (x2, q.words if words else q.codes, q.scales, *zeros,
+                                        y if ws is None else ws))
+    finish = None if ws is None else launch.Replay.of(calls[1:], (ws, y))
+    if main is None or len(calls) != (1 if ws is None else 2) or (ws is not None and finish is None):
+        return
+    if len(_RECIPES) >= _RECIPES_MAX:
+        _RECIPES.clear()
+    m, n = y.shape
+    _RECIPES[signature] = _WqRecipe(out_shape, m, x2.shape[1], n, words,
+                                    None if ws is None else tuple(ws.shape), main, finish)
+
+
 def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ dequantize_weight(qweight)`` for fp16/bf16 ``x`` of shape (…, K): (…, N) in x's dtype.
     8-bit weights with bf16 activations on tensor cores, and the large-M path, round each
     dequantized weight to x's dtype (as ``dequantize_weight`` rounds to the scales' dtype); the
     other paths use the exact dequantized weight (the sum of x·(code − zero) exact, scaled once
     per group in fp32)."""
+    signature = None
+    if out is None and type(x) is torch.Tensor and type(qweight) is QuantizedWeight:
+        signature = _signature(x, qweight)
+        recipe = _RECIPES.get(signature)
+        if recipe is not None:  # validated and selected before for exactly this signature
+            return recipe.run(x, qweight)
     x = as_tensor("x", x)
     q = _check_quantized(qweight)
     check_dtype("x", x, tuple(ACTIVATIONS))
@@ -201,8 +267,11 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
         launch_dequantize(q.codes, q.scales, q.zeros, weight, q.bits, q.group_size, config)
         gemm(x2, weight, out=y2)
     else:
-        launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
-                       upcast=interpreter_enabled(), config=config, words=q.words)
+        with launch.recording() if signature is not None else contextlib.nullcontext([]) as calls:
+            ws = launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
+                                upcast=interpreter_enabled(), config=config, words=q.words)
+        if signature is not None:
+            _remember(signature, calls, x2, q, y2, ws, isinstance(config, WqGemvConfig), tuple(out.shape))
     return out
 
 

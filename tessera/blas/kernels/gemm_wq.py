@@ -545,10 +545,12 @@ def code_words(qweight: torch.Tensor) -> torch.Tensor | None:
 
 def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                    zeros: torch.Tensor | None, y: torch.Tensor, k: int, bits: int, group: int, *,
-                   upcast: bool, config: WqConfig | WqGemvConfig, words: torch.Tensor | None = None) -> None:
+                   upcast: bool, config: WqConfig | WqGemvConfig, words: torch.Tensor | None = None
+                   ) -> torch.Tensor | None:
     """y (M, N) ← x (M, K) · dequant(qweight) with a fused family (``gemm_wq``, or ``gemv_wq`` when
     :func:`code_words` can view the codes — ``words``, if the caller has them already;
-    ``config.block_k`` is capped at ``group``)."""
+    ``config.block_k`` is capped at ``group``). Returns the (split, M, N) fp32 workspace of a K
+    split (written whole by the first launch, summed into y by the second), None without one."""
     m, n = y.shape
     block_k = min(config.block_k, group)
     step = group if isinstance(config, WqGemvConfig) else block_k  # gemv slices K by whole groups
@@ -575,8 +577,10 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                                     BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m),
                 config.num_warps,
                 config.num_stages)
-    if split > 1:
-        sum_slices(target, y)
+    if split == 1:
+        return None
+    sum_slices(target, y)
+    return target
 
 
 def sum_slices(ws: torch.Tensor, y: torch.Tensor) -> None:
