@@ -2,16 +2,20 @@
 
 Without a GPU (``--shapes``): for each candidate bf16 shape, the configuration the sm_90 heuristic
 picks, its tile count and the fraction of the last wave's multiprocessors left idle (132 SMs).
-On a GPU: the heuristic's data-parallel choice, the best of a few data-parallel configs (pointer
+On a GPU: what `gemm` selects unforced (the shipped logic), the best of a few data-parallel configs (pointer
 tiles and persistent TMA), and stream-K configs (pointer and descriptor loads), each checked
-against torch.matmul and then timed with do_bench (median, L2 flushed) beside it, in one run.
-Usage: python benchmarks/streamk.py --shapes | OUT.json
+against torch.matmul and then timed with do_bench (median, L2 flushed) beside it, in one run:
+every configuration once per round, rounds interleaved, the median over rounds reported (stream-K's
+times swing between measurements seconds apart; each round's figures are kept in ``samples_ms``).
+Usage: python benchmarks/streamk.py --shapes | OUT.json [--rounds N]   (default 3)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import statistics
 import sys
 import time
 
@@ -52,32 +56,45 @@ def main() -> None:
     from tessera._core.timing import flushed_ms, git_revision
     from tessera.blas import explain, gemm
 
+    out_path, rounds = sys.argv[1], 3
+    if sys.argv[2:3] == ["--rounds"]:
+        rounds = int(sys.argv[3])
+    candidates = {"tile": [TileConfig(128, 128, 64, 8, 8, 3), TileConfig(128, 256, 64, 8, 8, 3),
+                           TmaConfig(128, 128, 64, 8, 4, 4), TmaConfig(128, 256, 64, 8, 8, 3),
+                           TmaConfig(64, 128, 64, 8, 4, 4), TmaConfig(256, 128, 64, 8, 8, 4, False, 2)],
+                  "streamk": [StreamKConfig(128, 256, 64, 0, 8, 3),
+                              StreamKConfig(128, 128, 64, 0, 4, 4, True),
+                              StreamKConfig(128, 128, 64, 0, 4, 3, True),
+                              StreamKConfig(128, 256, 64, 0, 8, 3, True)]}
     rows = []
     for m, n, k in SHAPES:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
         selected = explain(a, b)
-        row = {**grid_facts(m, n, k), "torch_ms": flushed_ms(lambda a=a, b=b: torch.matmul(a, b)),
-               "selected": selected.config.short(), "selected_reason": selected.reason,
-               "selected_ms": flushed_ms(lambda a=a, b=b: gemm(a, b))}
-        candidates = {"tile": [TileConfig(128, 128, 64, 8, 8, 3), TileConfig(128, 256, 64, 8, 8, 3),
-                               TmaConfig(128, 128, 64, 8, 4, 4), TmaConfig(128, 256, 64, 8, 8, 3),
-                               TmaConfig(64, 128, 64, 8, 4, 4), TmaConfig(256, 128, 64, 8, 8, 4, False, 2)],
-                      "streamk": [StreamKConfig(128, 256, 64, 0, 8, 3),
-                                  StreamKConfig(128, 128, 64, 0, 4, 4, True),
-                                  StreamKConfig(128, 128, 64, 0, 4, 3, True),
-                                  StreamKConfig(128, 256, 64, 0, 8, 3, True)]}
+        row: dict = {**grid_facts(m, n, k), "selected": selected.config.short(),
+                     "selected_reason": selected.reason, "rounds": rounds}
         reference = torch.matmul(a, b).float()
+        timed: dict[str, object] = {"torch_ms": None, "selected_ms": None}  # key → forced config
         for configs in candidates.values():
             for config in configs:
                 with space.forced(config):
                     got = gemm(a, b).float()
-                    error = float((got - reference).abs().max() / reference.abs().max())
-                    if error > 1e-2:  # a wrong result is recorded, never timed
-                        row[config.short()] = None
-                        row[f"{config.short()} error"] = error
-                        continue
-                    row[config.short()] = flushed_ms(lambda a=a, b=b: gemm(a, b))
+                error = float((got - reference).abs().max() / reference.abs().max())
+                if error > 1e-2:  # a wrong result is recorded, never timed
+                    row[config.short()] = None
+                    row[f"{config.short()} error"] = error
+                else:
+                    timed[config.short()] = config
+        samples: dict[str, list[float]] = {key: [] for key in timed}
+        for _ in range(rounds):  # interleaved: drift and swings hit every candidate alike
+            for key, config in timed.items():
+                if key == "torch_ms":
+                    samples[key].append(flushed_ms(lambda a=a, b=b: torch.matmul(a, b)))
+                    continue
+                with space.forced(config) if config is not None else contextlib.nullcontext():
+                    samples[key].append(flushed_ms(lambda a=a, b=b: gemm(a, b)))
+        row.update({key: statistics.median(values) for key, values in samples.items()})
+        row["samples_ms"] = samples
         data_parallel = [row[c.short()] or math.inf for c in candidates["tile"]]
         if not isinstance(selected.config, StreamKConfig):
             data_parallel.append(row["selected_ms"])
@@ -89,12 +106,14 @@ def main() -> None:
         print(f"{m}x{n}x{k}: torch {row['torch_ms'] * 1e3:.0f} us, best data-parallel "
               f"{best_dp * 1e3:.0f} us, best stream-K {best_sk * 1e3:.0f} us "
               f"({row['streamk_vs_best_data_parallel']:.2f}x); the logic's choice {selected.config.short()} "
-              f"{row['selected_ms'] * 1e3:.0f} us ({row['selected_vs_best_data_parallel']:.2f}x)")
-    with open(sys.argv[1], "w") as f:
+              f"{row['selected_ms'] * 1e3:.0f} us ({row['selected_vs_best_data_parallel']:.2f}x; rounds "
+              + " ".join(f"{v * 1e3:.0f}" for v in samples["selected_ms"]) + " us)")
+    with open(out_path, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "git": git_revision(),
                    "versions": {"torch": torch.__version__, "triton": triton.__version__},
                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "command": "python benchmarks/streamk.py OUT.json", "rows": rows}, f, indent=1)
+                   "command": f"python benchmarks/streamk.py OUT.json --rounds {rounds}", "rows": rows},
+                  f, indent=1)
 
 
 if __name__ == "__main__":
