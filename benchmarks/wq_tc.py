@@ -44,6 +44,7 @@ TILES = {1: [(8, 128, 128, 8, 4, 3), (8, 128, 128, 16, 4, 3), (8, 64, 128, 8, 4,
               (16, 128, 128, 4, 8, 4), (16, 256, 128, 2, 8, 4), (16, 128, 128, 16, 4, 3),
               (16, 64, 128, 8, 4, 4), (16, 128, 128, 8, 4, 3)]}
 
+
 def k_major(q: QuantizedWeight) -> QuantizedWeight:
     """The same codes with each column's K run contiguous (a transposed copy, same indices)."""
     return dataclasses.replace(q, codes=q.codes.t().contiguous().t())

@@ -199,7 +199,7 @@ def _mma(w, x, acc, UPCAST: tl.constexpr):
     """acc + w · x on tensor cores, fp32 accumulation (fp32 operands in the interpreter, whose
     16-bit dot is wrong; exact for these products)."""
     if UPCAST:
-        return tl.dot(w, x.to(tl.float32), acc, input_precision="ieee")
+        return tl.dot(w.to(tl.float32), x.to(tl.float32), acc, input_precision="ieee")
     return tl.dot(w, x, acc)
 
 
@@ -278,11 +278,7 @@ def _rounded_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi
                         other=0)
         scale, zero = _group_params(s_ptr, z_ptr, k0 // GROUP, rn, mask_n, stride_sg, stride_sn, 8,
                                     HAS_ZERO)
-        wt = dequant(codes, zero[:, None], scale[:, None], xt.dtype)
-        if UPCAST:  # the interpreter's 16-bit dot is wrong: fp32 there (exact for 16-bit products)
-            acc = tl.dot(wt.to(tl.float32), xt.to(tl.float32), acc, input_precision="ieee")
-        else:
-            acc = tl.dot(wt, xt, acc)
+        acc = _mma(dequant(codes, zero[:, None], scale[:, None], xt.dtype), xt, acc, UPCAST)
     return acc
 
 
