@@ -1,23 +1,17 @@
-"""Stream-K GEMM: data-parallel waves of whole tiles, then the last two waves' MAC loops shared evenly.
+"""Stream-K GEMM: full waves of whole tiles, then the remaining tiles' MAC loops shared evenly.
 
 The problem's work is T output tiles × I K-iterations each (BLOCK_K deep), on P persistent
-programs. When T is not a multiple of P, the first ``dp_tiles`` = P·(⌊T / P⌋ − 1) tiles go whole,
-P at a time in grouped order (data-parallel waves: every program at the same K step, so A's and
-B's slabs are shared in L2), and the iterations of the other P + T mod P tiles (every tile when
-T < 2P) are shared: program p takes [S + p·L, S + (p + 1)·L), S = dp_tiles·I,
-L = max(⌈(T − dp_tiles)·I / P⌉, ⌈I / 8⌉). With T ≥ P a range is at least a tile long, so a tile
-has at most two contributors and the fixup reads one piece (sharing only the T mod P leftover
-tiles, the first design, cut each into up to eight pieces that one program then read and summed:
-~16 µs on the H200 for 11 leftover tiles that are worth 4). A program walks its range from the
-first iteration of its last tile to the end, then from its start: every program begins at K = 0,
-and their K positions stay within ⌈T·I / P⌉ − I steps of each other (sharing a range in plain
-order scattered them over K: 0.61–0.99× the data-parallel kernels in the first version).
-A tile the program covers whole is stored at once; a piece of a tile (the range's first or last
-segment) goes to a workspace slot (p, 0) or (p, 1), and the program then adds one to that tile's
-counter. The program that brings the counter to the tile's number of contributors — the last one,
-whoever that is — adds the pieces in contributor order (fixed: bit-reproducible run to run, no
-waiting on anyone) and stores the tile. Unlike a data-parallel grid of T tiles, the last wave
-leaves no multiprocessor idle.
+programs. The first ``dp_tiles`` = P·⌊T / P⌋ tiles go whole, P at a time in grouped order (a
+data-parallel wave: every program at the same K step, so A's and B's slabs are shared in L2).
+The iterations of the other tiles are shared: program p takes [S + p·L, S + (p + 1)·L), S =
+dp_tiles·I, L = max(⌈(T − dp_tiles)·I / P⌉, ⌈I / 8⌉) (at most about 8 pieces per tile), walking
+them tile by tile: a tile it covers whole is stored at once; a piece of a tile (the program's
+first or last segment) goes to a workspace slot (p, 0) or (p, 1), and the program then adds one
+to that tile's counter. The program that brings the counter to the tile's number of contributors —
+the last one, whoever that is — adds the pieces in contributor order (fixed: bit-reproducible run
+to run, no waiting on anyone) and stores the tile. Unlike a data-parallel grid of T tiles, the
+last wave leaves no multiprocessor idle; unlike sharing all of T·I (the first version, 0.61–0.99× on
+the H200), the programs' K positions stay aligned in the full waves.
 With ``tma`` (Hopper; operands meeting ``gemm_tma``'s descriptor rules) the K-iterations load
 through tensor descriptors as ``gemm_tma`` does; pieces, counters and the fixup are the same.
 
@@ -122,15 +116,11 @@ def _gemm_streamk_kernel(
     end = tl.minimum(start + per_program, total)
     tile_elems = BLOCK_M * BLOCK_N
     local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    head = tl.maximum(end - end % iters, start)  # the first iteration of the range's last tile
-    length = end - start
-    walked = 0
-    while walked < length:  # [head, end), then [start, head): from K = 0, like every other program
-        it = head + walked
-        it = tl.where(it >= end, it - length, it)
+    it = start
+    while it < end:
         tile = it // iters
         k_first = it % iters
-        k_last = tl.minimum(iters, k_first + (end - it))  # head is a tile's start: no segment crosses it
+        k_last = tl.minimum(iters, k_first + (end - it))
         off_m, off_n = persistent_tile(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         rm = off_m.to(tl.int64) + tl.arange(0, BLOCK_M)
         rn = off_n.to(tl.int64) + tl.arange(0, BLOCK_N)
@@ -157,7 +147,7 @@ def _gemm_streamk_kernel(
                                          cache_modifier=".cg")
                 epilogue(total_acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm,
                          stride_dn, alpha, beta, HAS_C, SCALE_ALPHA)
-        walked += k_last - k_first
+        it += k_last - k_first
 
 
 _launch = Launcher(_gemm_streamk_kernel)
@@ -175,8 +165,7 @@ def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     iters = cdiv(k, config.block_k)
     programs = max(1, config.programs or num_sms)
-    waves, leftover = divmod(tiles, programs)
-    dp_tiles = tiles if leftover == 0 else max(waves - 1, 0) * programs  # the last two waves shared
+    dp_tiles = tiles - tiles % programs  # full waves of whole tiles; the rest is shared
     shared = (tiles - dp_tiles) * iters
     per_program = max(cdiv(shared, programs), cdiv(iters, MAX_PIECES))
     programs = min(programs, max(tiles, 1)) if dp_tiles else max(1, cdiv(shared, per_program))
