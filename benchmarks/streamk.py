@@ -4,9 +4,12 @@ Without a GPU (``--shapes``): for each candidate bf16 shape, the configuration t
 picks, its tile count and the fraction of the last wave's multiprocessors left idle (132 SMs).
 On a GPU: what `gemm` selects unforced (the shipped logic), the best of a few data-parallel configs (pointer
 tiles and persistent TMA), and stream-K configs (pointer and descriptor loads), each checked
-against torch.matmul and then timed with do_bench (median, L2 flushed) beside it, in one run:
-every configuration once per round, rounds interleaved, the median over rounds reported (stream-K's
-times swing between measurements seconds apart; each round's figures are kept in ``samples_ms``).
+against torch.matmul and then timed beside it in one run two ways: eagerly with do_bench (median,
+L2 flushed: the launch path's host work included) and replayed from a CUDA graph over copies of
+the operands larger than L2 (kernel time, cold operands, as the tuner times). Every configuration
+is timed once per round, rounds interleaved, and the median over rounds is reported (stream-K's
+eager times swing between measurements seconds apart; each round's figures are kept in
+``samples_ms`` and ``graph_samples_ms``).
 Usage: python benchmarks/streamk.py --shapes | OUT.json [--rounds N]   (default 3)
 """
 
@@ -53,7 +56,7 @@ def main() -> None:
         return
     import triton
 
-    from tessera._core.timing import flushed_ms, git_revision
+    from tessera._core.timing import cold_copies, flushed_ms, git_revision, graph_ms
     from tessera.blas import explain, gemm
 
     out_path, rounds = sys.argv[1], 3
@@ -62,9 +65,8 @@ def main() -> None:
     candidates = {"tile": [TileConfig(128, 128, 64, 8, 8, 3), TileConfig(128, 256, 64, 8, 8, 3),
                            TmaConfig(128, 128, 64, 8, 4, 4), TmaConfig(128, 256, 64, 8, 8, 3),
                            TmaConfig(64, 128, 64, 8, 4, 4), TmaConfig(256, 128, 64, 8, 8, 4, False, 2)],
-                  "streamk": [StreamKConfig(128, 256, 64, 0, 8, 3),
-                              StreamKConfig(128, 128, 64, 0, 4, 4, True),
-                              StreamKConfig(128, 128, 64, 0, 4, 3, True),
+                  "streamk": [StreamKConfig(128, 128, 64, 0, 4, 4, True),
+                              StreamKConfig(128, 128, 64, 0, 8, 4, True),
                               StreamKConfig(128, 256, 64, 0, 8, 3, True)]}
     rows = []
     for m, n, k in SHAPES:
@@ -86,28 +88,35 @@ def main() -> None:
                 else:
                     timed[config.short()] = config
         samples: dict[str, list[float]] = {key: [] for key in timed}
+        graph_samples: dict[str, list[float]] = {key: [] for key in timed}
+        operand_sets = cold_copies([a, b])
         for _ in range(rounds):  # interleaved: drift and swings hit every candidate alike
             for key, config in timed.items():
-                if key == "torch_ms":
-                    samples[key].append(flushed_ms(lambda a=a, b=b: torch.matmul(a, b)))
-                    continue
+                call = torch.matmul if key == "torch_ms" else gemm
                 with space.forced(config) if config is not None else contextlib.nullcontext():
-                    samples[key].append(flushed_ms(lambda a=a, b=b: gemm(a, b)))
+                    samples[key].append(flushed_ms(lambda a=a, b=b, call=call: call(a, b)))
+                    calls = [lambda s=s, call=call: call(*s) for s in operand_sets]
+                    graph_samples[key].append(graph_ms(calls))
         row.update({key: statistics.median(values) for key, values in samples.items()})
         row["samples_ms"] = samples
-        data_parallel = [row[c.short()] or math.inf for c in candidates["tile"]]
-        if not isinstance(selected.config, StreamKConfig):
-            data_parallel.append(row["selected_ms"])
-        best_dp = min(data_parallel)
-        best_sk = min(row[c.short()] or math.inf for c in candidates["streamk"])
-        row["streamk_vs_best_data_parallel"] = best_dp / best_sk
-        row["selected_vs_best_data_parallel"] = best_dp / row["selected_ms"]
+        row["graph_ms"] = {key: statistics.median(values) for key, values in graph_samples.items()}
+        row["graph_samples_ms"] = graph_samples
+        for suffix, medians in (("", row), ("_graph", row["graph_ms"])):
+            data_parallel = [medians.get(c.short()) or math.inf for c in candidates["tile"]]
+            if not isinstance(selected.config, StreamKConfig):
+                data_parallel.append(medians["selected_ms"])
+            best_dp = min(data_parallel)
+            best_sk = min(medians.get(c.short()) or math.inf for c in candidates["streamk"])
+            row[f"streamk_vs_best_data_parallel{suffix}"] = best_dp / best_sk
+            row[f"selected_vs_best_data_parallel{suffix}"] = best_dp / medians["selected_ms"]
+        graph = row["graph_ms"]
+        print(f"{m}x{n}x{k}: torch {row['torch_ms'] * 1e3:.0f} us, stream-K vs best data-parallel "
+              f"{row['streamk_vs_best_data_parallel']:.2f}x eager, "
+              f"{row['streamk_vs_best_data_parallel_graph']:.2f}x in graphs; the logic's choice "
+              f"{selected.config.short()} {row['selected_ms'] * 1e3:.0f} us "
+              f"eager ({row['selected_vs_best_data_parallel']:.2f}x), {graph['selected_ms'] * 1e3:.0f} us "
+              f"in graphs ({row['selected_vs_best_data_parallel_graph']:.2f}x)")
         rows.append(row)
-        print(f"{m}x{n}x{k}: torch {row['torch_ms'] * 1e3:.0f} us, best data-parallel "
-              f"{best_dp * 1e3:.0f} us, best stream-K {best_sk * 1e3:.0f} us "
-              f"({row['streamk_vs_best_data_parallel']:.2f}x); the logic's choice {selected.config.short()} "
-              f"{row['selected_ms'] * 1e3:.0f} us ({row['selected_vs_best_data_parallel']:.2f}x; rounds "
-              + " ".join(f"{v * 1e3:.0f}" for v in samples["selected_ms"]) + " us)")
     with open(out_path, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "git": git_revision(),
                    "versions": {"torch": torch.__version__, "triton": triton.__version__},
