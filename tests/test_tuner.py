@@ -76,6 +76,20 @@ def test_budget_stops_and_resume_finishes(tmp_path: Path) -> None:
     assert len(load_logic(finished).table) == len(PROBLEMS)
 
 
+def test_max_distance_bounds_where_the_logic_applies(tmp_path: Path) -> None:
+    """--max-distance reaches the logic file: farther sizes fall through to the heuristic (a file
+    tuned at decode sizes must not choose for prefill), nearer ones take the nearest row."""
+    lf = load_logic(Tuner(fake_op(), tmp_path, progress=False, max_distance=1.0).run())
+    assert lf.max_distance == 1.0
+    assert lf.nearest((64, 64, 64, 1)) is not None and lf.nearest((100, 64, 64, 1)) is not None
+    assert lf.nearest((4096, 64, 64, 1)) is None  # ln(64) = 4.2 from the nearest row
+    unbounded = load_logic(Tuner(fake_op(), tmp_path / "free", progress=False).run())
+    assert unbounded.max_distance is None and unbounded.nearest((4096, 64, 64, 1)) is not None
+    for bad in ("-1", "nan", "far"):
+        with pytest.raises(SystemExit):
+            main(["tune", "gemm", "--dtype", "fp32", "--max-distance", bad, "--out", str(tmp_path / "x")])
+
+
 def test_two_tuners_on_one_directory(tmp_path: Path) -> None:
     Tuner(fake_op(), tmp_path, budget_s=0.0, progress=False).run()  # create the journal
     errors: list[BaseException] = []

@@ -31,7 +31,23 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-minutes", type=float, help="stop (progress saved) after this long")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--max-distance", type=_non_negative, metavar="D",
+                        help="the logic applies within this log distance of a tuned size (sum of squared "
+                             "natural-log ratios, square-rooted; 0.69 = one size doubled); farther, the "
+                             "heuristic decides. Default: no limit (the nearest row always applies)")
     parser.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
+
+
+def _non_negative(text: str) -> float:
+    """argparse type: a number ≥ 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative number")
+    return value
+
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tessera", description="Tessera GPU math libraries.")

@@ -115,7 +115,8 @@ def _tune(op: object, args: argparse.Namespace, problems: list[tuple[int, ...]],
     from tessera.tuning.tuner import Tuner, config_key
 
     tuner = Tuner(op, args.out, resume=args.resume,
-                  budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes)
+                  budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes,
+                  max_distance=args.max_distance)
     path = tuner.run()
     print(f"wrote {path}")
     medians = tuner.medians()

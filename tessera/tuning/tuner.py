@@ -84,8 +84,9 @@ def _atomic_write(path: Path, text: str, check: Callable[[Path], object] | None 
 class Tuner:
     def __init__(self, op: TunableOp, out_dir: Path, *, resume: bool = False,
                  budget_s: float | None = None, progress: bool = True, retime_top: int = 3,
-                 retimes: int = 2) -> None:
+                 retimes: int = 2, max_distance: float | None = None) -> None:
         self.op, self.resume, self.budget_s, self.progress = op, resume, budget_s, progress
+        self.max_distance = max_distance  # written into the logic file: beyond it, the heuristic decides
         self.retime_top, self.retimes = retime_top, retimes
         self.folder = Path(out_dir) / op.arch
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -216,6 +217,8 @@ class Tuner:
                "op": self.op.op, "problem": {"dtype": self.op.dtype}, "origin": "tuned",
                "runtime": self.op.runtime, "solutions": solutions, "table": table,
                "distance": "log_euclidean"}
+        if self.max_distance is not None:
+            doc["max_distance"] = self.max_distance
         with self._lock():
             # loaded back before it replaces the old file: a tuner never leaves logic the loader refuses
             _atomic_write(self.logic_path, yaml.safe_dump(doc, sort_keys=False), check=logic.load_logic)
