@@ -251,12 +251,20 @@ def _quantized_section(path: Path) -> list[str]:
 
 def _streamk_section(path: Path) -> list[str]:
     """Stream-K against the best data-parallel config on wave-quantized shapes (target ≥ 1.10×),
-    and (results from the wave preset on) what the shipped logic chooses there."""
+    and (results from the wave preset on) what the shipped logic chooses there; from f020b7f on,
+    CUDA-graph kernel times beside the flushed eager ones."""
     data = json.loads(path.read_text())
     chosen = "selected_ms" in data["rows"][0]
+    graphs = "graph_ms" in data["rows"][0]
     note = (" The logic's choice: what `gemm` selects unforced (shipped logic), against the best "
             "data-parallel time (target ≥ 1.10× where stream-K wins, ≥ 0.95× elsewhere).") if chosen else ""
+    if graphs:
+        note += (" Graphs: replayed from a CUDA graph over operand copies larger than L2 (kernel time, "
+                 "cold operands, as the tuner times); eager: do_bench, L2 flushed, the launch path included.")
     extra = (" the logic's choice | its µs | vs data-parallel |", "---|---:|---|") if chosen else ("", "")
+    if graphs:
+        extra = (extra[0] + " graphs: stream-K vs data-parallel | graphs: the logic's choice vs "
+                 "data-parallel |", extra[1] + "---|---|")
     lines = [f"## Stream-K on {data['device']} — `{path.relative_to(ROOT)}`", "",
              f"{_provenance(data)} {_note(data)}bf16; do_bench medians, L2 flushed. Idle = "
              f"share of the last wave's SMs without a tile under the heuristic's config.{note}", "",
@@ -275,7 +283,29 @@ def _streamk_section(path: Path) -> list[str]:
         if chosen:
             line += (f" `{r['selected']}` | {r['selected_ms'] * 1e3:.0f} | "
                      f"{r['selected_vs_best_data_parallel']:.2f} |")
+        if graphs:
+            line += (f" {r['streamk_vs_best_data_parallel_graph']:.2f} | "
+                     f"{r['selected_vs_best_data_parallel_graph']:.2f} |")
         lines.append(line)
+    return [*lines, ""]
+
+
+def _streamk_designs_section(path: Path) -> list[str]:
+    """Two stream-K designs and the first one without its fixup (benchmarks/streamk_designs.py)."""
+    data = json.loads(path.read_text())
+    keys = [key for key in data["rows"][0] if isinstance(data["rows"][0][key], dict) and "graph" in
+            data["rows"][0][key]]
+    lines = [f"## Stream-K designs on {data['device']} — `{path.relative_to(ROOT)}`", "",
+             f"{_provenance(data)} bf16, µs: CUDA-graph median over operand copies larger than L2 / "
+             "do_bench flushed eager median (three interleaved rounds). `first`: the shipped kernel (only "
+             "the leftover tiles shared, up to 8 pieces a tile); `nofix`: the same without the fixup "
+             "(wrong result, time only); `two-wave`: the last two waves shared (revision 6168d03, "
+             "reverted); `norot`: two-wave with ranges walked in plain order; pN: MAX_PIECES.", "",
+             "| candidate | " + " | ".join(f"{r['m']}×{r['n']}×{r['k']}" for r in data["rows"]) + " |",
+             "|---|" + "---|" * len(data["rows"])]
+    for key in keys:
+        lines.append(f"| {key} | " + " | ".join(f"{r[key]['graph']:.1f} / {r[key]['flushed']:.1f}"
+                                               for r in data["rows"]) + " |")
     return [*lines, ""]
 
 
@@ -538,8 +568,10 @@ def main() -> None:
         out += _quantized_section(path)
     for path in sorted(RESULTS.glob("persistent-sweep-*.json"), key=_created, reverse=True):
         out += _persistent_sweep_section(path)
-    for path in sorted(RESULTS.glob("streamk-*.json"), key=_created, reverse=True):
+    for path in sorted(RESULTS.glob("streamk-h200-*.json"), key=_created, reverse=True):
         out += _streamk_section(path)
+    for path in sorted(RESULTS.glob("streamk-designs-*.json"), key=_created, reverse=True):
+        out += _streamk_designs_section(path)
     for path in sorted(RESULTS.glob("host-overhead-*.json"), key=_created, reverse=True):
         out += _host_section(path)
     for path in sorted(RESULTS.glob("tune-eager-*.json")):
