@@ -3,7 +3,7 @@
 Without a GPU (``--shapes``): for each candidate bf16 shape, the configuration the sm_90 heuristic
 picks, its tile count and the fraction of the last wave's multiprocessors left idle (132 SMs).
 On a GPU: what `gemm` selects unforced (the shipped logic), the best of a few data-parallel configs (pointer
-tiles and persistent TMA), and stream-K configs (pointer and descriptor loads), each checked
+tiles and persistent TMA), and stream-K configs (descriptor loads), each checked
 against torch.matmul and then timed beside it in one run two ways: eagerly with do_bench (median,
 L2 flushed: the launch path's host work included) and replayed from a CUDA graph over copies of
 the operands larger than L2 (kernel time, cold operands, as the tuner times). Every configuration
