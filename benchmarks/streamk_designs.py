@@ -7,7 +7,7 @@ range walked from its last tile's head so every program starts at K = 0), the ke
 6168d03. Variants patched into the source: ``nofix`` (the first design with the fixup skipped:
 its wrong result is recorded, only its time is of interest), ``norot`` (two-wave with each range
 walked in plain order), ``reset`` (the first design with counters its last contributors zero, kept
-zeroed between launches, instead of a torch fill before each), and ``MAX_PIECES`` 16. Against
+zeroed between launches, instead of a torch fill before each), and ``MAX_PIECES`` 4 and 16. Against
 the persistent TMA data-parallel kernels on the wave-quantized shapes and two controls:
 CUDA-graph time over operand copies larger than L2 and do_bench's flushed eager time, three
 interleaved rounds, torch.profiler kernel times too.
@@ -99,7 +99,7 @@ def _shape_row(m: int, n: int, k: int, designs: dict[str, ModuleType], rounds: i
     for warps in (4, 8):
         config = StreamKConfig(128, 128, 64, 0, warps, 4, True)
         for name, module in designs.items():
-            for pieces in (8, 16) if name == "first" else (8,):
+            for pieces in (4, 8, 16) if name == "first" else (8,):
                 candidates[f"sk w{warps} {name} p{pieces}"] = _streamk(m, n, module, config, pieces)
     row: dict = {"m": m, "n": n, "k": k}
     for key, fn in candidates.items():
