@@ -182,9 +182,7 @@ class _WqRecipe:
         y = out.view(self.m, self.n)
         ws = None if self.workspace is None else torch.empty(self.workspace, dtype=torch.float32,
                                                              device=x.device)
-        zeros = () if q.zeros is None else (q.zeros,)
-        self.main((x.reshape(self.m, self.k), q.words if self.words else q.codes, q.scales, *zeros,
-                   y if ws is None else ws))
+        self.main(_main_operands(x.reshape(self.m, self.k), q, self.words, y if ws is None else ws))
         if self.finish is not None:
             self.finish((ws, y))
         return out
@@ -203,12 +201,17 @@ def _signature(x: torch.Tensor, q: QuantizedWeight) -> tuple:
             q.zeros is None, q.bits, q.group_size, q.shape, space.forced.config, logic.generation())
 
 
+def _main_operands(x2: torch.Tensor, q: QuantizedWeight, words: bool, dest: torch.Tensor) -> tuple:
+    """The tensors a fused family's main launch takes, in order: x, the codes (as int32 words for
+    the decode family), scales, zero points when asymmetric, and y or the split workspace."""
+    zeros = () if q.zeros is None else (q.zeros,)
+    return (x2, q.words if words else q.codes, q.scales, *zeros, dest)
+
+
 def _remember(signature: tuple, calls: list[launch.Call], x2: torch.Tensor, q: QuantizedWeight,
               y: torch.Tensor, ws: torch.Tensor | None, words: bool, out_shape: tuple[int, ...]) -> None:
     """Store the recipe of a first call whose recorded launches can all be replayed."""
-    zeros = () if q.zeros is None else (q.zeros,)
-    main = launch.Replay.of(calls[:1], (x2, q.words if words else q.codes, q.scales, *zeros,
-                                        y if ws is None else ws))
+    main = launch.Replay.of(calls[:1], _main_operands(x2, q, words, y if ws is None else ws))
     finish = None if ws is None else launch.Replay.of(calls[1:], (ws, y))
     if main is None or len(calls) != (1 if ws is None else 2) or (ws is not None and finish is None):
         return
