@@ -27,6 +27,7 @@ from tessera._core.launch import Launcher
 from tessera._core.timing import git_revision
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.copy import column_major_copy
+from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 
@@ -103,6 +104,7 @@ def main() -> None:
     big_a, big_b = (torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     f32_a, f32_b = big_a.float(), big_b.float()  # tf32: B (row-major) is copied K-major per call
     tile, tma = TileConfig(64, 64, 64, 8, 4, 1), TmaConfig(64, 64, 64, 8, 4, 2)
+    streamk = StreamKConfig(64, 64, 64, 0, 4, 3, True)  # replayed: its scratch buffers are kept per stream
 
     def forced(config: space.Config) -> Callable[[], object]:
         def call() -> object:
@@ -117,6 +119,8 @@ def main() -> None:
             how = "direct launch" if direct else "Triton JIT launch"
             samples.setdefault(f"tessera.gemm, tile family, {how}", []).append(per_call_us(forced(tile)))
             samples.setdefault(f"tessera.gemm, TMA family, {how}", []).append(per_call_us(forced(tma)))
+            samples.setdefault(f"tessera.gemm, stream-K family, {how}", []).append(
+                per_call_us(forced(streamk)))
         Launcher.enabled = True
         samples.setdefault("torch.matmul", []).append(per_call_us(lambda: torch.matmul(a, b)))
         samples.setdefault("tessera.gemm 1024^3 bf16, shipped logic", []).append(

@@ -8,9 +8,18 @@ import pytest
 import torch
 
 from reference import assert_gemm_close
-from tessera._core.launch import Call, Replay, capture, launch_key, specialization_key
+from tessera._core.launch import (
+    Call,
+    Replay,
+    capture,
+    launch_key,
+    release_scratch,
+    scratch,
+    specialization_key,
+)
 from tessera.blas import gemm, space
 from tessera.blas.kernels import gemm_tile
+from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 
@@ -130,7 +139,52 @@ def test_replay_maps_each_argument_to_one_operand() -> None:
     assert Replay.of(calls, (a, b, d[:, :3])) is None  # d is another view of an operand's memory
     assert Replay.of([*calls, *calls], (a, b, d)) is None  # one launch only
     stray = [Call(gemm_tile._launch, (1,), (a, torch.empty(3), d), {}, 4, 1)]
-    assert Replay.of(stray, (a, b, d)) is None  # a workspace the operands do not provide
+    assert Replay.of(stray, (a, b, d)) is None  # a workspace the operands do not provide, not kept
+    kept = scratch("test", 16, torch.float32, torch.device("cpu"), True)
+    replay = Replay.of([Call(gemm_tile._launch, (1,), (a, kept, d), {}, 4, 1)], (a, b, d))
+    assert replay is not None and replay.scratches == ((1, ("test", 16, torch.float32, torch.device("cpu"),
+                                                             True)),)
+    assert replay.call.args[1] is None  # asked for again at each replay, not held
+    release_scratch()
+
+
+def test_scratch_is_kept_per_use_and_fresh_while_captured(device: str) -> None:
+    """A kept buffer comes back for the same use (and grows); a capture (pack builds) gets a
+    fresh one, never kept; release_scratch drops them."""
+    release_scratch()
+    dev = torch.device(device)
+    counters = scratch("test counters", 8, torch.int32, dev, True)
+    assert counters.numel() == 8 and not counters.any()
+    assert scratch("test counters", 4, torch.int32, dev, True) is counters
+    assert scratch("test pieces", 4, torch.int32, dev, False) is not counters
+    grown = scratch("test counters", 9, torch.int32, dev, True)
+    assert grown is not counters and grown.numel() == 9 and not grown.any()
+    with capture():
+        assert scratch("test counters", 4, torch.int32, dev, True) is not grown
+    release_scratch()
+    assert scratch("test counters", 4, torch.int32, dev, True) is not grown
+
+
+def test_stream_k_repeat_calls_replay_and_leave_the_counters_zeroed(device: str) -> None:
+    """Stream-K's pieces and tile counters are kept scratch buffers, so a repeat call replays its
+    launch; every launch leaves the counters zeroed (no fill runs before the next one), which
+    right results on new operands over several calls show, as does the buffer itself."""
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    release_scratch()
+    config = StreamKConfig(16, 16, 16, 7, 4, 1)  # 6 tiles on 7 programs: every tile shared
+    with space.forced(config):
+        a, b = torch.randn(41, 75, device=device), torch.randn(75, 37, device=device)
+        assert_gemm_close(gemm(a, b), a, b)
+        (recipe,) = api._RECIPES.values()
+        assert recipe.replay is not None and len(recipe.replay.scratches) == 2
+        for _ in range(2):
+            a, b = torch.randn(41, 75, device=device), torch.randn(75, 37, device=device)
+            assert_gemm_close(gemm(a, b), a, b)
+    counters = scratch("streamk counters", 6, torch.int32, torch.device(device), True)
+    assert counters.numel() >= 6 and not counters.any()
+    release_scratch()
 
 
 def test_a_recipe_holds_no_operand(device: str) -> None:

@@ -354,6 +354,50 @@ def _slot(t: torch.Tensor, operands: Sequence[torch.Tensor]) -> tuple[int, bool]
     return found
 
 
+# Scratch buffers (workspaces, counters) are kept per device and stream, as cuBLAS keeps its
+# workspace: launches on one stream run one after another, so they can share one. A buffer asked
+# for ``zeroed`` is created zeroed and every kernel given one leaves it zeroed, so no fill runs
+# before each launch. Under a CUDA graph capture, or while launches are only captured or
+# compiled, each request gets a fresh buffer that is not kept (a zeroed one then records its fill
+# in the graph): a kept buffer shared by a graph and by launches on another stream would race.
+ScratchRequest = tuple[str, int, torch.dtype, torch.device, bool]  # name, numel, dtype, device, zeroed
+_scratch: dict[tuple[str, torch.dtype, torch.device, bool, int], torch.Tensor] = {}
+
+
+def scratch(name: str, numel: int, dtype: torch.dtype, device: torch.device, zeroed: bool) -> torch.Tensor:
+    """A buffer of at least ``numel`` elements for a kernel's use on the current stream (see
+    above); ``name`` separates the buffers of different uses."""
+    make = torch.zeros if zeroed else torch.empty
+    if _captured.get() is not None or _compile_only.get():
+        return make(numel, dtype=dtype, device=device)
+    stream = 0
+    if device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            return make(numel, dtype=dtype, device=device)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        stream = _triton_runtime()[1].active.get_current_stream(index)
+    key = (name, dtype, device, zeroed, stream)
+    buffer = _scratch.get(key)
+    if buffer is None or buffer.numel() < numel:
+        _scratch.pop(key, None)  # freed first: stream-ordered, so queued launches still see it
+        buffer = _scratch[key] = make(numel, dtype=dtype, device=device)
+    return buffer
+
+
+def release_scratch() -> None:
+    """Drop the kept scratch buffers (their memory returns to torch's caching allocator); the
+    next launches allocate new ones."""
+    _scratch.clear()
+
+
+def _scratch_request(t: torch.Tensor) -> ScratchRequest | None:
+    """The request that returns the kept buffer ``t`` again (on the same stream), or None."""
+    for (name, dtype, device, zeroed, _), buffer in _scratch.items():
+        if buffer is t:
+            return (name, t.numel(), dtype, device, zeroed)
+    return None
+
+
 class Replay:
     """One recorded launch, repeatable on new operands of the same shapes, strides, dtypes and
     16-byte alignment: every other argument (sizes, strides, scalars, grid, constexprs) stays as
@@ -361,13 +405,18 @@ class Replay:
 
     A repeat ``gemm`` call uses it to skip its launcher's argument building; build it with
     :meth:`of` from a :func:`recording` of exactly one launch whose tensors (and tensor
-    descriptors' bases) are all operands or their transposes, else there is no replay."""
+    descriptors' bases) are all operands or their transposes, or kept :func:`scratch` buffers
+    (asked for again at each replay: the current stream's), else there is no replay."""
 
-    def __init__(self, call: Call, slots: tuple[tuple[int, int, bool, bool], ...]) -> None:
+    def __init__(self, call: Call, slots: tuple[tuple[int, int, bool, bool], ...],
+                 scratches: tuple[tuple[int, ScratchRequest], ...] = ()) -> None:
         self.slots = slots  # (argument position, operand index, transposed, is a descriptor)
+        self.scratches = scratches  # (argument position, scratch request)
         args = list(call.args)
         for position, _, _, descriptor in slots:  # hold no operand: a recipe outlives its call
             args[position] = _with_base(args[position], None) if descriptor else None
+        for position, _ in scratches:
+            args[position] = None
         self.call = Call(call.launcher, call.grid, tuple(args), call.constexprs, call.num_warps,
                          call.num_stages)
         self.bound = [*args, *call.constexprs.values()]
@@ -377,7 +426,7 @@ class Replay:
     def of(cls, calls: Sequence[Call], operands: Sequence[torch.Tensor]) -> Replay | None:
         if len(calls) != 1:
             return None
-        call, slots = calls[0], []
+        call, slots, scratches = calls[0], [], []
         for position, arg in enumerate(call.args):
             base = getattr(arg, "base", None)
             descriptor = isinstance(base, torch.Tensor)
@@ -385,16 +434,22 @@ class Replay:
             if not isinstance(tensor, torch.Tensor):
                 continue
             slot = _slot(tensor, operands)
-            if slot is None:
+            request = None if slot is not None or descriptor else _scratch_request(tensor)
+            if request is not None:
+                scratches.append((position, request))
+            elif slot is None:
                 return None
-            slots.append((position, *slot, descriptor))
-        return cls(call, tuple(slots))
+            else:
+                slots.append((position, *slot, descriptor))
+        return cls(call, tuple(slots), tuple(scratches))
 
     def __call__(self, operands: Sequence[torch.Tensor]) -> None:
         bound = list(self.bound)
         for position, index, transposed, descriptor in self.slots:
             t = operands[index].t() if transposed else operands[index]
             bound[position] = _with_base(bound[position], t) if descriptor else t
+        for position, request in self.scratches:
+            bound[position] = scratch(*request)
         call = self.call
         if (call.launcher.enabled and _captured.get() is None and not _compile_only.get()
                 and _recorded.get() is None):

@@ -9,9 +9,12 @@ them tile by tile: a tile it covers whole is stored at once; a piece of a tile (
 first or last segment) goes to a workspace slot (p, 0) or (p, 1), and the program then adds one
 to that tile's counter. The program that brings the counter to the tile's number of contributors —
 the last one, whoever that is — adds the pieces in contributor order (fixed: bit-reproducible run
-to run, no waiting on anyone) and stores the tile. Unlike a data-parallel grid of T tiles, the
-last wave leaves no multiprocessor idle; unlike sharing all of T·I (the first version, 0.61–0.99× on
-the H200), the programs' K positions stay aligned in the full waves.
+to run, no waiting on anyone), stores the tile and zeroes the counter again. The pieces and the
+counters are scratch buffers kept per stream (``launch.scratch``): every launch leaves the
+counters zeroed, so none is filled before a launch, and a repeat ``gemm`` call replays its launch.
+Unlike a data-parallel grid of T tiles, the last wave leaves no multiprocessor idle; unlike sharing
+all of T·I (the first version, 0.61–0.99× on the H200), the programs' K positions stay aligned in
+the full waves.
 With ``tma`` (Hopper; operands meeting ``gemm_tma``'s descriptor rules) the K-iterations load
 through tensor descriptors as ``gemm_tma`` does; pieces, counters and the fixup are the same.
 
@@ -26,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher, cdiv
+from tessera._core.launch import Launcher, cdiv, scratch
 from tessera.blas.kernels.gemm_tile import REPRESENTATIVE_ROWS, epilogue, representative_operands
 from tessera.blas.kernels.gemm_tma import descriptor, is_col_major, mac_steps, persistent_tile
 
@@ -140,6 +143,7 @@ def _gemm_streamk_kernel(
             tl.debug_barrier()  # every thread's piece stored before the count
             done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
             if done == last - first:  # the last piece in: add them all, in contributor order
+                tl.store(count_ptr + tile, 0)  # and leave the counter zeroed for the next launch
                 total_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc.dtype)
                 for q in range(first, last + 1):  # slot 1 unless this tile opens q's range
                     q_slot = 2 * q + tl.where(shared + q * per_program < tile * iters, 1, 0)
@@ -170,8 +174,9 @@ def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None
     per_program = max(cdiv(shared, programs), cdiv(iters, MAX_PIECES))
     programs = min(programs, max(tiles, 1)) if dp_tiles else max(1, cdiv(shared, per_program))
     wide = torch.float64 if a.dtype == torch.float64 else torch.float32
-    workspace = torch.empty(2 * programs * config.block_m * config.block_n, dtype=wide, device=a.device)
-    counts = torch.zeros(tiles, dtype=torch.int32, device=a.device)
+    pieces = 2 * programs * config.block_m * config.block_n
+    workspace = scratch("streamk pieces", pieces, wide, a.device, False)
+    counts = scratch("streamk counters", tiles, torch.int32, a.device, True)  # left zeroed by each launch
     c_arg = c if c is not None else d
     a_col, b_col = config.tma and is_col_major(a), config.tma and is_col_major(b)
     a_arg = descriptor(a, a_col, config.block_m, config.block_k) if config.tma else a
