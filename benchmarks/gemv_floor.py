@@ -8,7 +8,9 @@ a ticket from a per-row-block counter (one atomic), and the program that draws t
 the block's partials in the fixed order of the finishing launch (deterministic) and resets the
 counter. Every design is checked against torch in fp32 before it is timed. At ee71c40: torch.mv
 33.6 µs, the shipped call 36.6, its main launch alone 34.3, the ticket design 37.0 at best (the
-shipped tile; other tiles 39.6–56.5): the second launch is not what trails cuBLAS.
+shipped tile; other tiles 39.6–56.5): the second launch is not what trails cuBLAS. Also timed:
+y = aᵀx as the GEMM xᵀa with M = 1 (one launch; the shipped bf16 GEMM logic was tuned at
+M = 1 × 8192², where it measured 3.996 TFLOP/s = 33.6 µs), unforced and with forced tiles.
 
 Usage: python benchmarks/gemv_floor.py OUT.json
 """
@@ -28,13 +30,18 @@ from tessera import blas
 from tessera._core.device import device_info
 from tessera._core.launch import cdiv, next_power_of_2
 from tessera._core.timing import graph_ms, run_record
-from tessera.blas import space
+from tessera.blas import gemm, space
 from tessera.blas.kernels import level2 as k
+from tessera.blas.kernels.gemm_splitk import SplitKConfig
+from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.level2 import GemvConfig
 
 N = 8192
 ROUNDS = 3
 DEVICE = "cuda"
+GEMM_ROUTES = (TileConfig(16, 64, 128, 8, 4, 4), TileConfig(16, 64, 128, 8, 4, 6),
+               TileConfig(16, 128, 128, 8, 4, 4), TileConfig(16, 32, 256, 8, 4, 4),
+               SplitKConfig(16, 64, 128, 2, 4, 4), SplitKConfig(16, 32, 128, 2, 4, 4))
 DESIGNS = (GemvConfig(64, 128, 4, 8), GemvConfig(64, 128, 4, 16), GemvConfig(64, 128, 8, 8),
            GemvConfig(32, 256, 4, 8), GemvConfig(64, 64, 4, 16), GemvConfig(128, 64, 8, 8))
 
@@ -109,6 +116,27 @@ def main() -> None:
         "its main launch alone": main_only,
     }
     errors = {}
+    x_row, y_row = x[None, :], y[None, :]  # xᵀ (1 × N) and yᵀ: y = aᵀx is the GEMM xᵀa
+
+    def gemm_route(config: object = None) -> Callable[[], object]:
+        def call() -> None:
+            if config is None:
+                gemm(x_row, a, out=y_row)
+            else:
+                with space.forced(config):
+                    gemm(x_row, a, out=y_row)
+        return call
+
+    routes = {"gemm(xᵀ, a), shipped logic": gemm_route()}
+    routes.update({f"gemm(xᵀ, a), {config.short()}": gemm_route(config) for config in GEMM_ROUTES})
+    for name, call in routes.items():
+        y.zero_()
+        call()
+        errors[name] = float((y.float() - want).abs().max() / want.abs().max())
+        if errors[name] > 1e-2:
+            print(f"{name}: wrong results (relative error {errors[name]:.3g}), not timed")
+            continue
+        cases[name] = call
     for config in DESIGNS:
         name = f"ticket design {config.short()}"
         call = ticket_design(a, x, y, config, sms)

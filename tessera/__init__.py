@@ -20,6 +20,7 @@ from tessera._core import (
     UnsupportedError,
     device_info,
 )
+from tessera._core.launch import release_scratch
 
 _LIBRARIES = ("blas", "rand")
 
@@ -34,6 +35,7 @@ __all__ = [
     "blas",
     "device_info",
     "rand",
+    "release_scratch",
 ]
 
 

@@ -7,6 +7,7 @@ import itertools
 import pytest
 import torch
 
+import tessera
 from reference import assert_gemm_close
 from tessera._core.launch import (
     Call,
@@ -161,7 +162,7 @@ def test_scratch_is_kept_per_use_and_fresh_while_captured(device: str) -> None:
     assert grown is not counters and grown.numel() == 9 and not grown.any()
     with capture():
         assert scratch("test counters", 4, torch.int32, dev, True) is not grown
-    release_scratch()
+    tessera.release_scratch()  # the public name
     assert scratch("test counters", 4, torch.int32, dev, True) is not grown
 
 
