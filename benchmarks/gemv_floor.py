@@ -10,7 +10,8 @@ counter. Every design is checked against torch in fp32 before it is timed. At ee
 33.6 µs, the shipped call 36.6, its main launch alone 34.3, the ticket design 37.0 at best (the
 shipped tile; other tiles 39.6–56.5): the second launch is not what trails cuBLAS. Also timed:
 y = aᵀx as the GEMM xᵀa with M = 1 (one launch; the shipped bf16 GEMM logic was tuned at
-M = 1 × 8192², where it measured 3.996 TFLOP/s = 33.6 µs), unforced and with forced tiles.
+M = 1 × 8192², where it measured 3.996 TFLOP/s = 33.6 µs), unforced and with forced tiles; and
+torch.mv, the shipped gemv T and that GEMM at other sizes (``SIZES``).
 
 Usage: python benchmarks/gemv_floor.py OUT.json
 """
@@ -87,6 +88,34 @@ def ticket_design(a: torch.Tensor, x: torch.Tensor, y: torch.Tensor, config: Gem
     return call
 
 
+SIZES = [(1024, 1024), (4096, 4096), (4096, 14336), (14336, 4096), (16384, 16384), (8192, 28672)]
+
+
+def size_row(rows: int, cols: int) -> dict:
+    """y = aᵀx on a row-major (rows × cols) bf16 a: torch.mv, the shipped gemv T and the M = 1
+    GEMM xᵀa (shipped logic), checked, then graph-timed in interleaved rounds."""
+    a = torch.randn(rows, cols, device=DEVICE).to(torch.bfloat16)
+    x = torch.randn(rows, device=DEVICE).to(torch.bfloat16)
+    y = torch.empty(cols, device=DEVICE, dtype=torch.bfloat16)
+    want = a.float().t() @ x.float()
+    cases = {"torch": lambda: torch.mv(a.t(), x, out=y), "gemv": lambda: blas.gemv(a, x, y, trans=True),
+             "gemm": lambda: gemm(x[None, :], a, out=y[None, :])}
+    row: dict = {"rows": rows, "cols": cols}
+    for name, fn in cases.items():
+        y.zero_()
+        fn()
+        row[f"{name}_error"] = float((y.float() - want).abs().max() / want.abs().max())
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(ROUNDS):
+        for name, fn in cases.items():
+            times[name].append(graph_ms([fn]))
+    row.update({f"{name}_us": 1e3 * statistics.median(t) for name, t in times.items()})
+    print(f"{rows}x{cols}: torch.mv {row['torch_us']:.2f} µs, gemv T {row['gemv_us']:.2f} "
+          f"({row['torch_us'] / row['gemv_us']:.2f}×), gemm {row['gemm_us']:.2f} "
+          f"({row['torch_us'] / row['gemm_us']:.2f}×)", flush=True)
+    return row
+
+
 def main() -> None:
     out = sys.argv[1]
     gen = torch.Generator(device=DEVICE).manual_seed(5)
@@ -161,7 +190,7 @@ def main() -> None:
                      "pct_copy": 100 * copy_us / us, "relative_error": errors.get(name)})
         print(f"{name:<52} {us:8.2f} µs  {torch_us / us:5.2f}× torch  {100 * copy_us / us:5.1f}% copy")
     result = {**run_record("python benchmarks/gemv_floor.py OUT.json"),
-              "n": N, "rows": rows,
+              "n": N, "rows": rows, "sizes": [size_row(*size) for size in SIZES],
               "note": "copy moves half the matrix (read + write = the matrix's bytes)"}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
