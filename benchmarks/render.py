@@ -406,6 +406,12 @@ def _gemv_floor_section(path: Path) -> list[str]:
                          "relative error": "---:"})
     lines += [f"| {r['case']} | {r['graph_us']:.2f} | {r['vs_torch']:.2f} | {r['pct_copy']:.1f} | "
               f"{_fmt(r['relative_error'], 4)} |" for r in data["rows"]]
+    if data.get("sizes"):  # y = aᵀx at other sizes: the shipped gemv T and the M = 1 GEMM (fef7384 on)
+        lines += ["", "| a (rows × cols) | torch.mv µs | gemv T µs | vs torch.mv | GEMM xᵀa µs | "
+                  "vs torch.mv |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['rows']}×{r['cols']} | {r['torch_us']:.2f} | {r['gemv_us']:.2f} | "
+                  f"{r['torch_us'] / r['gemv_us']:.2f} | {r['gemm_us']:.2f} | "
+                  f"{r['torch_us'] / r['gemm_us']:.2f} |" for r in data["sizes"]]
     return [*lines, ""]
 
 
