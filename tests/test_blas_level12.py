@@ -42,7 +42,7 @@ from tessera.blas import (
 )
 from tessera.blas.kernels import level2 as k2
 from tessera.blas.kernels.level1 import VectorConfig
-from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
+from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.cli import main
 from tessera.tuning import load_logic, logic
 
@@ -543,6 +543,35 @@ def test_every_gemv_config_agrees_with_numpy(config: GemvConfig, trans: bool, de
     assert torch.allclose(got.double().cpu(), want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("beta", [0.0, 2.0])
+def test_gemv_as_a_gemm_agrees_with_numpy(dtype: torch.dtype, trans: bool, beta: float, device: str) -> None:
+    """gemv as a one-row GEMM (forced): one GEMM launch, right for both layouts, α and β, and
+    β = 0 never reads y (NaN there does not leak); strided x or a y of another dtype fall back to
+    the gemv kernel, still right."""
+    from tessera._core import launch
+    from tessera._core.launch import function_name
+
+    gen = torch.Generator().manual_seed(13)
+    a = torch.randn(37, 70, generator=gen, dtype=dtype)
+    x = torch.randn(74 if trans else 140, generator=gen, dtype=dtype)  # used with incx 1 and 2
+    y = torch.randn(70 if trans else 37, generator=gen, dtype=dtype)
+    if beta == 0.0:
+        y[3] = float("nan")
+    op_a = (a.t() if trans else a).double()
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    for incx in (1, 2):
+        xs = x.double()[:: incx][: op_a.shape[1]]
+        want = 0.5 * op_a @ xs + (beta * y.double() if beta else 0.0)
+        with space.forced(GemvGemmConfig()), launch.recording() as calls:
+            got = gemv(a.to(device), x.to(device), y.clone().to(device), alpha=0.5, beta=beta, trans=trans,
+                       incx=incx)
+        assert torch.allclose(got.double().cpu(), want, rtol=tol, atol=tol)
+        kernels = {function_name(call.launcher.kernel).rsplit(":", 1)[1] for call in calls}
+        assert ("_gemv_kernel" in kernels) == (incx == 2) and len(calls) >= 1, kernels
+
+
 @pytest.mark.parametrize("max_split", [3, 5, 7])
 @pytest.mark.parametrize("beta", [0.0, -1.5])
 def test_gemv_column_splits_finish_in_one_load(max_split: int, beta: float, device: str) -> None:
@@ -568,9 +597,10 @@ def test_cli_tune_gemv_writes_logic(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "geometric-mean gain of tuned over the heuristic default" in capsys.readouterr().out
     lf = load_logic(tmp_path / "interpreter" / "blas.gemv.fp32_t.yaml")
     assert {row.sizes for row in lf.table} == {(40, 72), (24, 130)}
-    assert {config.kernel for config in lf.solutions.values()} == {"gemv"}
+    assert {config.kernel for config in lf.solutions.values()} <= {"gemv", "gemv_gemm"}
     journal = (tmp_path / "interpreter" / "blas.gemv.fp32_t.journal.jsonl").read_text()
-    assert journal.count('"status": "ok"') >= 6 and '"status": "incorrect"' not in journal
+    assert journal.count('"status": "ok"') >= 8 and '"status": "incorrect"' not in journal
+    assert 'gemv_gemm' in journal  # op(A)'s columns contiguous: the one-row GEMM is a candidate
     assert main(["tune", "gemv", "--dtype", "fp32", "--sizes", "4x5x6", "--out", str(tmp_path)]) == 2
 
 
@@ -771,16 +801,19 @@ def test_level2_shapes_select_through_installed_logic(device: str) -> None:
 
 def test_level2_compiles_offline_for_a_pack() -> None:
     """trsv's four variants (upper/lower, unit diagonal or not) and symv with and without β compile
-    for a pack's target."""
+    for a pack's target; gemv as a GEMM has no kernel of its own (the GEMM logic's solutions bring
+    theirs)."""
     jobs = [{"library": "blas", "op": "trsv", "kernel": "trsv", "dtype": "fp32",
              "config": dataclasses.asdict(TrsvConfig())},
             {"library": "blas", "op": "symv", "kernel": "symv", "dtype": "bf16",
-             "config": dataclasses.asdict(SymvConfig())}]
+             "config": dataclasses.asdict(SymvConfig())},
+            {"library": "blas", "op": "gemv", "kernel": "gemv_gemm", "dtype": "bf16_t",
+             "config": dataclasses.asdict(GemvGemmConfig())}]
     with tempfile.TemporaryDirectory() as out:
         results = _precompile("sm_90", jobs, out)
-        assert [r["status"] for r in results] == ["ok", "ok"], results
+        assert [r["status"] for r in results] == ["ok", "ok", "ok"], results
         counts = [sum(f.endswith(".cubin") for f in r["files"]) for r in results]
-        assert counts == [4, 3]  # trsv: 4 variants; symv: the kernel, then the finish with β = 0 and ≠ 0
+        assert counts == [4, 3, 0]  # trsv: 4 variants; symv: the kernel, then the finish with β = 0 and ≠ 0
 
 
 def test_cli_tune_level2_writes_logic(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

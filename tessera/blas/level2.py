@@ -21,6 +21,7 @@ from tessera._core.validate import (
     real_scalar,
 )
 from tessera.blas import space
+from tessera.blas.api import gemm
 from tessera.blas.kernels import level2 as k
 from tessera.blas.level1 import REAL, Vector
 
@@ -45,10 +46,21 @@ def _fp64(*tensors: torch.Tensor) -> bool:
 
 def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vector, alpha: float,
           beta: float) -> None:
-    """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san; the tile comes from
-    ``space.select_shape`` (forced, logic files, heuristic)."""
+    """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san; the launch shape comes
+    from ``space.select_shape`` (forced, logic files, heuristic): a tile of the gemv kernel, or the
+    GEMM with one row where x and y allow it."""
     info = device_info(a.device)
-    config = space.select_shape("gemv", (m, n), space.gemv_dtype(a.dtype, sam == 1), info).config
+    dtype = space.gemv_dtype(a.dtype, sam == 1)
+    config = space.select_shape("gemv", (m, n), dtype, info).config
+    if isinstance(config, k.GemvGemmConfig):
+        if x.step == 1 and y.step == 1 and x.tensor.dtype == y.tensor.dtype == a.dtype:
+            # yᵀ (1 × m) = xᵀ (1 × n) · op(A)ᵀ, op(A)ᵀ an (n × m) view of A: no copy
+            op_a_t = a.as_strided((n, m), (san, sam), a.storage_offset())
+            y_row = y.elements()[None, :]
+            gemm(x.elements()[None, :], op_a_t, y_row if beta != 0.0 else None, alpha=alpha, beta=beta,
+                 out=y_row)
+            return
+        config = space.SHAPE_OPS["gemv"].heuristic(dtype, info.backend).config  # the gemv kernel's tile
     k.launch_gemv(a, sam, san, m, n, x.kernel_args(), y.kernel_args(), alpha, beta,
                   fp64=_fp64(a, x.tensor, y.tensor), config=config, num_sms=info.multiprocessors or 8,
                   max_split=2 if info.backend == "interpreter" else 64)  # the CPU runs programs one by one

@@ -24,11 +24,11 @@ from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
 from tessera.blas.kernels.level1 import VectorConfig
-from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
+from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.tuning import logic
 
 Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WqConfig | WqGemvConfig | WqDequantConfig
-          | ScaledConfig | GemvConfig | GerConfig | SymvConfig | TrsvConfig | VectorConfig)
+          | ScaledConfig | GemvConfig | GemvGemmConfig | GerConfig | SymvConfig | TrsvConfig | VectorConfig)
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -471,6 +471,10 @@ GEMV_SPACE: tuple[GemvConfig, ...] = tuple(
 # multiprocessor. A hand-written prefetch of the next tile and num_stages did not help (a62b8e2);
 # for columns contiguous, neither did 512×16 / 1024×8 tiles (1–2 KiB runs of each row, ee71c40).
 GEMV_HEURISTIC = {False: GemvConfig(16, 512, 4, 2), True: GemvConfig(64, 128, 4, 8)}
+# With op(A)'s columns contiguous (``…_t``) the tuner also times gemv as a one-row GEMM
+# (GemvGemmConfig: 0.99× torch.mv at 8192² bf16 against the gemv kernel's 0.91×, 1c4f49b); the
+# heuristic keeps the kernel until tuned logic, which has measured both, chooses.
+GEMV_GEMM_SPACE: tuple[GemvGemmConfig, ...] = (GemvGemmConfig(),)
 GEMV_INTERPRETER = GemvConfig(16, 32, 4, 4)  # small tiles keep the CPU fast and cover several programs
 
 # Level 1: ``level1_map`` (axpy, scal, copy, swap, rot), ``level1_reduce`` (dot, dotc, asum, nrm2),
@@ -496,9 +500,9 @@ TRSV_SPACE = tuple(TrsvConfig(b, w) for b in (32, 64, 128) for w in (4, 8))
 
 @dataclass(frozen=True)
 class ShapeOp:
-    """A level-1/2 op whose launch shape comes from logic files."""
+    """A level-1/2 op whose launch shape comes from logic files: a config of one of its families."""
 
-    family: type
+    families: tuple[type, ...]
     size_keys: tuple[str, ...]
     dtypes: tuple[str, ...]
     documented_size: tuple[int, ...]  # the size heuristic logic documents name
@@ -522,13 +526,13 @@ def _fixed(config: object, interpreter: object | None = None) -> Callable[[str, 
 
 
 SHAPE_OPS: dict[str, ShapeOp] = {
-    "gemv": ShapeOp(GemvConfig, ("m", "n"), GEMV_DTYPES, (8192, 8192), _gemv_heuristic),
-    "ger": ShapeOp(GerConfig, ("m", "n"), REAL_DTYPES, (8192, 8192), _fixed(GerConfig())),
-    "symv": ShapeOp(SymvConfig, ("n",), REAL_DTYPES, (8192,), _fixed(SymvConfig(), SYMV_INTERPRETER)),
-    "trsv": ShapeOp(TrsvConfig, ("n",), REAL_DTYPES, (8192,), _fixed(TrsvConfig())),
-    "level1_map": ShapeOp(VectorConfig, ("n",), REAL_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
-    "level1_reduce": ShapeOp(VectorConfig, ("n",), LEVEL1_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
-    "level1_extreme": ShapeOp(VectorConfig, ("n",), LEVEL1_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
+    "gemv": ShapeOp((GemvConfig, GemvGemmConfig), ("m", "n"), GEMV_DTYPES, (8192, 8192), _gemv_heuristic),
+    "ger": ShapeOp((GerConfig,), ("m", "n"), REAL_DTYPES, (8192, 8192), _fixed(GerConfig())),
+    "symv": ShapeOp((SymvConfig,), ("n",), REAL_DTYPES, (8192,), _fixed(SymvConfig(), SYMV_INTERPRETER)),
+    "trsv": ShapeOp((TrsvConfig,), ("n",), REAL_DTYPES, (8192,), _fixed(TrsvConfig())),
+    "level1_map": ShapeOp((VectorConfig,), ("n",), REAL_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
+    "level1_reduce": ShapeOp((VectorConfig,), ("n",), LEVEL1_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
+    "level1_extreme": ShapeOp((VectorConfig,), ("n",), LEVEL1_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
 }
 
 
@@ -546,7 +550,7 @@ def shape_of(op: str, sizes: tuple[int, ...], t: torch.Tensor) -> Config:
 def select_shape(op: str, sizes: tuple[int, ...], dtype: str, device: DeviceInfo) -> Choice:
     """The launch shape of level-1/2 ``op``: a forced config of its family, else the logic files,
     else the heuristic."""
-    if isinstance(forced.config, SHAPE_OPS[op].family):
+    if isinstance(forced.config, SHAPE_OPS[op].families):
         return Choice(forced.config, "forced")
     return _select_shape_cached(op, sizes, dtype, device.backend, device.arch, logic.generation())
 
@@ -575,5 +579,5 @@ def shape_heuristic_logic(op: str) -> Callable[[DeviceInfo], list[dict]]:
 
 
 for _op, _spec in SHAPE_OPS.items():
-    logic.register_op("blas", _op, _spec.size_keys, {_spec.family.kernel: _spec.family},
+    logic.register_op("blas", _op, _spec.size_keys, {family.kernel: family for family in _spec.families},
                       heuristic=shape_heuristic_logic(_op))

@@ -371,7 +371,8 @@ def gemv_tunable(dtype: str, problems: Sequence[tuple[int, int]], space_name: st
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
         configs = GEMV_TINY_SPACE if space_name == "tiny" else space.GEMV_SPACE
-        return [c for c in configs if c.block_m <= _pow2_at_least(problem[0])]
+        tiles: list[space.Config] = [c for c in configs if c.block_m <= _pow2_at_least(problem[0])]
+        return [*tiles, *space.GEMV_GEMM_SPACE] if trans else tiles
 
     return TunableOp("blas", "gemv", device.arch, dtype, list(problems), candidates, check, measure,
                      figure="gbs", runtime=runtime_of(device))
