@@ -103,6 +103,8 @@ def main() -> None:
     b = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
     big_a, big_b = (torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     f32_a, f32_b = big_a.float(), big_b.float()  # tf32: B (row-major) is copied K-major per call
+    row, weight = (torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16),  # the shipped logic takes
+                   torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16))  # split-K: two launches
     tile, tma = TileConfig(64, 64, 64, 8, 4, 1), TmaConfig(64, 64, 64, 8, 4, 2)
     streamk = StreamKConfig(64, 64, 64, 0, 4, 3, True)  # replayed: its scratch buffers are kept per stream
 
@@ -127,6 +129,10 @@ def main() -> None:
             per_call_us(lambda: gemm(big_a, big_b), calls=500))
         samples.setdefault("torch.matmul 1024^3 bf16", []).append(
             per_call_us(lambda: torch.matmul(big_a, big_b), calls=500))
+        samples.setdefault("tessera.gemm 1x4096x4096 bf16, shipped logic (split-K)", []).append(
+            per_call_us(lambda: gemm(row, weight), calls=500))
+        samples.setdefault("torch.matmul 1x4096x4096 bf16", []).append(
+            per_call_us(lambda: torch.matmul(row, weight), calls=500))
         samples.setdefault("tessera.gemm 1024^3 tf32 (B copied K-major each call)", []).append(
             per_call_us(lambda: gemm(f32_a, f32_b, precision="tf32"), calls=500))
         samples.setdefault("  its K-major copy of B alone (column_major_copy)", []).append(

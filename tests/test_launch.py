@@ -20,6 +20,7 @@ from tessera._core.launch import (
 )
 from tessera.blas import gemm, space
 from tessera.blas.kernels import gemm_tile
+from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
@@ -104,11 +105,11 @@ def test_repeat_calls_replay_the_launch_on_new_operands(config: space.Config, tr
         assert_gemm_close(gemm(a, b, trans_a=trans_a, trans_b=trans_b), a, b, trans_a=trans_a,
                           trans_b=trans_b)
         (recipe,) = api._RECIPES.values()
-        assert recipe.replay is not None and recipe.choice.config == config
+        assert recipe.replays is not None and len(recipe.replays) == 1 and recipe.choice.config == config
         monkeypatch.setattr(api, "_launch", None)  # a replay must not go through the family launcher
         with capture() as calls:  # capture (pack builds) still sees the launch
             gemm(a, b, trans_a=trans_a, trans_b=trans_b)
-        assert len(calls) == 1 and calls[0].constexprs == recipe.replay.call.constexprs
+        assert len(calls) == 1 and calls[0].constexprs == recipe.replays[0].call.constexprs
         for _ in range(2):
             a, b = torch.randn(shape_a, device=device), torch.randn(shape_b, device=device)
             assert_gemm_close(gemm(a, b, trans_a=trans_a, trans_b=trans_b), a, b, trans_a=trans_a,
@@ -126,7 +127,7 @@ def test_no_replay_for_operands_sharing_memory(device: str) -> None:
         for _ in range(2):
             assert_gemm_close(gemm(x, x, trans_b=True), x, x, trans_b=True)
     (recipe,) = api._RECIPES.values()
-    assert recipe.replay is None
+    assert recipe.replays is None
     y = torch.randn(32, 32, device=device)
     assert_gemm_close(gemm(y, x, trans_b=True), y, x, trans_b=True)
 
@@ -179,12 +180,45 @@ def test_stream_k_repeat_calls_replay_and_leave_the_counters_zeroed(device: str)
         a, b = torch.randn(41, 75, device=device), torch.randn(75, 37, device=device)
         assert_gemm_close(gemm(a, b), a, b)
         (recipe,) = api._RECIPES.values()
-        assert recipe.replay is not None and len(recipe.replay.scratches) == 2
+        (replay,) = recipe.replays
+        assert len(replay.scratches) == 2
         for _ in range(2):
             a, b = torch.randn(41, 75, device=device), torch.randn(75, 37, device=device)
             assert_gemm_close(gemm(a, b), a, b)
     counters = scratch("streamk counters", 6, torch.int32, torch.device(device), True)
     assert counters.numel() >= 6 and not counters.any()
+    release_scratch()
+
+
+def test_split_k_repeat_calls_replay_both_launches(device: str) -> None:
+    """Split-K's partials go to a kept scratch buffer, so a repeat call replays both launches (the
+    partials, then their fixed-order sum) on new operands, C and alpha left out of recipes."""
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    release_scratch()
+    with space.forced(SplitKConfig(16, 16, 16, 3, 4, 1)):
+        for i in range(3):
+            a, b = torch.randn(20, 70, device=device), torch.randn(70, 24, device=device)
+            assert_gemm_close(gemm(a, b, alpha=1.5), a, b, alpha=1.5)
+            if i == 0:
+                (recipe,) = api._RECIPES.values()
+                assert recipe.replays is not None and len(recipe.replays) == 2
+                assert [len(r.scratches) for r in recipe.replays] == [1, 1]  # the same partials buffer
+    release_scratch()
+
+
+def test_scratch_above_the_kept_size_is_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request above SCRATCH_KEPT_BYTES gets a buffer of its own that is not kept (a large
+    problem's workspace goes back to torch's allocator), zeroed when asked."""
+    from tessera._core import launch
+
+    monkeypatch.setattr(launch, "SCRATCH_KEPT_BYTES", 64)
+    release_scratch()
+    small = scratch("test", 16, torch.float32, torch.device("cpu"), True)
+    assert scratch("test", 16, torch.float32, torch.device("cpu"), True) is small  # 64 bytes: kept
+    large = scratch("test", 17, torch.float32, torch.device("cpu"), True)
+    assert large is not scratch("test", 17, torch.float32, torch.device("cpu"), True) and not large.any()
     release_scratch()
 
 
@@ -201,7 +235,7 @@ def test_a_recipe_holds_no_operand(device: str) -> None:
     with space.forced(TileConfig(16, 16, 16, 1, 4, 1)):
         d = gemm(a, b)
     (recipe,) = api._RECIPES.values()
-    assert recipe.replay is not None
+    assert recipe.replays is not None
     refs = [weakref.ref(t) for t in (a, b, d)]
     del a, b, d
     gc.collect()

@@ -360,7 +360,10 @@ def _slot(t: torch.Tensor, operands: Sequence[torch.Tensor]) -> tuple[int, bool]
 # before each launch. Under a CUDA graph capture, or while launches are only captured or
 # compiled, each request gets a fresh buffer that is not kept (a zeroed one then records its fill
 # in the graph): a kept buffer shared by a graph and by launches on another stream would race.
+# So does a request above SCRATCH_KEPT_BYTES, so that a large problem's workspace returns to
+# torch's allocator after the call instead of staying pinned (such a call gets no replay).
 ScratchRequest = tuple[str, int, torch.dtype, torch.device, bool]  # name, numel, dtype, device, zeroed
+SCRATCH_KEPT_BYTES = 64 << 20
 _scratch: dict[tuple[str, torch.dtype, torch.device, bool, int], torch.Tensor] = {}
 
 
@@ -368,7 +371,8 @@ def scratch(name: str, numel: int, dtype: torch.dtype, device: torch.device, zer
     """A buffer of at least ``numel`` elements for a kernel's use on the current stream (see
     above); ``name`` separates the buffers of different uses."""
     make = torch.zeros if zeroed else torch.empty
-    if _captured.get() is not None or _compile_only.get():
+    too_large = numel * dtype.itemsize > SCRATCH_KEPT_BYTES
+    if too_large or _captured.get() is not None or _compile_only.get():
         return make(numel, dtype=dtype, device=device)
     stream = 0
     if device.type == "cuda":
@@ -421,6 +425,13 @@ class Replay:
                          call.num_stages)
         self.bound = [*args, *call.constexprs.values()]
         self.compiled: tuple[Any, int] | None = None
+
+    @classmethod
+    def each_of(cls, calls: Sequence[Call], operands: Sequence[torch.Tensor]) -> tuple[Replay, ...] | None:
+        """Every recorded launch as a Replay, in order (a split-K call's partials, then their sum),
+        or None when any of them cannot be replayed."""
+        replays = tuple(cls.of([call], operands) for call in calls)
+        return replays if replays and all(r is not None for r in replays) else None  # type: ignore[return-value]
 
     @classmethod
     def of(cls, calls: Sequence[Call], operands: Sequence[torch.Tensor]) -> Replay | None:

@@ -163,7 +163,7 @@ def gemm(
         plain = not plan.k_major and all(_layout_kept(t) for t in (a, b))
         _RECIPES[signature] = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
                                       plan.problem, plan.choice, plan.multiprocessors, plan.k_major,
-                                      plain, launch.Replay.of(calls, (plan.op_a, plan.op_b, plan.d)))
+                                      plain, launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d)))
     return out
 
 
@@ -172,8 +172,9 @@ def gemm(
 # key holds the forced configuration and the logic generation, so overrides and pack installs
 # apply at once. The operand copies _plan makes (odd strides; tf32's K-major operands) depend on
 # the strides alone, so a repeat call makes them again through the same function. Where the
-# first call made one launch whose tensors are all operands, the repeat call replays it with the
-# new operands (launch.Replay): no arguments, descriptors or launch key are built again.
+# first call's launches each took only operands (and kept scratch buffers), the repeat call
+# replays them with the new operands (launch.Replay): no arguments, descriptors or launch key
+# are built again.
 _REALS = (int, float)
 _RECIPES_MAX = 512
 
@@ -191,7 +192,7 @@ class _Recipe:
     multiprocessors: int
     k_major: bool  # tf32 on Hopper: operands copied K-major
     plain: bool  # op(A) and op(B) are read as they are (no operand copy)
-    replay: launch.Replay | None  # the one launch, repeatable on new operands (op(A), op(B), D)
+    replays: tuple[launch.Replay, ...] | None  # the launches, repeatable on new operands (op(A), op(B), D)
 
     def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool, alpha: float,
             beta: float) -> torch.Tensor:
@@ -201,8 +202,9 @@ class _Recipe:
         op_b = b.transpose(-1, -2) if trans_b else b
         if not self.plain:
             op_a, op_b = _operand_layouts(op_a, op_b, self.k_major)
-        if self.replay is not None:
-            self.replay((op_a, op_b, d))
+        if self.replays is not None:
+            for replay in self.replays:
+                replay((op_a, op_b, d))
         else:
             _launch(_GemmPlan(op_a, op_b, None, d, self.batch, float(alpha), float(beta), self.precision,
                               self.problem, self.choice, self.multiprocessors))

@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher, cdiv
+from tessera._core.launch import Launcher, cdiv, scratch
 from tessera.blas.kernels.gemm_tile import (
     REPRESENTATIVE_ROWS,
     _batched_strides,
@@ -121,8 +121,8 @@ def launch_gemm_splitk(
     n = b.shape[-1]
     fp64 = a.dtype == torch.float64
     k_per_split = cdiv(cdiv(k, config.split_k), config.block_k) * config.block_k
-    workspace = torch.empty((batch, config.split_k, m, n), dtype=torch.float64 if fp64 else torch.float32,
-                            device=a.device)
+    workspace = scratch("split-K partials", batch * config.split_k * m * n,
+                        torch.float64 if fp64 else torch.float32, a.device, False)  # (batch, split, M, N)
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     _partial(
         (tiles, config.split_k, batch),
@@ -132,14 +132,15 @@ def launch_gemm_splitk(
              BLOCK_K=config.block_k),
         config.num_warps, config.num_stages,
     )
-    reduce_partials(workspace, d, c, alpha, beta)
+    reduce_partials(workspace, (batch, config.split_k, m, n), d, c, alpha, beta)
 
 
-def reduce_partials(workspace: torch.Tensor, d: torch.Tensor, c: torch.Tensor | None = None,
-                    alpha: float = 1.0, beta: float = 0.0) -> None:
-    """d ← alpha · Σ_s workspace[:, s] + beta · c, the slices added in order s = 0, 1, … (also the
-    second step of the weight-only family's split-K). ``workspace`` is (batch, split, M, N)."""
-    batch, split, m, n = workspace.shape
+def reduce_partials(workspace: torch.Tensor, shape: tuple[int, int, int, int], d: torch.Tensor,
+                    c: torch.Tensor | None = None, alpha: float = 1.0, beta: float = 0.0) -> None:
+    """d ← alpha · Σ_s workspace[:, s] + beta · c, the slices added in order s = 0, 1, …;
+    ``workspace`` holds the (batch, split, M, N) partials of ``shape`` contiguously from its
+    first element (it may be longer: a kept scratch buffer)."""
+    batch, split, m, n = shape
     c_arg = c if c is not None else d
     _reduce(
         (cdiv(m, REDUCE_BLOCK) * cdiv(n, REDUCE_BLOCK), batch),
