@@ -167,6 +167,25 @@ def test_scratch_is_kept_per_use_and_fresh_while_captured(device: str) -> None:
     assert scratch("test counters", 4, torch.int32, dev, True) is not grown
 
 
+def test_scratch_is_kept_per_thread() -> None:
+    """Another thread gets buffers of its own (a call's launches never interleave with another
+    thread's use of a buffer on a shared stream); release_scratch drops every thread's."""
+    import threading
+
+    release_scratch()
+    cpu = torch.device("cpu")
+    mine = scratch("test", 8, torch.int32, cpu, True)
+    theirs: list[torch.Tensor] = []
+    worker = threading.Thread(target=lambda: theirs.extend(scratch("test", 8, torch.int32, cpu, True)
+                                                           for _ in range(2)))
+    worker.start()
+    worker.join()
+    assert theirs[0] is theirs[1] and theirs[0] is not mine
+    assert scratch("test", 8, torch.int32, cpu, True) is mine
+    release_scratch()
+    assert scratch("test", 8, torch.int32, cpu, True) is not mine
+
+
 def test_stream_k_repeat_calls_replay_and_leave_the_counters_zeroed(device: str) -> None:
     """Stream-K's pieces and tile counters are kept scratch buffers, so a repeat call replays its
     launch; every launch leaves the counters zeroed (no fill runs before the next one), which

@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -354,8 +356,10 @@ def _slot(t: torch.Tensor, operands: Sequence[torch.Tensor]) -> tuple[int, bool]
     return found
 
 
-# Scratch buffers (workspaces, counters) are kept per device and stream, as cuBLAS keeps its
-# workspace: launches on one stream run one after another, so they can share one. A buffer asked
+# Scratch buffers (workspaces, counters) are kept per device, stream and thread, as torch keeps a
+# cuBLAS handle and workspace per thread and stream: launches on one stream run one after another,
+# so they can share one, and a call's launches (split-K's partials, then their sum) never
+# interleave with another thread's use of the buffer on a shared stream. A buffer asked
 # for ``zeroed`` is created zeroed and every kernel given one leaves it zeroed, so no fill runs
 # before each launch. Under a CUDA graph capture, or while launches are only captured or
 # compiled, each request gets a fresh buffer that is not kept (a zeroed one then records its fill
@@ -364,7 +368,17 @@ def _slot(t: torch.Tensor, operands: Sequence[torch.Tensor]) -> tuple[int, bool]
 # torch's allocator after the call instead of staying pinned (such a call gets no replay).
 ScratchRequest = tuple[str, int, torch.dtype, torch.device, bool]  # name, numel, dtype, device, zeroed
 SCRATCH_KEPT_BYTES = 64 << 20
-_scratch: dict[tuple[str, torch.dtype, torch.device, bool, int], torch.Tensor] = {}
+_scratch: weakref.WeakKeyDictionary[threading.Thread, dict[tuple[str, torch.dtype, torch.device, bool, int],
+                                                           torch.Tensor]] = weakref.WeakKeyDictionary()
+
+
+def _kept() -> dict[tuple[str, torch.dtype, torch.device, bool, int], torch.Tensor]:
+    """This thread's kept scratch buffers (dropped with the thread)."""
+    thread = threading.current_thread()
+    kept = _scratch.get(thread)
+    if kept is None:
+        kept = _scratch[thread] = {}
+    return kept
 
 
 def scratch(name: str, numel: int, dtype: torch.dtype, device: torch.device, zeroed: bool) -> torch.Tensor:
@@ -380,23 +394,25 @@ def scratch(name: str, numel: int, dtype: torch.dtype, device: torch.device, zer
             return make(numel, dtype=dtype, device=device)
         index = device.index if device.index is not None else torch.cuda.current_device()
         stream = _triton_runtime()[1].active.get_current_stream(index)
-    key = (name, dtype, device, zeroed, stream)
-    buffer = _scratch.get(key)
+    key, kept = (name, dtype, device, zeroed, stream), _kept()
+    buffer = kept.get(key)
     if buffer is None or buffer.numel() < numel:
-        _scratch.pop(key, None)  # freed first: stream-ordered, so queued launches still see it
-        buffer = _scratch[key] = make(numel, dtype=dtype, device=device)
+        kept.pop(key, None)  # freed first: stream-ordered, so queued launches still see it
+        buffer = kept[key] = make(numel, dtype=dtype, device=device)
     return buffer
 
 
 def release_scratch() -> None:
-    """Drop the kept scratch buffers (their memory returns to torch's caching allocator); the
-    next launches allocate new ones."""
-    _scratch.clear()
+    """Drop the kept scratch buffers of every thread (their memory returns to torch's caching
+    allocator); the next launches allocate new ones."""
+    for kept in list(_scratch.values()):
+        kept.clear()
 
 
 def _scratch_request(t: torch.Tensor) -> ScratchRequest | None:
-    """The request that returns the kept buffer ``t`` again (on the same stream), or None."""
-    for (name, dtype, device, zeroed, _), buffer in _scratch.items():
+    """The request that returns the kept buffer ``t`` again (on the same stream and thread), or
+    None."""
+    for (name, dtype, device, zeroed, _), buffer in _kept().items():
         if buffer is t:
             return (name, t.numel(), dtype, device, zeroed)
     return None

@@ -10,7 +10,7 @@ first or last segment) goes to a workspace slot (p, 0) or (p, 1), and the progra
 to that tile's counter. The program that brings the counter to the tile's number of contributors —
 the last one, whoever that is — adds the pieces in contributor order (fixed: bit-reproducible run
 to run, no waiting on anyone), stores the tile and zeroes the counter again. The pieces and the
-counters are scratch buffers kept per stream (``launch.scratch``): every launch leaves the
+counters are scratch buffers kept per stream and thread (``launch.scratch``): every launch leaves the
 counters zeroed, so none is filled before a launch, and a repeat ``gemm`` call replays its launch.
 Unlike a data-parallel grid of T tiles, the last wave leaves no multiprocessor idle; unlike sharing
 all of T·I (the first version, 0.61–0.99× on the H200), the programs' K positions stay aligned in
