@@ -548,8 +548,8 @@ def test_every_gemv_config_agrees_with_numpy(config: GemvConfig, trans: bool, de
 @pytest.mark.parametrize("beta", [0.0, 2.0])
 def test_gemv_as_a_gemm_agrees_with_numpy(dtype: torch.dtype, trans: bool, beta: float, device: str) -> None:
     """gemv as a one-row GEMM (forced): one GEMM launch, right for both layouts, α and β, and
-    β = 0 never reads y (NaN there does not leak); strided x or a y of another dtype fall back to
-    the gemv kernel, still right."""
+    β = 0 never reads y (NaN there does not leak); a strided x falls back to the gemv kernel,
+    still right."""
     from tessera._core import launch
     from tessera._core.launch import function_name
 
