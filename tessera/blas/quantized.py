@@ -164,27 +164,22 @@ def _check_quantized(q: object) -> QuantizedWeight:
 
 @dataclass(frozen=True)
 class _WqRecipe:
-    """A fused ``gemm_wq`` call's launches, replayable on new operands of the same signature:
-    ``main`` on (x, codes or words, scales[, zeros], workspace or y), then ``finish`` (the slice
-    sum) on (workspace, y) when K was split."""
+    """A fused ``gemm_wq`` call's launches, replayable on new operands of the same signature (those
+    of :func:`_main_operands`): the main launch, then the slice sum when K was split (its
+    partials in a kept scratch buffer)."""
 
     out_shape: tuple[int, ...]
     m: int
     k: int
     n: int
     words: bool  # the main launch reads the codes as int32 words (the decode family)
-    workspace: tuple[int, int, int] | None
-    main: launch.Replay
-    finish: launch.Replay | None
+    replays: tuple[launch.Replay, ...]
 
     def run(self, x: torch.Tensor, q: QuantizedWeight) -> torch.Tensor:
         out = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
-        y = out.view(self.m, self.n)
-        ws = None if self.workspace is None else torch.empty(self.workspace, dtype=torch.float32,
-                                                             device=x.device)
-        self.main(_main_operands(x.reshape(self.m, self.k), q, self.words, y if ws is None else ws))
-        if self.finish is not None:
-            self.finish((ws, y))
+        operands = _main_operands(x.reshape(self.m, self.k), q, self.words, out.view(self.m, self.n))
+        for replay in self.replays:
+            replay(operands)
         return out
 
 
@@ -201,25 +196,23 @@ def _signature(x: torch.Tensor, q: QuantizedWeight) -> tuple:
             q.zeros is None, q.bits, q.group_size, q.shape, space.forced.config, logic.generation())
 
 
-def _main_operands(x2: torch.Tensor, q: QuantizedWeight, words: bool, dest: torch.Tensor) -> tuple:
-    """The tensors a fused family's main launch takes, in order: x, the codes (as int32 words for
-    the decode family), scales, zero points when asymmetric, and y or the split workspace."""
+def _main_operands(x2: torch.Tensor, q: QuantizedWeight, words: bool, y: torch.Tensor) -> tuple:
+    """The tensors a fused family's launches take: x, the codes (as int32 words for the decode
+    family), scales, zero points when asymmetric, and y."""
     zeros = () if q.zeros is None else (q.zeros,)
-    return (x2, q.words if words else q.codes, q.scales, *zeros, dest)
+    return (x2, q.words if words else q.codes, q.scales, *zeros, y)
 
 
 def _remember(signature: tuple, calls: list[launch.Call], x2: torch.Tensor, q: QuantizedWeight,
-              y: torch.Tensor, ws: torch.Tensor | None, words: bool, out_shape: tuple[int, ...]) -> None:
+              y: torch.Tensor, words: bool, out_shape: tuple[int, ...]) -> None:
     """Store the recipe of a first call whose recorded launches can all be replayed."""
-    main = launch.Replay.of(calls[:1], _main_operands(x2, q, words, y if ws is None else ws))
-    finish = None if ws is None else launch.Replay.of(calls[1:], (ws, y))
-    if main is None or len(calls) != (1 if ws is None else 2) or (ws is not None and finish is None):
+    replays = launch.Replay.each_of(calls, _main_operands(x2, q, words, y))
+    if replays is None:
         return
     if len(_RECIPES) >= _RECIPES_MAX:
         _RECIPES.clear()
     m, n = y.shape
-    _RECIPES[signature] = _WqRecipe(out_shape, m, x2.shape[1], n, words,
-                                    None if ws is None else tuple(ws.shape), main, finish)
+    _RECIPES[signature] = _WqRecipe(out_shape, m, x2.shape[1], n, words, replays)
 
 
 def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -271,10 +264,10 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
         gemm(x2, weight, out=y2)
     else:
         with launch.recording() if signature is not None else contextlib.nullcontext([]) as calls:
-            ws = launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
-                                upcast=interpreter_enabled(), config=config, words=q.words)
+            launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
+                           upcast=interpreter_enabled(), config=config, words=q.words)
         if signature is not None:
-            _remember(signature, calls, x2, q, y2, ws, isinstance(config, WqGemvConfig), tuple(out.shape))
+            _remember(signature, calls, x2, q, y2, isinstance(config, WqGemvConfig), tuple(out.shape))
     return out
 
 

@@ -39,7 +39,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import Launcher, cdiv, next_power_of_2, nvidia_target
+from tessera._core.launch import Launcher, cdiv, next_power_of_2, nvidia_target, scratch
 from tessera.blas.kernels.gemm_tile import grouped_tile
 
 
@@ -541,19 +541,20 @@ def code_words(qweight: torch.Tensor) -> torch.Tensor | None:
 
 def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                    zeros: torch.Tensor | None, y: torch.Tensor, k: int, bits: int, group: int, *,
-                   upcast: bool, config: WqConfig | WqGemvConfig, words: torch.Tensor | None = None
-                   ) -> torch.Tensor | None:
+                   upcast: bool, config: WqConfig | WqGemvConfig, words: torch.Tensor | None = None) -> None:
     """y (M, N) ← x (M, K) · dequant(qweight) with a fused family (``gemm_wq``, or ``gemv_wq`` when
     :func:`code_words` can view the codes — ``words``, if the caller has them already;
-    ``config.block_k`` is capped at ``group``). Returns the (split, M, N) fp32 workspace of a K
-    split (written whole by the first launch, summed into y by the second), None without one."""
+    ``config.block_k`` is capped at ``group``). A K split writes (split, M, N) fp32 partials to a
+    kept scratch buffer (``launch.scratch``), which a second launch sums into y."""
     m, n = y.shape
     block_k = min(config.block_k, group)
     step = group if isinstance(config, WqGemvConfig) else block_k  # gemv slices K by whole groups
     k_per_split = cdiv(cdiv(k, config.split_k), step) * step
     split = cdiv(k, k_per_split)
-    target = y if split == 1 else torch.empty((split, m, n), dtype=torch.float32, device=y.device)
-    ys = (0, *y.stride()) if split == 1 else target.stride()
+    if split == 1:
+        target, ys = y, (0, *y.stride())
+    else:
+        target, ys = scratch("wq slices", split * m * n, torch.float32, y.device, False), (m * n, n, 1)
     quantization = dict(BITS=bits, GROUP=group, HAS_ZERO=zeros is not None)
     zeros = scales if zeros is None else zeros  # HAS_ZERO=False: never read
     if isinstance(config, WqGemvConfig):
@@ -573,15 +574,14 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                                     BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m),
                 config.num_warps,
                 config.num_stages)
-    if split == 1:
-        return None
-    sum_slices(target, y)
-    return target
+    if split > 1:
+        sum_slices(target, split, y)
 
 
-def sum_slices(ws: torch.Tensor, y: torch.Tensor) -> None:
-    """y (M, N) ← Σ_s ws[s] for the (split, M, N) fp32 partial products, in a fixed order."""
-    split, m, n = ws.shape
+def sum_slices(ws: torch.Tensor, split: int, y: torch.Tensor) -> None:
+    """y (M, N) ← Σ_s ws[s] for the (split, M, N) fp32 partial products that ``ws`` holds
+    contiguously from its first element, in a fixed order."""
+    m, n = y.shape
     split_p2 = next_power_of_2(split)
     block = max(32, SUM_ELEMENTS // split_p2)
     _launch_sum_slices((cdiv(m * n, block),), (ws, y, n, m * n, *y.stride()),
