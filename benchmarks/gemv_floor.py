@@ -34,6 +34,7 @@ from tessera._core.timing import graph_ms, run_record
 from tessera.blas import gemm, space
 from tessera.blas.kernels import level2 as k
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
+from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.level2 import GemvConfig
 
@@ -42,7 +43,12 @@ ROUNDS = 3
 DEVICE = "cuda"
 GEMM_ROUTES = (TileConfig(16, 64, 128, 8, 4, 4), TileConfig(16, 64, 128, 8, 4, 6),
                TileConfig(16, 128, 128, 8, 4, 4), TileConfig(16, 32, 256, 8, 4, 4),
-               SplitKConfig(16, 64, 128, 2, 4, 4), SplitKConfig(16, 32, 128, 2, 4, 4))
+               SplitKConfig(16, 64, 128, 2, 4, 4), SplitKConfig(16, 32, 128, 2, 4, 4),
+               # stream-K: the 128 column tiles' K-iterations shared evenly by one program per SM
+               # (a 16 × 64 tile grid leaves 4 of the 132 SMs idle)
+               StreamKConfig(16, 64, 128, 0, 4, 4), StreamKConfig(16, 64, 128, 0, 4, 6),
+               StreamKConfig(16, 64, 128, 0, 4, 4, True), StreamKConfig(16, 64, 256, 0, 4, 3),
+               StreamKConfig(16, 32, 128, 0, 4, 4), StreamKConfig(16, 64, 128, 264, 4, 4))
 DESIGNS = (GemvConfig(64, 128, 4, 8), GemvConfig(64, 128, 4, 16), GemvConfig(64, 128, 8, 8),
            GemvConfig(32, 256, 4, 8), GemvConfig(64, 64, 4, 16), GemvConfig(128, 64, 8, 8))
 
