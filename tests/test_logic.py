@@ -224,6 +224,46 @@ def test_cli_validate_and_show(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert "gemm_tile 16x16x16 g1 w2 s1" in out and "4096x4096x4096x1" in out
 
 
+# a partial re-tune of GOOD: 4096³ gets a new solution, 1024³ is new, 64³ is not re-tuned; its
+# stream-K solution equals nothing in GOOD, its tile solution equals GOOD's solution 0
+UPDATE = {**GOOD,
+          "solutions": [{"id": 0, "kernel": "gemm_streamk", "block_m": 128, "block_n": 128, "block_k": 64},
+                        {"id": 1, "kernel": "gemm_tile", "block_m": 16, "block_n": 16, "block_k": 16,
+                         "group_m": 1, "num_warps": 2, "num_stages": 1}],
+          "table": [{"m": 4096, "n": 4096, "k": 4096, "batch": 1, "solution": 0, "tflops": 750.0},
+                    {"m": 1024, "n": 1024, "k": 1024, "batch": 1, "solution": 1, "tflops": 300.0}]}
+
+
+def test_merge_replaces_and_adds_rows(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    base = write(tmp_path / "base.yaml", GOOD)
+    update = write(tmp_path / "update.yaml", UPDATE)
+    out = tmp_path / "merged.yaml"
+    assert main(["logic", "merge", str(base), str(update), "-o", str(out)]) == 0
+    assert "3 rows (1 replaced and 1 added" in capsys.readouterr().out
+    merged = load_logic(out)
+    by_size = {row.sizes: (merged.solutions[row.solution], row.measured) for row in merged.table}
+    tile = TileConfig(16, 16, 16, 1, 2, 1)
+    assert by_size == {(64, 64, 64, 1): (tile, {"tflops": 1.5}),
+                       (1024, 1024, 1024, 1): (tile, {"tflops": 300.0}),
+                       (4096, 4096, 4096, 1): (load_logic(update).solutions[0], {"tflops": 750.0})}
+    assert len(merged.solutions) == 2  # GOOD's TMA solution is no longer used; the tile one is shared
+    assert (merged.arch, merged.problem, merged.runtime) == ("interpreter", {"dtype": "fp32"}, GOOD["runtime"])
+    assert load_logic(base).table == load_logic(write(tmp_path / "again.yaml", GOOD)).table  # inputs untouched
+
+
+@pytest.mark.parametrize("field, value", [("problem", {"dtype": "bf16"}), ("arch", "sm_90"),
+                                          ("runtime", {"triton": "3.6.0", "backend": "cuda"}),
+                                          ("max_distance", 0.5)])
+def test_merge_refuses_files_of_different_problems(field: str, value: object, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    base = write(tmp_path / "base.yaml", GOOD)
+    before = base.read_text()
+    update = write(tmp_path / "update.yaml", {**UPDATE, field: value})
+    assert main(["logic", "merge", str(base), str(update), "-o", str(base)]) == 2  # a refused input
+    assert f"their {field} differ" in capsys.readouterr().err
+    assert base.read_text() == before  # the output (here BASE itself) is not touched
+
+
 def _space_configs() -> list[object]:
     """Every configuration the tuners and packs may write (the declared tuning spaces)."""
     from tessera.blas import tune as blas_tune

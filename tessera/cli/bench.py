@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
 from tessera._core.errors import TesseraError
+from tessera._core.files import write_atomically
 from tessera.cli.common import use_interpreter_without_gpu, write_json_atomically
 
 
@@ -118,8 +118,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         if interpreting:
             lines.append("No GPU: kernels ran in Triton's CPU interpreter; times are not GPU performance.")
     markdown = args.output / "report.md"
-    tmp = markdown.with_name(f".{markdown.name}.{os.getpid()}.tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, markdown)
+    write_atomically(markdown, "\n".join(lines) + "\n")
     print(f"wrote {args.output / 'report.json'} and {markdown}")
     return 0

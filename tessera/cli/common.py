@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 
+from tessera._core.files import write_atomically
+
 
 def use_interpreter_without_gpu() -> bool:
     """Turn on Triton's interpreter when there is no GPU; True when it is on."""
@@ -18,11 +20,5 @@ def use_interpreter_without_gpu() -> bool:
 
 
 def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    """Write to a temporary file in the same directory, then rename: never a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=1) + "\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """``data`` as indented JSON, written atomically (never a half-written file)."""
+    write_atomically(path, json.dumps(data, indent=1) + "\n")

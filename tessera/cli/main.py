@@ -62,6 +62,12 @@ def _build_parser() -> argparse.ArgumentParser:
     show.add_argument("file", type=Path)
     validate = logic_sub.add_parser("validate", help="check logic files; exit 1 if any is invalid")
     validate.add_argument("files", type=Path, nargs="+")
+    merge = logic_sub.add_parser("merge", help="fold a partial re-tune into a logic file: UPDATE's rows "
+                                               "replace BASE's at the same sizes and add new ones")
+    merge.add_argument("base", type=Path)
+    merge.add_argument("update", type=Path)
+    merge.add_argument("-o", "--output", type=Path, required=True,
+                       help="file to write (may be BASE itself; written atomically, checked by loading)")
 
     report = sub.add_parser("report", help="device, installed pack and bench rows as JSON + Markdown")
     report.add_argument("--bench", choices=["quick", "full", "none"], default="quick")

@@ -13,8 +13,19 @@ from tessera.cli.common import use_interpreter_without_gpu
 
 
 def cmd_logic(args: argparse.Namespace) -> int:
-    from tessera.tuning.logic import load_logic
+    import yaml
 
+    from tessera._core.files import write_atomically
+    from tessera.tuning.logic import load_logic, merge
+
+    if args.action == "merge":
+        base, update = load_logic(args.base), load_logic(args.update)
+        doc = merge(base, update)
+        write_atomically(args.output, yaml.safe_dump(doc, sort_keys=False), check=load_logic)
+        replaced = len({row.sizes for row in base.table} & {row.sizes for row in update.table})
+        print(f"wrote {args.output}: {len(doc['table'])} rows ({replaced} replaced and "
+              f"{len(update.table) - replaced} added from {args.update}), {len(doc['solutions'])} solutions")
+        return 0
     if args.action == "show":
         logic = load_logic(args.file)
         print(f"{logic.path}: {logic.arch} {logic.library}.{logic.op} {dict(logic.problem)}; "

@@ -315,9 +315,40 @@ def heuristic_document(arch: str, backend: str, library: str, op: str, dtype: st
     table = [{**sizes, "solution": ids.setdefault(config, len(ids))} for sizes, config in rows]
     return {"schema": SCHEMA_VERSION, "arch": arch, "library": library, "op": op, "problem": {"dtype": dtype},
             "origin": "heuristic", "runtime": {"backend": backend},
-            "solutions": [{"id": sid, "kernel": config.kernel, **dataclasses.asdict(config)}
-                          for config, sid in ids.items()],
-            "table": table, "distance": "log_euclidean"}
+            "solutions": _solution_entries(ids), "table": table, "distance": "log_euclidean"}
+
+
+def _solution_entries(ids: Mapping[Any, int]) -> list[dict[str, Any]]:
+    """A document's ``solutions`` list from {config: id}."""
+    return [{"id": sid, "kernel": config.kernel, **dataclasses.asdict(config)} for config, sid in ids.items()]
+
+
+def merge(base: LogicFile, update: LogicFile) -> dict:
+    """A logic document: ``base``'s table with ``update``'s rows replacing the rows at the same
+    sizes and adding the sizes ``base`` lacks (a partial re-tune folded into a full file, as
+    Tensile merges logic). Both must describe the same arch, op and problem, with the same
+    origin, runtime, distance and max_distance; equal configurations share one solution."""
+    for name in ("arch", "library", "op", "problem", "origin", "runtime", "distance", "max_distance"):
+        mine, theirs = getattr(base, name), getattr(update, name)
+        if mine != theirs:
+            raise LogicFileError(
+                f"{update.path} cannot be merged into {base.path}: their {name} differ ({theirs!r} "
+                f"against {mine!r}); merge files tuned for the same problem with the same runtime, "
+                f"or tune the missing sizes again")
+    spec = registered_ops()[(base.library, base.op)]
+    rows = {row.sizes: (row, base.solutions[row.solution]) for row in base.table}
+    rows.update({row.sizes: (row, update.solutions[row.solution]) for row in update.table})
+    ids: dict[Any, int] = {}
+    table = []
+    for sizes, (row, config) in sorted(rows.items()):
+        table.append({**dict(zip(spec.size_keys, sizes, strict=True)),
+                      "solution": ids.setdefault(config, len(ids)), **row.measured})
+    doc = {"schema": SCHEMA_VERSION, "arch": base.arch, "library": base.library, "op": base.op,
+           "problem": dict(base.problem), "origin": base.origin, "runtime": dict(base.runtime),
+           "solutions": _solution_entries(ids), "table": table, "distance": base.distance}
+    if base.max_distance is not None:
+        doc["max_distance"] = base.max_distance
+    return doc
 
 
 def lookup(arch: str, library: str, op: str, dtype: str, sizes: tuple[int, ...],

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from tessera._core.errors import InvalidArgumentError
+from tessera._core.files import write_atomically
 from tessera.tuning import logic
 
 
@@ -64,21 +65,6 @@ def _median(values: Sequence[float]) -> float:
 def config_key(config: Any) -> str:
     """A configuration as the journal names it (kernel family and every parameter, sorted)."""
     return json.dumps({"kernel": config.kernel, **dataclasses.asdict(config)}, sort_keys=True)
-
-
-def _atomic_write(path: Path, text: str, check: Callable[[Path], object] | None = None) -> None:
-    """Replace ``path`` with ``text`` all at once; with ``check``, only if the written copy passes it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if check is not None:
-            check(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class Tuner:
@@ -221,7 +207,7 @@ class Tuner:
             doc["max_distance"] = self.max_distance
         with self._lock():
             # loaded back before it replaces the old file: a tuner never leaves logic the loader refuses
-            _atomic_write(self.logic_path, yaml.safe_dump(doc, sort_keys=False), check=logic.load_logic)
+            write_atomically(self.logic_path, yaml.safe_dump(doc, sort_keys=False), check=logic.load_logic)
         return self.logic_path
 
 
