@@ -9,7 +9,9 @@
 Every configuration's result is checked against the vendor's before it is timed (fp8/16-bit:
 max |diff| within 2 % of max |vendor|; int8 exact). Timing: ``triton.testing.do_bench`` (median, L2
 flushed), ours and the vendor's alternating twice per configuration; the ratio is of the medians.
-Usage: python benchmarks/persistent_sweep.py OUT.json [--quick] [--fp8-fast]  (only fp8 fast accumulation)
+Usage: python benchmarks/persistent_sweep.py OUT.json [--quick] [--fp8-fast | --int8]
+(``--fp8-fast``: only fp8 fast accumulation; ``--int8``: only int8, every configuration in two
+passes, so that a configuration's two rows show the run's noise)
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ FP8_CONFIGS = [_tma(128, 256, 128, 8, 4, 2, True), _tma(128, 256, 128, 8, 4, 2, 
                _tma(256, 128, 64, 8, 6, 2, True), _tma(128, 256, 128, 8, 4, 2, True, group=16),
                _tma(128, 256, 128, 8, 4, 2, True, group=4), _tma(128, 256, 128, 8, 3, 2, ws=True),
                _tma(256, 128, 128, 8, 4, 2, ws=True)]
-INT8_CONFIGS = [c for bm, bn, stages, split in ((128, 256, 3, 2), (128, 128, 4, 1), (256, 128, 3, 2))
-                for c in (_tma(bm, bn, 128, 8, stages, split), _tma(bm, bn, 128, 8, stages, split, True))]
+# int8 → int32: a wide tile's int32 D in two slices (64 KiB) leaves room for 3 stages of 48 KiB,
+# in four slices (32 KiB) for 4, as fp8's bf16 D has (229408 bytes, offline sm_90 compile)
+INT8_CONFIGS = [c for bm, bn, stages, split in ((256, 128, 4, 4), (128, 256, 4, 4), (256, 128, 3, 2),
+                                               (128, 256, 3, 2), (128, 128, 5, 1))
+                for c in (_tma(bm, bn, 128, 8, stages, split, True), _tma(bm, bn, 128, 8, stages, split))]
 
 
 def _close(got: torch.Tensor, want: torch.Tensor, exact: bool) -> str | None:
@@ -101,8 +106,8 @@ def scaled_rows(quick: bool) -> list[dict]:
     bi = torch.randint(-128, 128, (SIZE, SIZE), device=DEVICE, dtype=torch.int8).t()
     flops = 2.0 * SIZE**3
     rows = []
-    fast_only = "--fp8-fast" in sys.argv
-    for fast in (True,) if fast_only else (True, False):
+    fast_only, int8_only = "--fp8-fast" in sys.argv, "--int8" in sys.argv
+    for fast in () if int8_only else (True,) if fast_only else (True, False):
         name = "fp8e4m3" + (" fast" if fast else "")
 
         def ours(fast: bool = fast) -> torch.Tensor:
@@ -114,7 +119,8 @@ def scaled_rows(quick: bool) -> list[dict]:
 
         for config in [None, *(FP8_CONFIGS[:2] if quick else FP8_CONFIGS if fast else FP8_CONFIGS[:6])]:
             rows.append(_row(name, config, ours, theirs, flops, exact=False))
-    for config in [] if fast_only else [None, *(INT8_CONFIGS[:2] if quick else INT8_CONFIGS)]:
+    int8_configs = [None, *(INT8_CONFIGS[:2] if quick else INT8_CONFIGS)]
+    for config in [] if fast_only else int8_configs * 2 if int8_only else int8_configs:
         rows.append(_row("int8", config, lambda: gemm(ai, bi), lambda: torch._int_mm(ai, bi), flops,
                          exact=True))
     return rows
@@ -143,7 +149,7 @@ def main() -> None:
     quick = "--quick" in sys.argv
     record = run_record(" ".join(["python benchmarks/persistent_sweep.py OUT.json", *sys.argv[2:]]))
     scaled = scaled_rows(quick)
-    floats = [] if "--fp8-fast" in sys.argv else float_rows(quick)
+    floats = [] if "--fp8-fast" in sys.argv or "--int8" in sys.argv else float_rows(quick)
     with open(sys.argv[1], "w") as f:
         json.dump({**record, "scaled": scaled, "float": floats}, f, indent=1)
 

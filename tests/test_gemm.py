@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -189,6 +190,7 @@ def test_tma_stages_fit_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gemm_tma, "device_info", lambda _: SimpleNamespace(shared_memory_per_block=232448))
     assert gemm_tma.fitting_stages(fp8_tile, 1, 2, d) == 4  # bf16 D: 229408 bytes measured
     assert gemm_tma.fitting_stages(fp8_tile, 1, 4, d) == 3  # fp32 D
+    assert gemm_tma.fitting_stages(dataclasses.replace(fp8_tile, epilogue_split=4), 1, 4, d) == 4  # in quarters
     assert gemm_tma.fitting_stages(TmaConfig(256, 128, 64, 8, 8, 4, False, 2), 2, 2, d) == 4  # shipped bf16
     assert gemm_tma.fitting_stages(TmaConfig(256, 128, 64, 8, 8, 4, False, 2), 2, 4, d) == 3
     monkeypatch.setattr(gemm_tma, "device_info", lambda _: SimpleNamespace(shared_memory_per_block=1000))
@@ -201,7 +203,8 @@ def test_forced_configs_agree(device: str) -> None:
     c = rand((70, 90), torch.float16, device)
     configs = [TileConfig(16, 32, 16, 1, 4, 1), TileConfig(64, 32, 32, 4, 4, 2),
                TmaConfig(64, 64, 32, 4, 4, 2), TmaConfig(64, 64, 16, 8, 4, 2, False, 2),
-               TmaConfig(32, 64, 16, 8, 4, 2, False, 2, True)]  # 3 x 2 tiles, flattened loop
+               TmaConfig(32, 64, 16, 8, 4, 2, False, 2, True),  # 3 x 2 tiles, flattened loop
+               TmaConfig(64, 64, 16, 8, 4, 2, False, 4)]  # D stored in four column slices
     for config in configs:
         with space.forced(config):
             assert_gemm_close(gemm(a, b, c, alpha=1.5, beta=-1.0), a, b, c, alpha=1.5, beta=-1.0)

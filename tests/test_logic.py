@@ -79,6 +79,8 @@ BAD = [
     (lambda d: d["solutions"][1].update(warp_specialize=3),
      "field 'solutions[1].warp_specialize': must be a bool"),
     (lambda d: d["solutions"][0].update(bogus=1), "field 'solutions[0].bogus': not a parameter"),
+    (lambda d: d["solutions"][1].update(epilogue_split=3),
+     "field 'solutions[1]': epilogue_split must be one of (1, 2, 4) (actual: 3)"),
     (lambda d: d["solutions"][1].update(id=0), "field 'solutions[1].id': 0 is used twice"),
     (lambda d: d["table"][0].update(solution=9), "field 'table[0].solution': 9 is not a solution id"),
     (lambda d: d["table"][0].update(m="big"), "field 'table[0].m': must be a non-negative integer"),

@@ -381,7 +381,8 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
     bounds = {False: FP8_ACCUMULATION, True: FP8_FAST_ACCUMULATION} if dtype != torch.int8 else {False: 1e-6}
     tma = ScaledTmaConfig(128, 256, 128, 8, 8, 4, False, 2, True)  # 4 stages fit a bf16 D, 3 an fp32 one
     for config in (None, tma, dataclasses.replace(tma, flatten=False, epilogue_split=1, num_stages=2),
-                   dataclasses.replace(tma, flatten=False, warp_specialize=True)):
+                   dataclasses.replace(tma, flatten=False, warp_specialize=True),
+                   dataclasses.replace(tma, epilogue_split=4)):  # D in quarters: 4 stages fit an fp32 D
         for fast, bound in bounds.items():
             for b_layout in (b, b.contiguous()):
                 with space.forced(config):

@@ -402,9 +402,11 @@ SCALED_SPACE: tuple[ScaledConfig | ScaledTmaConfig, ...] = tuple(
                        (128, 256, 128), (256, 128, 128)]
     for w in (4, 8)
     for s in (3, 4)
-) + tuple(  # Hopper: persistent, descriptor loads; wide tiles store D in two slices to fit 4 stages
-    ScaledTmaConfig(bm, bn, 128, 8, 8, s, False, 1 if bm == bn else 2, flat)
+) + tuple(  # Hopper: persistent, descriptor loads; wide tiles store D in two slices to fit 4
+    # stages with a 16-bit D, in four with an int32 or fp32 one (fitting_stages cuts what does not fit)
+    ScaledTmaConfig(bm, bn, 128, 8, 8, s, False, split, flat)
     for bm, bn in [(128, 256), (256, 128), (128, 128)]
+    for split in ((1,) if bm == bn else (2, 4))
     for s in (3, 4)
     for flat in (False, True)
 )

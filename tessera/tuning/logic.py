@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from tessera._core.errors import LogicFileError
+from tessera._core.errors import LogicFileError, TesseraError
 from tessera.tuning.paths import SHIPPED_LOGIC, installed_logic
 
 SCHEMA_VERSION = 1
@@ -245,7 +245,10 @@ def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[
             automatic = " or 0 (automatic)" if default == 0 else ""
             wanted = "a bool" if wants_bool else f"a positive integer{automatic}"
             raise _fail(path, f"{where}.{name}", f"must be {wanted} (actual: {value!r})")
-    return family(**params)
+    try:
+        return family(**params)
+    except TesseraError as exc:  # a family's own check of its parameters (e.g. allowed values)
+        raise _fail(path, where, str(exc)) from exc
 
 
 def _candidates(arch: str, library: str, op: str, dtype: str) -> list[tuple[str, Path]]:

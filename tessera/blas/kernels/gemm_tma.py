@@ -21,8 +21,11 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tessera._core.device import device_info
+from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import representative_operands
+
+EPILOGUE_SPLITS = (1, 2, 4)
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,15 @@ class TmaConfig:
     num_warps: int = 8
     num_stages: int = 3
     warp_specialize: bool = False
-    epilogue_split: int = 1  # store the tile in this many column slices (less shared memory)
+    epilogue_split: int = 1  # store the tile in 1, 2 or 4 column slices (less shared memory)
     flatten: bool = False  # pipeline tile and K loops as one: the next tile's loads overlap this epilogue
 
     kernel = "gemm_tma"
+
+    def __post_init__(self) -> None:
+        if self.epilogue_split not in EPILOGUE_SPLITS:
+            raise InvalidArgumentError(f"epilogue_split must be one of {EPILOGUE_SPLITS} (actual: "
+                                       f"{self.epilogue_split}): D is stored in that many column slices")
 
     def short(self) -> str:
         extras = (" ws" if self.warp_specialize else "") + (
@@ -95,16 +103,32 @@ def mac_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, acc, INPUT_PRECISIO
 
 
 @triton.jit
+def _column_halves(t, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """(BLOCK_M, BLOCK_N) tile ``t`` as its left and right (BLOCK_M, BLOCK_N / 2) halves."""
+    return tl.reshape(t, (BLOCK_M, 2, BLOCK_N // 2)).permute(0, 2, 1).split()
+
+
+@triton.jit
 def store_tile(d_desc, off_m, off_n, out, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                EPILOGUE_SPLIT: tl.constexpr):
     """Store output tile ``out`` at (off_m, off_n) through D's descriptor (clipped to the matrix),
-    whole or in two column slices (EPILOGUE_SPLIT = 2: half the shared-memory buffer)."""
+    whole or in 2 or 4 column slices (1/EPILOGUE_SPLIT of the shared-memory buffer: an int32 or
+    fp32 D leaves room for one more operand stage)."""
     if EPILOGUE_SPLIT == 1:
         d_desc.store([off_m, off_n], out)
+    elif EPILOGUE_SPLIT == 2:
+        left, right = _column_halves(out, BLOCK_M, BLOCK_N)
+        d_desc.store([off_m, off_n], left)
+        d_desc.store([off_m, off_n + BLOCK_N // 2], right)
     else:
-        halves = tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)).permute(0, 2, 1).split()
-        d_desc.store([off_m, off_n], halves[0])
-        d_desc.store([off_m, off_n + BLOCK_N // 2], halves[1])
+        tl.static_assert(EPILOGUE_SPLIT == 4, "epilogue_split must be 1, 2 or 4")
+        left, right = _column_halves(out, BLOCK_M, BLOCK_N)
+        q0, q1 = _column_halves(left, BLOCK_M, BLOCK_N // 2)
+        q2, q3 = _column_halves(right, BLOCK_M, BLOCK_N // 2)
+        d_desc.store([off_m, off_n], q0)
+        d_desc.store([off_m, off_n + BLOCK_N // 4], q1)
+        d_desc.store([off_m, off_n + BLOCK_N // 2], q2)
+        d_desc.store([off_m, off_n + 3 * (BLOCK_N // 4)], q3)
 
 
 @triton.jit
