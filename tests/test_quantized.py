@@ -274,8 +274,9 @@ def test_scaled_gemm_against_fp64(dtype: torch.dtype, per_row: bool, out_dtype: 
 
 
 @pytest.mark.parametrize("config", [ScaledTmaConfig(32, 32, 32, 2, 4, 1),
-                                    ScaledTmaConfig(32, 32, 32, 2, 4, 1, False, 2, True)],
-                         ids=["plain", "flat"])
+                                    ScaledTmaConfig(32, 32, 32, 2, 4, 1, False, 2, True),
+                                    ScaledTmaConfig(32, 64, 32, 2, 4, 1, False, 4)],
+                         ids=["plain", "flat", "quarters"])
 def test_scaled_tma_family_against_fp64(config: ScaledTmaConfig, device: str, monkeypatch: pytest.MonkeyPatch
                                         ) -> None:
     """The persistent descriptor family forced on K-major operands with edge tiles and more tiles
