@@ -417,8 +417,10 @@ def _scaled_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     descriptor family where the layouts allow (fast accumulation 128x256x128 flattened, 1.02×
     torch._scaled_mm; default 256x128x128, 0.83× against the pointer family's 0.70×;
     persistent-sweep-h200-20c50f1.json), else the pointer family (fp8 fast 128x256x128, default
-    256x128x128, 4 stages; benchmarks/quantized.py); int8 the pointer family's 128x128x128 (3
-    stages: 1.34× torch._int_mm there, the descriptor family 1.30×), 8 warps."""
+    256x128x128, 4 stages; benchmarks/quantized.py); int8 the descriptor family's 128x256x128
+    with D stored in quarters, so 4 stages fit beside an int32 D (1.34× / 1.32× torch._int_mm in
+    two passes against 1.29× / 1.29× with halves and 3 stages, persistent-sweep-h200-11667c3.json),
+    else the pointer family's 128x128x128 (3 stages), 8 warps."""
     if backend == "interpreter":
         return Choice(ScaledConfig(32, 32, 32, 4, 4, 1), "interpreter: small tiles keep the CPU fast")
     if problem.m <= 64 or problem.n <= 64:
@@ -430,6 +432,9 @@ def _scaled_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
                           "fp8, fast accumulation: persistent descriptor family, 128x256 tiles, flattened")
         return Choice(ScaledTmaConfig(256, 128, 128, 8, 8, 4, False, 2),
                       "fp8: persistent descriptor family, 256x128 tiles (fp32 every 128 products)")
+    if problem.dtype == "int8" and problem.tma_ok:
+        return Choice(ScaledTmaConfig(128, 256, 128, 8, 8, 4, False, 4, True),
+                      "int8: persistent descriptor family, 128x256 tiles, D in quarters (4 stages fit)")
     if fast:
         return Choice(ScaledConfig(128, 256, 128, 8, 8, 4), "fp8, fast accumulation: 128x256 tiles")
     if problem.dtype.startswith("fp8"):
