@@ -190,7 +190,8 @@ def test_tma_stages_fit_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gemm_tma, "device_info", lambda _: SimpleNamespace(shared_memory_per_block=232448))
     assert gemm_tma.fitting_stages(fp8_tile, 1, 2, d) == 4  # bf16 D: 229408 bytes measured
     assert gemm_tma.fitting_stages(fp8_tile, 1, 4, d) == 3  # fp32 D
-    assert gemm_tma.fitting_stages(dataclasses.replace(fp8_tile, epilogue_split=4), 1, 4, d) == 4  # in quarters
+    quarters = dataclasses.replace(fp8_tile, epilogue_split=4)
+    assert gemm_tma.fitting_stages(quarters, 1, 4, d) == 4  # fp32 D stored in quarters
     assert gemm_tma.fitting_stages(TmaConfig(256, 128, 64, 8, 8, 4, False, 2), 2, 2, d) == 4  # shipped bf16
     assert gemm_tma.fitting_stages(TmaConfig(256, 128, 64, 8, 8, 4, False, 2), 2, 4, d) == 3
     monkeypatch.setattr(gemm_tma, "device_info", lambda _: SimpleNamespace(shared_memory_per_block=1000))

@@ -249,8 +249,10 @@ def test_merge_replaces_and_adds_rows(tmp_path: Path, capsys: pytest.CaptureFixt
                        (1024, 1024, 1024, 1): (tile, {"tflops": 300.0}),
                        (4096, 4096, 4096, 1): (load_logic(update).solutions[0], {"tflops": 750.0})}
     assert len(merged.solutions) == 2  # GOOD's TMA solution is no longer used; the tile one is shared
-    assert (merged.arch, merged.problem, merged.runtime) == ("interpreter", {"dtype": "fp32"}, GOOD["runtime"])
-    assert load_logic(base).table == load_logic(write(tmp_path / "again.yaml", GOOD)).table  # inputs untouched
+    assert (merged.arch, merged.problem, merged.runtime) == ("interpreter", {"dtype": "fp32"},
+                                                             GOOD["runtime"])
+    again = write(tmp_path / "again.yaml", GOOD)
+    assert load_logic(base).table == load_logic(again).table  # the inputs are untouched
 
 
 @pytest.mark.parametrize("field, value", [("problem", {"dtype": "bf16"}), ("arch", "sm_90"),
