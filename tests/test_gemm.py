@@ -403,6 +403,41 @@ def test_repeat_tf32_calls_copy_k_major_again(device: str, monkeypatch: pytest.M
     assert recipe.k_major
 
 
+def test_repeat_calls_with_out_reuse_the_plan_and_still_refuse_overlap(device: str) -> None:
+    """A call with ``out`` stores a recipe keyed by out's layout too: a repeat call writes into the
+    new ``out`` without planning again, an ``out`` of another layout is planned, and an ``out``
+    that now overlaps A or B is refused as on a first call, before anything is written."""
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    a, b = torch.randn(40, 24, device=device), torch.randn(24, 32, device=device)
+    out = torch.empty(40, 32, device=device)
+    assert gemm(a, b, out=out) is out
+    assert_gemm_close(out, a, b)
+    assert len(api._RECIPES) == 1
+    fresh_a, fresh_out = torch.randn(40, 24, device=device), torch.full((40, 32), float("nan"), device=device)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api, "_plan", None)  # a repeat signature must not plan again
+        assert gemm(fresh_a, b, out=fresh_out) is fresh_out
+    assert_gemm_close(fresh_out, fresh_a, b)
+    column_major = torch.empty(32, 40, device=device).t()  # another layout: another recipe
+    assert_gemm_close(gemm(a, b, out=column_major), a, b)
+    assert len(api._RECIPES) == 2
+    # out inside A's storage, with out's layout and alignment unchanged: refused, A untouched
+    storage = torch.randn(40 * 32 + 40 * 24, device=device)
+    a_in, b_in = storage[:40 * 24].view(40, 24), torch.randn(24, 32, device=device)
+    separate = torch.empty(40 * 32 + 40 * 24, device=device)[40 * 24:].view(40, 32)
+    assert_gemm_close(gemm(a_in, b_in, out=separate), a_in, b_in)  # the recipe for this signature
+    before = storage.clone()
+    overlapping = storage[40 * 24 - 40 * 32 // 2:][: 40 * 32].view(40, 32)  # shares A's second half
+    assert overlapping.data_ptr() % 16 == separate.data_ptr() % 16
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(tessera.InvalidArgumentError,
+                                                               match="out overlaps input a"):
+        patch.setattr(api, "_plan", None)  # refused by the recipe's own check, not by planning again
+        gemm(a_in, b_in, out=overlapping)
+    assert torch.equal(storage, before)
+
+
 def test_repeat_calls_reuse_the_plan_and_follow_overrides(device: str) -> None:
     """A repeat call with the same signature skips validation and selection (a recipe is stored
     once), stays correct for new data and strides of the same signature, and a forced config or

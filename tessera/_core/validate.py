@@ -80,6 +80,18 @@ def _extent(t: torch.Tensor) -> tuple[int, int]:
     return start, end
 
 
+def extent_offsets(t: torch.Tensor) -> tuple[int, int]:
+    """:func:`_extent` relative to ``t.data_ptr()``: fixed by shape, strides and dtype, so a
+    caller that has checked those may test overlap per call from data pointers alone."""
+    lo, hi = _extent(t)
+    return (lo - t.data_ptr(), hi - t.data_ptr()) if lo != hi else (0, 0)
+
+
+def overlap_error(out_name: str, name: str) -> InvalidArgumentError:
+    return InvalidArgumentError(f"{out_name} overlaps input {name} in memory; pass a separate output tensor "
+                                "(Tessera never writes over an input it still reads)")
+
+
 def check_no_overlap(out_name: str, out: torch.Tensor, inputs: dict[str, torch.Tensor]) -> None:
     """``out`` must not share memory with any input (the kernel would read what it wrote)."""
     out_lo, out_hi = _extent(out)
@@ -88,10 +100,7 @@ def check_no_overlap(out_name: str, out: torch.Tensor, inputs: dict[str, torch.T
     for name, t in inputs.items():
         lo, hi = _extent(t)
         if lo < out_hi and out_lo < hi:
-            raise InvalidArgumentError(
-                f"{out_name} overlaps input {name} in memory; pass a separate output tensor "
-                "(Tessera never writes over an input it still reads)"
-            )
+            raise overlap_error(out_name, name)
 
 
 def real_scalar(name: str, value: object) -> float:

@@ -20,7 +20,9 @@ from tessera._core.validate import (
     check_no_internal_overlap,
     check_no_overlap,
     check_same_device,
+    extent_offsets,
     needs_int64_index,
+    overlap_error,
     real_scalar,
 )
 from tessera.blas import space
@@ -133,13 +135,13 @@ def gemm(
     Returns the result (``out`` when given).
     """
     signature = None
-    if (c is None and out is None and scale_a is None and scale_b is None and bias is None
-            and fast_accum is False and type(a) is torch.Tensor and type(b) is torch.Tensor
+    if (c is None and (out is None or type(out) is torch.Tensor) and scale_a is None and scale_b is None
+            and bias is None and fast_accum is False and type(a) is torch.Tensor and type(b) is torch.Tensor
             and type(alpha) in _REALS and type(beta) in _REALS and not log.modes()):
-        signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision)
+        signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, out)
         recipe = _RECIPES.get(signature)
         if recipe is not None:  # validated and selected before for exactly this signature
-            return recipe.run(a, b, trans_a, trans_b, alpha, beta)
+            return recipe.run(a, b, trans_a, trans_b, alpha, beta, out)
     a, b = as_tensor("a", a), as_tensor("b", b)
     if a.dtype in QUANTIZED_INPUTS:
         out, scaled = _plan_quantized(a, b, c, alpha, beta, trans_a, trans_b, scale_a, scale_b, bias,
@@ -161,14 +163,18 @@ def gemm(
         if len(_RECIPES) >= _RECIPES_MAX:
             _RECIPES.clear()
         plain = not plan.k_major and all(_layout_kept(t) for t in (a, b))
+        extents = None if signature[-1] is None else tuple(extent_offsets(t) for t in (out, a, b))
         _RECIPES[signature] = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
                                       plan.problem, plan.choice, plan.multiprocessors, plan.k_major,
-                                      plain, launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d)))
+                                      plain, launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d)),
+                                      extents)
     return out
 
 
-# Repeat calls (same shapes, strides, dtypes, devices, 16-byte alignment and arguments, no C, no
-# out, logging off) skip validation and selection: _plan's decisions depend on nothing else. The
+# Repeat calls (same shapes, strides, dtypes, devices, 16-byte alignment and arguments, of out too
+# when given; no C; logging off) skip validation and selection: _plan's decisions depend on
+# nothing else, except whether out overlaps A or B, which depends on where they are: a recipe
+# keeps their byte extents relative to their data pointers and checks that per call. The
 # key holds the forced configuration and the logic generation, so overrides and pack installs
 # apply at once. The operand copies _plan makes (odd strides; tf32's K-major operands) depend on
 # the strides alone, so a repeat call makes them again through the same function. Where the
@@ -193,11 +199,16 @@ class _Recipe:
     k_major: bool  # tf32 on Hopper: operands copied K-major
     plain: bool  # op(A) and op(B) are read as they are (no operand copy)
     replays: tuple[launch.Replay, ...] | None  # the launches, repeatable on new operands (op(A), op(B), D)
+    extents: tuple[tuple[int, int], ...] | None  # out's, A's and B's byte extents (calls with out)
 
     def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool, alpha: float,
-            beta: float) -> torch.Tensor:
-        """The call this recipe was made for, on new operands of its signature."""
-        d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
+            beta: float, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The call this recipe was made for, on new operands (and ``out``) of its signature."""
+        if out is None:
+            d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
+        else:
+            self._check_disjoint(out, a, b)
+            d = out
         op_a = a.transpose(-1, -2) if trans_a else a
         op_b = b.transpose(-1, -2) if trans_b else b
         if not self.plain:
@@ -211,14 +222,27 @@ class _Recipe:
         return d
 
 
+    def _check_disjoint(self, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+        """What _plan's overlap check decides, from data pointers and the recorded extents."""
+        assert self.extents is not None  # a signature with out always records them
+        (out_lo, out_hi), a_extent, b_extent = self.extents
+        start = out.data_ptr()
+        for name, t, (lo, hi) in (("a", a, a_extent), ("b", b, b_extent)):
+            base = t.data_ptr()
+            if base + lo < start + out_hi and start + out_lo < base + hi:
+                raise overlap_error("out", name)
+
+
 _RECIPES: dict[tuple, _Recipe] = {}
 
 
 def _signature(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, trans_a: bool, trans_b: bool,
-               out_dtype: torch.dtype | None, precision: str) -> tuple:
+               out_dtype: torch.dtype | None, precision: str, out: torch.Tensor | None) -> tuple:
+    """Everything _plan's decisions depend on (out last: None, or its layout)."""
     return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16, b.shape, b.stride(), b.dtype,
             b.device, b.data_ptr() % 16, alpha, beta, trans_a, trans_b, out_dtype, precision,
-            space.forced.config, logic.generation())
+            space.forced.config, logic.generation(),
+            None if out is None else (out.shape, out.stride(), out.dtype, out.device, out.data_ptr() % 16))
 
 
 def _check_not_quantized_args(a: torch.Tensor, scale_a: object, scale_b: object, bias: object,
