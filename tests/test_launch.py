@@ -116,6 +116,25 @@ def test_repeat_calls_replay_the_launch_on_new_operands(config: space.Config, tr
                               trans_b=trans_b)
 
 
+def test_a_recording_sees_launches_recorded_inside_it(device: str) -> None:
+    """A first ``gemm`` call records its launches for its recipe; a caller's enclosing recording
+    (or capture) still sees them, and in order, as it sees a repeat call's replayed launch."""
+    from tessera._core.launch import recording
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    a, b = torch.randn(40, 24, device=device), torch.randn(24, 32, device=device)
+    with space.forced(SplitKConfig(16, 16, 8, 3, 4, 1)), recording() as outer:
+        gemm(a, b)  # plans: its two launches (partials, their sum) recorded for the recipe
+        gemm(a, b)  # replays them
+    kernels = [call.launcher.kernel.fn.__name__ for call in outer]
+    assert len(kernels) == 4 and kernels[:2] == kernels[2:] and kernels[0] != kernels[1], kernels
+    with space.forced(SplitKConfig(16, 16, 8, 3, 4, 1)), capture() as captured:
+        api._RECIPES.clear()
+        gemm(a, b)
+    assert len(captured) == 2
+
+
 def test_no_replay_for_operands_sharing_memory(device: str) -> None:
     """Where op(A) and op(B) are views of one buffer, a recorded argument could stand for either:
     no replay is built, and repeat calls (planned again each time) stay right."""

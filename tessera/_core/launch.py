@@ -118,13 +118,18 @@ _captured: ContextVar[list[Call] | None] = ContextVar("tessera_captured", defaul
 
 @contextlib.contextmanager
 def _collecting(var: ContextVar[list[Call] | None]) -> Iterator[list[Call]]:
-    """Launches in this block are appended to the list it yields (through ``var``)."""
+    """Launches in this block are appended to the list it yields (through ``var``), and on leaving
+    it to an enclosing block's list too: a block nested in another (a ``gemm`` call recording its
+    launches for a recipe inside a caller's recording) hides nothing from the outer one."""
     calls: list[Call] = []
+    outer = var.get()
     token = var.set(calls)
     try:
         yield calls
     finally:
         var.reset(token)
+        if outer is not None:
+            outer.extend(calls)
 
 
 def capture() -> contextlib.AbstractContextManager[list[Call]]:
