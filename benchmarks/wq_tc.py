@@ -10,7 +10,10 @@ beside bf16 torch.matmul and the shipped choice in the same run. Each configurat
 checked against x @ dequantize_weight(q) first. Timed from CUDA graphs cycling over four weight
 copies (cold L2), median of three rounds.
 
-Usage: python benchmarks/wq_tc.py OUT.json [--quick]
+``--exact-bytes``: 8-bit codes only, as stored, each tile twice — the fp32 dequantization
+rounded to bf16 (the default) and ``exact_bytes`` (code − 128 made in fp32, exact in bf16).
+
+Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes]
 """
 
 from __future__ import annotations
@@ -70,14 +73,15 @@ def checked(config: WqConfig, x: torch.Tensor, qs: list[QuantizedWeight], refere
 
 
 def main() -> None:
-    out, quick = sys.argv[1], "--quick" in sys.argv
+    out, quick, exact = sys.argv[1], "--quick" in sys.argv, "--exact-bytes" in sys.argv
     gen = torch.Generator(device=DEVICE).manual_seed(5)
     weights = [torch.randn(K, N, device=DEVICE, generator=gen).to(torch.bfloat16) * 0.02
                for _ in range(COPIES)]
     rows = []
-    for bits in (4, 8):
+    for bits in (8,) if exact else (4, 8):
         quantized = [quantize_weight(w, bits=bits, group_size=128) for w in weights]
-        layouts = {"n-major": quantized, "k-major": [k_major(q) for q in quantized]}
+        layouts = {"n-major": quantized} if exact else {"n-major": quantized,
+                                                         "k-major": [k_major(q) for q in quantized]}
         for m in (1, 16):
             x = torch.randn(m, K, device=DEVICE, generator=gen).to(torch.bfloat16)
             reference = x.float() @ dequantize_weight(quantized[0], torch.float32)
@@ -89,8 +93,11 @@ def main() -> None:
                      (f"shipped ({shipped.short()})", "n-major"):
                      [lambda q=q, x=x: gemm_wq(x, q) for q in quantized]}
             for layout, qs in layouts.items():
-                for block_m, bn, bk, split, warps, stages in TILES[m][:3] if quick else TILES[m]:
-                    config = WqConfig(block_m, bn, bk, split, 8, warps, stages)
+                tiles = [WqConfig(block_m, bn, bk, split, 8, warps, stages)
+                         for block_m, bn, bk, split, warps, stages in (TILES[m][:3] if quick else TILES[m])]
+                if exact:  # each tile rounded, then exact
+                    tiles = [c for tile in tiles for c in (tile, dataclasses.replace(tile, exact_bytes=True))]
+                for config in tiles:
                     calls = checked(config, x, qs, reference, magnitude)
                     if isinstance(calls, str):
                         rows.append({"bits": bits, "m": m, "case": config.short(), "layout": layout,

@@ -131,6 +131,30 @@ def test_gemm_wq_every_family(config: object, bits: int, symmetric: bool, device
             _check(x[:1], stored, gemm_wq(x[:1], stored))
 
 
+@pytest.mark.parametrize("exact_bytes", [True, False])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_gemm_wq_exact_bytes_bf16(exact_bytes: bool, symmetric: bool, device: str) -> None:
+    """8-bit codes with bf16 activations in the tensor-core family: with ``exact_bytes`` the codes
+    enter the MMA as exact integers, so the result is the exact dequantized weight's to within
+    fp32 sums and the output's last bit (the interpreter truncates its bf16 output: one bit more);
+    without it each weight is rounded to bf16 first, which that bound does not admit."""
+    gen = torch.Generator().manual_seed(21)
+    k, n = 192, 40
+    w = torch.randn(k, n, generator=gen).to(torch.bfloat16)
+    q = quantize_weight(w.to(device), bits=8, group_size=64, symmetric=symmetric)
+    x = torch.randn(3, k, generator=gen).to(torch.bfloat16).to(device)
+    unit = 2.0**-7 if device == "cpu" else 2.0**-8
+    wd = torch.from_numpy(exact_weight(q))
+    within = []
+    for rows in (x, x[:1]):
+        with space.forced(WqConfig(16, 32, 64, 2, 4, 4, 1, exact_bytes=exact_bytes)):
+            got = gemm_wq(rows, q).double().cpu()
+        xd = rows.double().cpu()
+        ref, magnitude = xd @ wd, xd.abs() @ wd.abs()
+        within.append(bool(((got - ref).abs() <= unit * ref.abs() + 1e-5 * magnitude + 1e-6).all()))
+    assert all(within) == exact_bytes, within
+
+
 @pytest.mark.parametrize("config", [WqGemvConfig(32, 64, 2, 4), WqConfig(16, 32, 64, 2, 4, 4, 1),
                                     WqConfig(16, 32, 64, 1, 4, 4, 1)], ids=lambda c: c.short())
 @pytest.mark.parametrize("symmetric", [True, False])
@@ -394,7 +418,7 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 
 @pytest.mark.parametrize("kernel,config,key", [
     ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16)"),
-    ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3), "(4, 128, False, False, {prmt}, 8, 256, 128, 8)")])
+    ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3), "(4, 128, False, False, {prmt}, False, 8, 256, 128, 8)")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,
                                                        tmp_path: Path) -> None:
     """A pack build compiles the weight-only kernels for its target, not for the CPU it runs on:

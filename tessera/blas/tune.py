@@ -266,6 +266,9 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             configs: Sequence[space.Config] = QUANTIZED_TINY_SPACES[op]
         else:
             configs = space.WQ_SPACE if op == "gemm_wq" else space.SCALED_SPACE
+        if dtype == "int8_bf16":  # the only dtype whose codes enter the MMA exact or rounded by choice
+            configs = [*configs, *(dataclasses.replace(c, exact_bytes=True) for c in configs
+                                   if isinstance(c, WqConfig))]
         tma = space.descriptors_run(device)
         # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)

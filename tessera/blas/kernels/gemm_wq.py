@@ -54,12 +54,16 @@ class WqConfig:
     group_m: int = 8
     num_warps: int = 4
     num_stages: int = 3
+    # 8-bit codes with bf16 activations: enter the MMA as exact integers code − 128 (made in fp32)
+    # instead of fp32-dequantized weights rounded to bf16 (offline sm_90: 15 % fewer instructions
+    # at 16×128×128, no bf16 tile through shared memory); other codes and activations always exact
+    exact_bytes: bool = False
 
     kernel = "gemm_wq"
 
     def short(self) -> str:
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} k/{self.split_k} "
-                f"g{self.group_m} w{self.num_warps} s{self.num_stages}")
+                f"g{self.group_m} w{self.num_warps} s{self.num_stages}{' exact' if self.exact_bytes else ''}")
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,19 @@ def _weights(codes, PART: tl.constexpr, OFFSET: tl.constexpr, dtype: tl.constexp
 
 
 @triton.jit
+def _byte_weights_bf16(codes, OFFSET: tl.constexpr, UPCAST: tl.constexpr):
+    """uint8 ``codes`` as exact bf16 integers code − OFFSET (|code − OFFSET| ≤ 256 has at most 8
+    significant bits): 2^23 + code in fp32 by an OR, minus 2^23 + OFFSET, packed to bf16 two at a
+    time; fp32 for the interpreter (UPCAST). Plain operations, not a byte-permute asm: offline for
+    sm_90 (triton 3.9) the asm took 250 PRMTs per step at 16×128×128 where the compiler's own byte
+    extraction took 26, 1248 against 1152 instructions (the rounded path: 1352)."""
+    exact = (codes.to(tl.int32) | 0x4B000000).to(tl.float32, bitcast=True) - (8388608.0 + OFFSET)
+    if UPCAST:
+        return exact
+    return exact.to(tl.bfloat16)
+
+
+@triton.jit
 def _mma(w, x, acc, UPCAST: tl.constexpr):
     """acc + w · x on tensor cores, fp32 accumulation (fp32 operands in the interpreter, whose
     16-bit dot is wrong; exact for these products)."""
@@ -226,7 +243,8 @@ def _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, 
                 HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr, PRMT: tl.constexpr, BLOCK_M: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """The fp32 (BLOCK_N, BLOCK_M) tile of Yᵀ over K rows k_lo … k_hi, the codes entering the MMA
-    as exact integers (4-bit codes; 8-bit ones with fp16 activations)."""
+    as exact integers (4-bit codes by bit operations; 8-bit ones too with fp16 activations, and
+    through fp32 with bf16 ones)."""
     dtype: tl.constexpr = x_ptr.dtype.element_ty
     BIAS: tl.constexpr = 128.0 if dtype == tl.bfloat16 else 1024.0
     Z0: tl.constexpr = 2.0 ** (BITS - 1)
@@ -252,7 +270,11 @@ def _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, 
             rk = k0 + tl.arange(0, BLOCK_K)
             codes = tl.load(q_ptr + rn[:, None] * stride_qn + rk[None, :] * stride_qk, mask=mask_n[:, None],
                             other=0)
-            g = _mma(_weights(codes, 2, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)  # fp16 only
+            if dtype == tl.bfloat16:
+                w = _byte_weights_bf16(codes, Z0, UPCAST)
+            else:
+                w = _weights(codes, 2, BIAS + Z0, dtype, PRMT, UPCAST)
+            g = _mma(w, xa, g, UPCAST)
         if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − z0) − (zero − z0)·Σ x
             x_sum = tl.sum(xa.to(tl.float32), 0)
             if BITS == 4:
@@ -288,8 +310,8 @@ def _gemm_wq_kernel(
     M, N, K, k_per_split,
     stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
-    PRMT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
     registers), the activations the second, so a decode-sized M is the MMA's N (down to 8).
@@ -301,13 +323,15 @@ def _gemm_wq_kernel(
     group: its fp32 sum is scaled once per column (and an asymmetric zero point corrected by
     (zero − z0)·Σx); 4-bit codes split K into even rows (low nibbles) and odd rows (high nibbles),
     two MMAs over the activations' even and odd rows. 8-bit codes with bf16 activations are
-    dequantized in fp32 and rounded to bf16 (see EXACT)."""
+    dequantized in fp32 and rounded to bf16, or with EXACT_BYTES enter exact as well, made in
+    fp32 (see EXACT)."""
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
     # bytes with bf16 activations: a byte is not one exact bf16 by bit operations (8 significant
     # bits, 7 stored); as two nibbles (two MMAs) it measured slower at M = 16 than dequantizing in
-    # fp32 and rounding each weight to bf16, as dequantize_weight rounds it (wq-tc-h200-3c35b83.json)
-    EXACT: tl.constexpr = BITS == 4 or x_ptr.dtype.element_ty == tl.float16
+    # fp32 and rounding each weight to bf16, as dequantize_weight rounds it (wq-tc-h200-3c35b83.json).
+    # EXACT_BYTES makes code − 128 in fp32 and packs it to bf16 (exact: at most 8 significant bits)
+    EXACT: tl.constexpr = BITS == 4 or x_ptr.dtype.element_ty == tl.float16 or EXACT_BYTES
 
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -570,8 +594,9 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
         _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
                 (x, qweight, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *qweight.stride(),
                  *scales.stride(), *ys),
-                quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), BLOCK_M=config.block_m,
-                                    BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m),
+                quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
+                                    BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k,
+                                    GROUP_M=config.group_m),
                 config.num_warps,
                 config.num_stages)
     if split > 1:
