@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -59,3 +61,24 @@ def test_trace_and_bench_logging(monkeypatch: pytest.MonkeyPatch, capfd: pytest.
     assert "bench: tessera bench gemm -m 20 -n 10 -k 30 --dtype fp32 --batch 3" in text
     monkeypatch.delenv("TESSERA_LOG")
     assert not log.trace_enabled()
+
+
+def test_write_atomically_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
+    """The file is replaced only once the written copy passes the check; a failing check leaves
+    the old content and no temporary file behind."""
+    from tessera._core.files import write_atomically
+
+    path = tmp_path / "sub" / "file.txt"
+    write_atomically(path, "first\n")  # the folder is made
+    assert path.read_text() == "first\n"
+
+    def refuse(written: Path) -> None:
+        assert written.read_text() == "second\n"  # the check sees the new text, not the old file
+        raise tessera.LogicFileError("refused")
+
+    with pytest.raises(tessera.LogicFileError):
+        write_atomically(path, "second\n", check=refuse)
+    assert path.read_text() == "first\n"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["file.txt"]
+    write_atomically(path, "third\n", check=lambda written: None)
+    assert path.read_text() == "third\n"
