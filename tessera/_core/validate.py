@@ -88,6 +88,7 @@ def extent_offsets(t: torch.Tensor) -> tuple[int, int]:
 
 
 def overlap_error(out_name: str, name: str) -> InvalidArgumentError:
+    """The error for an output that shares memory with input ``name``."""
     return InvalidArgumentError(f"{out_name} overlaps input {name} in memory; pass a separate output tensor "
                                 "(Tessera never writes over an input it still reads)")
 

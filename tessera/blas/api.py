@@ -221,7 +221,6 @@ class _Recipe:
                               self.problem, self.choice, self.multiprocessors))
         return d
 
-
     def _check_disjoint(self, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
         """What _plan's overlap check decides, from data pointers and the recorded extents."""
         assert self.extents is not None  # a signature with out always records them
