@@ -87,21 +87,23 @@ def extent_offsets(t: torch.Tensor) -> tuple[int, int]:
     return (lo - t.data_ptr(), hi - t.data_ptr()) if lo != hi else (0, 0)
 
 
-def overlap_error(out_name: str, name: str) -> InvalidArgumentError:
-    """The error for an output that shares memory with input ``name``."""
-    return InvalidArgumentError(f"{out_name} overlaps input {name} in memory; pass a separate output tensor "
-                                "(Tessera never writes over an input it still reads)")
+def check_disjoint_extents(out_name: str, out_extent: tuple[int, int],
+                           inputs: Iterable[tuple[str, tuple[int, int]]]) -> None:
+    """The byte range ``out_extent`` [lo, hi) must not meet any input's; empty ranges meet nothing."""
+    out_lo, out_hi = out_extent
+    if out_lo == out_hi:
+        return
+    for name, (lo, hi) in inputs:
+        if lo != hi and lo < out_hi and out_lo < hi:
+            raise InvalidArgumentError(
+                f"{out_name} overlaps input {name} in memory; pass a separate output tensor "
+                "(Tessera never writes over an input it still reads)"
+            )
 
 
 def check_no_overlap(out_name: str, out: torch.Tensor, inputs: dict[str, torch.Tensor]) -> None:
     """``out`` must not share memory with any input (the kernel would read what it wrote)."""
-    out_lo, out_hi = _extent(out)
-    if out_lo == out_hi:
-        return
-    for name, t in inputs.items():
-        lo, hi = _extent(t)
-        if lo < out_hi and out_lo < hi:
-            raise overlap_error(out_name, name)
+    check_disjoint_extents(out_name, _extent(out), ((name, _extent(t)) for name, t in inputs.items()))
 
 
 def real_scalar(name: str, value: object) -> float:

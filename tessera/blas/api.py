@@ -15,6 +15,7 @@ from tessera._core.device import device_info, dtype_key, interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
     as_tensor,
+    check_disjoint_extents,
     check_dtype,
     check_ndim,
     check_no_internal_overlap,
@@ -22,7 +23,6 @@ from tessera._core.validate import (
     check_same_device,
     extent_offsets,
     needs_int64_index,
-    overlap_error,
     real_scalar,
 )
 from tessera.blas import space
@@ -224,12 +224,10 @@ class _Recipe:
     def _check_disjoint(self, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
         """What _plan's overlap check decides, from data pointers and the recorded extents."""
         assert self.extents is not None  # a signature with out always records them
-        (out_lo, out_hi), a_extent, b_extent = self.extents
-        start = out.data_ptr()
-        for name, t, (lo, hi) in (("a", a, a_extent), ("b", b, b_extent)):
-            base = t.data_ptr()
-            if base + lo < start + out_hi and start + out_lo < base + hi:
-                raise overlap_error("out", name)
+        (out_lo, out_hi), (a_lo, a_hi), (b_lo, b_hi) = self.extents
+        start, a_ptr, b_ptr = out.data_ptr(), a.data_ptr(), b.data_ptr()
+        check_disjoint_extents("out", (start + out_lo, start + out_hi),
+                               (("a", (a_ptr + a_lo, a_ptr + a_hi)), ("b", (b_ptr + b_lo, b_ptr + b_hi))))
 
 
 _RECIPES: dict[tuple, _Recipe] = {}
