@@ -11,7 +11,11 @@ torch.matmul with tf32 allowed, each variant checked against fp64 first. At ee71
 row-major was 3.9–4.5× slower than copy-then-GEMM at every size in graphs (the copy stays).
 
 The pointer tile family, which needs no copy (one launch per call), is timed on the row-major B
-too. Usage: python benchmarks/tf32_layout.py OUT.json [SIZE,SIZE,...]
+too. So is the swapped product Dᵀ = Bᵀ·Aᵀ (``gemm(b.t(), a.t())``: both operands column-major, so
+the descriptor kernel computes ``tl.dot(b.T, a.T)`` on tiles loaded as they lie; Bᵀ, not K-major,
+may go through registers as wgmma's A operand), written to a row-major Dᵀ: what an in-kernel swap
+would cost apart from storing the tile transposed. ``--swapped``: only that and the baselines.
+Usage: python benchmarks/tf32_layout.py OUT.json [SIZE,SIZE,...] [--swapped]
 """
 
 from __future__ import annotations
@@ -51,8 +55,10 @@ def timings(fn: object) -> dict[str, float]:
 
 
 def main() -> None:
-    out = sys.argv[1]
-    sizes = tuple(int(s) for s in sys.argv[2].split(",")) if len(sys.argv) > 2 else SIZES
+    args = [arg for arg in sys.argv[1:] if arg != "--swapped"]
+    swapped_only = "--swapped" in sys.argv
+    out = args[0]
+    sizes = tuple(int(s) for s in args[1].split(",")) if len(args) > 1 else SIZES
     torch.backends.cuda.matmul.allow_tf32 = True
     rows = []
     for size in sizes:
@@ -62,29 +68,34 @@ def main() -> None:
         scale = float(want.abs().max())
         cases = {"torch.matmul (tf32)": lambda a=a, b=b: torch.matmul(a, b)}
         for row_major in (False, True):
-            for config in CONFIGS if row_major else (None,):
+            for config in CONFIGS if row_major and not swapped_only else (None,):
                 name = ("B read row-major" if row_major else "B copied K-major") + (
                     f", {config.short()}" if config else ", shipped logic")
-                cases[name] = (row_major, config)
+                cases[name] = (row_major, config, False)
+        for config in (c for c in CONFIGS if not isinstance(c, TileConfig)):
+            cases["swapped Dᵀ = Bᵀ·Aᵀ" + (f", {config.short()}" if config else ", shipped logic")] = (
+                True, config, True)
         for name, case in cases.items():
             row = {"size": size, "case": name}
             if callable(case):
                 fn = case
                 reads_row_major_b(False)
             else:
-                row_major, config = case
+                row_major, config, swap = case
                 reads_row_major_b(row_major)
+                x, y = (b.t(), a.t()) if swap else (a, b)
 
-                def fn(a=a, b=b, config=config) -> torch.Tensor:
+                def fn(x=x, y=y, config=config) -> torch.Tensor:
                     if config is None:
-                        return gemm(a, b, precision="tf32")
+                        return gemm(x, y, precision="tf32")
                     with space.forced(config):
-                        return gemm(a, b, precision="tf32")
+                        return gemm(x, y, precision="tf32")
             try:
                 got = fn()
                 torch.cuda.synchronize()
                 if not callable(case):
-                    row["kernel"] = (config or explain(a, b, precision="tf32").config).short()
+                    row["kernel"] = (config or explain(x, y, precision="tf32").config).short()
+                    got = got.t() if swap else got
                 row["relative_error"] = float((got.double() - want).abs().max()) / scale
                 if row["relative_error"] > 5e-3:
                     row["error"] = "wrong result"
@@ -95,7 +106,8 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
         reads_row_major_b(False)
-    result = {**run_record("python benchmarks/tf32_layout.py OUT.json " + ",".join(map(str, sizes))),
+    command = "python benchmarks/tf32_layout.py OUT.json " + ",".join(map(str, sizes))
+    result = {**run_record(command + (" --swapped" if swapped_only else "")),
               "rows": rows}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)

@@ -123,13 +123,13 @@ def test_a_recording_sees_launches_recorded_inside_it(device: str) -> None:
     from tessera.blas import api
 
     api._RECIPES.clear()
-    a, b = torch.randn(40, 24, device=device), torch.randn(24, 32, device=device)
-    with space.forced(SplitKConfig(16, 16, 8, 3, 4, 1)), recording() as outer:
+    a, b = torch.randn(40, 48, device=device), torch.randn(48, 32, device=device)
+    with space.forced(SplitKConfig(16, 16, 16, 3, 4, 1)), recording() as outer:
         gemm(a, b)  # plans: its two launches (partials, their sum) recorded for the recipe
         gemm(a, b)  # replays them
     kernels = [call.launcher.kernel.fn.__name__ for call in outer]
     assert len(kernels) == 4 and kernels[:2] == kernels[2:] and kernels[0] != kernels[1], kernels
-    with space.forced(SplitKConfig(16, 16, 8, 3, 4, 1)), capture() as captured:
+    with space.forced(SplitKConfig(16, 16, 16, 3, 4, 1)), capture() as captured:
         api._RECIPES.clear()
         gemm(a, b)
     assert len(captured) == 2
