@@ -41,9 +41,9 @@ def _host_descriptors(a_desc, b_desc, d_desc, BLOCK: tl.constexpr):
 
 @triton.jit
 def _device_descriptors(a_ptr, b_ptr, d_ptr, rows, cols, stride, BLOCK: tl.constexpr):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[rows, cols], strides=[stride, 1], block_shape=[BLOCK, BLOCK])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[rows, cols], strides=[stride, 1], block_shape=[BLOCK, BLOCK])
-    d_desc = tl.make_tensor_descriptor(d_ptr, shape=[rows, cols], strides=[stride, 1], block_shape=[BLOCK, BLOCK])
+    a_desc = tl.make_tensor_descriptor(a_ptr, [rows, cols], [stride, 1], [BLOCK, BLOCK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [rows, cols], [stride, 1], [BLOCK, BLOCK])
+    d_desc = tl.make_tensor_descriptor(d_ptr, [rows, cols], [stride, 1], [BLOCK, BLOCK])
     d_desc.store([0, 0], a_desc.load([0, 0]) + b_desc.load([0, 0]))
 
 
