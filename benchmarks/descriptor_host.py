@@ -12,12 +12,16 @@ allocator, or one kept buffer (what ``launch.scratch`` would give).
 Three one-program kernels (a 64×64 tile of A plus B stored to D, bf16) are each launched through a
 recorded ``Replay`` (what a repeat ``gemm`` call does) in loops of back-to-back calls; the host
 time per call is the loop's wall time over its calls (the GPU work is a few µs). Each kernel's
-result is checked first.
+result is checked first. Usage: python benchmarks/descriptor_host.py OUT.json
 
-``--gemm``: bf16 ``gemm`` (shipped logic) at 1024³ … 8192³ with the descriptor family's
-descriptors made on the host or in the kernel (``gemm_tma.DEVICE_DESCRIPTORS``, one kept scratch
-buffer), beside torch.matmul: back-to-back, flushed eager and CUDA-graph times (making descriptors
-costs kernel time too). Usage: python benchmarks/descriptor_host.py OUT.json [--gemm]
+Measured on the H200 at 2e01e32 (two runs; torch.add 8.2–8.3 µs a call): host-made descriptors
+18.5–19.0 µs a launch, kernel-made ones 15.7–16.6 with a new buffer from torch per launch and
+11.2–11.7 with one kept buffer, pointers 10.5–10.8. Then ``gemm_tma`` itself made its
+descriptors (457f99f, ``descriptor-gemm-h200-457f99f.json``, bf16, shipped logic): back-to-back
+1024³ calls went from 34.6 to 20.6 µs (torch 15.8), but the kernel got slower by 2.5–4 µs at every
+size in CUDA graphs (1024³ 5.5 → 8.1 µs, 2048³ 23.9 → 26.4, 4096³ 196.8 → 200.8; each program
+writes and fences its descriptors before its first load), and eager flushed calls lost too
+(1024³ 11.6 → 13.1 µs). Dropped: the kernel switch is not kept.
 """
 
 from __future__ import annotations
@@ -33,9 +37,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tessera._core import launch
-from tessera._core.timing import back_to_back_ms, flushed_ms, graph_ms, run_record
-from tessera.blas import api, explain, gemm
-from tessera.blas.kernels import gemm_tma
+from tessera._core.timing import run_record
 
 DEVICE = "cuda"
 BLOCK = 64
@@ -81,49 +83,8 @@ def _args(kind: str, a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> tuple
     return (a, b, d, a.shape[0], a.shape[1], a.stride(0))
 
 
-def gemm_rows() -> list[dict]:
-    """bf16 gemm with host- or kernel-made descriptors beside torch.matmul (see the docstring)."""
-    triton.set_allocator(_kept_scratch)
-    rows = []
-    for size in (1024, 2048, 4096, 8192):
-        a, b = (torch.randn(size, size, device=DEVICE).to(torch.bfloat16) for _ in range(2))
-        want = a.double() @ b.double()
-        scale = float(want.abs().max())
-        cases = {"torch.matmul": (None, lambda a=a, b=b: torch.matmul(a, b))}
-        for device_made in (False, True):
-            name = "kernel-made descriptors" if device_made else "host-made descriptors"
-            cases[name] = (device_made, lambda a=a, b=b: gemm(a, b))
-        timings: dict[str, dict[str, list[float]]] = {name: {} for name in cases}
-        errors = {}
-        for _ in range(3):  # rounds: each case once per round
-            for name, (device_made, fn) in cases.items():
-                if device_made is not None:
-                    gemm_tma.DEVICE_DESCRIPTORS = device_made
-                    api._RECIPES.clear()
-                    errors[name] = float((fn().double() - want).abs().max()) / scale
-                for key, ms in (("b2b_ms", back_to_back_ms(fn, target_ms=20.0, repeats=3)),
-                                ("eager_ms", flushed_ms(fn)), ("graph_ms", graph_ms([fn]))):
-                    timings[name].setdefault(key, []).append(ms)
-        gemm_tma.DEVICE_DESCRIPTORS = False
-        api._RECIPES.clear()
-        kernel = explain(a, b).config.short()
-        for name, times in timings.items():
-            row = {"size": size, "case": name, "kernel": None if name == "torch.matmul" else kernel,
-                   "relative_error": errors.get(name),
-                   **{key: statistics.median(v) for key, v in times.items()}}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    return rows
-
-
 def main() -> None:
     out = sys.argv[1]
-    if "--gemm" in sys.argv:
-        rows = gemm_rows()
-        with open(out, "w") as f:
-            json.dump({**run_record("python benchmarks/descriptor_host.py OUT.json --gemm"), "rows": rows}, f,
-                      indent=1)
-        return
     a, b = (torch.randn(256, 256, device=DEVICE).to(torch.bfloat16) for _ in range(2))
     d = torch.empty_like(a)
     rows = []

@@ -15,6 +15,9 @@ too. So is the swapped product Dᵀ = Bᵀ·Aᵀ (``gemm(b.t(), a.t())``: both o
 the descriptor kernel computes ``tl.dot(b.T, a.T)`` on tiles loaded as they lie; Bᵀ, not K-major,
 may go through registers as wgmma's A operand), written to a row-major Dᵀ: what an in-kernel swap
 would cost apart from storing the tile transposed. ``--swapped``: only that and the baselines.
+At d3c72af (``tf32-layout-h200-d3c72af.json``) the swapped product was 2.5–2.6× slower than
+copy-then-GEMM from 2048³ up in graphs (8192³: 8.41 against 3.20 ms; 1024³: 23.7 against 10.9 µs):
+dropped, the copy stays.
 Usage: python benchmarks/tf32_layout.py OUT.json [SIZE,SIZE,...] [--swapped]
 """
 

@@ -26,9 +26,6 @@ from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import representative_operands
 
 EPILOGUE_SPLITS = (1, 2, 4)
-# Experiment (benchmarks/descriptor_host.py --gemm): descriptors made by the kernel from pointers
-# instead of encoded on the host at each launch. Needs a Triton allocator for their global scratch.
-DEVICE_DESCRIPTORS = False
 
 
 @dataclass(frozen=True)
@@ -138,7 +135,6 @@ def store_tile(d_desc, off_m, off_n, out, BLOCK_M: tl.constexpr, BLOCK_N: tl.con
 def _gemm_tma_kernel(
     a_desc, b_desc, d_desc, c_ptr,
     M, N, K,
-    lda, ldb, ldd,
     stride_cm, stride_cn,
     NUM_SMS,
     alpha: tl.float64, beta: tl.float64,
@@ -146,18 +142,7 @@ def _gemm_tma_kernel(
     A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr,
-    DEVICE_DESCRIPTORS: tl.constexpr,
 ):
-    if DEVICE_DESCRIPTORS:  # the *_desc arguments are pointers: the descriptors are made here
-        if A_COL_MAJOR:
-            a_desc = tl.make_tensor_descriptor(a_desc, [K, M], [lda, 1], [BLOCK_K, BLOCK_M])
-        else:
-            a_desc = tl.make_tensor_descriptor(a_desc, [M, K], [lda, 1], [BLOCK_M, BLOCK_K])
-        if B_COL_MAJOR:
-            b_desc = tl.make_tensor_descriptor(b_desc, [N, K], [ldb, 1], [BLOCK_N, BLOCK_K])
-        else:
-            b_desc = tl.make_tensor_descriptor(b_desc, [K, N], [ldb, 1], [BLOCK_K, BLOCK_N])
-        d_desc = tl.make_tensor_descriptor(d_desc, [M, N], [ldd, 1], [BLOCK_M, BLOCK_N // EPILOGUE_SPLIT])
     first_tile = tl.program_id(0)
     num_pid_m, num_pid_n, k_tiles = tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     num_tiles = num_pid_m * num_pid_n
@@ -250,26 +235,22 @@ def launch_gemm_tma(
     m, k = a.shape
     n = b.shape[1]
     a_col, b_col = is_col_major(a), is_col_major(b)
-    lda, ldb = max(a.stride()), max(b.stride())  # the leading dimension of each one's storage
-    if DEVICE_DESCRIPTORS:
-        a_desc, b_desc, d_desc = a, b, d
-    else:
-        a_desc = descriptor(a, a_col, config.block_m, config.block_k)
-        b_desc = descriptor(b, b_col, config.block_k, config.block_n)
-        d_desc = descriptor(d, False, config.block_m, config.block_n // config.epilogue_split)
+    a_desc = descriptor(a, a_col, config.block_m, config.block_k)
+    b_desc = descriptor(b, b_col, config.block_k, config.block_n)
+    d_desc = descriptor(d, False, config.block_m, config.block_n // config.epilogue_split)
     c_arg = c if c is not None else d
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     grid = (min(num_sms, tiles),)
     _launch(
         grid,
-        (a_desc, b_desc, d_desc, c_arg, m, n, k, lda, ldb, d.stride(0), c_arg.stride(0), c_arg.stride(1),
-         grid[0], float(alpha), float(beta)),
+        (a_desc, b_desc, d_desc, c_arg, m, n, k, c_arg.stride(0), c_arg.stride(1), grid[0],
+         float(alpha), float(beta)),
         dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0,
              INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
              A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, GROUP_M=config.group_m,
              WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
-             FLATTEN=config.flatten, DEVICE_DESCRIPTORS=DEVICE_DESCRIPTORS),
+             FLATTEN=config.flatten),
         config.num_warps, fitting_stages(config, a.element_size(), d.element_size(), d),
     )
 
