@@ -199,17 +199,23 @@ def test_tma_stages_fit_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_forced_configs_agree(device: str) -> None:
-    """Every family and a spread of tile shapes compute the same function (edge tiles included)."""
-    a, b = rand((70, 48), torch.float16, device), rand((48, 90), torch.float16, device)
-    c = rand((70, 90), torch.float16, device)
+    """Every family and a spread of tile shapes compute the same function (edge tiles included;
+    M = 72 and N = 88: rows and columns of 144 and 176 bytes, which descriptors take, so the TMA
+    configurations run, Aᵀ too)."""
+    a, b = rand((72, 48), torch.float16, device), rand((48, 88), torch.float16, device)
+    c = rand((72, 88), torch.float16, device)
     configs = [TileConfig(16, 32, 16, 1, 4, 1), TileConfig(64, 32, 32, 4, 4, 2),
                TmaConfig(64, 64, 32, 4, 4, 2), TmaConfig(64, 64, 16, 8, 4, 2, False, 2),
                TmaConfig(32, 64, 16, 8, 4, 2, False, 2, True),  # 3 x 2 tiles, flattened loop
-               TmaConfig(64, 64, 16, 8, 4, 2, False, 4)]  # D stored in four column slices
+               TmaConfig(64, 64, 16, 8, 4, 2, False, 4),  # D stored in four column slices
+               TmaConfig(32, 32, 16, 8, 4, 2, rotate_k=True),  # 9 tiles walk 3 K steps from 0, 1, 2
+               TmaConfig(32, 64, 16, 8, 4, 2, False, 2, True, True)]  # rotated and flattened
     for config in configs:
         with space.forced(config):
+            assert explain(a, b, c, beta=-1.0).config == config
             assert_gemm_close(gemm(a, b, c, alpha=1.5, beta=-1.0), a, b, c, alpha=1.5, beta=-1.0)
             a_t = a.t().contiguous()
+            assert explain(a_t, b, trans_a=True).config == config
             d = gemm(a_t, b, trans_a=True)
             assert_gemm_close(d, a_t, b, trans_a=True)
 
