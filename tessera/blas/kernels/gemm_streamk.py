@@ -78,7 +78,7 @@ def _tile_mac(a_ptr, b_ptr, off_m, off_n, rm, rn, rk, M, N, K, k_first, k_last, 
     """K-iterations k_first … k_last − 1 of the tile at (off_m, off_n): descriptors or pointers."""
     if TMA:
         acc = mac_steps(a_ptr, b_ptr, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION, A_COL_MAJOR,
-                        B_COL_MAJOR, BLOCK_K)
+                        B_COL_MAJOR, BLOCK_K, False, 0)
     else:
         acc = _mac(a_ptr, b_ptr, rm, rn, rk, rm < M, rn < N, K, k_first, k_last, stride_am, stride_ak,
                    stride_bk, stride_bn, acc, UPCAST, INPUT_PRECISION, BLOCK_K)

@@ -97,14 +97,15 @@ def operand_tiles(a_desc, b_desc, off_m, off_n, off_k, A_COL_MAJOR: tl.constexpr
 @triton.jit
 def mac_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION: tl.constexpr,
               A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr, BLOCK_K: tl.constexpr,
-              WRAP: tl.constexpr = False, k_tiles=1):
+              WRAP: tl.constexpr, k_tiles):
     """acc + the K steps k_first … k_last − 1 of the tile at (off_m, off_n), through descriptors
     (zero-filled beyond the matrix: no masks); with WRAP, steps from k_tiles on are steps 0, 1, …
     again (k_first < k_tiles: one wrap at most)."""
     for ki in range(k_first, k_last):
+        k_step = ki
         if WRAP:
-            ki = tl.where(ki >= k_tiles, ki - k_tiles, ki)
-        a, b = operand_tiles(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
+            k_step = tl.where(ki >= k_tiles, ki - k_tiles, ki)
+        a, b = operand_tiles(a_desc, b_desc, off_m, off_n, k_step * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
     return acc
 
