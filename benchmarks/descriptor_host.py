@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
+from collections.abc import Callable
 
 import torch
 import triton
@@ -37,7 +37,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tessera._core import launch
-from tessera._core.timing import run_record
+from tessera._core.timing import per_call_us, run_record
 
 DEVICE = "cuda"
 BLOCK = 64
@@ -83,6 +83,12 @@ def _args(kind: str, a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> tuple
     return (a, b, d, a.shape[0], a.shape[1], a.stride(0))
 
 
+def _host_rounds(fn: Callable[[], object], rounds: int = 5) -> dict[str, object]:
+    """Host µs per call in ``rounds`` loops of 3000 back-to-back calls, and their median."""
+    per_round = [per_call_us(fn, calls=3000) for _ in range(rounds)]
+    return {"host_us_per_call": statistics.median(per_round), "rounds_us": per_round}
+
+
 def main() -> None:
     out = sys.argv[1]
     a, b = (torch.randn(256, 256, device=DEVICE).to(torch.bfloat16) for _ in range(2))
@@ -103,30 +109,11 @@ def main() -> None:
         replay((a, b, d))
         torch.cuda.synchronize()
         want = (a[:BLOCK, :BLOCK].float() + b[:BLOCK, :BLOCK].float()).to(torch.bfloat16)
-        row = {"case": kind, "right": bool(torch.equal(d[:BLOCK, :BLOCK], want))}
-        per_call = []
-        for _ in range(5):
-            calls_n = 3000
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(calls_n):
-                replay((a, b, d))
-            torch.cuda.synchronize()
-            per_call.append((time.perf_counter() - start) / calls_n * 1e6)
-        row["host_us_per_call"] = statistics.median(per_call)
-        row["rounds_us"] = per_call
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    torch_rounds = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(3000):
-            torch.add(a, b, out=d)
-        torch.cuda.synchronize()
-        torch_rounds.append((time.perf_counter() - start) / 3000 * 1e6)
+        rows.append({"case": kind, "right": bool(torch.equal(d[:BLOCK, :BLOCK], want)),
+                     **_host_rounds(lambda replay=replay: replay((a, b, d)))})
+        print(json.dumps(rows[-1]), flush=True)
     rows.append({"case": "torch.add(out=) (a torch launch, for the host's speed)",
-                 "host_us_per_call": statistics.median(torch_rounds), "rounds_us": torch_rounds})
+                 **_host_rounds(lambda: torch.add(a, b, out=d))})
     print(json.dumps(rows[-1]), flush=True)
     with open(out, "w") as f:
         json.dump({**run_record("python benchmarks/descriptor_host.py OUT.json"), "rows": rows}, f, indent=1)

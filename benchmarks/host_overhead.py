@@ -24,23 +24,12 @@ import triton
 
 from tessera import blas
 from tessera._core.launch import Launcher
-from tessera._core.timing import git_revision
+from tessera._core.timing import git_revision, per_call_us
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.copy import column_major_copy
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
-
-
-def per_call_us(fn: Callable[[], object], calls: int = 2000) -> float:
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def launch_anatomy(a: torch.Tensor, b: torch.Tensor, configs: dict[str, space.Config]) -> dict[str, float]:

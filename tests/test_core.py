@@ -82,3 +82,14 @@ def test_write_atomically_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
     assert sorted(p.name for p in path.parent.iterdir()) == ["file.txt"]
     write_atomically(path, "third\n", check=lambda written: None)
     assert path.read_text() == "third\n"
+
+
+def test_per_call_us_times_the_calls_after_the_warmup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host time per call: warm-up calls first, untimed; the timed loop's wall time over its calls."""
+    from tessera._core import timing
+
+    clock = iter([10.0, 10.5])  # the two readings around the timed loop
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(clock))
+    calls = []
+    assert timing.per_call_us(lambda: calls.append(1), calls=250, warmup=7) == pytest.approx(2000.0)
+    assert len(calls) == 257

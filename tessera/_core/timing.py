@@ -57,6 +57,21 @@ def back_to_back_ms(fn: Callable[[], object], target_ms: float = 50.0, repeats: 
     return statistics.median(per_call)
 
 
+def per_call_us(fn: Callable[[], object], calls: int = 2000, warmup: int = 50) -> float:
+    """Mean wall-clock µs per call over ``calls`` back-to-back calls after ``warmup`` ones (the GPU
+    synchronized before and after): for calls whose GPU work is negligible, the host's cost."""
+    for _ in range(warmup):
+        fn()
+    if on_gpu():
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    if on_gpu():
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
 def cold_copies(tensors: Sequence[torch.Tensor], nbytes: int | None = None) -> list[tuple[torch.Tensor, ...]]:
     """``tensors`` and enough clones of them that all sets together exceed twice the L2 cache (of
     ``nbytes`` per set, by default the tensors' own): what :func:`graph_ms` cycles over for a
