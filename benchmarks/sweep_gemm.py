@@ -9,13 +9,13 @@ Results of earlier rounds: benchmarks/results/sweep-h200-round*.json.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 
 from tessera.blas import space
 from tessera.blas.bench import GemmCase, run_case
 from tessera.blas.kernels.gemm_splitk import SplitKConfig as K
+from tessera.blas.kernels.gemm_streamk import StreamKConfig as S
 from tessera.blas.kernels.gemm_tile import TileConfig as T
 from tessera.blas.kernels.gemm_tma import TmaConfig as M
 
@@ -47,15 +47,11 @@ GROUPS: dict[str, list[tuple[GemmCase, list[space.Config]]]] = {
         T(16, 128, 64, 8, 4, 5), T(16, 64, 128, 8, 4, 4),
         *(K(16, bn, bk, split, 4, s) for bn, bk in ((64, 128), (128, 64)) for split in (2, 4, 8)
           for s in (3, 4))]) for m in (1, 16)],
-    # the shipped sm_90 configurations with and without ``rotate_k`` (tiles start their K walks at
-    # different steps): is the 16-bit 1024³ gap to cuBLAS with cold operands (0.79–0.81× in graphs,
-    # 0.96× warm) the programs all reading one K slab of cold A and B at a time?
-    "rotate-k": [(GemmCase(s, s, s, dtype), [config, dataclasses.replace(config, rotate_k=True)])
-                 for dtype, s, config in (
-                     ("bf16", 1024, M(64, 128, 64, 8, 4, 4)), ("fp16", 1024, M(64, 128, 64, 8, 4, 4)),
-                     ("bf16", 2048, M(128, 256, 64, 8, 8, 3)),
-                     ("fp16", 2048, M(128, 256, 32, 8, 8, 4, False, 2)),
-                     ("bf16", 4096, M(128, 256, 64, 8, 8, 3)))],
+    # 8192³ in both 16-bit dtypes with each one's shipped configuration and the other's (bf16 ships
+    # the 256×128 descriptor tile, fp16 stream-K on pointers): the fp16 8192³ target is 1.02×
+    "square-8192": [(GemmCase(8192, 8192, 8192, dtype), [
+        M(256, 128, 64, 8, 8, 4, False, 2), S(128, 256, 64, 0, 8, 3), S(128, 256, 64, 0, 8, 3, True),
+        M(128, 256, 64, 8, 8, 3, False, 2)]) for dtype in ("fp16", "bf16")],
     "batched-graph": [(GemmCase(64, 64, 64, "bf16", batch=512), [
         T(64, 64, 64, 8, 4, 1), T(64, 64, 64, 8, 4, 2), T(64, 64, 32, 8, 4, 3), T(32, 64, 64, 8, 4, 1),
         T(64, 64, 64, 8, 8, 1)])],

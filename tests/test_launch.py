@@ -9,17 +9,21 @@ import torch
 
 import tessera
 from reference import assert_gemm_close
+from tessera._core import launch
 from tessera._core.launch import (
     Call,
     Replay,
+    building_for,
     capture,
     launch_key,
+    launch_options,
+    pdl_enabled,
     release_scratch,
     scratch,
     specialization_key,
 )
 from tessera.blas import gemm, space
-from tessera.blas.kernels import gemm_tile
+from tessera.blas.kernels import gemm_tile, gemm_tma
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
@@ -65,6 +69,46 @@ def test_launch_key_is_the_per_argument_rule() -> None:
 def test_unknown_argument_type_is_refused() -> None:
     with pytest.raises(TypeError, match="no specialization rule"):
         specialization_key(object())
+
+
+def test_pdl_follows_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Programmatic dependent launch for NVIDIA sm_90+ targets only (griddepcontrol is sm_90 PTX),
+    also in pack builds for a target other than the machine's; TESSERA_PDL=0 turns it off."""
+    cpu = torch.empty(1)
+    assert not pdl_enabled(cpu)  # the interpreter
+    for backend, arch, expected in (("cuda", "sm_90", True), ("cuda", "sm_90a", True),
+                                    ("cuda", "sm_100", True), ("cuda", "sm_80", False), ("cuda", "", False),
+                                    ("hip", "gfx942", False)):
+        with building_for(backend, arch):
+            assert pdl_enabled(cpu) == expected, (backend, arch)
+    monkeypatch.setattr(launch, "_PDL", False)
+    with building_for("cuda", "sm_90"):
+        assert not pdl_enabled(cpu)
+    assert launch_options({"PDL": True, "BLOCK": 64}) == {"launch_pdl": True}
+    assert launch_options({"PDL": False}) == {} and launch_options({"BLOCK": 64}) == {}
+
+
+@pytest.mark.gpu
+def test_dependent_launches_see_the_previous_kernel() -> None:
+    """A chain of GEMMs, each reading the one before it (and one writing into the matrix the one
+    before it read): with PDL each launch may start while the previous one finishes, and must
+    still see its output (and not overwrite its input early)."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("programmatic dependent launch needs sm_90")
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    b = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16, generator=gen) / 32
+    x = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16, generator=gen)
+    want = x.double()
+    with space.forced(TmaConfig(64, 128, 64, 8, 4, 4)):
+        for _ in range(8):
+            y = gemm(x, b)
+            x = gemm(y, b, out=torch.empty_like(y))
+            want = want @ b.double() @ b.double()
+        torch.cuda.synchronize()
+    compiled = [c for c in gemm_tma._launch._cache.values() if getattr(c, "metadata", None) is not None]
+    assert compiled and all(c.metadata.launch_pdl for c in compiled)
+    rel = ((x.double() - want).norm() / want.norm()).item()
+    assert rel < 0.05, rel
 
 
 @pytest.mark.gpu

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 import re
 from collections.abc import Iterator
@@ -287,8 +286,7 @@ def _space_configs() -> list[object]:
 def test_every_tuning_space_config_survives_a_logic_file(tmp_path: Path) -> None:
     """What a tuner writes, the loader takes back unchanged: stream-K's ``programs: 0`` (one per
     SM) was once refused as "not a positive integer", which silently voided a tuned tf32 file."""
-    # and an option no space forks over yet, which a logic file merged by hand may set
-    configs = [*_space_configs(), dataclasses.replace(space.TMA_SPACE[0], rotate_k=True)]
+    configs = _space_configs()
     covered: set[object] = set()
     for (library, op), spec in logic.registered_ops().items():
         mine = [c for c in configs if type(c) in spec.families.values()]

@@ -10,6 +10,9 @@ divisibility by 16 and on i32/i64/u64 width (a parameter named in ``do_not_speci
 only); pointers on 16-byte alignment; tensor descriptors on dtype and block shape; floats and bools
 not at all. Under ``TRITON_INTERPRET=1`` it simply calls the
 kernel, and ``TESSERA_DIRECT_LAUNCH=0`` turns the cache off.
+
+A kernel with a ``PDL`` constexpr set True is compiled with ``launch_pdl`` (programmatic dependent
+launch, CUDA sm_90+): see :func:`pdl_enabled`.
 """
 
 from __future__ import annotations
@@ -77,14 +80,15 @@ def compile_only() -> Iterator[None]:
         _compile_only.reset(token)
 
 
-_building_for: ContextVar[str | None] = ContextVar("tessera_building_for", default=None)
+_building_for: ContextVar[tuple[str, str] | None] = ContextVar("tessera_building_for", default=None)
 
 
 @contextlib.contextmanager
-def building_for(backend: str) -> Iterator[None]:
-    """Launches in this block are for ``backend`` ("cuda" or "hip"), whatever device their tensors
-    are on: pack builds capture launches on CPU tensors for a GPU target."""
-    token = _building_for.set(backend)
+def building_for(backend: str, arch: str = "") -> Iterator[None]:
+    """Launches in this block are for ``backend`` ("cuda" or "hip") and ``arch`` ("sm_90", …;
+    empty: unknown), whatever device their tensors are on: pack builds capture launches on CPU
+    tensors for a GPU target."""
+    token = _building_for.set((backend, arch))
     try:
         yield
     finally:
@@ -95,10 +99,46 @@ def nvidia_target(t: torch.Tensor) -> bool:
     """Whether a launch on ``t``'s device compiles for an NVIDIA GPU (so inline PTX may be used):
     the pack build's target inside :func:`building_for`, else t is a CUDA (not ROCm) tensor and
     the interpreter is off."""
-    backend = _building_for.get()
-    if backend is not None:
-        return backend == "cuda"
+    building = _building_for.get()
+    if building is not None:
+        return building[0] == "cuda"
     return t.is_cuda and torch.version.hip is None and not interpreter_enabled()
+
+
+# TESSERA_PDL=0 launches every kernel without programmatic dependent launch (for comparison or doubt)
+_PDL = os.environ.get("TESSERA_PDL", "1") != "0"
+
+
+def pdl_enabled(t: torch.Tensor) -> bool:
+    """Whether a launch on ``t``'s device uses programmatic dependent launch (the ``PDL`` constexpr
+    of the kernels that take it): an NVIDIA sm_90+ target and TESSERA_PDL not 0. Such a launch
+    may start while the stream's previous kernel is finishing (when that one allows it, as
+    cuBLAS's and PDL kernels do); the kernel waits (``griddepcontrol.wait``) before its first
+    memory access, so it sees everything the previous kernel wrote (see ``pdl.dependent_launch``)."""
+    if not _PDL or not nvidia_target(t):
+        return False
+    building = _building_for.get()
+    if building is not None:
+        return _sm_version(building[1]) >= 90
+    index = t.device.index if t.device.index is not None else torch.cuda.current_device()
+    return _device_sm_version(index) >= 90
+
+
+def _sm_version(arch: str) -> int:
+    """90 for "sm_90" (and "sm_90a"), 0 when ``arch`` is not an NVIDIA architecture name."""
+    digits = arch[3:].rstrip("abf") if arch.startswith("sm_") else ""
+    return int(digits) if digits.isdigit() else 0
+
+
+@functools.cache
+def _device_sm_version(index: int) -> int:
+    major, minor = torch.cuda.get_device_capability(index)
+    return 10 * major + minor
+
+
+def launch_options(constexprs: dict[str, Any]) -> dict[str, Any]:
+    """Compile options a launch implies besides warps and stages: ``launch_pdl`` for PDL kernels."""
+    return {"launch_pdl": True} if constexprs.get("PDL") is True else {}
 
 
 @dataclass(frozen=True)
@@ -151,7 +191,8 @@ def jit_specialization(kernel: Any, args: Sequence[Any], constexprs: dict[str, A
     from triton import knobs
     from triton.runtime.jit import create_function_from_signature
 
-    kwargs: dict[str, Any] = dict(constexprs, num_warps=num_warps, num_stages=num_stages)
+    kwargs: dict[str, Any] = dict(constexprs, num_warps=num_warps, num_stages=num_stages,
+                                  **launch_options(constexprs))
     kwargs["debug"] = kernel.debug or knobs.runtime.debug  # as JITFunction.run sets them
     for knob in ("instrumentation_mode", "fpsan_homomorphic_casts"):
         if hasattr(knobs.compilation, knob):
@@ -244,14 +285,15 @@ class Launcher:
         if _compile_only.get():
             if not interpreter_enabled():
                 self.kernel.warmup(*args, grid=tuple(grid), **constexprs, num_warps=num_warps,
-                                   num_stages=num_stages)
+                                   num_stages=num_stages, **launch_options(constexprs))
             return
         recorded = _recorded.get()
         if recorded is not None:
             recorded.append(Call(self, tuple(grid), tuple(args), dict(constexprs), num_warps, num_stages))
         if not self.enabled or interpreter_enabled():
             self._check_order(args, constexprs)  # as on the GPU, so that CI catches a wrong order
-            self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps, num_stages=num_stages)
+            self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps, num_stages=num_stages,
+                                     **launch_options(constexprs))
             return
         device = _triton_runtime()[1].active.get_current_device()
         key = self._key(device, args, constexprs, num_warps, num_stages)
@@ -261,7 +303,7 @@ class Launcher:
             compiled = self._from_pack(key)
             if compiled is None:
                 compiled = self.kernel[tuple(grid)](*args, **constexprs, num_warps=num_warps,
-                                                    num_stages=num_stages)
+                                                    num_stages=num_stages, **launch_options(constexprs))
                 self._cache[key] = compiled.result() if hasattr(compiled, "result") else compiled
                 self.jit_launches += 1
                 return

@@ -95,7 +95,7 @@ def main() -> None:
             if (job["kernel"] in TMA_FAMILIES or job["config"].get("tma")) and not hopper:
                 raise ValueError("tensor descriptors (TMA) need sm_90 or newer")
             module = importlib.import_module(FAMILY_MODULES[job["kernel"]])
-            with capture() as calls, building_for(target.backend):
+            with capture() as calls, building_for(target.backend, arch):
                 module.representative_launch(job["op"], config, job["dtype"], num_sms)
             files, seen = [], set()
             for j, call in enumerate(calls):

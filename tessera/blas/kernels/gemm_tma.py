@@ -22,7 +22,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tessera._core.device import device_info
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import Launcher, cdiv
+from tessera._core.launch import Launcher, cdiv, pdl_enabled
+from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import representative_operands
 
 EPILOGUE_SPLITS = (1, 2, 4)
@@ -41,9 +42,6 @@ class TmaConfig:
     warp_specialize: bool = False
     epilogue_split: int = 1  # store the tile in 1, 2 or 4 column slices (less shared memory)
     flatten: bool = False  # pipeline tile and K loops as one: the next tile's loads overlap this epilogue
-    # tile t walks its K steps from t mod (K steps), wrapping: concurrent tiles first read
-    # different K slabs of cold operands, not one slab all at once (an experiment: not in TMA_SPACE)
-    rotate_k: bool = False
 
     kernel = "gemm_tma"
 
@@ -55,7 +53,7 @@ class TmaConfig:
     def short(self) -> str:
         extras = (" ws" if self.warp_specialize else "") + (
             f" split{self.epilogue_split}" if self.epilogue_split > 1 else "") + (
-            " flat" if self.flatten else "") + (" rot" if self.rotate_k else "")
+            " flat" if self.flatten else "")
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
                 f"w{self.num_warps} s{self.num_stages}{extras}")
 
@@ -96,16 +94,11 @@ def operand_tiles(a_desc, b_desc, off_m, off_n, off_k, A_COL_MAJOR: tl.constexpr
 
 @triton.jit
 def mac_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION: tl.constexpr,
-              A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr, BLOCK_K: tl.constexpr,
-              WRAP: tl.constexpr, k_tiles):
+              A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr, BLOCK_K: tl.constexpr):
     """acc + the K steps k_first … k_last − 1 of the tile at (off_m, off_n), through descriptors
-    (zero-filled beyond the matrix: no masks); with WRAP, steps from k_tiles on are steps 0, 1, …
-    again (k_first < k_tiles: one wrap at most)."""
+    (zero-filled beyond the matrix: no masks)."""
     for ki in range(k_first, k_last):
-        k_step = ki
-        if WRAP:
-            k_step = tl.where(ki >= k_tiles, ki - k_tiles, ki)
-        a, b = operand_tiles(a_desc, b_desc, off_m, off_n, k_step * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
+        a, b = operand_tiles(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
     return acc
 
@@ -150,8 +143,9 @@ def _gemm_tma_kernel(
     A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr,
-    ROTATE_K: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    dependent_launch(PDL)
     first_tile = tl.program_id(0)
     num_pid_m, num_pid_n, k_tiles = tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     num_tiles = num_pid_m * num_pid_n
@@ -160,9 +154,8 @@ def _gemm_tma_kernel(
     for tile in tl.range(first_tile, num_tiles, NUM_SMS, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
         off_m, off_n = persistent_tile(tile, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        shift = tile % k_tiles if ROTATE_K else 0  # tiles start their K walks at different steps
-        acc = mac_steps(a_desc, b_desc, off_m, off_n, shift, shift + k_tiles, acc, INPUT_PRECISION,
-                        A_COL_MAJOR, B_COL_MAJOR, BLOCK_K, ROTATE_K, k_tiles)
+        acc = mac_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, acc, INPUT_PRECISION, A_COL_MAJOR,
+                        B_COL_MAJOR, BLOCK_K)
 
         if FLATTEN:
             stored_tile += NUM_SMS
@@ -260,7 +253,7 @@ def launch_gemm_tma(
              A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, GROUP_M=config.group_m,
              WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
-             FLATTEN=config.flatten, ROTATE_K=config.rotate_k),
+             FLATTEN=config.flatten, PDL=pdl_enabled(d)),
         config.num_warps, fitting_stages(config, a.element_size(), d.element_size(), d),
     )
 

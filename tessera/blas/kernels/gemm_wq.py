@@ -39,7 +39,8 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import Launcher, cdiv, next_power_of_2, nvidia_target, scratch
+from tessera._core.launch import Launcher, cdiv, next_power_of_2, nvidia_target, pdl_enabled, scratch
+from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import grouped_tile
 
 
@@ -312,6 +313,7 @@ def _gemm_wq_kernel(
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
     PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
     registers), the activations the second, so a decode-sized M is the MMA's N (down to 8).
@@ -325,6 +327,7 @@ def _gemm_wq_kernel(
     two MMAs over the activations' even and odd rows. 8-bit codes with bf16 activations are
     dequantized in fp32 and rounded to bf16, or with EXACT_BYTES enter exact as well, made in
     fp32 (see EXACT)."""
+    dependent_launch(PDL)
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
     # bytes with bf16 activations: a byte is not one exact bf16 by bit operations (8 significant
@@ -442,6 +445,7 @@ def _gemv_wq_kernel(
     stride_xm, stride_xk, stride_qk, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, PRMT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """Decode on CUDA cores, memory-bound: about three instructions per weight, and the next
     step's loads in flight during this step's arithmetic (software pipelining in registers).
@@ -452,6 +456,7 @@ def _gemv_wq_kernel(
     column sums x·(code − zero) exactly — 2^23 + code from a byte permute, minus 2^23 + zero — and
     the group's scale multiplies that sum once. No weight is rounded to 16 bits (the result is
     the exact dequantized weight's, at least as accurate as ``dequantize_weight``'s)."""
+    dependent_launch(PDL)
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
     row = tl.program_id(2).to(tl.int64)
@@ -500,8 +505,9 @@ def _gemv_wq_kernel(
 
 @triton.jit
 def _sum_slices_kernel(ws_ptr, y_ptr, N, SIZE, stride_ym, stride_yn, SPLIT: tl.constexpr,
-                       SPLIT_P2: tl.constexpr, BLOCK: tl.constexpr):
+                       SPLIT_P2: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
     """y (M, N) ← Σ_s ws[s] for ws (SPLIT, M·N) fp32 (see ``add_slices``)."""
+    dependent_launch(PDL)
     add_slices(ws_ptr, y_ptr, N, SIZE, stride_ym, stride_yn, SPLIT, SPLIT_P2, BLOCK)
 
 
@@ -526,8 +532,10 @@ def _dequantize_kernel(
     stride_qk, stride_qn, stride_sg, stride_sn, stride_wk, stride_wn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """w (K, N) ← dequant(Q) for a (BLOCK_R code rows, BLOCK_N) tile."""
+    dependent_launch(PDL)
     rr = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     rn = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rr < ROWS)[:, None] & (rn < N)[None, :]
@@ -588,7 +596,8 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
         _launch_gemv((cdiv(n, config.block_n), split, m),
                      (x, words, scales, zeros, target, m, n, k, k_per_split, NEVER, *x.stride(),
                       words.stride(0), *scales.stride(), *ys),
-                     quantization | dict(PRMT=nvidia_target(y), BLOCK_N=config.block_n, BLOCK_K=block_k),
+                     quantization | dict(PRMT=nvidia_target(y), BLOCK_N=config.block_n, BLOCK_K=block_k,
+                                         PDL=pdl_enabled(y)),
                      config.num_warps, 1)
     else:
         _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
@@ -596,7 +605,7 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                  *scales.stride(), *ys),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
                                     BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k,
-                                    GROUP_M=config.group_m),
+                                    GROUP_M=config.group_m, PDL=pdl_enabled(y)),
                 config.num_warps,
                 config.num_stages)
     if split > 1:
@@ -610,7 +619,7 @@ def sum_slices(ws: torch.Tensor, split: int, y: torch.Tensor) -> None:
     split_p2 = next_power_of_2(split)
     block = max(32, SUM_ELEMENTS // split_p2)
     _launch_sum_slices((cdiv(m * n, block),), (ws, y, n, m * n, *y.stride()),
-                       dict(SPLIT=split, SPLIT_P2=split_p2, BLOCK=block), 4, 1)
+                       dict(SPLIT=split, SPLIT_P2=split_p2, BLOCK=block, PDL=pdl_enabled(y)), 4, 1)
 
 
 def launch_dequantize(qweight: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
@@ -621,7 +630,7 @@ def launch_dequantize(qweight: torch.Tensor, scales: torch.Tensor, zeros: torch.
                        (qweight, scales, scales if zeros is None else zeros, w, n, rows, *qweight.stride(),
                         *scales.stride(), *w.stride()),
                        dict(BITS=bits, GROUP=group, HAS_ZERO=zeros is not None, BLOCK_R=config.block_rows,
-                            BLOCK_N=config.block_n),
+                            BLOCK_N=config.block_n, PDL=pdl_enabled(w)),
                        config.num_warps, 1)
 
 
