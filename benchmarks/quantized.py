@@ -13,7 +13,7 @@ flushed); 3 rounds each. The issue's targets: W4A16 ≥ 2.5× torch at M = 1 and
 W8A16 ≥ 1.6×, both ≥ 0.8× at M = 4096.
 A sweep of the weight-only families' configurations (W4A16 and W8A16, M = 1 … 4096) follows, as
 evidence for the heuristic in ``tessera/blas/space.py``.
-Usage: python benchmarks/quantized.py OUT.json [--rows-only]
+Usage: python benchmarks/quantized.py OUT.json [--rows-only | --decode-only]
 """
 
 from __future__ import annotations
@@ -156,14 +156,16 @@ def timed(m: int, ours: list, theirs: list) -> tuple[float, float, str]:
 
 def main() -> None:
     rows_only = "--rows-only" in sys.argv  # the issue's rows, no accumulation table or sweeps
-    operands = operand_rows()
+    decode_only = "--decode-only" in sys.argv  # the weight-only rows at M = 1 and 16, nothing else
+    rows_only = rows_only or decode_only
+    operands = [] if decode_only else operand_rows()
     accumulation = [] if rows_only else accumulation_rows()
     scaled = [] if rows_only else scaled_sweep()
     weights = [torch.randn(K, N, device="cuda", dtype=torch.bfloat16) * 0.02 for _ in range(COPIES)]
     rows, sweep = [], []
     for bits in (4, 8):
         qs = [quantize_weight(w, bits=bits, group_size=128) for w in weights]
-        for m in (1, 16, 4096):  # the issue's sizes
+        for m in (1, 16) if decode_only else (1, 16, 4096):  # the issue's sizes
             x = torch.randn(m, K, device="cuda", dtype=torch.bfloat16)
             ours = [lambda x=x, q=q: gemm_wq(x, q) for q in qs]
             theirs = [lambda x=x, w=w: torch.matmul(x, w) for w in weights]

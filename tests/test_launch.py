@@ -99,14 +99,17 @@ def test_dependent_launches_see_the_previous_kernel() -> None:
     b = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16, generator=gen) / 32
     x = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16, generator=gen)
     want = x.double()
+    y = torch.empty_like(x)
     with space.forced(TmaConfig(64, 128, 64, 8, 4, 4)):
         for _ in range(8):
-            y = gemm(x, b)
-            x = gemm(y, b, out=torch.empty_like(y))
+            gemm(x, b, out=y)  # reads x
+            gemm(y, b, out=x)  # reads y, just written; writes x, which the launch before read
             want = want @ b.double() @ b.double()
         torch.cuda.synchronize()
-    compiled = [c for c in gemm_tma._launch._cache.values() if getattr(c, "metadata", None) is not None]
-    assert compiled and all(c.metadata.launch_pdl for c in compiled)
+        with launch.recording() as calls:
+            gemm(x, b)
+    found = calls[0].launcher.compiled_for(calls[0])
+    assert calls[0].launcher is gemm_tma._launch and found is not None and found[0].metadata.launch_pdl
     rel = ((x.double() - want).norm() / want.norm()).item()
     assert rel < 0.05, rel
 

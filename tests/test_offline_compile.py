@@ -35,14 +35,13 @@ for backend, arch, warp in json.loads(sys.argv[1]):
     for dtype in json.loads(sys.argv[2]):
         constexprs = dict(HAS_C=True, SCALE_ALPHA=True, ACC_FP64=dtype == "fp64", UPCAST=False,
                           INPUT_PRECISION="ieee", INDEX_64=False, EVEN_K=False, BLOCK_M=64,
-                          BLOCK_N=64, BLOCK_K=32, GROUP_M=8, PDL=backend == "cuda" and arch >= 90)
+                          BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
         types = [f"*{dtype}" if t == "ptr" else t for t in runtime]
         signature = dict(zip(jit.arg_names, types)) | {name: "constexpr" for name in constexprs}
         try:
             compiled = triton.compile(ASTSource(jit, signature, constexprs),
                                       target=GPUTarget(backend, arch, warp),
-                                      options={"num_warps": 4, "num_stages": 2,
-                                               "launch_pdl": constexprs["PDL"]})
+                                      options={"num_warps": 4, "num_stages": 2})
             binary = compiled.asm["hsaco" if backend == "hip" else "cubin"]
             results[f"{arch}-{dtype}"] = len(binary)
         except Exception as exc:

@@ -244,6 +244,9 @@ def launch_gemm_tma(
     c_arg = c if c is not None else d
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     grid = (min(num_sms, tiles),)
+    # programmatic dependent launch: 16-bit 1024³ 0.75 → 0.83× cuBLAS in CUDA graphs; tf32 (behind
+    # its copy of B) lost 23 % with it, so not there (docs/architecture.md)
+    pdl = precision != "tf32" and pdl_enabled(d)
     _launch(
         grid,
         (a_desc, b_desc, d_desc, c_arg, m, n, k, c_arg.stride(0), c_arg.stride(1), grid[0],
@@ -253,7 +256,7 @@ def launch_gemm_tma(
              A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, GROUP_M=config.group_m,
              WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
-             FLATTEN=config.flatten, PDL=pdl_enabled(d)),
+             FLATTEN=config.flatten, PDL=pdl),
         config.num_warps, fitting_stages(config, a.element_size(), d.element_size(), d),
     )
 
