@@ -84,7 +84,7 @@ def _gemm_section(path: Path) -> list[str]:
         "Vendor = `torch.matmul` (cuBLAS) in the same process, interleaved with Tessera over "
         f"{data['rows'][0]['rounds']} rounds; each figure is a median. *Flushed*: L2 flushed before "
         "every call (`triton.testing.do_bench`); *b2b*: back-to-back launches (sustained, host "
-        "overhead included). Ratio = vendor time / Tessera time (> 1: Tessera faster)."
+        "overhead included). Ratio = vendor time / Tessera time (> 1: Tessera faster). " + _note(data)
         + (" *Graph*: both sides replayed from CUDA graphs cycling over operand copies larger than "
            "twice L2 (kernel time, cold, no host cost); *% copy*: GB/s of operands moved against a "
            "device-to-device copy timed the same way (graph where measured)." if graphed else ""), "",
