@@ -11,13 +11,16 @@ import tessera
 from reference import assert_gemm_close
 from tessera._core import launch
 from tessera._core.launch import (
+    PDL_AT_EXIT,
+    PDL_EARLY,
+    PDL_OFF,
     Call,
     Replay,
     building_for,
     capture,
     launch_key,
     launch_options,
-    pdl_enabled,
+    pdl_mode,
     release_scratch,
     scratch,
     specialization_key,
@@ -73,19 +76,28 @@ def test_unknown_argument_type_is_refused() -> None:
 
 def test_pdl_follows_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
     """Programmatic dependent launch for NVIDIA sm_90+ targets only (griddepcontrol is sm_90 PTX),
-    also in pack builds for a target other than the machine's; TESSERA_PDL=0 turns it off."""
+    also in pack builds for a target other than the machine's; a launch site's measured mode
+    unless TESSERA_PDL overrides it."""
     cpu = torch.empty(1)
-    assert not pdl_enabled(cpu)  # the interpreter
-    for backend, arch, expected in (("cuda", "sm_90", True), ("cuda", "sm_90a", True),
-                                    ("cuda", "sm_100", True), ("cuda", "sm_80", False), ("cuda", "", False),
-                                    ("hip", "gfx942", False)):
+    assert pdl_mode(cpu, PDL_EARLY) == PDL_OFF  # the interpreter
+    for backend, arch, supported in (("cuda", "sm_90", True), ("cuda", "sm_90a", True),
+                                     ("cuda", "sm_100", True), ("cuda", "sm_80", False), ("cuda", "", False),
+                                     ("hip", "gfx942", False)):
         with building_for(backend, arch):
-            assert pdl_enabled(cpu) == expected, (backend, arch)
-    monkeypatch.setattr(launch, "_PDL", False)
-    with building_for("cuda", "sm_90"):
-        assert not pdl_enabled(cpu)
-    assert launch_options({"PDL": True, "BLOCK": 64}) == {"launch_pdl": True}
-    assert launch_options({"PDL": False}) == {} and launch_options({"BLOCK": 64}) == {}
+            for measured in (PDL_OFF, PDL_EARLY, PDL_AT_EXIT):
+                assert pdl_mode(cpu, measured) == (measured if supported else PDL_OFF), (backend, arch)
+    for value, override in (("0", PDL_OFF), ("off", PDL_OFF), ("early", PDL_EARLY), ("exit", PDL_AT_EXIT)):
+        monkeypatch.setattr(launch, "_PDL", launch._pdl_override(value))
+        with building_for("cuda", "sm_90"):
+            assert pdl_mode(cpu, PDL_EARLY) == override and pdl_mode(cpu, PDL_OFF) == override
+        with building_for("cuda", "sm_80"):
+            assert pdl_mode(cpu, PDL_EARLY) == PDL_OFF
+    assert launch._pdl_override(None) is None and launch._pdl_override("1") is None
+    with pytest.warns(UserWarning, match="TESSERA_PDL='sometimes'"):
+        assert launch._pdl_override("sometimes") is None
+    assert launch_options({"PDL": PDL_EARLY, "BLOCK": 64}) == {"launch_pdl": True}
+    assert launch_options({"PDL": PDL_AT_EXIT}) == {"launch_pdl": True}
+    assert launch_options({"PDL": PDL_OFF}) == {} and launch_options({"BLOCK": 64}) == {}
 
 
 @pytest.mark.gpu

@@ -11,8 +11,8 @@ only); pointers on 16-byte alignment; tensor descriptors on dtype and block shap
 not at all. Under ``TRITON_INTERPRET=1`` it simply calls the
 kernel, and ``TESSERA_DIRECT_LAUNCH=0`` turns the cache off.
 
-A kernel with a ``PDL`` constexpr set True is compiled with ``launch_pdl`` (programmatic dependent
-launch, CUDA sm_90+): see :func:`pdl_enabled`.
+A kernel whose ``PDL`` constexpr is not off is compiled with ``launch_pdl`` (programmatic dependent
+launch, CUDA sm_90+): see :func:`pdl_mode`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import contextlib
 import functools
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
@@ -105,17 +106,41 @@ def nvidia_target(t: torch.Tensor) -> bool:
     return t.is_cuda and torch.version.hip is None and not interpreter_enabled()
 
 
-# TESSERA_PDL=0 launches every kernel without programmatic dependent launch (for comparison or doubt)
-_PDL = os.environ.get("TESSERA_PDL", "1") != "0"
+# Programmatic dependent launch (PDL) modes, the ``PDL`` constexpr of kernels that take it
+# (``pdl.dependent_launch``): off; wait for the previous kernel, then let the next one launch at
+# once ("early"); wait only, the next kernel launching as this one's programs exit ("exit").
+PDL_OFF, PDL_EARLY, PDL_AT_EXIT = 0, 1, 2
+_PDL_NAMES = {"0": PDL_OFF, "off": PDL_OFF, "early": PDL_EARLY, "exit": PDL_AT_EXIT}
 
 
-def pdl_enabled(t: torch.Tensor) -> bool:
-    """Whether a launch on ``t``'s device uses programmatic dependent launch (the ``PDL`` constexpr
-    of the kernels that take it): an NVIDIA sm_90+ target and TESSERA_PDL not 0. Such a launch
-    may start while the stream's previous kernel is finishing (when that one allows it, as
-    cuBLAS's and PDL kernels do); the kernel waits (``griddepcontrol.wait``) before its first
-    memory access, so it sees everything the previous kernel wrote (see ``pdl.dependent_launch``)."""
-    if not _PDL or not nvidia_target(t):
+def _pdl_override(value: str | None) -> int | None:
+    """TESSERA_PDL: unset, "1" or "measured" → None (each launch site's measured choice); "0"/"off",
+    "early", "exit" → that mode at every launch site that takes PDL (for comparisons)."""
+    if value is None or value in ("", "1", "measured"):
+        return None
+    if value in _PDL_NAMES:
+        return _PDL_NAMES[value]
+    warnings.warn(f"TESSERA_PDL={value!r} is not one of 0, 1, measured, off, early, exit: using each "
+                  "launch site's measured choice", stacklevel=2)
+    return None
+
+
+_PDL = _pdl_override(os.environ.get("TESSERA_PDL"))
+
+
+def pdl_mode(t: torch.Tensor, measured: int) -> int:
+    """The PDL mode of a launch on ``t``'s device: ``measured`` (the launch site's choice, from
+    timings on the H200) unless TESSERA_PDL overrides it, and always off where the target has no
+    PDL (it needs NVIDIA sm_90+; pack builds follow their target). A PDL launch may start while the
+    stream's previous kernel finishes (when that one allows it, as cuBLAS's do); the kernel waits
+    (``griddepcontrol.wait``) before its first memory access, so it sees all that kernel wrote."""
+    if not _pdl_supported(t):
+        return PDL_OFF
+    return measured if _PDL is None else _PDL
+
+
+def _pdl_supported(t: torch.Tensor) -> bool:
+    if not nvidia_target(t):
         return False
     building = _building_for.get()
     if building is not None:
@@ -137,8 +162,9 @@ def _device_sm_version(index: int) -> int:
 
 
 def launch_options(constexprs: dict[str, Any]) -> dict[str, Any]:
-    """Compile options a launch implies besides warps and stages: ``launch_pdl`` for PDL kernels."""
-    return {"launch_pdl": True} if constexprs.get("PDL") is True else {}
+    """Compile options a launch implies besides warps and stages: ``launch_pdl`` for a launch
+    whose ``PDL`` mode is not off."""
+    return {"launch_pdl": True} if constexprs.get("PDL") else {}
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ A kernel launched with ``launch_pdl`` may be started by the GPU while the previo
 stream is still finishing (if that kernel allowed it), so its launch latency and prologue overlap
 that kernel's tail, as cuBLAS's kernels do with each other. The kernel must not touch memory
 before the previous kernel is done: :func:`dependent_launch` is its first statement. The host
-side (``launch.pdl_enabled``, ``launch.launch_options``) decides and compiles it.
+side (``launch.pdl_mode``, ``launch.launch_options``) decides and compiles it.
 """
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 @triton.jit
 def dependent_launch(PDL: tl.constexpr):
-    """With ``PDL``: wait until the stream's previous kernel has finished and its writes are
-    visible (before any load or store of this kernel: its inputs may be that kernel's outputs, and
-    its outputs that kernel's inputs), then allow the next kernel to launch. That next kernel only
-    starts once every program of this grid has passed here, so programs of this grid never wait
-    for room behind it. Without ``PDL`` (the interpreter, AMD, older NVIDIA): nothing."""
-    if PDL:
+    """The first statement of a kernel that takes a PDL mode (``launch.PDL_*``). Not off: wait
+    until the stream's previous kernel has finished and its writes are visible (before any load
+    or store of this kernel: its inputs may be that kernel's outputs, and its outputs that
+    kernel's inputs). Early (1): then let the next kernel launch; it starts once every program of
+    this grid has passed here, so no program of this grid waits for room behind it, but the next
+    kernel's programs may wait beside this grid's running ones. At exit (2): the next kernel
+    launches as this grid's programs exit. Off (0; the interpreter, AMD, older NVIDIA): nothing."""
+    if PDL != 0:
         gdc_wait()
-        gdc_launch_dependents()
+        if PDL == 1:
+            gdc_launch_dependents()

@@ -12,7 +12,8 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher, cdiv
+from tessera._core.launch import PDL_OFF, Launcher, cdiv, pdl_mode
+from tessera._core.pdl import dependent_launch
 
 
 @triton.jit
@@ -21,7 +22,9 @@ def _copy_2d_kernel(
     stride_sb, stride_sr, stride_sc,
     stride_db, stride_dr, stride_dc,
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    dependent_launch(PDL)
     pid_r = tl.program_id(0)
     pid_c = tl.program_id(1)
     batch = tl.program_id(2).to(tl.int64)
@@ -47,7 +50,7 @@ def copy_into(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
         s, d = (src, dst) if batch <= 65535 else (src[start:start + 65535], dst[start:start + 65535])
         grid = (cdiv(rows, block), cdiv(cols, block), s.shape[0])
         _launch(grid, (s, d, rows, cols, *s.stride(), *d.stride()),
-                dict(BLOCK_R=block, BLOCK_C=block), 4, 2)
+                dict(BLOCK_R=block, BLOCK_C=block, PDL=pdl_mode(d, PDL_OFF)), 4, 2)
     return dst
 
 

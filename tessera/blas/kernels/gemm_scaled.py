@@ -29,7 +29,8 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import interpreter_enabled
-from tessera._core.launch import Launcher, cdiv, nvidia_target
+from tessera._core.launch import PDL_OFF, Launcher, cdiv, nvidia_target, pdl_mode
+from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import TileConfig, grouped_tile
 from tessera.blas.kernels.gemm_tma import (
     TmaConfig,
@@ -83,7 +84,9 @@ def _gemm_scaled_kernel(
     SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, INTEGER: tl.constexpr, EVEN_K: tl.constexpr,
     IMPRECISE_ACC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    dependent_launch(PDL)
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -118,10 +121,12 @@ def _gemm_scaled_tma_kernel(
     SCALED: tl.constexpr, HAS_BIAS: tl.constexpr, INTEGER: tl.constexpr, IMPRECISE_ACC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """Persistent: program i computes output tiles i, i + NUM_SMS, …; A (M, K) and B (as Bᵀ,
     (N, K)) come K-major through descriptors that zero-fill beyond the matrix, D is stored through
     its descriptor (clipped to the matrix) in EPILOGUE_SPLIT column slices."""
+    dependent_launch(PDL)
     first_tile = tl.program_id(0)
     num_pid_m, num_pid_n, k_tiles = tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     num_tiles = num_pid_m * num_pid_n
@@ -210,7 +215,7 @@ def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor |
             dict(SCALED=scaled, HAS_BIAS=bias is not None, INTEGER=integer, IMPRECISE_ACC=imprecise,
                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
                  GROUP_M=config.group_m, WARP_SPECIALIZE=config.warp_specialize,
-                 EPILOGUE_SPLIT=config.epilogue_split, FLATTEN=config.flatten),
+                 EPILOGUE_SPLIT=config.epilogue_split, FLATTEN=config.flatten, PDL=pdl_mode(d, PDL_OFF)),
             config.num_warps, fitting_stages(config, 1, d.element_size(), d))
         return
     _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n),),
@@ -218,7 +223,7 @@ def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor |
              stride_sa, stride_sb, *d.stride()),
             dict(SCALED=scaled, HAS_BIAS=bias is not None, INTEGER=integer, EVEN_K=k % config.block_k == 0,
                  IMPRECISE_ACC=imprecise, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-                 BLOCK_K=config.block_k, GROUP_M=config.group_m),
+                 BLOCK_K=config.block_k, GROUP_M=config.group_m, PDL=pdl_mode(d, PDL_OFF)),
             config.num_warps, config.num_stages)
 
 

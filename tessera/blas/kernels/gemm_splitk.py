@@ -14,7 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher, cdiv, scratch
+from tessera._core.launch import PDL_OFF, Launcher, cdiv, pdl_mode, scratch
+from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import (
     REPRESENTATIVE_ROWS,
     _batched_strides,
@@ -50,7 +51,9 @@ def _gemm_splitk_partial_kernel(
     stride_bb, stride_bk, stride_bn,
     ACC_FP64: tl.constexpr, UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
     SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    dependent_launch(PDL)
     pid = tl.program_id(0)
     split = tl.program_id(1)
     batch = tl.program_id(2).to(tl.int64)
@@ -88,7 +91,9 @@ def _gemm_splitk_reduce_kernel(
     alpha: tl.float64, beta: tl.float64,
     HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr, ACC_FP64: tl.constexpr,
     SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    dependent_launch(PDL)
     batch = tl.program_id(1).to(tl.int64)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     pid_m = tl.program_id(0) // num_pid_n
@@ -129,7 +134,7 @@ def launch_gemm_splitk(
         (a, b, workspace, m, n, k, k_per_split, *_batched_strides(a), *_batched_strides(b)),
         dict(ACC_FP64=fp64, UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
              SPLIT_K=config.split_k, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-             BLOCK_K=config.block_k),
+             BLOCK_K=config.block_k, PDL=pdl_mode(workspace, PDL_OFF)),
         config.num_warps, config.num_stages,
     )
     reduce_partials(workspace, (batch, config.split_k, m, n), d, c, alpha, beta)
@@ -147,7 +152,7 @@ def reduce_partials(workspace: torch.Tensor, shape: tuple[int, int, int, int], d
         (workspace, c_arg, d, m, n, *_batched_strides(c_arg), *_batched_strides(d), float(alpha),
          float(beta)),
         dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=workspace.dtype == torch.float64,
-             SPLIT_K=split, BLOCK_M=REDUCE_BLOCK, BLOCK_N=REDUCE_BLOCK),
+             SPLIT_K=split, BLOCK_M=REDUCE_BLOCK, BLOCK_N=REDUCE_BLOCK, PDL=pdl_mode(d, PDL_OFF)),
         4, 1,
     )
 

@@ -29,7 +29,8 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import Launcher, cdiv, scratch
+from tessera._core.launch import PDL_OFF, Launcher, cdiv, pdl_mode, scratch
+from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import REPRESENTATIVE_ROWS, epilogue, representative_operands
 from tessera.blas.kernels.gemm_tma import descriptor, is_col_major, mac_steps, persistent_tile
 
@@ -94,8 +95,10 @@ def _gemm_streamk_kernel(
     HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr, ACC_FP64: tl.constexpr, UPCAST: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, TMA: tl.constexpr, A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """``a_ptr``/``b_ptr`` are tensor descriptors when TMA (A_COL_MAJOR/B_COL_MAJOR: their layouts)."""
+    dependent_launch(PDL)
     p = tl.program_id(0)
     programs = tl.num_programs(0)
     iters = tl.cdiv(K, BLOCK_K)  # K-iterations per tile
@@ -187,7 +190,7 @@ def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None
             dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=a.dtype == torch.float64,
                  UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=GROUP_M,
-                 TMA=config.tma, A_COL_MAJOR=a_col, B_COL_MAJOR=b_col),
+                 TMA=config.tma, A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, PDL=pdl_mode(d, PDL_OFF)),
             config.num_warps, config.num_stages)
 
 

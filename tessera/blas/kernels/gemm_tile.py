@@ -18,7 +18,8 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import Launcher, cdiv
+from tessera._core.launch import PDL_OFF, Launcher, cdiv, pdl_mode
+from tessera._core.pdl import dependent_launch
 
 MAX_GRID_Y = 65535
 
@@ -82,7 +83,9 @@ def _gemm_tile_kernel(
     ACC_FP64: tl.constexpr, UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
     INDEX_64: tl.constexpr, EVEN_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    dependent_launch(PDL)
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     batch = tl.program_id(1)
 
@@ -168,7 +171,8 @@ def launch_gemm_tile(
         dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=a.dtype == torch.float64,
              UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
              INDEX_64=index_64, EVEN_K=k % config.block_k == 0, BLOCK_M=config.block_m,
-             BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m),
+             BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
+             PDL=pdl_mode(d, PDL_OFF)),
         config.num_warps, config.num_stages,
     )
 

@@ -39,7 +39,16 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import Launcher, cdiv, next_power_of_2, nvidia_target, pdl_enabled, scratch
+from tessera._core.launch import (
+    PDL_EARLY,
+    PDL_OFF,
+    Launcher,
+    cdiv,
+    next_power_of_2,
+    nvidia_target,
+    pdl_mode,
+    scratch,
+)
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import grouped_tile
 
@@ -313,6 +322,7 @@ def _gemm_wq_kernel(
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
     PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
     registers), the activations the second, so a decode-sized M is the MMA's N (down to 8).
@@ -326,6 +336,7 @@ def _gemm_wq_kernel(
     two MMAs over the activations' even and odd rows. 8-bit codes with bf16 activations are
     dequantized in fp32 and rounded to bf16, or with EXACT_BYTES enter exact as well, made in
     fp32 (see EXACT)."""
+    dependent_launch(PDL)
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
     # bytes with bf16 activations: a byte is not one exact bf16 by bit operations (8 significant
@@ -530,8 +541,10 @@ def _dequantize_kernel(
     stride_qk, stride_qn, stride_sg, stride_sn, stride_wk, stride_wn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, BLOCK_R: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """w (K, N) ← dequant(Q) for a (BLOCK_R code rows, BLOCK_N) tile."""
+    dependent_launch(PDL)
     rr = tl.program_id(0).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R)
     rn = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rr < ROWS)[:, None] & (rn < N)[None, :]
@@ -585,6 +598,9 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
         target, ys = scratch("wq slices", split * m * n, torch.float32, y.device, False), (m * n, n, 1)
     quantization = dict(BITS=bits, GROUP=group, HAS_ZERO=zeros is not None)
     zeros = scales if zeros is None else zeros  # HAS_ZERO=False: never read
+    # programmatic dependent launch for gemv_wq and its slice sum (W8A16 M = 1: 1.45 → 1.50× torch
+    # in CUDA graphs); gemm_wq and its sum lost with it (W8A16 M = 16 8 %: docs/architecture.md)
+    pdl = pdl_mode(y, PDL_EARLY if isinstance(config, WqGemvConfig) else PDL_OFF)
     if isinstance(config, WqGemvConfig):
         words = words if words is not None else code_words(qweight)
         if words is None:
@@ -593,7 +609,7 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                      (x, words, scales, zeros, target, m, n, k, k_per_split, NEVER, *x.stride(),
                       words.stride(0), *scales.stride(), *ys),
                      quantization | dict(PRMT=nvidia_target(y), BLOCK_N=config.block_n, BLOCK_K=block_k,
-                                         PDL=pdl_enabled(y)),
+                                         PDL=pdl),
                      config.num_warps, 1)
     else:
         _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
@@ -601,23 +617,22 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                  *scales.stride(), *ys),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
                                     BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k,
-                                    GROUP_M=config.group_m),
+                                    GROUP_M=config.group_m, PDL=pdl),
                 config.num_warps,
                 config.num_stages)
-    if split > 1:  # behind gemv_wq with PDL too (measured: W8A16 M = 1 1.45× → 1.50× torch in
-        # graphs; behind gemm_wq it cost W8A16 M = 16 8 %: docs/architecture.md)
-        sum_slices(target, split, y, pdl=isinstance(config, WqGemvConfig))
+    if split > 1:
+        sum_slices(target, split, y, pdl=pdl)
 
 
-def sum_slices(ws: torch.Tensor, split: int, y: torch.Tensor, *, pdl: bool = False) -> None:
+def sum_slices(ws: torch.Tensor, split: int, y: torch.Tensor, *, pdl: int = PDL_OFF) -> None:
     """y (M, N) ← Σ_s ws[s] for the (split, M, N) fp32 partial products that ``ws`` holds
-    contiguously from its first element, in a fixed order; ``pdl``: launched with programmatic
-    dependent launch (where :func:`pdl_enabled` allows)."""
+    contiguously from its first element, in a fixed order; ``pdl``: the launch's programmatic
+    dependent launch mode (from :func:`pdl_mode`)."""
     m, n = y.shape
     split_p2 = next_power_of_2(split)
     block = max(32, SUM_ELEMENTS // split_p2)
     _launch_sum_slices((cdiv(m * n, block),), (ws, y, n, m * n, *y.stride()),
-                       dict(SPLIT=split, SPLIT_P2=split_p2, BLOCK=block, PDL=pdl and pdl_enabled(y)), 4, 1)
+                       dict(SPLIT=split, SPLIT_P2=split_p2, BLOCK=block, PDL=pdl), 4, 1)
 
 
 def launch_dequantize(qweight: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
@@ -628,7 +643,7 @@ def launch_dequantize(qweight: torch.Tensor, scales: torch.Tensor, zeros: torch.
                        (qweight, scales, scales if zeros is None else zeros, w, n, rows, *qweight.stride(),
                         *scales.stride(), *w.stride()),
                        dict(BITS=bits, GROUP=group, HAS_ZERO=zeros is not None, BLOCK_R=config.block_rows,
-                            BLOCK_N=config.block_n),
+                            BLOCK_N=config.block_n, PDL=pdl_mode(w, PDL_OFF)),
                        config.num_warps, 1)
 
 

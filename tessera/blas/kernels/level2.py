@@ -20,7 +20,8 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import Launcher, cdiv, next_power_of_2
+from tessera._core.launch import PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
+from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.level1 import _arg, _wide
 
 
@@ -120,9 +121,10 @@ def gemv_row_sums(a_ptr, x_ptr, rows, row_ok, N, sam, san, x_start, incx, cols_p
 def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_start, incy,
                  alpha: tl.float64, beta: tl.float64, cols_per_split,
                  SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
     """y[i] = α Σ_j A[i, j] x[j] + β y[i] for this program's rows (SPLIT = 1), or the partial sum over
     its share of the columns into ws[split, i]."""
+    dependent_launch(PDL)
     pid_s = tl.program_id(1)
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
@@ -147,9 +149,10 @@ def _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_
 @triton.jit
 def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta: tl.float64,
                         SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
-                        BLOCK: tl.constexpr, SPLIT_P2: tl.constexpr):
+                        BLOCK: tl.constexpr, SPLIT_P2: tl.constexpr, PDL: tl.constexpr):
     """y for BLOCK rows: their SPLIT partial sums loaded at once (SPLIT_P2 ≥ SPLIT, a power of
     two) and added by a fixed reduction tree, so the result does not depend on timing."""
+    dependent_launch(PDL)
     rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     row_ok = rows < M
     split = tl.arange(0, SPLIT_P2)
@@ -333,13 +336,13 @@ def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple[to
     gemv_launch((row_programs, split),
                 (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
                 {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK_M": config.block_m,
-                 "BLOCK_N": config.block_n}, config.num_warps, 3)
+                 "BLOCK_N": config.block_n, "PDL": pdl_mode(ws, PDL_OFF)}, config.num_warps, 3)
     if split > 1:  # one load of [SPLIT, ≤ 128 rows] partials per program: many short programs
         parts = next_power_of_2(split)
         block = max(16, min(128, 8192 // parts))
         gemv_finish_launch((cdiv(m, block),), (ws, yd, m, ys, yi, alpha, beta),
                            {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": block,
-                            "SPLIT_P2": parts}, 4, 3)
+                            "SPLIT_P2": parts, "PDL": pdl_mode(ws, PDL_OFF)}, 4, 3)
 
 
 def launch_ger(a: torch.Tensor, x: tuple[torch.Tensor, int, int], y: tuple[torch.Tensor, int, int],
