@@ -160,8 +160,11 @@ def _provenance(data: dict) -> str:
 
 
 def _note(data: dict) -> str:
-    """A result file's own remark on how it was made (as a sentence), or nothing."""
-    return f"Note: {data['note']}. " if data.get("note") else ""
+    """A result file's own remark on how it was made and the launch settings it ran with (as
+    sentences), or nothing."""
+    settings = ", ".join(f"`{k}={v}`" for k, v in data.get("settings", {}).items())
+    return (f"Note: {data['note']}. " if data.get("note") else "") + (
+        f"Settings: {settings}. " if settings else "")
 
 
 def _level12_section(path: Path) -> list[str]:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tessera
-from tessera._core import log
+from tessera._core import log, timing
 from tessera._core.device import dtype_key
 from tessera._core.validate import check_no_overlap, max_offset, needs_int64_index
 from tessera.blas import gemm
@@ -86,10 +86,18 @@ def test_write_atomically_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
 
 def test_per_call_us_times_the_calls_after_the_warmup(monkeypatch: pytest.MonkeyPatch) -> None:
     """Host time per call: warm-up calls first, untimed; the timed loop's wall time over its calls."""
-    from tessera._core import timing
-
     clock = iter([10.0, 10.5])  # the two readings around the timed loop
     monkeypatch.setattr(timing.time, "perf_counter", lambda: next(clock))
     calls = []
     assert timing.per_call_us(lambda: calls.append(1), calls=250, warmup=7) == pytest.approx(2000.0)
     assert len(calls) == 257
+
+
+def test_launch_settings_record_what_changes_launches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Benchmark results carry the TESSERA_* settings that change which binaries run, where set."""
+    monkeypatch.delenv("TESSERA_PDL", raising=False)
+    monkeypatch.delenv("TESSERA_DIRECT_LAUNCH", raising=False)
+    assert timing.launch_settings() == {}
+    monkeypatch.setenv("TESSERA_PDL", "exit")
+    assert timing.launch_settings() == {"TESSERA_PDL": "exit"}
+    assert timing.run_record("x")["settings"] == {"TESSERA_PDL": "exit"}

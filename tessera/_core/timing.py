@@ -140,12 +140,20 @@ def git_revision() -> str | None:
     return rev + ("+dirty" if dirty else "")
 
 
+def launch_settings() -> dict[str, str]:
+    """The environment settings, where set, that change which binaries run or how they launch
+    (``TESSERA_PDL``, ``TESSERA_DIRECT_LAUNCH``): recorded with every benchmark result."""
+    return {name: os.environ[name] for name in ("TESSERA_PDL", "TESSERA_DIRECT_LAUNCH") if name in os.environ}
+
+
 def run_record(command: str) -> dict[str, object]:
     """The fields every benchmark result JSON opens with: the device's name and architecture, the
-    source revision, torch's and Triton's versions, the creation time (UTC) and the command."""
+    source revision, torch's and Triton's versions, the creation time (UTC), the command and the
+    launch settings."""
     import triton
 
     info = device_info()
     return {"device": info.name, "arch": info.arch, "git": git_revision(),
             "versions": {"torch": torch.__version__, "triton": triton.__version__},
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": command}
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": command,
+            "settings": launch_settings()}

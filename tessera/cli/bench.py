@@ -16,7 +16,7 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tessera import InvalidArgumentError, device_info
-    from tessera._core.timing import git_revision
+    from tessera._core.timing import git_revision, launch_settings
     from tessera.blas.bench import PRESETS, GemmCase, format_table, run_case
 
     preset = "quick" if args.quick else args.preset
@@ -49,6 +49,7 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
         result = {
             "op": "gemm", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "git_revision": git_revision(), "command": "tessera " + " ".join(sys.argv[1:]),
+            "settings": launch_settings(),
             "interpreter": interpreting, "device": info.as_dict(), "rows": rows,
         }
         write_json_atomically(args.json, result)
@@ -59,7 +60,7 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
 def cmd_bench_rand(args: argparse.Namespace) -> int:
     interpreting = use_interpreter_without_gpu()
     from tessera import device_info
-    from tessera._core.timing import git_revision
+    from tessera._core.timing import git_revision, launch_settings
     from tessera.rand.bench import PRESETS, format_table, run_case
 
     if args.rounds < 1:
@@ -74,6 +75,7 @@ def cmd_bench_rand(args: argparse.Namespace) -> int:
         write_json_atomically(args.json, {
             "op": "rand", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "git_revision": git_revision(), "command": "tessera " + " ".join(sys.argv[1:]),
+            "settings": launch_settings(),
             "interpreter": interpreting, "device": info.as_dict(), "rows": rows})
         print(f"wrote {args.json}")
     return 0
@@ -85,7 +87,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tessera import device_info
-    from tessera._core.timing import git_revision
+    from tessera._core.timing import git_revision, launch_settings
     from tessera.blas.bench import PRESETS, format_table, run_case
     from tessera.tuning import packs
 
@@ -100,7 +102,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     rows = [run_case(c, rounds=1 if interpreting else 3, info=info)
             for c in tqdm(cases, desc="report", unit="problem", disable=len(cases) < 2, file=sys.stderr)]
     data = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "git_revision": git_revision(),
-            "interpreter": interpreting, "device": info.as_dict(), "packs": installed, "gemm": rows}
+            "settings": launch_settings(), "interpreter": interpreting, "device": info.as_dict(),
+            "packs": installed, "gemm": rows}
     args.output.mkdir(parents=True, exist_ok=True)
     write_json_atomically(args.output / "report.json", data)
     current = next((p for p in installed if p["current"]), None)
