@@ -5,10 +5,27 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from tessera._core.errors import TesseraError
 from tessera._core.files import write_atomically
 from tessera.cli.common import use_interpreter_without_gpu, write_json_atomically
+
+if TYPE_CHECKING:
+    from tessera._core.device import DeviceInfo
+
+
+def _provenance(info: DeviceInfo, interpreting: bool, *, command: bool) -> dict[str, object]:
+    """The fields a bench or report JSON opens with: when, at which revision, with which launch
+    settings, in the interpreter or not, on which device (and, with ``command``, the command line)."""
+    from tessera._core.timing import git_revision, launch_settings
+
+    fields: dict[str, object] = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                 "git_revision": git_revision()}
+    if command:
+        fields["command"] = "tessera " + " ".join(sys.argv[1:])
+    return {**fields, "settings": launch_settings(), "interpreter": interpreting,
+            "device": info.as_dict()}
 
 
 def cmd_bench_gemm(args: argparse.Namespace) -> int:
@@ -16,7 +33,6 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tessera import InvalidArgumentError, device_info
-    from tessera._core.timing import git_revision, launch_settings
     from tessera.blas.bench import PRESETS, GemmCase, format_table, run_case
 
     preset = "quick" if args.quick else args.preset
@@ -46,13 +62,8 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
                              vs_heuristic=args.vs_heuristic))
     print(format_table(rows))
     if args.json:
-        result = {
-            "op": "gemm", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "git_revision": git_revision(), "command": "tessera " + " ".join(sys.argv[1:]),
-            "settings": launch_settings(),
-            "interpreter": interpreting, "device": info.as_dict(), "rows": rows,
-        }
-        write_json_atomically(args.json, result)
+        write_json_atomically(args.json, {"op": "gemm", **_provenance(info, interpreting, command=True),
+                                          "rows": rows})
         print(f"wrote {args.json}")
     return 0
 
@@ -60,7 +71,6 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
 def cmd_bench_rand(args: argparse.Namespace) -> int:
     interpreting = use_interpreter_without_gpu()
     from tessera import device_info
-    from tessera._core.timing import git_revision, launch_settings
     from tessera.rand.bench import PRESETS, format_table, run_case
 
     if args.rounds < 1:
@@ -72,11 +82,8 @@ def cmd_bench_rand(args: argparse.Namespace) -> int:
     rows = [run_case(case, rounds=1 if interpreting else args.rounds) for case in PRESETS[preset]]
     print(format_table(rows))
     if args.json:
-        write_json_atomically(args.json, {
-            "op": "rand", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "git_revision": git_revision(), "command": "tessera " + " ".join(sys.argv[1:]),
-            "settings": launch_settings(),
-            "interpreter": interpreting, "device": info.as_dict(), "rows": rows})
+        write_json_atomically(args.json, {"op": "rand", **_provenance(info, interpreting, command=True),
+                                          "rows": rows})
         print(f"wrote {args.json}")
     return 0
 
@@ -87,7 +94,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tessera import device_info
-    from tessera._core.timing import git_revision, launch_settings
     from tessera.blas.bench import PRESETS, format_table, run_case
     from tessera.tuning import packs
 
@@ -101,9 +107,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     cases = PRESETS[preset] if preset else []
     rows = [run_case(c, rounds=1 if interpreting else 3, info=info)
             for c in tqdm(cases, desc="report", unit="problem", disable=len(cases) < 2, file=sys.stderr)]
-    data = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "git_revision": git_revision(),
-            "settings": launch_settings(), "interpreter": interpreting, "device": info.as_dict(),
-            "packs": installed, "gemm": rows}
+    data = {**_provenance(info, interpreting, command=False), "packs": installed, "gemm": rows}
     args.output.mkdir(parents=True, exist_ok=True)
     write_json_atomically(args.output / "report.json", data)
     current = next((p for p in installed if p["current"]), None)

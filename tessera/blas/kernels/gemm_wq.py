@@ -110,12 +110,19 @@ WqAnyConfig = WqConfig | WqGemvConfig | WqDequantConfig
 
 
 @triton.jit
+def code_minus(codes, zero):
+    """code − zero in fp32, exact: integer codes (any width, below 2^23) and fp32 zero points
+    (integers) that broadcast against them. 0x4B000000 is 2^23 in fp32: OR-ing a code into its
+    mantissa gives 2^23 + code, exactly, cheaper than an integer-to-float conversion."""
+    biased = (codes.to(tl.int32) | 0x4B000000).to(tl.float32, bitcast=True)
+    return biased - (8388608.0 + zero)
+
+
+@triton.jit
 def dequant(codes, zero, scale, dtype: tl.constexpr):
     """(code − zero) · scale rounded to ``dtype``, in fp32 as dequantize_weight computes it; codes
     are integers (any width), zero and scale fp32 tensors that broadcast against them."""
-    # 0x4B000000 is 2^23 in fp32: OR-ing a code into its mantissa gives 2^23 + code, exactly
-    biased = (codes.to(tl.int32) | 0x4B000000).to(tl.float32, bitcast=True)
-    return ((biased - (8388608.0 + zero)) * scale).to(dtype)
+    return (code_minus(codes, zero) * scale).to(dtype)
 
 
 @triton.jit
@@ -211,11 +218,11 @@ def _weights(codes, PART: tl.constexpr, OFFSET: tl.constexpr, dtype: tl.constexp
 @triton.jit
 def _byte_weights_bf16(codes, OFFSET: tl.constexpr, UPCAST: tl.constexpr):
     """uint8 ``codes`` as exact bf16 integers code − OFFSET (|code − OFFSET| ≤ 256 has at most 8
-    significant bits): 2^23 + code in fp32 by an OR, minus 2^23 + OFFSET, packed to bf16 two at a
-    time; fp32 for the interpreter (UPCAST). Plain operations, not a byte-permute asm: offline for
-    sm_90 (triton 3.9) the asm took 250 PRMTs per step at 16×128×128 where the compiler's own byte
-    extraction took 26, 1248 against 1152 instructions (the rounded path: 1352)."""
-    exact = (codes.to(tl.int32) | 0x4B000000).to(tl.float32, bitcast=True) - (8388608.0 + OFFSET)
+    significant bits): :func:`code_minus` in fp32, packed to bf16 two at a time; fp32 for the
+    interpreter (UPCAST). Plain operations, not a byte-permute asm: offline for sm_90 (triton 3.9)
+    the asm took 250 PRMTs per step at 16×128×128 where the compiler's own byte extraction took
+    26, 1248 against 1152 instructions (the rounded path: 1352)."""
+    exact = code_minus(codes, OFFSET)
     if UPCAST:
         return exact
     return exact.to(tl.bfloat16)

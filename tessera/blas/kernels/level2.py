@@ -333,16 +333,17 @@ def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple[to
                      device=a.device)
     (xd, xs, xi), (yd, ys, yi) = x, y
     beta_zero = beta == 0.0
+    pdl = pdl_mode(ws, PDL_OFF)  # not yet measured with programmatic dependent launch
     gemv_launch((row_programs, split),
                 (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
                 {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK_M": config.block_m,
-                 "BLOCK_N": config.block_n, "PDL": pdl_mode(ws, PDL_OFF)}, config.num_warps, 3)
+                 "BLOCK_N": config.block_n, "PDL": pdl}, config.num_warps, 3)
     if split > 1:  # one load of [SPLIT, ≤ 128 rows] partials per program: many short programs
         parts = next_power_of_2(split)
         block = max(16, min(128, 8192 // parts))
         gemv_finish_launch((cdiv(m, block),), (ws, yd, m, ys, yi, alpha, beta),
                            {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": block,
-                            "SPLIT_P2": parts, "PDL": pdl_mode(ws, PDL_OFF)}, 4, 3)
+                            "SPLIT_P2": parts, "PDL": pdl}, 4, 3)
 
 
 def launch_ger(a: torch.Tensor, x: tuple[torch.Tensor, int, int], y: tuple[torch.Tensor, int, int],
