@@ -26,6 +26,7 @@ from tessera._core.launch import (
     specialization_key,
 )
 from tessera.blas import gemm, space
+from tessera.blas.kernels import copy as copy_kernels
 from tessera.blas.kernels import gemm_tile, gemm_tma
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
@@ -101,27 +102,37 @@ def test_pdl_follows_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.gpu
-def test_dependent_launches_see_the_previous_kernel() -> None:
+@pytest.mark.parametrize(("dtype", "precision", "config", "launchers"), [
+    (torch.bfloat16, "ieee", TmaConfig(64, 128, 64, 8, 4, 4), ["gemm_tma"]),  # PDL early
+    (torch.float32, "tf32", TmaConfig(64, 128, 32, 8, 4, 3), ["copy", "gemm_tma"]),  # both at exit
+    (torch.bfloat16, "ieee", TileConfig(64, 64, 32, 8, 4, 2), ["gemm_tile"]),  # early
+])
+def test_dependent_launches_see_the_previous_kernel(dtype: torch.dtype, precision: str, config: object,
+                                                    launchers: list[str]) -> None:
     """A chain of GEMMs, each reading the one before it (and one writing into the matrix the one
     before it read): with PDL each launch may start while the previous one finishes, and must
-    still see its output (and not overwrite its input early)."""
+    still see its output (and not overwrite its input early). Every launch site whose shipped
+    mode is not off is in a chain: the 16-bit and tf32 descriptor GEMMs, tf32's copy of B, tiles."""
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("programmatic dependent launch needs sm_90")
     gen = torch.Generator(device="cuda").manual_seed(5)
-    b = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16, generator=gen) / 32
-    x = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(1024, 1024, device="cuda", dtype=dtype, generator=gen) / 32
+    x = torch.randn(1024, 1024, device="cuda", dtype=dtype, generator=gen)
     want = x.double()
     y = torch.empty_like(x)
-    with space.forced(TmaConfig(64, 128, 64, 8, 4, 4)):
+    with space.forced(config):
         for _ in range(8):
-            gemm(x, b, out=y)  # reads x
-            gemm(y, b, out=x)  # reads y, just written; writes x, which the launch before read
+            gemm(x, b, out=y, precision=precision)  # reads x
+            gemm(y, b, out=x, precision=precision)  # reads y, just written; writes x, read before
             want = want @ b.double() @ b.double()
         torch.cuda.synchronize()
         with launch.recording() as calls:
-            gemm(x, b)
-    found = calls[0].launcher.compiled_for(calls[0])
-    assert calls[0].launcher is gemm_tma._launch and found is not None and found[0].metadata.launch_pdl
+            gemm(x, b, precision=precision)
+    modules = {"copy": copy_kernels, "gemm_tma": gemm_tma, "gemm_tile": gemm_tile}
+    assert [call.launcher for call in calls] == [modules[name]._launch for name in launchers]
+    for call, name in zip(calls, launchers, strict=True):
+        found = call.launcher.compiled_for(call)
+        assert found is not None and found[0].metadata.launch_pdl, name
     rel = ((x.double() - want).norm() / want.norm()).item()
     assert rel < 0.05, rel
 

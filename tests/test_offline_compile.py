@@ -35,7 +35,7 @@ for backend, arch, warp in json.loads(sys.argv[1]):
     for dtype in json.loads(sys.argv[2]):
         constexprs = dict(HAS_C=True, SCALE_ALPHA=True, ACC_FP64=dtype == "fp64", UPCAST=False,
                           INPUT_PRECISION="ieee", INDEX_64=False, EVEN_K=False, BLOCK_M=64,
-                          BLOCK_N=64, BLOCK_K=32, GROUP_M=8, PDL=0)  # PDL off: the tile family's choice
+                          BLOCK_N=64, BLOCK_K=32, GROUP_M=8, PDL=0)  # off, as on AMD
         types = [f"*{dtype}" if t == "ptr" else t for t in runtime]
         signature = dict(zip(jit.arg_names, types)) | {name: "constexpr" for name in constexprs}
         try:

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import PDL_OFF, Launcher, cdiv, pdl_mode
+from tessera._core.launch import PDL_AT_EXIT, Launcher, cdiv, pdl_mode
 from tessera._core.pdl import dependent_launch
 
 
@@ -49,8 +49,10 @@ def copy_into(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     for start in range(0, batch, 65535):  # the grid's third axis is limited
         s, d = (src, dst) if batch <= 65535 else (src[start:start + 65535], dst[start:start + 65535])
         grid = (cdiv(rows, block), cdiv(cols, block), s.shape[0])
+        # PDL at exit: tf32 1024³ (this copy of B, then the GEMM) 1.00 → 1.08× cuBLAS in graphs,
+        # 0.77× early (the GEMM's programs then sit beside the copy's)
         _launch(grid, (s, d, rows, cols, *s.stride(), *d.stride()),
-                dict(BLOCK_R=block, BLOCK_C=block, PDL=pdl_mode(d, PDL_OFF)), 4, 2)
+                dict(BLOCK_R=block, BLOCK_C=block, PDL=pdl_mode(d, PDL_AT_EXIT)), 4, 2)
     return dst
 
 
