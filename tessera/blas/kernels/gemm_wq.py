@@ -40,6 +40,7 @@ import triton.language as tl
 
 from tessera._core.device import torch_dtype
 from tessera._core.launch import (
+    PDL_AT_EXIT,
     PDL_EARLY,
     PDL_OFF,
     Launcher,
@@ -605,9 +606,11 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
         target, ys = scratch("wq slices", split * m * n, torch.float32, y.device, False), (m * n, n, 1)
     quantization = dict(BITS=bits, GROUP=group, HAS_ZERO=zeros is not None)
     zeros = scales if zeros is None else zeros  # HAS_ZERO=False: never read
-    # programmatic dependent launch for gemv_wq and its slice sum (W8A16 M = 1: 1.45 → 1.50× torch
-    # in CUDA graphs); gemm_wq and its sum lost with it (W8A16 M = 16 8 %: docs/architecture.md)
-    pdl = pdl_mode(y, PDL_EARLY if isinstance(config, WqGemvConfig) else PDL_OFF)
+    # programmatic dependent launch, the slice sum in the same mode, same-call A/B in CUDA graphs
+    # (docs/architecture.md): gemv_wq early (W8A16 M = 1 1.45 → 1.50× torch; at exit 1.47×),
+    # gemm_wq at exit (W4A16 M = 16 1.30 → 1.35×, M = 1 1.99 → 2.02×, W8A16 M = 16 1.19 → 1.21×;
+    # early lost 2–10 % on W8A16 M = 16)
+    pdl = pdl_mode(y, PDL_EARLY if isinstance(config, WqGemvConfig) else PDL_AT_EXIT)
     if isinstance(config, WqGemvConfig):
         words = words if words is not None else code_words(qweight)
         if words is None:
