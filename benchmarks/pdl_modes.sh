@@ -6,7 +6,8 @@
 # The result JSONs record the mode (their "settings"); a line per run goes to OUT/modes.txt.
 # Usage: [ROUNDS=2] [MODES="0 measured early exit"] [DECODE=1] benchmarks/pdl_modes.sh OUT SECONDS
 #   GEMM cases: bf16, tf32 and fp32 1024³ and bf16 512 × 64³ (CASES overrides, ';'-separated
-#   `tessera bench gemm` arguments); DECODE=1 adds quantized.py --decode-only (W4/W8A16, M = 1, 16).
+#   `tessera bench gemm` arguments); DECODE=1 adds quantized.py --decode-only (W4/W8A16, M = 1, 16),
+#   DECODE=rows quantized.py --rows-only (also M = 4096, the fp8 and int8 scaled GEMMs at 8192³).
 set -uo pipefail
 out=${1:?usage: benchmarks/pdl_modes.sh OUT SECONDS}
 deadline=$((SECONDS + ${2:?seconds}))
@@ -26,12 +27,14 @@ for round in $(seq "${ROUNDS:-2}"); do
                    --json "$out/gemm-$run.json" 2>&1 | grep " NN ")
             echo "round $round TESSERA_PDL=$mode | $line" >> "$out/modes.txt"
         done
-        if [ "${DECODE:-0}" = 1 ]; then
+        if [ "${DECODE:-0}" != 0 ]; then
             left=$((deadline - SECONDS))
             if [ "$left" -lt 40 ]; then continue; fi
             run=$((run + 1))
-            TESSERA_PDL=$mode timeout "$left" "$PY" benchmarks/quantized.py "$out/decode-$run.json" --decode-only \
-                2>&1 | grep "^W" | sed "s/^/round $round TESSERA_PDL=$mode | /" >> "$out/modes.txt"
+            which=--decode-only
+            if [ "$DECODE" = rows ]; then which=--rows-only; fi
+            TESSERA_PDL=$mode timeout "$left" "$PY" benchmarks/quantized.py "$out/decode-$run.json" $which \
+                2>&1 | grep -E "^(W|fp8|int8)" | sed "s/^/round $round TESSERA_PDL=$mode | /" >> "$out/modes.txt"
         fi
     done
 done
