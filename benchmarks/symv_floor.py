@@ -12,7 +12,11 @@ alternating over rounds:
 - ``rows``: each program reads BS whole rows of the triangle from the diagonal block to the end
   (long contiguous runs), summed element-wise: the floor of a row walk;
 - ``design: tensor-core main launch``: ``_dot_main_kernel``, checked against the shipped main
-  launch's workspace first (and not timed if it disagrees).
+  launch's workspace first (and not timed if it disagrees);
+- ``one launch``: ``_symv_one_kernel`` (``SymvConfig.one_launch``) for several tiles and
+  tiles per program, as ``blas.symv`` runs it (in a graph its zeroed counters are a
+  fresh buffer per call, whose fill the graph records) and its kernel alone on kept counters,
+  each checked against fp64 and for bit-identical repeats first (not timed if wrong).
 
 At 4accdea the shipped call took 31.5 µs (main 24.8, finish 4.0) and reading its tiles alone 18.0.
 At ee71c40: shipped 30.5 µs (main 24.8, finish 3.4), tiles alone 18.1, and the tensor-core design,
@@ -33,7 +37,7 @@ import triton
 import triton.language as tl
 
 from tessera import blas
-from tessera._core.launch import cdiv
+from tessera._core.launch import cdiv, next_power_of_2
 from tessera._core.timing import graph_ms, run_record
 from tessera.blas import space
 from tessera.blas.kernels import level2 as k
@@ -121,6 +125,37 @@ def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], w
             "mirrored_sums": float((got_col - want_col).abs().max() / want_col.abs().max())}
 
 
+ONE_LAUNCH = tuple(k.SymvConfig(tile, per_program, warps, True) for tile, per_program, warps in
+                   ((64, 8, 4), (64, 4, 4), (64, 6, 4), (64, 12, 4), (64, 16, 4), (64, 8, 8), (128, 4, 8),
+                    (32, 16, 4)))
+
+
+def forced_call(config: k.SymvConfig, call: Callable[[], object]) -> Callable[[], object]:
+    """``call`` with ``config`` forced on symv."""
+    def run() -> object:
+        with space.forced(config):
+            return call()
+    return run
+
+
+def one_kernel(a: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+               config: k.SymvConfig) -> Callable[[], object]:
+    """``_symv_one_kernel`` alone (y = A·x) on counters zeroed once (each launch leaves them zeroed)."""
+    n, tile = a.shape[0], config.tile
+    blocks = cdiv(n, tile)
+    plan = k._symv_one_plan(blocks, config.per_program, a.device)
+    ws_row = torch.empty(blocks * n, dtype=torch.float32, device=a.device)
+    ws_col = torch.empty(plan.segments.numel() // 3 * tile, dtype=torch.float32, device=a.device)
+    counts = torch.zeros(blocks, dtype=torch.int32, device=a.device)
+    constexprs = {**k.symv_finish_constexprs(config, blocks, True, False, plan.longest_column,
+                                             k.SYMV_ONE_PARTIALS),
+                  "LANES": next_power_of_2(config.per_program + 1)}
+    return lambda: k.symv_one_launch((plan.segments.numel() // 3,),
+                                     (a, x, y, plan.segments, plan.columns, plan.need, counts,
+                                      ws_row, ws_col, n, blocks, n, 1, 0, 1, 0, 1, 1.0, 0.0),
+                                     constexprs, config.num_warps, 3)
+
+
 def main() -> None:
     out = sys.argv[1]
     gen = torch.Generator(device=DEVICE).manual_seed(7)
@@ -145,7 +180,8 @@ def main() -> None:
 
     def finish_only() -> None:
         k.symv_finish_launch((blocks,), (ws_row, ws_col, first, y, N, blocks, 0, 1, 1.0, 0.0),
-                             k.symv_finish_constexprs(config, blocks, True, False), 4, 3)
+                             k.symv_finish_constexprs(config, blocks, True, False,
+                                                      cdiv(blocks, config.per_program)), 4, 3)
 
     ws_row_tc, ws_col_tc = torch.zeros_like(ws_row), torch.zeros_like(ws_col)
 
@@ -172,6 +208,21 @@ def main() -> None:
         cases[f"tiles {bs} x{per_program} w{warps}"] = tiles(bs, per_program, warps)
     for bs, width, warps in ((16, 512, 4), (32, 256, 4), (64, 128, 4), (64, 256, 8)):
         cases[f"rows {bs} x {width} w{warps}"] = rows(bs, width, warps)
+    upper = torch.triu(a.double())  # symv reads the upper triangle of a (not itself symmetric)
+    want = (upper + torch.triu(a.double(), 1).T) @ x.double()
+    del upper
+    one_checks: dict[str, object] = {}
+    for one in ONE_LAUNCH:
+        with space.forced(one):
+            first, again = blas.symv(a, x).double(), blas.symv(a, x).double()
+        error = float((first - want).abs().max() / want.abs().max())
+        one_checks[one.short()] = {"max_error_over_max": error,
+                                   "repeat_identical": bool(torch.equal(first, again))}
+        print(f"{one.short()}: {one_checks[one.short()]}")
+        if error > 2e-2 or not torch.equal(first, again):
+            continue
+        cases[one.short()] = forced_call(one, lambda: blas.symv(a, x, y))
+        cases[f"{one.short()}: kernel alone"] = one_kernel(a, x, y, one)
     check = tensor_core_check(main_only, dot_main, ws_row, ws_col, ws_row_tc, ws_col_tc, plan, tile, blocks)
     print(f"tensor-core design against the shipped main launch (tiles above the diagonal): {check}")
     if max(check.values()) > 1e-3:  # a wrong design's time means nothing
@@ -192,7 +243,7 @@ def main() -> None:
         print(f"{name:<40} {1e3 * ms:8.1f} µs {gbs:7.0f} GB/s {rows_out[-1]['pct_copy']:6.1f}% copy")
     result = {**run_record("python benchmarks/symv_floor.py OUT.json"),
               "n": N, "rows": rows_out,
-              "tensor_core_check": check}
+              "tensor_core_check": check, "one_launch_checks": one_checks}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
 

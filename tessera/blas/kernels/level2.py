@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
+from tessera._core.launch import PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode, scratch
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.level1 import _arg, _wide
 
@@ -72,17 +72,20 @@ class GerConfig:
 
 @dataclass(frozen=True)
 class SymvConfig:
-    """Launch parameters of :func:`_symv_kernel`: square tiles of edge ``tile``, ``per_program``
-    stored tiles of a block row per program."""
+    """Launch parameters of symv: square tiles of edge ``tile``, ``per_program`` stored tiles of a
+    block column per program. ``one_launch``: :func:`_symv_one_kernel`, whose programs finish y
+    themselves; else :func:`_symv_kernel`, then :func:`_symv_finish_kernel`."""
 
     tile: int = 64
     per_program: int = 8
     num_warps: int = 4
+    one_launch: bool = False
 
     kernel = "symv"
 
     def short(self) -> str:
-        return f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
+        one = " one launch" if self.one_launch else ""
+        return f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}{one}"
 
 
 @dataclass(frozen=True)
@@ -162,20 +165,16 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
 
 
 @triton.jit
-def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                 FP64: tl.constexpr, BS: tl.constexpr):
-    """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1;
-    a lower triangle comes with its strides swapped), each read once and used twice: A_IJ·x_J,
-    a per-tile row sum, to ws_row[J, I's rows]; A_IJᵀ·x_I, the mirrored part, accumulated
-    element-wise over the program's tiles and summed once into ws_col[program]. Walking down a
-    block column keeps the per-tile reduction along a tile's rows (within a warp when the
-    columns are contiguous) and the cross-warp one out of the loop. The diagonal tile (the
-    column's last) is read through a triangle mask, the tiles above it through a column mask
-    only (16-byte loads). The stored triangle's other side is never read."""
-    pid = tl.program_id(0)
-    bj = tl.load(plan_ptr + 3 * pid)
-    i_first = tl.load(plan_ptr + 3 * pid + 1)
-    i_last = tl.load(plan_ptr + 3 * pid + 2)
+def _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san, x_start, incx,
+                      FP64: tl.constexpr, BS: tl.constexpr):
+    """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (a lower triangle comes
+    with its strides swapped), each read once and used twice: A_IJ·x_J, a per-tile row sum, to
+    ws_row[J, I's rows]; A_IJᵀ·x_I, the mirrored part, accumulated element-wise over the tiles
+    and returned summed once (BS values for J's rows). Walking down a block column keeps the
+    per-tile reduction along a tile's rows (within a warp when the columns are contiguous) and
+    the cross-warp one out of the loop. The diagonal tile (the column's last) is read through a
+    triangle mask, the tiles above it through a column mask only (16-byte loads). The stored
+    triangle's other side is never read."""
     r = tl.arange(0, BS)
     cols = bj.to(tl.int64) * BS + r
     col_ok = cols < n
@@ -204,32 +203,93 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_
                                  other=0), FP64)  # the stored triangle only
         tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
         mirrored += tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None]
-    tl.store(ws_col_ptr + pid.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
+    return tl.sum(mirrored, 0)
+
+
+@triton.jit
+def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
+                 FP64: tl.constexpr, BS: tl.constexpr):
+    """Program p walks the tiles (I0 … I1 − 1, J) of plan row p = (J, I0, I1) and stores its
+    mirrored sums to ws_col[p]."""
+    pid = tl.program_id(0)
+    mirrored = _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, tl.load(plan_ptr + 3 * pid),
+                                 tl.load(plan_ptr + 3 * pid + 1), tl.load(plan_ptr + 3 * pid + 2), n, sam,
+                                 san, x_start, incx, FP64, BS)
+    tl.store(ws_col_ptr + pid.to(tl.int64) * BS + tl.arange(0, BS), mirrored)
+
+
+@triton.jit
+def _symv_row_block(ws_row_ptr, ws_col_ptr, y_ptr, bi, col_first, col_last, n, blocks, y_start, incy,
+                    alpha, beta, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
+                    COLUMN: tl.constexpr, RIGHT: tl.constexpr, BYPASS_L1: tl.constexpr):
+    """y for row block I: the mirrored sums ws_col[col_first … col_last − 1] of block column I
+    (COLUMN of them per load), then the row sums ws_row[J ≥ I, I's rows] of tiles (I, J) (RIGHT
+    block columns per load), added by fixed reduction trees in a fixed order (deterministic).
+    BYPASS_L1: the sums were stored by other programs of this launch (loaded from L2)."""
+    r = tl.arange(0, BS)
+    rows = bi.to(tl.int64) * BS + r
+    row_ok = rows < n
+    total = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
+    for p0 in range(col_first, col_last, COLUMN):
+        parts = p0 + tl.arange(0, COLUMN)
+        total += tl.sum(tl.load(ws_col_ptr + parts.to(tl.int64)[:, None] * BS + r[None, :],
+                                mask=(parts < col_last)[:, None], other=0,
+                                cache_modifier=".cg" if BYPASS_L1 else ""), 0)
+    for j0 in range(bi, blocks, RIGHT):
+        right = j0 + tl.arange(0, RIGHT)
+        part = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
+                       mask=(right < blocks)[:, None] & row_ok[None, :], other=0,
+                       cache_modifier=".cg" if BYPASS_L1 else "")
+        total += tl.sum(part, 0)
+    _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
 
 
 @triton.jit
 def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy,
                         alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
                         BS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr):
-    """y for row block I: the mirrored sums of block column I's programs (COLUMN of them per
-    load), then the row sums of tiles (I, J ≥ I) (RIGHT block columns per load), added by fixed
-    reduction trees in a fixed order (deterministic)."""
+    """y for row block I = program id, from the parts ``_symv_kernel`` stored (block column I's
+    programs are first[I] … first[I + 1] − 1)."""
     bi = tl.program_id(0)
-    r = tl.arange(0, BS)
-    rows = bi.to(tl.int64) * BS + r
-    row_ok = rows < n
-    total = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
-    last = tl.load(first_ptr + bi + 1)
-    for p0 in range(tl.load(first_ptr + bi), last, COLUMN):
-        programs = p0 + tl.arange(0, COLUMN)
-        total += tl.sum(tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
-                                mask=(programs < last)[:, None], other=0), 0)
-    for j0 in range(bi, blocks, RIGHT):
-        right = j0 + tl.arange(0, RIGHT)
-        part = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
-                       mask=(right < blocks)[:, None] & row_ok[None, :], other=0)
-        total += tl.sum(part, 0)
-    _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
+    _symv_row_block(ws_row_ptr, ws_col_ptr, y_ptr, bi, tl.load(first_ptr + bi), tl.load(first_ptr + bi + 1),
+                    n, blocks, y_start, incy, alpha, beta, BETA_ZERO, FP64, BS, COLUMN, RIGHT, False)
+
+
+@triton.jit
+def _symv_one_kernel(a_ptr, x_ptr, y_ptr, seg_ptr, column_ptr, need_ptr, count_ptr, ws_row_ptr,
+                     ws_col_ptr, n, blocks, sam, san, x_start, incx, y_start, incy, alpha: tl.float64,
+                     beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
+                     COLUMN: tl.constexpr, RIGHT: tl.constexpr, LANES: tl.constexpr):
+    """symv in one launch. Program s walks segment s = (J, I0, I1) of the plan, tiles (I0 … I1 − 1,
+    J) of one block column, and stores its mirrored sums to ws_col[s] (column[2I], column[2I + 1]:
+    block column I's first segment and one past its last). It then counts itself in for each
+    row block whose y it feeds (I0 … I1 − 1 by row sums, J by the mirrored ones); whoever brings
+    a row block's count to need[I] adds its parts (``_symv_row_block``, in the same fixed order
+    whoever it is: the result does not depend on timing) and zeroes the count for the next
+    launch. No program waits on another, so any start order is safe. (A persistent loop over
+    several segments a program took 208 registers a thread against 128, sm_90, triton 3.6.)"""
+    lanes = tl.arange(0, LANES)
+    s = tl.program_id(0)
+    bj = tl.load(seg_ptr + 3 * s)
+    i_first = tl.load(seg_ptr + 3 * s + 1)
+    i_last = tl.load(seg_ptr + 3 * s + 2)
+    mirrored = _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san, x_start,
+                                 incx, FP64, BS)
+    tl.store(ws_col_ptr + s * BS + tl.arange(0, BS), mirrored)  # segments · BS < 2³¹
+    length = i_last - i_first
+    fed = tl.where(lanes < length, i_first + lanes, bj)
+    counted = lanes < length + (i_last <= bj).to(tl.int32)  # lane `length` only for J's mirrored sums
+    tl.debug_barrier()  # every thread's sums stored before the counts
+    before = tl.atomic_add(count_ptr + fed, 1, mask=counted, sem="acq_rel")
+    last = counted & (before == tl.load(need_ptr + fed, mask=counted, other=0) - 1)
+    finishing = tl.sum(tl.where(last, 1 << lanes.to(tl.int64), 0))  # bit t: this segment finishes lane t
+    for t in range(0, length + 1):
+        if ((finishing >> t) & 1) != 0:
+            bi = tl.where(t < length, i_first + t, bj)
+            _symv_row_block(ws_row_ptr, ws_col_ptr, y_ptr, bi, tl.load(column_ptr + 2 * bi),
+                            tl.load(column_ptr + 2 * bi + 1), n, blocks, y_start, incy, alpha, beta,
+                            BETA_ZERO, FP64, BS, COLUMN, RIGHT, True)
+            tl.store(count_ptr + bi, 0)
 
 
 @triton.jit
@@ -316,6 +376,7 @@ gemv_finish_launch = Launcher(_gemv_finish_kernel)
 ger_launch = Launcher(_ger_kernel)
 symv_launch = Launcher(_symv_kernel)
 symv_finish_launch = Launcher(_symv_finish_kernel)
+symv_one_launch = Launcher(_symv_one_kernel)
 trsv_launch = Launcher(_trsv_kernel)
 
 
@@ -376,23 +437,78 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j)."""
     tile = config.tile
     blocks = cdiv(n, tile)
-    plan, first = _symv_plan(blocks, config.per_program, a.device)
-    programs = plan.numel() // 3
     wide = torch.float64 if fp64 else torch.float32
     ws_row = torch.empty(blocks * n, dtype=wide, device=a.device)  # [J, rows of blocks I ≤ J]
-    ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
     (xd, xs, xi), (yd, ys, yi) = x, y
+    if config.one_launch:
+        per_program = min(config.per_program, SYMV_ONE_LONGEST)
+        plan = _symv_one_plan(blocks, per_program, a.device)
+        segments = plan.segments.numel() // 3
+        ws_col = torch.empty(segments * tile, dtype=wide, device=a.device)
+        counts = scratch("symv counts", blocks, torch.int32, a.device, zeroed=True)
+        symv_one_launch((segments,),
+                        (a, xd, yd, plan.segments, plan.columns, plan.need, counts, ws_row,
+                         ws_col, n, blocks, sam, san, xs, xi, ys, yi, alpha, beta),
+                        {**symv_finish_constexprs(config, blocks, beta == 0.0, fp64, plan.longest_column,
+                                                  SYMV_ONE_PARTIALS),
+                         "LANES": next_power_of_2(per_program + 1)}, config.num_warps, 3)
+        return
+    plan, first = _symv_plan(blocks, config.per_program, a.device)
+    programs = plan.numel() // 3
+    ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
     symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
                 {"FP64": fp64, "BS": tile}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
-                       symv_finish_constexprs(config, blocks, beta == 0.0, fp64), 4, 3)
+                       symv_finish_constexprs(config, blocks, beta == 0.0, fp64,
+                                              cdiv(blocks, config.per_program)), 4, 3)
 
 
-def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool) -> dict[str, object]:
-    """``_symv_finish_kernel``'s constexprs: it loads at most 8192 partials at a time, so most
-    block rows take one load of each kind."""
-    per_load = max(2, 8192 // config.tile)
-    column = next_power_of_2(cdiv(blocks, config.per_program))  # ≥ the programs of a block column
+@dataclass(frozen=True)
+class SymvOnePlan:
+    """The work of ``_symv_one_kernel`` (int32 tensors on the device): ``segments`` (J, I0, I1)
+    rows, one a program; ``columns`` each block column's first and one past its last segment;
+    ``need`` the segments that feed each row block; ``longest_column`` the most segments in a
+    block column."""
+
+    segments: torch.Tensor
+    columns: torch.Tensor
+    need: torch.Tensor
+    longest_column: int
+
+
+SYMV_ONE_PARTIALS = 2048  # partial sums a finishing program loads at a time (32 tile rows of 64)
+SYMV_ONE_LONGEST = 32  # tiles a program takes at most in one launch (its counts: one vector of ≤ 64 lanes)
+
+
+@functools.lru_cache(maxsize=64)
+def _symv_one_plan(blocks: int, per_program: int, device: torch.device) -> SymvOnePlan:
+    """Block columns from the last to the first (the long ones start first, the short ones fill
+    the tail), each cut from its top tile down into segments of ``per_program`` tiles (the
+    diagonal tile in its last)."""
+    segments = [(j, i0, min(i0 + per_program, j + 1)) for j in range(blocks - 1, -1, -1)
+                for i0 in range(0, j + 1, per_program)]
+    columns = [[0, 0] for _ in range(blocks)]
+    need = [0] * blocks
+    for s, (j, i0, i1) in enumerate(segments):
+        columns[j] = [s if i0 == 0 else columns[j][0], s + 1]
+        for i in range(i0, i1):
+            need[i] += 1
+        need[j] += i1 <= j  # its mirrored sums (counted once with the diagonal's row sums)
+
+    def tensor(values: list[int]) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.int32, device=device)
+
+    return SymvOnePlan(tensor([v for seg in segments for v in seg]),
+                       tensor([v for pair in columns for v in pair]), tensor(need), cdiv(blocks, per_program))
+
+
+def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool,
+                           per_column: int, partials: int = 8192) -> dict[str, object]:
+    """``_symv_row_block``'s constexprs (at most ``per_column`` parts in a block column): it loads
+    at most ``partials`` partial sums at a time (8192: most block rows take one load of each
+    kind; fewer where it shares a kernel with the tile walk, whose registers it would raise)."""
+    per_load = max(2, partials // config.tile)
+    column = next_power_of_2(per_column)
     return {"BETA_ZERO": beta_zero, "FP64": fp64, "BS": config.tile, "COLUMN": max(2, min(column, per_load)),
             "RIGHT": max(2, min(next_power_of_2(blocks), per_load))}
 
