@@ -214,12 +214,12 @@ def main() -> None:
     one_checks: dict[str, object] = {}
     for one in ONE_LAUNCH:
         with space.forced(one):
-            first, again = blas.symv(a, x).double(), blas.symv(a, x).double()
-        error = float((first - want).abs().max() / want.abs().max())
+            once, again = blas.symv(a, x).double(), blas.symv(a, x).double()
+        error = float((once - want).abs().max() / want.abs().max())
         one_checks[one.short()] = {"max_error_over_max": error,
-                                   "repeat_identical": bool(torch.equal(first, again))}
+                                   "repeat_identical": bool(torch.equal(once, again))}
         print(f"{one.short()}: {one_checks[one.short()]}")
-        if error > 2e-2 or not torch.equal(first, again):
+        if error > 2e-2 or not torch.equal(once, again):
             continue
         cases[one.short()] = forced_call(one, lambda: blas.symv(a, x, y))
         cases[f"{one.short()}: kernel alone"] = one_kernel(a, x, y, one)
