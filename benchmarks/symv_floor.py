@@ -48,14 +48,15 @@ DEVICE = "cuda"
 
 
 @triton.jit
-def _tiles_kernel(a_ptr, plan_ptr, out_ptr, n, BS: tl.constexpr):
-    """Read the plan's tiles (I0 … I1 − 1, J), summed element-wise; one value stored per program."""
+def _tiles_kernel(a_ptr, plan_ptr, out_ptr, n, BS: tl.constexpr, ROW: tl.constexpr = 3):
+    """Read the plan's tiles (I0 … I1 − 1, J), summed element-wise; one value stored per program
+    (plan rows of ROW values)."""
     pid = tl.program_id(0)
-    bj = tl.load(plan_ptr + 3 * pid)
+    bj = tl.load(plan_ptr + ROW * pid)
     r = tl.arange(0, BS)
     cols = bj.to(tl.int64) * BS + r
     acc = tl.zeros((BS, BS), tl.float32)
-    for bi in range(tl.load(plan_ptr + 3 * pid + 1), tl.load(plan_ptr + 3 * pid + 2)):
+    for bi in range(tl.load(plan_ptr + ROW * pid + 1), tl.load(plan_ptr + ROW * pid + 2)):
         rows = bi * BS + r.to(tl.int64)
         acc += tl.load(a_ptr + rows[:, None] * n + cols[None, :]).to(tl.float32)
     tl.store(out_ptr + pid, tl.sum(tl.sum(acc, 1), 0))
@@ -145,12 +146,12 @@ def one_kernel(a: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
     blocks = cdiv(n, tile)
     plan = k._symv_one_plan(blocks, config.per_program, a.device)
     ws_row = torch.empty(blocks * n, dtype=torch.float32, device=a.device)
-    ws_col = torch.empty(plan.segments.numel() // 3 * tile, dtype=torch.float32, device=a.device)
+    ws_col = torch.empty(plan.segments.numel() // 4 * tile, dtype=torch.float32, device=a.device)
     counts = torch.zeros(blocks, dtype=torch.int32, device=a.device)
     constexprs = {**k.symv_finish_constexprs(config, blocks, True, False, plan.longest_column,
                                              k.SYMV_ONE_PARTIALS),
                   "LANES": next_power_of_2(config.per_program + 1)}
-    return lambda: k.symv_one_launch((plan.segments.numel() // 3,),
+    return lambda: k.symv_one_launch((plan.segments.numel() // 4,),
                                      (a, x, y, plan.segments, plan.columns, plan.need, counts,
                                       ws_row, ws_col, n, blocks, n, 1, 0, 1, 0, 1, 1.0, 0.0),
                                      constexprs, config.num_warps, 3)
@@ -206,6 +207,11 @@ def main() -> None:
     }
     for bs, per_program, warps in ((64, 8, 4), (64, 16, 4), (128, 4, 8), (128, 8, 8), (32, 16, 4)):
         cases[f"tiles {bs} x{per_program} w{warps}"] = tiles(bs, per_program, warps)
+    for bs, per_program, warps in ((64, 8, 4), (64, 4, 4), (64, 16, 4)):
+        rounds = k._symv_one_plan(cdiv(N, bs), per_program, a.device).segments
+        cases[f"tiles {bs} x{per_program} w{warps}, one-launch order"] = (
+            lambda bs=bs, warps=warps, rounds=rounds: _tiles_kernel[(rounds.numel() // 4,)](
+                a, rounds, sink, N, BS=bs, ROW=4, num_warps=warps))
     for bs, width, warps in ((16, 512, 4), (32, 256, 4), (64, 128, 4), (64, 256, 8)):
         cases[f"rows {bs} x {width} w{warps}"] = rows(bs, width, warps)
     upper = torch.triu(a.double())  # symv reads the upper triangle of a (not itself symmetric)

@@ -771,21 +771,23 @@ def test_every_symv_config_agrees_with_numpy(shape: SymvConfig, device: str) -> 
 
 
 def test_symv_one_launch_plan_counts_every_part() -> None:
-    """The one-launch plan: columns from the last, cut from the top; every stored tile in exactly
-    one segment; need[I] = the segments holding a tile of row block I, plus block column I's
-    segments without its diagonal (their mirrored sums)."""
+    """The one-launch plan: columns cut from the top, taken round by round (every column's first
+    segment, then the second ones); every stored tile in exactly one segment, each segment in
+    its own slot, block column I's slots one run; need[I] = the segments holding a tile of row
+    block I, plus block column I's segments without its diagonal (their mirrored sums)."""
     blocks, per_program = 7, 3
     plan = k2._symv_one_plan(blocks, per_program, torch.device("cpu"))
-    segments = [tuple(row) for row in plan.segments.view(-1, 3).tolist()]
-    assert [j for j, _, _ in segments] == sorted((j for j, _, _ in segments), reverse=True)
-    tiles = [(i, j) for j, i0, i1 in segments for i in range(i0, i1)]
+    segments = [tuple(row) for row in plan.segments.view(-1, 4).tolist()]
+    assert [i0 for _, i0, _, _ in segments] == sorted(i0 for _, i0, _, _ in segments)
+    tiles = [(i, j) for j, i0, i1, _ in segments for i in range(i0, i1)]
     assert sorted(tiles) == sorted((i, j) for j in range(blocks) for i in range(j + 1))
-    assert all(i1 - i0 <= per_program for _, i0, i1 in segments)
+    assert all(i1 - i0 <= per_program for _, i0, i1, _ in segments)
+    assert sorted(slot for *_, slot in segments) == list(range(len(segments)))
     for i in range(blocks):
         first, last = plan.columns[2 * i: 2 * i + 2].tolist()
-        assert {s for s, (j, _, _) in enumerate(segments) if j == i} == set(range(first, last))
-        rows = sum(i0 <= i < i1 for _, i0, i1 in segments)
-        mirrored = sum(j == i and i1 <= j for j, _, i1 in segments)
+        assert {slot for j, _, _, slot in segments if j == i} == set(range(first, last))
+        rows = sum(i0 <= i < i1 for _, i0, i1, _ in segments)
+        mirrored = sum(j == i and i1 <= j for j, _, i1, _ in segments)
         assert plan.need[i] == rows + mirrored
 
 

@@ -260,22 +260,22 @@ def _symv_one_kernel(a_ptr, x_ptr, y_ptr, seg_ptr, column_ptr, need_ptr, count_p
                      ws_col_ptr, n, blocks, sam, san, x_start, incx, y_start, incy, alpha: tl.float64,
                      beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
                      COLUMN: tl.constexpr, RIGHT: tl.constexpr, LANES: tl.constexpr):
-    """symv in one launch. Program s walks segment s = (J, I0, I1) of the plan, tiles (I0 … I1 − 1,
-    J) of one block column, and stores its mirrored sums to ws_col[s] (column[2I], column[2I + 1]:
-    block column I's first segment and one past its last). It then counts itself in for each
+    """symv in one launch. Program p walks segment p = (J, I0, I1, slot) of the plan, tiles (I0 …
+    I1 − 1, J) of one block column, and stores its mirrored sums to ws_col[slot] (column[2I],
+    column[2I + 1]: block column I's first slot and one past its last). It then counts itself in for each
     row block whose y it feeds (I0 … I1 − 1 by row sums, J by the mirrored ones); whoever brings
     a row block's count to need[I] adds its parts (``_symv_row_block``, in the same fixed order
     whoever it is: the result does not depend on timing) and zeroes the count for the next
     launch. No program waits on another, so any start order is safe. (A persistent loop over
     several segments a program took 208 registers a thread against 128, sm_90, triton 3.6.)"""
     lanes = tl.arange(0, LANES)
-    s = tl.program_id(0)
-    bj = tl.load(seg_ptr + 3 * s)
-    i_first = tl.load(seg_ptr + 3 * s + 1)
-    i_last = tl.load(seg_ptr + 3 * s + 2)
+    segment = seg_ptr + 4 * tl.program_id(0)
+    bj = tl.load(segment)
+    i_first = tl.load(segment + 1)
+    i_last = tl.load(segment + 2)
     mirrored = _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san, x_start,
                                  incx, FP64, BS)
-    tl.store(ws_col_ptr + s * BS + tl.arange(0, BS), mirrored)  # segments · BS < 2³¹
+    tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)  # segments · BS < 2³¹
     length = i_last - i_first
     fed = tl.where(lanes < length, i_first + lanes, bj)
     counted = lanes < length + (i_last <= bj).to(tl.int32)  # lane `length` only for J's mirrored sums
@@ -443,7 +443,7 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     if config.one_launch:
         per_program = min(config.per_program, SYMV_ONE_LONGEST)
         plan = _symv_one_plan(blocks, per_program, a.device)
-        segments = plan.segments.numel() // 3
+        segments = plan.segments.numel() // 4
         ws_col = torch.empty(segments * tile, dtype=wide, device=a.device)
         counts = scratch("symv counts", blocks, torch.int32, a.device, zeroed=True)
         symv_one_launch((segments,),
@@ -465,8 +465,8 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
 
 @dataclass(frozen=True)
 class SymvOnePlan:
-    """The work of ``_symv_one_kernel`` (int32 tensors on the device): ``segments`` (J, I0, I1)
-    rows, one a program; ``columns`` each block column's first and one past its last segment;
+    """The work of ``_symv_one_kernel`` (int32 tensors on the device): ``segments`` (J, I0, I1,
+    slot) rows, one a program; ``columns`` each block column's first slot and one past its last;
     ``need`` the segments that feed each row block; ``longest_column`` the most segments in a
     block column."""
 
@@ -482,15 +482,20 @@ SYMV_ONE_LONGEST = 32  # tiles a program takes at most in one launch (its counts
 
 @functools.lru_cache(maxsize=64)
 def _symv_one_plan(blocks: int, per_program: int, device: torch.device) -> SymvOnePlan:
-    """Block columns from the last to the first (the long ones start first, the short ones fill
-    the tail), each cut from its top tile down into segments of ``per_program`` tiles (the
-    diagonal tile in its last)."""
-    segments = [(j, i0, min(i0 + per_program, j + 1)) for j in range(blocks - 1, -1, -1)
-                for i0 in range(0, j + 1, per_program)]
+    """Each block column cut from its top tile down into segments of ``per_program`` tiles (the
+    diagonal tile in its last), given slots column by column; the programs take the segments
+    round by round: every column's first segment, then every second one, and so on. So the
+    programs running at once read from all block columns (the triangle's first rows first),
+    not from a few neighbouring ones (a column order measured 2× slower: its reads crowd a
+    narrow band of addresses), and the row blocks fed by the last rounds, the lowest, have the
+    fewest parts to add."""
+    slots = [(j, i0, min(i0 + per_program, j + 1)) for j in range(blocks)
+             for i0 in range(0, j + 1, per_program)]
+    order = sorted(range(len(slots)), key=lambda slot: (slots[slot][1], slots[slot][0]))
     columns = [[0, 0] for _ in range(blocks)]
     need = [0] * blocks
-    for s, (j, i0, i1) in enumerate(segments):
-        columns[j] = [s if i0 == 0 else columns[j][0], s + 1]
+    for slot, (j, i0, i1) in enumerate(slots):
+        columns[j] = [slot if i0 == 0 else columns[j][0], slot + 1]
         for i in range(i0, i1):
             need[i] += 1
         need[j] += i1 <= j  # its mirrored sums (counted once with the diagonal's row sums)
@@ -498,7 +503,7 @@ def _symv_one_plan(blocks: int, per_program: int, device: torch.device) -> SymvO
     def tensor(values: list[int]) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.int32, device=device)
 
-    return SymvOnePlan(tensor([v for seg in segments for v in seg]),
+    return SymvOnePlan(tensor([v for slot in order for v in (*slots[slot], slot)]),
                        tensor([v for pair in columns for v in pair]), tensor(need), cdiv(blocks, per_program))
 
 
