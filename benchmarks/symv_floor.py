@@ -108,6 +108,36 @@ def _dot_main_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.c
     tl.store(ws_col_ptr + pid.to(tl.int64) * BS + r, tl.sum(tl.where(lane[:, None] == 0, mirrored, 0.0), 0))
 
 
+@triton.jit
+def _walk_only_kernel(a_ptr, x_ptr, seg_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.constexpr):
+    """The one-launch kernel's tile walk and stores alone (its plan, no counts, no finishing)."""
+    segment = seg_ptr + 4 * tl.program_id(0)
+    mirrored = k._symv_column_walk(a_ptr, x_ptr, ws_row_ptr, tl.load(segment), tl.load(segment + 1),
+                                   tl.load(segment + 2), n, n, 1, 0, 1, False, BS)
+    tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)
+
+
+@triton.jit
+def _counts_only_kernel(a_ptr, x_ptr, seg_ptr, need_ptr, count_ptr, ws_row_ptr, ws_col_ptr, n,
+                        BS: tl.constexpr, LANES: tl.constexpr, SEM: tl.constexpr):
+    """The walk, then the counts with atomics of semantics SEM, nothing finished (a timing probe:
+    the counts are reset by whoever reaches need, as the real kernel does)."""
+    segment = seg_ptr + 4 * tl.program_id(0)
+    bj = tl.load(segment)
+    i_first = tl.load(segment + 1)
+    i_last = tl.load(segment + 2)
+    mirrored = k._symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, n, 1, 0, 1, False, BS)
+    tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)
+    lanes = tl.arange(0, LANES)
+    length = i_last - i_first
+    fed = tl.where(lanes < length, i_first + lanes, bj)
+    counted = lanes < length + (i_last <= bj).to(tl.int32)
+    tl.debug_barrier()
+    before = tl.atomic_add(count_ptr + fed, 1, mask=counted, sem=SEM)
+    last = counted & (before == tl.load(need_ptr + fed, mask=counted, other=0) - 1)
+    tl.store(count_ptr + fed, 0, mask=last)
+
+
 def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], ws_row: torch.Tensor,
                       ws_col: torch.Tensor, ws_row_tc: torch.Tensor, ws_col_tc: torch.Tensor,
                       plan: torch.Tensor, tile: int, blocks: int) -> dict[str, float]:
@@ -127,8 +157,7 @@ def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], w
 
 
 ONE_LAUNCH = tuple(k.SymvConfig(tile, per_program, warps, True) for tile, per_program, warps in
-                   ((64, 8, 4), (64, 4, 4), (64, 6, 4), (64, 12, 4), (64, 16, 4), (64, 8, 8), (128, 4, 8),
-                    (32, 16, 4)))
+                   ((64, 8, 4), (64, 4, 4), (64, 2, 4)))
 
 
 def forced_call(config: k.SymvConfig, call: Callable[[], object]) -> Callable[[], object]:
@@ -155,6 +184,28 @@ def one_kernel(a: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
                                      (a, x, y, plan.segments, plan.columns, plan.need, counts,
                                       ws_row, ws_col, n, blocks, n, 1, 0, 1, 0, 1, 1.0, 0.0),
                                      constexprs, config.num_warps, 3)
+
+
+def probes(a: torch.Tensor, x: torch.Tensor, ws_row: torch.Tensor, tile: int,
+           per_program: int) -> dict[str, Callable[[], object]]:
+    """Timing probes of the one-launch kernel (``per_program`` tiles, 4 warps): its walk alone,
+    and the walk with the counts (acquire-release atomics, as shipped, or relaxed ones)."""
+    n = a.shape[0]
+    blocks = cdiv(n, tile)
+    plan = k._symv_one_plan(blocks, per_program, a.device)
+    grid = (plan.segments.numel() // 4,)
+    ws_col = torch.empty(grid[0] * tile, dtype=torch.float32, device=a.device)
+    counts = torch.zeros(blocks, dtype=torch.int32, device=a.device)
+
+    def counted(sem: str) -> Callable[[], object]:
+        return lambda: _counts_only_kernel[grid](a, x, plan.segments, plan.need, counts, ws_row, ws_col, n,
+                                                 BS=tile, LANES=next_power_of_2(per_program + 1), SEM=sem,
+                                                 num_warps=4)
+
+    return {f"probe x{per_program}: one-launch walk alone":
+            lambda: _walk_only_kernel[grid](a, x, plan.segments, ws_row, ws_col, n, BS=tile, num_warps=4),
+            f"probe x{per_program}: walk + counts (acq_rel)": counted("acq_rel"),
+            f"probe x{per_program}: walk + counts (relaxed)": counted("relaxed")}
 
 
 def main() -> None:
@@ -229,6 +280,8 @@ def main() -> None:
             continue
         cases[one.short()] = forced_call(one, lambda: blas.symv(a, x, y))
         cases[f"{one.short()}: kernel alone"] = one_kernel(a, x, y, one)
+    for per_program in (4, 8):
+        cases.update(probes(a, x, ws_row, tile, per_program))
     check = tensor_core_check(main_only, dot_main, ws_row, ws_col, ws_row_tc, ws_col_tc, plan, tile, blocks)
     print(f"tensor-core design against the shipped main launch (tiles above the diagonal): {check}")
     if max(check.values()) > 1e-3:  # a wrong design's time means nothing
