@@ -13,10 +13,15 @@ alternating over rounds:
   (long contiguous runs), summed element-wise: the floor of a row walk;
 - ``design: tensor-core main launch``: ``_dot_main_kernel``, checked against the shipped main
   launch's workspace first (and not timed if it disagrees);
-- ``one launch``: ``_symv_one_kernel`` (``SymvConfig.one_launch``) for several tiles and
-  tiles per program, as ``blas.symv`` runs it (in a graph its zeroed counters are a
-  fresh buffer per call, whose fill the graph records) and its kernel alone on kept counters,
-  each checked against fp64 and for bit-identical repeats first (not timed if wrong).
+- designs (``DESIGNS``): other ``SymvConfig`` s — loads staged by Triton's pipeliner
+  (``stages``), 8 warps, the one-launch kernel (``one_launch``; in a graph its zeroed counters
+  are a fresh buffer per call, whose fill the graph records) — as ``blas.symv`` runs them, each
+  checked against fp64 and for bit-identical repeats first (not timed if wrong);
+- ``walk alone``: the one-launch kernel's tile walk without its counts or finishing.
+
+At dfc3f7a the one-launch kernel took 49.5 µs (x8) where its walk alone took 25.0 and the walk
+with its counts 27.2 (acquire-release atomics; 26.4 relaxed): its finishing, each program adding
+up to nine row blocks one after another, each a chain of dependent loads, is what costs.
 
 At 4accdea the shipped call took 31.5 µs (main 24.8, finish 4.0) and reading its tiles alone 18.0.
 At ee71c40: shipped 30.5 µs (main 24.8, finish 3.4), tiles alone 18.1, and the tensor-core design,
@@ -37,7 +42,7 @@ import triton
 import triton.language as tl
 
 from tessera import blas
-from tessera._core.launch import cdiv, next_power_of_2
+from tessera._core.launch import cdiv
 from tessera._core.timing import graph_ms, run_record
 from tessera.blas import space
 from tessera.blas.kernels import level2 as k
@@ -109,33 +114,13 @@ def _dot_main_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.c
 
 
 @triton.jit
-def _walk_only_kernel(a_ptr, x_ptr, seg_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.constexpr):
+def _walk_only_kernel(a_ptr, x_ptr, seg_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.constexpr,
+                      STAGES: tl.constexpr):
     """The one-launch kernel's tile walk and stores alone (its plan, no counts, no finishing)."""
     segment = seg_ptr + 4 * tl.program_id(0)
     mirrored = k._symv_column_walk(a_ptr, x_ptr, ws_row_ptr, tl.load(segment), tl.load(segment + 1),
-                                   tl.load(segment + 2), n, n, 1, 0, 1, False, BS)
+                                   tl.load(segment + 2), n, n, 1, 0, 1, False, BS, STAGES)
     tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)
-
-
-@triton.jit
-def _counts_only_kernel(a_ptr, x_ptr, seg_ptr, need_ptr, count_ptr, ws_row_ptr, ws_col_ptr, n,
-                        BS: tl.constexpr, LANES: tl.constexpr, SEM: tl.constexpr):
-    """The walk, then the counts with atomics of semantics SEM, nothing finished (a timing probe:
-    the counts are reset by whoever reaches need, as the real kernel does)."""
-    segment = seg_ptr + 4 * tl.program_id(0)
-    bj = tl.load(segment)
-    i_first = tl.load(segment + 1)
-    i_last = tl.load(segment + 2)
-    mirrored = k._symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, n, 1, 0, 1, False, BS)
-    tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)
-    lanes = tl.arange(0, LANES)
-    length = i_last - i_first
-    fed = tl.where(lanes < length, i_first + lanes, bj)
-    counted = lanes < length + (i_last <= bj).to(tl.int32)
-    tl.debug_barrier()
-    before = tl.atomic_add(count_ptr + fed, 1, mask=counted, sem=SEM)
-    last = counted & (before == tl.load(need_ptr + fed, mask=counted, other=0) - 1)
-    tl.store(count_ptr + fed, 0, mask=last)
 
 
 def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], ws_row: torch.Tensor,
@@ -156,8 +141,10 @@ def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], w
             "mirrored_sums": float((got_col - want_col).abs().max() / want_col.abs().max())}
 
 
-ONE_LAUNCH = tuple(k.SymvConfig(tile, per_program, warps, True) for tile, per_program, warps in
-                   ((64, 8, 4), (64, 4, 4), (64, 2, 4)))
+DESIGNS = tuple(k.SymvConfig(*shape) for shape in (
+    (64, 8, 4, False, 2), (64, 8, 4, False, 3), (64, 8, 8), (64, 8, 8, False, 2), (64, 8, 8, False, 3),
+    (64, 8, 8, False, 4), (64, 4, 8, False, 3), (64, 16, 8, False, 3), (128, 4, 8, False, 3),
+    (32, 16, 4, False, 3), (64, 8, 4, True), (64, 8, 8, True, 3), (64, 4, 8, True, 3)))
 
 
 def forced_call(config: k.SymvConfig, call: Callable[[], object]) -> Callable[[], object]:
@@ -168,44 +155,14 @@ def forced_call(config: k.SymvConfig, call: Callable[[], object]) -> Callable[[]
     return run
 
 
-def one_kernel(a: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+def walk_alone(a: torch.Tensor, x: torch.Tensor, ws_row: torch.Tensor,
                config: k.SymvConfig) -> Callable[[], object]:
-    """``_symv_one_kernel`` alone (y = A·x) on counters zeroed once (each launch leaves them zeroed)."""
-    n, tile = a.shape[0], config.tile
-    blocks = cdiv(n, tile)
-    plan = k._symv_one_plan(blocks, config.per_program, a.device)
-    ws_row = torch.empty(blocks * n, dtype=torch.float32, device=a.device)
-    ws_col = torch.empty(plan.segments.numel() // 4 * tile, dtype=torch.float32, device=a.device)
-    counts = torch.zeros(blocks, dtype=torch.int32, device=a.device)
-    constexprs = {**k.symv_finish_constexprs(config, blocks, True, False, plan.longest_column,
-                                             k.SYMV_ONE_PARTIALS),
-                  "LANES": next_power_of_2(config.per_program + 1)}
-    return lambda: k.symv_one_launch((plan.segments.numel() // 4,),
-                                     (a, x, y, plan.segments, plan.columns, plan.need, counts,
-                                      ws_row, ws_col, n, blocks, n, 1, 0, 1, 0, 1, 1.0, 0.0),
-                                     constexprs, config.num_warps, 3)
-
-
-def probes(a: torch.Tensor, x: torch.Tensor, ws_row: torch.Tensor, tile: int,
-           per_program: int) -> dict[str, Callable[[], object]]:
-    """Timing probes of the one-launch kernel (``per_program`` tiles, 4 warps): its walk alone,
-    and the walk with the counts (acquire-release atomics, as shipped, or relaxed ones)."""
-    n = a.shape[0]
-    blocks = cdiv(n, tile)
-    plan = k._symv_one_plan(blocks, per_program, a.device)
+    """The one-launch kernel's tile walk alone for ``config`` (its plan; no counts, no finishing)."""
+    plan = k._symv_one_plan(cdiv(a.shape[0], config.tile), config.per_program, a.device)
     grid = (plan.segments.numel() // 4,)
-    ws_col = torch.empty(grid[0] * tile, dtype=torch.float32, device=a.device)
-    counts = torch.zeros(blocks, dtype=torch.int32, device=a.device)
-
-    def counted(sem: str) -> Callable[[], object]:
-        return lambda: _counts_only_kernel[grid](a, x, plan.segments, plan.need, counts, ws_row, ws_col, n,
-                                                 BS=tile, LANES=next_power_of_2(per_program + 1), SEM=sem,
-                                                 num_warps=4)
-
-    return {f"probe x{per_program}: one-launch walk alone":
-            lambda: _walk_only_kernel[grid](a, x, plan.segments, ws_row, ws_col, n, BS=tile, num_warps=4),
-            f"probe x{per_program}: walk + counts (acq_rel)": counted("acq_rel"),
-            f"probe x{per_program}: walk + counts (relaxed)": counted("relaxed")}
+    ws_col = torch.empty(grid[0] * config.tile, dtype=torch.float32, device=a.device)
+    return lambda: _walk_only_kernel[grid](a, x, plan.segments, ws_row, ws_col, a.shape[0], BS=config.tile,
+                                           STAGES=config.stages, num_warps=config.num_warps)
 
 
 def main() -> None:
@@ -228,7 +185,7 @@ def main() -> None:
 
     def main_only() -> None:
         k.symv_launch((programs,), (a, x, plan, ws_row, ws_col, N, N, 1, 0, 1),
-                      {"FP64": False, "BS": tile}, config.num_warps, 3)
+                      {"FP64": False, "BS": tile, "STAGES": config.stages}, config.num_warps, 3)
 
     def finish_only() -> None:
         k.symv_finish_launch((blocks,), (ws_row, ws_col, first, y, N, blocks, 0, 1, 1.0, 0.0),
@@ -268,20 +225,19 @@ def main() -> None:
     upper = torch.triu(a.double())  # symv reads the upper triangle of a (not itself symmetric)
     want = (upper + torch.triu(a.double(), 1).T) @ x.double()
     del upper
-    one_checks: dict[str, object] = {}
-    for one in ONE_LAUNCH:
-        with space.forced(one):
+    design_checks: dict[str, object] = {}
+    for design in DESIGNS:
+        with space.forced(design):
             once, again = blas.symv(a, x).double(), blas.symv(a, x).double()
         error = float((once - want).abs().max() / want.abs().max())
-        one_checks[one.short()] = {"max_error_over_max": error,
-                                   "repeat_identical": bool(torch.equal(once, again))}
-        print(f"{one.short()}: {one_checks[one.short()]}")
+        design_checks[design.short()] = {"max_error_over_max": error,
+                                         "repeat_identical": bool(torch.equal(once, again))}
+        print(f"{design.short()}: {design_checks[design.short()]}")
         if error > 2e-2 or not torch.equal(once, again):
             continue
-        cases[one.short()] = forced_call(one, lambda: blas.symv(a, x, y))
-        cases[f"{one.short()}: kernel alone"] = one_kernel(a, x, y, one)
-    for per_program in (4, 8):
-        cases.update(probes(a, x, ws_row, tile, per_program))
+        cases[design.short()] = forced_call(design, lambda: blas.symv(a, x, y))
+    for design in (k.SymvConfig(), k.SymvConfig(64, 8, 4, False, 3), k.SymvConfig(64, 8, 8, False, 3)):
+        cases[f"walk alone, {design.short()}"] = walk_alone(a, x, ws_row, design)
     check = tensor_core_check(main_only, dot_main, ws_row, ws_col, ws_row_tc, ws_col_tc, plan, tile, blocks)
     print(f"tensor-core design against the shipped main launch (tiles above the diagonal): {check}")
     if max(check.values()) > 1e-3:  # a wrong design's time means nothing
@@ -302,7 +258,7 @@ def main() -> None:
         print(f"{name:<40} {1e3 * ms:8.1f} µs {gbs:7.0f} GB/s {rows_out[-1]['pct_copy']:6.1f}% copy")
     result = {**run_record("python benchmarks/symv_floor.py OUT.json"),
               "n": N, "rows": rows_out,
-              "tensor_core_check": check, "one_launch_checks": one_checks}
+              "tensor_core_check": check, "design_checks": design_checks}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
 

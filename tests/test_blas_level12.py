@@ -400,7 +400,8 @@ def test_symv_reads_one_triangle(dtype: torch.dtype, lower: bool, device: str) -
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [None, SymvConfig(64, 8, 4, True), SymvConfig(32, 16, 4, True)],
+@pytest.mark.parametrize("shape", [None, SymvConfig(64, 8, 4, True), SymvConfig(32, 16, 4, True),
+                                   SymvConfig(64, 8, 4, stages=3), SymvConfig(64, 4, 4, True, 2)],
                          ids=lambda c: "shipped" if c is None else c.short())
 @pytest.mark.parametrize("lower", [False, True])
 def test_gpu_symv_many_block_rows(lower: bool, shape: SymvConfig | None) -> None:
@@ -753,7 +754,8 @@ def test_every_ger_config_agrees_with_numpy(shape: GerConfig, device: str) -> No
 
 
 SYMV_SHAPES = [SymvConfig(16, 1, 2), SymvConfig(32, 3, 4), SymvConfig(16, 1, 2, True),
-               SymvConfig(16, 3, 4, True), SymvConfig(8, 5, 2, True)]
+               SymvConfig(16, 3, 4, True), SymvConfig(8, 5, 2, True), SymvConfig(16, 3, 4, stages=2),
+               SymvConfig(16, 2, 2, True, 3)]
 
 
 @pytest.mark.parametrize("shape", SYMV_SHAPES, ids=lambda c: c.short())

@@ -74,18 +74,21 @@ class GerConfig:
 class SymvConfig:
     """Launch parameters of symv: square tiles of edge ``tile``, ``per_program`` stored tiles of a
     block column per program. ``one_launch``: :func:`_symv_one_kernel`, whose programs finish y
-    themselves; else :func:`_symv_kernel`, then :func:`_symv_finish_kernel`."""
+    themselves; else :func:`_symv_kernel`, then :func:`_symv_finish_kernel`. ``stages``: how the
+    tile walk stages its loads (``_symv_column_walk``)."""
 
     tile: int = 64
     per_program: int = 8
     num_warps: int = 4
     one_launch: bool = False
+    stages: int = 0
 
     kernel = "symv"
 
     def short(self) -> str:
         one = " one launch" if self.one_launch else ""
-        return f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}{one}"
+        staged = f" s{self.stages}" if self.stages else ""
+        return f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}{staged}{one}"
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,7 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
 
 @triton.jit
 def _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san, x_start, incx,
-                      FP64: tl.constexpr, BS: tl.constexpr):
+                      FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
     """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (a lower triangle comes
     with its strides swapped), each read once and used twice: A_IJ·x_J, a per-tile row sum, to
     ws_row[J, I's rows]; A_IJᵀ·x_I, the mirrored part, accumulated element-wise over the tiles
@@ -174,29 +177,37 @@ def _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san
     per-tile reduction along a tile's rows (within a warp when the columns are contiguous) and
     the cross-warp one out of the loop. The diagonal tile (the column's last) is read through a
     triangle mask, the tiles above it through a column mask only (16-byte loads). The stored
-    triangle's other side is never read."""
+    triangle's other side is never read. STAGES 0: each tile's loads go out one step ahead into
+    registers; else Triton's pipeliner stages them through shared memory (``tl.range``'s
+    ``num_stages``: cp.async on sm_90, fewer registers a thread)."""
     r = tl.arange(0, BS)
     cols = bj.to(tl.int64) * BS + r
     col_ok = cols < n
     x_cols = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0), FP64)
     mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
     i_end = tl.minimum(i_last, bj)  # the tiles above the diagonal: whole row blocks
-    rows_end = i_end.to(tl.int64) * BS
-    rows = i_first.to(tl.int64) * BS + r
-    tile = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
-                   mask=(rows < rows_end)[:, None] & col_ok[None, :], other=0)
-    x_rows = tl.load(x_ptr + x_start + rows * incx, mask=rows < rows_end, other=0)
-    for _ in range(i_first, i_end):
-        # the next tile's loads go out before this one's arithmetic (a register prefetch: the
-        # loop has no dot for Triton's pipeliner to stage)
-        next_rows = rows + BS
-        next_tile = tl.load(a_ptr + next_rows[:, None] * sam + cols[None, :] * san,
-                            mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0)
-        next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
-        wide = _wide(tile, FP64)
-        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
-        mirrored += wide * _wide(x_rows, FP64)[:, None]
-        rows, tile, x_rows = next_rows, next_tile, next_x
+    if STAGES == 0:
+        rows_end = i_end.to(tl.int64) * BS
+        rows = i_first.to(tl.int64) * BS + r
+        tile = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
+                       mask=(rows < rows_end)[:, None] & col_ok[None, :], other=0)
+        x_rows = tl.load(x_ptr + x_start + rows * incx, mask=rows < rows_end, other=0)
+        for _ in range(i_first, i_end):  # the next tile's loads go out before this one's arithmetic
+            next_rows = rows + BS
+            next_tile = tl.load(a_ptr + next_rows[:, None] * sam + cols[None, :] * san,
+                                mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0)
+            next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
+            wide = _wide(tile, FP64)
+            tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
+            mirrored += wide * _wide(x_rows, FP64)[:, None]
+            rows, tile, x_rows = next_rows, next_tile, next_x
+    else:
+        for bi in tl.range(i_first, i_end, num_stages=STAGES):
+            rows = bi * BS + r.to(tl.int64)  # bi·BS < n
+            tile = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :], other=0)
+            wide = _wide(tile, FP64)  # (rows above the diagonal block: all < n)
+            tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
+            mirrored += wide * _wide(tl.load(x_ptr + x_start + rows * incx), FP64)[:, None]
     if i_last > bj:  # the diagonal tile: its rows are this block's columns
         diagonal = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
                                  mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
@@ -208,13 +219,13 @@ def _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san
 
 @triton.jit
 def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                 FP64: tl.constexpr, BS: tl.constexpr):
+                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
     """Program p walks the tiles (I0 … I1 − 1, J) of plan row p = (J, I0, I1) and stores its
     mirrored sums to ws_col[p]."""
     pid = tl.program_id(0)
     mirrored = _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, tl.load(plan_ptr + 3 * pid),
                                  tl.load(plan_ptr + 3 * pid + 1), tl.load(plan_ptr + 3 * pid + 2), n, sam,
-                                 san, x_start, incx, FP64, BS)
+                                 san, x_start, incx, FP64, BS, STAGES)
     tl.store(ws_col_ptr + pid.to(tl.int64) * BS + tl.arange(0, BS), mirrored)
 
 
@@ -259,7 +270,7 @@ def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_s
 def _symv_one_kernel(a_ptr, x_ptr, y_ptr, seg_ptr, column_ptr, need_ptr, count_ptr, ws_row_ptr,
                      ws_col_ptr, n, blocks, sam, san, x_start, incx, y_start, incy, alpha: tl.float64,
                      beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
-                     COLUMN: tl.constexpr, RIGHT: tl.constexpr, LANES: tl.constexpr):
+                     COLUMN: tl.constexpr, RIGHT: tl.constexpr, LANES: tl.constexpr, STAGES: tl.constexpr):
     """symv in one launch. Program p walks segment p = (J, I0, I1, slot) of the plan, tiles (I0 …
     I1 − 1, J) of one block column, and stores its mirrored sums to ws_col[slot] (column[2I],
     column[2I + 1]: block column I's first slot and one past its last). It then counts itself in for each
@@ -274,7 +285,7 @@ def _symv_one_kernel(a_ptr, x_ptr, y_ptr, seg_ptr, column_ptr, need_ptr, count_p
     i_first = tl.load(segment + 1)
     i_last = tl.load(segment + 2)
     mirrored = _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san, x_start,
-                                 incx, FP64, BS)
+                                 incx, FP64, BS, STAGES)
     tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)  # segments · BS < 2³¹
     length = i_last - i_first
     fed = tl.where(lanes < length, i_first + lanes, bj)
@@ -451,13 +462,14 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
                          ws_col, n, blocks, sam, san, xs, xi, ys, yi, alpha, beta),
                         {**symv_finish_constexprs(config, blocks, beta == 0.0, fp64, plan.longest_column,
                                                   SYMV_ONE_PARTIALS),
-                         "LANES": next_power_of_2(per_program + 1)}, config.num_warps, 3)
+                         "LANES": next_power_of_2(per_program + 1), "STAGES": config.stages},
+                        config.num_warps, 3)
         return
     plan, first = _symv_plan(blocks, config.per_program, a.device)
     programs = plan.numel() // 3
     ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
     symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
-                {"FP64": fp64, "BS": tile}, config.num_warps, 3)
+                {"FP64": fp64, "BS": tile, "STAGES": config.stages}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
                        symv_finish_constexprs(config, blocks, beta == 0.0, fp64,
                                               cdiv(blocks, config.per_program)), 4, 3)
