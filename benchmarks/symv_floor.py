@@ -115,11 +115,11 @@ def _dot_main_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.c
 
 @triton.jit
 def _walk_only_kernel(a_ptr, x_ptr, seg_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.constexpr,
-                      STAGES: tl.constexpr):
+                      STAGES: tl.constexpr, PAIRS: tl.constexpr):
     """The one-launch kernel's tile walk and stores alone (its plan, no counts, no finishing)."""
     segment = seg_ptr + 4 * tl.program_id(0)
     mirrored = k._symv_column_walk(a_ptr, x_ptr, ws_row_ptr, tl.load(segment), tl.load(segment + 1),
-                                   tl.load(segment + 2), n, n, 1, 0, 1, False, BS, STAGES)
+                                   tl.load(segment + 2), n, n, 1, 0, 1, False, BS, STAGES, PAIRS)
     tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)
 
 
@@ -141,28 +141,40 @@ def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], w
             "mirrored_sums": float((got_col - want_col).abs().max() / want_col.abs().max())}
 
 
-DESIGNS = tuple(k.SymvConfig(*shape) for shape in (
-    (64, 8, 4, False, 2), (64, 8, 4, False, 3), (64, 8, 8), (64, 8, 8, False, 2), (64, 8, 8, False, 3),
-    (64, 8, 8, False, 4), (64, 4, 8, False, 3), (64, 16, 8, False, 3), (128, 4, 8, False, 3),
-    (32, 16, 4, False, 3), (64, 8, 4, True), (64, 8, 8, True, 3), (64, 4, 8, True, 3)))
+# (config, whether the walk reads bf16 pairs as 32-bit words where it may: ``k.symv_pairs``)
+DESIGNS = tuple((k.SymvConfig(*shape), pairs) for shape, pairs in (
+    ((64, 8, 4), False), ((64, 8, 4), True), ((64, 8, 4, False, 2), True), ((64, 8, 4, False, 3), True),
+    ((64, 8, 8, False, 2), True), ((64, 8, 8, False, 3), True), ((64, 4, 4, False, 2), True),
+    ((64, 16, 4, False, 2), True), ((128, 4, 8, False, 2), True), ((32, 16, 4, False, 2), True),
+    ((64, 8, 4, False, 2), False), ((64, 8, 4, True, 2), True)))
 
 
-def forced_call(config: k.SymvConfig, call: Callable[[], object]) -> Callable[[], object]:
-    """``call`` with ``config`` forced on symv."""
+def forced_call(config: k.SymvConfig, pairs: bool, call: Callable[[], object]) -> Callable[[], object]:
+    """``call`` with ``config`` forced on symv (and without the pair walk unless ``pairs``)."""
+    shipped = k.symv_pairs
+
     def run() -> object:
-        with space.forced(config):
-            return call()
+        k.symv_pairs = shipped if pairs else (lambda *_: False)
+        try:
+            with space.forced(config):
+                return call()
+        finally:
+            k.symv_pairs = shipped
     return run
 
 
-def walk_alone(a: torch.Tensor, x: torch.Tensor, ws_row: torch.Tensor,
-               config: k.SymvConfig) -> Callable[[], object]:
+def design_name(config: k.SymvConfig, pairs: bool) -> str:
+    return config.short() + ("" if pairs else " (no pairs)")
+
+
+def walk_alone(a: torch.Tensor, x: torch.Tensor, ws_row: torch.Tensor, config: k.SymvConfig,
+               pairs: bool) -> Callable[[], object]:
     """The one-launch kernel's tile walk alone for ``config`` (its plan; no counts, no finishing)."""
     plan = k._symv_one_plan(cdiv(a.shape[0], config.tile), config.per_program, a.device)
     grid = (plan.segments.numel() // 4,)
     ws_col = torch.empty(grid[0] * config.tile, dtype=torch.float32, device=a.device)
     return lambda: _walk_only_kernel[grid](a, x, plan.segments, ws_row, ws_col, a.shape[0], BS=config.tile,
-                                           STAGES=config.stages, num_warps=config.num_warps)
+                                           STAGES=config.stages, PAIRS=pairs, num_warps=config.num_warps)
 
 
 def main() -> None:
@@ -185,7 +197,8 @@ def main() -> None:
 
     def main_only() -> None:
         k.symv_launch((programs,), (a, x, plan, ws_row, ws_col, N, N, 1, 0, 1),
-                      {"FP64": False, "BS": tile, "STAGES": config.stages}, config.num_warps, 3)
+                      {"FP64": False, "BS": tile, "STAGES": config.stages,
+                       "PAIRS": k.symv_pairs(a, N, 1, N, False)}, config.num_warps, 3)
 
     def finish_only() -> None:
         k.symv_finish_launch((blocks,), (ws_row, ws_col, first, y, N, blocks, 0, 1, 1.0, 0.0),
@@ -226,18 +239,19 @@ def main() -> None:
     want = (upper + torch.triu(a.double(), 1).T) @ x.double()
     del upper
     design_checks: dict[str, object] = {}
-    for design in DESIGNS:
-        with space.forced(design):
-            once, again = blas.symv(a, x).double(), blas.symv(a, x).double()
+    for design, pairs in DESIGNS:
+        name = design_name(design, pairs)
+        call = forced_call(design, pairs, lambda: blas.symv(a, x))
+        once, again = call().double(), call().double()
         error = float((once - want).abs().max() / want.abs().max())
-        design_checks[design.short()] = {"max_error_over_max": error,
-                                         "repeat_identical": bool(torch.equal(once, again))}
-        print(f"{design.short()}: {design_checks[design.short()]}")
+        design_checks[name] = {"max_error_over_max": error,
+                               "repeat_identical": bool(torch.equal(once, again))}
+        print(f"{name}: {design_checks[name]}")
         if error > 2e-2 or not torch.equal(once, again):
             continue
-        cases[design.short()] = forced_call(design, lambda: blas.symv(a, x, y))
-    for design in (k.SymvConfig(), k.SymvConfig(64, 8, 4, False, 3), k.SymvConfig(64, 8, 8, False, 3)):
-        cases[f"walk alone, {design.short()}"] = walk_alone(a, x, ws_row, design)
+        cases[name] = forced_call(design, pairs, lambda: blas.symv(a, x, y))
+    for design, pairs in ((k.SymvConfig(), False), (k.SymvConfig(), True), (k.SymvConfig(stages=2), True)):
+        cases[f"walk alone, {design_name(design, pairs)}"] = walk_alone(a, x, ws_row, design, pairs)
     check = tensor_core_check(main_only, dot_main, ws_row, ws_col, ws_row_tc, ws_col_tc, plan, tile, blocks)
     print(f"tensor-core design against the shipped main launch (tiles above the diagonal): {check}")
     if max(check.values()) > 1e-3:  # a wrong design's time means nothing

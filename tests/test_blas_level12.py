@@ -772,6 +772,31 @@ def test_every_symv_config_agrees_with_numpy(shape: SymvConfig, device: str) -> 
         assert np.allclose(f64(got), 2.0 * sym.numpy() @ f64(x) - f64(y), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("n", [64, 74])
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("shape", [SymvConfig(16, 2, 4), SymvConfig(16, 3, 4, True, 2)],
+                         ids=lambda c: c.short())
+def test_symv_bf16_pair_walk(n: int, lower: bool, shape: SymvConfig, device: str) -> None:
+    """bf16 with contiguous columns and an even n reads its tiles as words of two columns
+    (``symv_pairs``; a partial last block column, n = 74, walks masked); the lower triangle of a
+    row-major A has contiguous rows instead and takes the generic walk. x with a stride of 2, the
+    other triangle NaN."""
+    gen = torch.Generator().manual_seed(41)
+    full = torch.randn(n, n, generator=gen, dtype=torch.float64).to(torch.bfloat16).double()
+    sym = torch.tril(full) + torch.tril(full, -1).T if lower else torch.triu(full) + torch.triu(full, 1).T
+    stored = full.clone()
+    ones = torch.ones(n, n, dtype=torch.bool)
+    stored[torch.triu(ones, 1) if lower else torch.tril(ones, -1)] = float("nan")
+    a = stored.to(torch.bfloat16).to(device)
+    x_store = make(2 * n, torch.bfloat16, device, 42)
+    sam, san = (a.stride(1), a.stride(0)) if lower else (a.stride(0), a.stride(1))
+    assert k2.symv_pairs(a, sam, san, n, False) is (not lower)
+    with space.forced(shape):
+        got = symv(a, x_store, incx=2, lower=lower)
+    want = sym.numpy() @ f64(x_store)[::2]
+    close(got, want, torch.bfloat16, 4 * n)
+
+
 def test_symv_one_launch_plan_counts_every_part() -> None:
     """The one-launch plan: columns cut from the top, taken round by round (every column's first
     segment, then the second ones); every stored tile in exactly one segment, each segment in

@@ -169,23 +169,47 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
 
 @triton.jit
 def _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san, x_start, incx,
-                      FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
+                      FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PAIRS: tl.constexpr):
     """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (a lower triangle comes
     with its strides swapped), each read once and used twice: A_IJ·x_J, a per-tile row sum, to
     ws_row[J, I's rows]; A_IJᵀ·x_I, the mirrored part, accumulated element-wise over the tiles
     and returned summed once (BS values for J's rows). Walking down a block column keeps the
     per-tile reduction along a tile's rows (within a warp when the columns are contiguous) and
-    the cross-warp one out of the loop. The diagonal tile (the column's last) is read through a
-    triangle mask, the tiles above it through a column mask only (16-byte loads). The stored
-    triangle's other side is never read. STAGES 0: each tile's loads go out one step ahead into
-    registers; else Triton's pipeliner stages them through shared memory (``tl.range``'s
-    ``num_stages``: cp.async on sm_90, fewer registers a thread)."""
+    the cross-warp one out of the loop. The tiles above the diagonal go through
+    ``_symv_pairs_above`` (PAIRS: bf16 with contiguous columns) or ``_symv_tiles_above``; the
+    diagonal tile (the column's last) is read through a triangle mask. The stored triangle's
+    other side is never read."""
     r = tl.arange(0, BS)
     cols = bj.to(tl.int64) * BS + r
     col_ok = cols < n
     x_cols = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0), FP64)
-    mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
     i_end = tl.minimum(i_last, bj)  # the tiles above the diagonal: whole row blocks
+    if PAIRS and (bj + 1) * BS <= n:  # (a partial last block column takes the masked walk)
+        mirrored = _symv_pairs_above(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_end, n, sam, x_start, incx, BS,
+                                     STAGES)
+    else:
+        mirrored = _symv_tiles_above(a_ptr, x_ptr, ws_row_ptr, x_cols, bj, i_first, i_end, n, sam, san,
+                                     x_start, incx, FP64, BS, STAGES)
+    if i_last > bj:  # the diagonal tile: its rows are this block's columns
+        diagonal = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
+                                 mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
+                                 other=0), FP64)  # the stored triangle only
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
+        mirrored += tl.sum(tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None], 0)
+    return mirrored
+
+
+@triton.jit
+def _symv_tiles_above(a_ptr, x_ptr, ws_row_ptr, x_cols, bj, i_first, i_end, n, sam, san, x_start, incx,
+                      FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
+    """Tiles (I0 … I_end − 1, J), any strides and dtype (16-byte loads where the columns are
+    contiguous): row sums stored, mirrored sums returned. STAGES 0: each tile's loads go out one
+    step ahead into registers; else Triton's pipeliner stages them through shared memory
+    (``tl.range``'s ``num_stages``: cp.async on sm_90)."""
+    r = tl.arange(0, BS)
+    cols = bj.to(tl.int64) * BS + r
+    col_ok = cols < n
+    mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
     if STAGES == 0:
         rows_end = i_end.to(tl.int64) * BS
         rows = i_first.to(tl.int64) * BS + r
@@ -208,24 +232,52 @@ def _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san
             wide = _wide(tile, FP64)  # (rows above the diagonal block: all < n)
             tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
             mirrored += wide * _wide(tl.load(x_ptr + x_start + rows * incx), FP64)[:, None]
-    if i_last > bj:  # the diagonal tile: its rows are this block's columns
-        diagonal = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
-                                 mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
-                                 other=0), FP64)  # the stored triangle only
-        tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
-        mirrored += tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None]
     return tl.sum(mirrored, 0)
 
 
 @triton.jit
+def _symv_pairs_above(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_end, n, sam, x_start, incx, BS: tl.constexpr,
+                      STAGES: tl.constexpr):
+    """``_symv_tiles_above`` for bf16 with contiguous columns, n and the row stride even and A
+    4-byte aligned: each tile read as 32-bit words, each word a pair of columns (2c, 2c + 1)
+    widened to fp32 by one shift and one mask (a bf16 is an fp32's upper half), pointers moved
+    by one step a tile — about half the instructions of the generic walk, whose widening
+    and address arithmetic held its programs back (sm_90, triton 3.6)."""
+    r = tl.arange(0, BS)
+    half = tl.arange(0, BS // 2)
+    even = bj.to(tl.int64) * BS + 2 * half
+    x_even = tl.load(x_ptr + x_start + even * incx).to(tl.float32)
+    x_odd = tl.load(x_ptr + x_start + (even + 1) * incx).to(tl.float32)
+    rows = i_first.to(tl.int64) * BS + r
+    words = a_ptr.to(tl.pointer_type(tl.int32), bitcast=True)  # word (i, c): columns 2c, 2c + 1 of row i
+    words += rows[:, None] * (sam // 2) + (bj.to(tl.int64) * (BS // 2) + half)[None, :]
+    x_rows = x_ptr + x_start + rows * incx
+    row_sums = ws_row_ptr + bj.to(tl.int64) * n + rows
+    mirrored_even = tl.zeros((BS, BS // 2), tl.float32)
+    mirrored_odd = tl.zeros((BS, BS // 2), tl.float32)
+    for _ in tl.range(i_first, i_end, num_stages=STAGES if STAGES > 0 else 1):
+        w = tl.load(words)
+        low = (w << 16).to(tl.float32, bitcast=True)  # column 2c (the word's low half, little-endian)
+        high = (w & -65536).to(tl.float32, bitcast=True)  # column 2c + 1
+        tl.store(row_sums, tl.sum(low * x_even[None, :] + high * x_odd[None, :], 1))
+        xr = tl.load(x_rows).to(tl.float32)
+        mirrored_even += low * xr[:, None]
+        mirrored_odd += high * xr[:, None]
+        words += BS * (sam // 2)
+        x_rows += BS * incx
+        row_sums += BS
+    return tl.interleave(tl.sum(mirrored_even, 0), tl.sum(mirrored_odd, 0))
+
+
+@triton.jit
 def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
+                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PAIRS: tl.constexpr):
     """Program p walks the tiles (I0 … I1 − 1, J) of plan row p = (J, I0, I1) and stores its
     mirrored sums to ws_col[p]."""
     pid = tl.program_id(0)
     mirrored = _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, tl.load(plan_ptr + 3 * pid),
                                  tl.load(plan_ptr + 3 * pid + 1), tl.load(plan_ptr + 3 * pid + 2), n, sam,
-                                 san, x_start, incx, FP64, BS, STAGES)
+                                 san, x_start, incx, FP64, BS, STAGES, PAIRS)
     tl.store(ws_col_ptr + pid.to(tl.int64) * BS + tl.arange(0, BS), mirrored)
 
 
@@ -270,7 +322,8 @@ def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_s
 def _symv_one_kernel(a_ptr, x_ptr, y_ptr, seg_ptr, column_ptr, need_ptr, count_ptr, ws_row_ptr,
                      ws_col_ptr, n, blocks, sam, san, x_start, incx, y_start, incy, alpha: tl.float64,
                      beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
-                     COLUMN: tl.constexpr, RIGHT: tl.constexpr, LANES: tl.constexpr, STAGES: tl.constexpr):
+                     COLUMN: tl.constexpr, RIGHT: tl.constexpr, LANES: tl.constexpr, STAGES: tl.constexpr,
+                     PAIRS: tl.constexpr):
     """symv in one launch. Program p walks segment p = (J, I0, I1, slot) of the plan, tiles (I0 …
     I1 − 1, J) of one block column, and stores its mirrored sums to ws_col[slot] (column[2I],
     column[2I + 1]: block column I's first slot and one past its last). It then counts itself in for each
@@ -285,7 +338,7 @@ def _symv_one_kernel(a_ptr, x_ptr, y_ptr, seg_ptr, column_ptr, need_ptr, count_p
     i_first = tl.load(segment + 1)
     i_last = tl.load(segment + 2)
     mirrored = _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san, x_start,
-                                 incx, FP64, BS, STAGES)
+                                 incx, FP64, BS, STAGES, PAIRS)
     tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)  # segments · BS < 2³¹
     length = i_last - i_first
     fed = tl.where(lanes < length, i_first + lanes, bj)
@@ -451,6 +504,7 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     wide = torch.float64 if fp64 else torch.float32
     ws_row = torch.empty(blocks * n, dtype=wide, device=a.device)  # [J, rows of blocks I ≤ J]
     (xd, xs, xi), (yd, ys, yi) = x, y
+    pairs = symv_pairs(a, sam, san, n, fp64)
     if config.one_launch:
         per_program = min(config.per_program, SYMV_ONE_LONGEST)
         plan = _symv_one_plan(blocks, per_program, a.device)
@@ -462,17 +516,24 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
                          ws_col, n, blocks, sam, san, xs, xi, ys, yi, alpha, beta),
                         {**symv_finish_constexprs(config, blocks, beta == 0.0, fp64, plan.longest_column,
                                                   SYMV_ONE_PARTIALS),
-                         "LANES": next_power_of_2(per_program + 1), "STAGES": config.stages},
+                         "LANES": next_power_of_2(per_program + 1), "STAGES": config.stages, "PAIRS": pairs},
                         config.num_warps, 3)
         return
     plan, first = _symv_plan(blocks, config.per_program, a.device)
     programs = plan.numel() // 3
     ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
     symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
-                {"FP64": fp64, "BS": tile, "STAGES": config.stages}, config.num_warps, 3)
+                {"FP64": fp64, "BS": tile, "STAGES": config.stages, "PAIRS": pairs}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
                        symv_finish_constexprs(config, blocks, beta == 0.0, fp64,
                                               cdiv(blocks, config.per_program)), 4, 3)
+
+
+def symv_pairs(a: torch.Tensor, sam: int, san: int, n: int, fp64: bool) -> bool:
+    """Whether symv's tile walk reads A as 32-bit words of two bf16 columns (``_symv_pairs_above``):
+    bf16, contiguous columns, n and the row stride even, A 4-byte aligned."""
+    return (a.dtype == torch.bfloat16 and not fp64 and san == 1 and sam % 2 == 0 and n % 2 == 0
+            and a.data_ptr() % 4 == 0)
 
 
 @dataclass(frozen=True)
