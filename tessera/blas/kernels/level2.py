@@ -236,6 +236,17 @@ def _symv_tiles_above(a_ptr, x_ptr, ws_row_ptr, x_cols, bj, i_first, i_end, n, s
 
 
 @triton.jit
+def _symv_pair_step(w, x_rows, x_even, x_odd, row_sums, mirrored_even, mirrored_odd):
+    """One tile of ``_symv_pairs_above``: words w widened (column 2c: the low half, little-endian;
+    2c + 1: the high half), row sums stored, the mirrored accumulators returned."""
+    low = (w << 16).to(tl.float32, bitcast=True)
+    high = (w & -65536).to(tl.float32, bitcast=True)
+    tl.store(row_sums, tl.sum(low * x_even[None, :] + high * x_odd[None, :], 1))
+    xr = x_rows.to(tl.float32)[:, None]
+    return mirrored_even + low * xr, mirrored_odd + high * xr
+
+
+@triton.jit
 def _symv_pairs_above(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_end, n, sam, x_start, incx, BS: tl.constexpr,
                       STAGES: tl.constexpr):
     """``_symv_tiles_above`` for bf16 with contiguous columns, n and the row stride even and A
@@ -255,17 +266,26 @@ def _symv_pairs_above(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_end, n, sam, x_st
     row_sums = ws_row_ptr + bj.to(tl.int64) * n + rows
     mirrored_even = tl.zeros((BS, BS // 2), tl.float32)
     mirrored_odd = tl.zeros((BS, BS // 2), tl.float32)
-    for _ in tl.range(i_first, i_end, num_stages=STAGES if STAGES > 0 else 1):
+    if STAGES == 0:  # register prefetch; one tile past the last is the diagonal block or above: in bounds
         w = tl.load(words)
-        low = (w << 16).to(tl.float32, bitcast=True)  # column 2c (the word's low half, little-endian)
-        high = (w & -65536).to(tl.float32, bitcast=True)  # column 2c + 1
-        tl.store(row_sums, tl.sum(low * x_even[None, :] + high * x_odd[None, :], 1))
-        xr = tl.load(x_rows).to(tl.float32)
-        mirrored_even += low * xr[:, None]
-        mirrored_odd += high * xr[:, None]
-        words += BS * (sam // 2)
-        x_rows += BS * incx
-        row_sums += BS
+        xr = tl.load(x_rows)
+        for _ in range(i_first, i_end):
+            words += BS * (sam // 2)
+            x_rows += BS * incx
+            next_w = tl.load(words)
+            next_x = tl.load(x_rows)
+            mirrored_even, mirrored_odd = _symv_pair_step(w, xr, x_even, x_odd, row_sums, mirrored_even,
+                                                          mirrored_odd)
+            row_sums += BS
+            w, xr = next_w, next_x
+    else:
+        for _ in tl.range(i_first, i_end, num_stages=STAGES):
+            xr = tl.load(x_rows)
+            mirrored_even, mirrored_odd = _symv_pair_step(tl.load(words), xr, x_even, x_odd, row_sums,
+                                                          mirrored_even, mirrored_odd)
+            words += BS * (sam // 2)
+            x_rows += BS * incx
+            row_sums += BS
     return tl.interleave(tl.sum(mirrored_even, 0), tl.sum(mirrored_odd, 0))
 
 
