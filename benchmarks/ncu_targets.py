@@ -8,8 +8,7 @@ off`` reads exactly one call of ours and one of torch's. Run on the GPU, e.g.::
         --section WarpStateStats python3 benchmarks/ncu_targets.py w4m1 gemm1024
 
 Cases: w4m1, w8m1, w4m16 (weight-only decode, 8192², group 128), gemm1024 (bf16 1024³),
-fp8 (e4m3 8192³, per-tensor scales, fast accumulation), symv (bf16 8192²), symv1 (the same
-with the one-launch design, ``SymvConfig(64, 8, 4, one_launch=True)``).
+fp8 (e4m3 8192³, per-tensor scales, fast accumulation), symv (bf16 8192²).
 """
 
 from __future__ import annotations
@@ -51,21 +50,9 @@ def _symv() -> tuple[Callable[[], object], Callable[[], object]]:
     return (lambda: blas.symv(a, v)), (lambda: torch.mv(a, v))
 
 
-def _symv_one() -> tuple[Callable[[], object], Callable[[], object]]:
-    from tessera.blas import space
-    from tessera.blas.kernels.level2 import SymvConfig
-
-    ours, theirs = _symv()
-
-    def forced() -> object:
-        with space.forced(SymvConfig(64, 8, 4, True)):
-            return ours()
-    return forced, theirs
-
-
 CASES: dict[str, Callable[[], tuple[Callable[[], object], Callable[[], object]]]] = {
     "w4m1": lambda: _wq(4, 1), "w8m1": lambda: _wq(8, 1), "w4m16": lambda: _wq(4, 16),
-    "gemm1024": _gemm1024, "fp8": _fp8, "symv": _symv, "symv1": _symv_one,
+    "gemm1024": _gemm1024, "fp8": _fp8, "symv": _symv,
 }
 
 

@@ -13,21 +13,27 @@ alternating over rounds:
   (long contiguous runs), summed element-wise: the floor of a row walk;
 - ``design: tensor-core main launch``: ``_dot_main_kernel``, checked against the shipped main
   launch's workspace first (and not timed if it disagrees);
-- designs (``DESIGNS``): other ``SymvConfig`` s — loads staged by Triton's pipeliner
-  (``stages``), 8 warps, the one-launch kernel (``one_launch``; in a graph its zeroed counters
-  are a fresh buffer per call, whose fill the graph records) — as ``blas.symv`` runs them, each
-  checked against fp64 and for bit-identical repeats first (not timed if wrong);
-- ``walk alone``: the one-launch kernel's tile walk without its counts or finishing.
-
-At dfc3f7a the one-launch kernel took 49.5 µs (x8) where its walk alone took 25.0 and the walk
-with its counts 27.2 (acquire-release atomics; 26.4 relaxed): its finishing, each program adding
-up to nine row blocks one after another, each a chain of dependent loads, is what costs.
+- ``tiles 64 x8 w4 + …``: the tile floor plus each part of symv's work — each tile's sums along
+  its rows (added up, or stored as symv stores them), the element-wise mirrored accumulation.
 
 At 4accdea the shipped call took 31.5 µs (main 24.8, finish 4.0) and reading its tiles alone 18.0.
 At ee71c40: shipped 30.5 µs (main 24.8, finish 3.4), tiles alone 18.1, and the tensor-core design,
 correct (relative differences 1e-7), 26.2 µs for the main launch: slower, dropped.
+Twenty-third session (a1a250e … 3155bec, results ``symv-floor-h200-<rev>.json``): the tile floor
+plus the mirrored accumulation is still the floor (18.6 µs), plus the per-tile row sums 28.4 µs
+(not stored), 26.2 µs with everything: **the per-tile sums along the rows are what costs**
+(shuffles across the eight lanes of a row, every tile). Measured there and dropped (the code is
+in those commits): one launch, each row block finished by its last contributor through counts
+(49.5 µs: its walk alone 25.0, with the counts 27.2; the finishing, up to nine row blocks a
+program one after another, each a chain of dependent loads, is what cost; its programs taken
+column by column from the last 55.7 µs, round by round 49.4);
+the walk's loads staged by Triton's pipeliner (``tl.range`` ``num_stages`` 2–4, cp.async on
+sm_90: 30.5–34.2 µs); bf16 pairs read as 32-bit words, widened by a shift and a mask (177
+against 223 instructions a tile step, yet 27.1 against 26.1 µs for the walk); 8 warps
+(34.7–41.2 µs).
 
-Usage: python benchmarks/symv_floor.py OUT.json
+Usage: python benchmarks/symv_floor.py OUT.json [--shipped-only] (the copy, torch and the shipped
+launches only: with TESSERA_PDL set, one programmatic-dependent-launch mode's figures)
 """
 
 from __future__ import annotations
@@ -53,15 +59,14 @@ DEVICE = "cuda"
 
 
 @triton.jit
-def _tiles_kernel(a_ptr, plan_ptr, out_ptr, n, BS: tl.constexpr, ROW: tl.constexpr = 3):
-    """Read the plan's tiles (I0 … I1 − 1, J), summed element-wise; one value stored per program
-    (plan rows of ROW values)."""
+def _tiles_kernel(a_ptr, plan_ptr, out_ptr, n, BS: tl.constexpr):
+    """Read the plan's tiles (I0 … I1 − 1, J), summed element-wise; one value stored per program."""
     pid = tl.program_id(0)
-    bj = tl.load(plan_ptr + ROW * pid)
+    bj = tl.load(plan_ptr + 3 * pid)
     r = tl.arange(0, BS)
     cols = bj.to(tl.int64) * BS + r
     acc = tl.zeros((BS, BS), tl.float32)
-    for bi in range(tl.load(plan_ptr + ROW * pid + 1), tl.load(plan_ptr + ROW * pid + 2)):
+    for bi in range(tl.load(plan_ptr + 3 * pid + 1), tl.load(plan_ptr + 3 * pid + 2)):
         rows = bi * BS + r.to(tl.int64)
         acc += tl.load(a_ptr + rows[:, None] * n + cols[None, :]).to(tl.float32)
     tl.store(out_ptr + pid, tl.sum(tl.sum(acc, 1), 0))
@@ -142,16 +147,6 @@ def _dot_main_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.c
     tl.store(ws_col_ptr + pid.to(tl.int64) * BS + r, tl.sum(tl.where(lane[:, None] == 0, mirrored, 0.0), 0))
 
 
-@triton.jit
-def _walk_only_kernel(a_ptr, x_ptr, seg_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.constexpr,
-                      STAGES: tl.constexpr, PAIRS: tl.constexpr):
-    """The one-launch kernel's tile walk and stores alone (its plan, no counts, no finishing)."""
-    segment = seg_ptr + 4 * tl.program_id(0)
-    mirrored = k._symv_column_walk(a_ptr, x_ptr, ws_row_ptr, tl.load(segment), tl.load(segment + 1),
-                                   tl.load(segment + 2), n, n, 1, 0, 1, False, BS, STAGES, PAIRS)
-    tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)
-
-
 def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], ws_row: torch.Tensor,
                       ws_col: torch.Tensor, ws_row_tc: torch.Tensor, ws_col_tc: torch.Tensor,
                       plan: torch.Tensor, tile: int, blocks: int) -> dict[str, float]:
@@ -171,40 +166,14 @@ def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], w
 
 
 # (config, whether the walk reads bf16 pairs as 32-bit words where it may: ``k.symv_pairs``)
-DESIGNS = tuple((k.SymvConfig(*shape), pairs) for shape, pairs in (
-    ((64, 8, 4), False), ((64, 8, 4), True), ((64, 8, 4, False, 3), True), ((64, 8, 4, True), True)))
-
-
-def forced_call(config: k.SymvConfig, pairs: bool, call: Callable[[], object]) -> Callable[[], object]:
-    """``call`` with ``config`` forced on symv (and without the pair walk unless ``pairs``)."""
-    shipped = k.symv_pairs
-
-    def run() -> object:
-        k.symv_pairs = shipped if pairs else (lambda *_: False)
-        try:
-            with space.forced(config):
-                return call()
-        finally:
-            k.symv_pairs = shipped
-    return run
-
-
-def design_name(config: k.SymvConfig, pairs: bool) -> str:
-    return config.short() + ("" if pairs else " (no pairs)")
-
-
-def walk_alone(a: torch.Tensor, x: torch.Tensor, ws_row: torch.Tensor, config: k.SymvConfig,
-               pairs: bool) -> Callable[[], object]:
-    """The one-launch kernel's tile walk alone for ``config`` (its plan; no counts, no finishing)."""
-    plan = k._symv_one_plan(cdiv(a.shape[0], config.tile), config.per_program, a.device)
-    grid = (plan.segments.numel() // 4,)
-    ws_col = torch.empty(grid[0] * config.tile, dtype=torch.float32, device=a.device)
-    return lambda: _walk_only_kernel[grid](a, x, plan.segments, ws_row, ws_col, a.shape[0], BS=config.tile,
-                                           STAGES=config.stages, PAIRS=pairs, num_warps=config.num_warps)
+def tiles_plus_name(row_sums: bool, store: bool, mirrored: bool) -> str:
+    named = (("row sums", row_sums), ("stored", store), ("mirrored", mirrored))
+    return "tiles 64 x8 w4 + " + ", ".join(part for part, on in named if on)
 
 
 def main() -> None:
     out = sys.argv[1]
+    shipped_only = sys.argv[2:] == ["--shipped-only"]
     gen = torch.Generator(device=DEVICE).manual_seed(7)
     a = torch.randn(N, N, device=DEVICE, dtype=torch.bfloat16, generator=gen)
     x = torch.randn(N, device=DEVICE, dtype=torch.bfloat16, generator=gen)
@@ -223,13 +192,12 @@ def main() -> None:
 
     def main_only() -> None:
         k.symv_launch((programs,), (a, x, plan, ws_row, ws_col, N, N, 1, 0, 1),
-                      {"FP64": False, "BS": tile, "STAGES": config.stages,
-                       "PAIRS": k.symv_pairs(a, N, 1, N, False)}, config.num_warps, 3)
+                      {"FP64": False, "BS": tile, "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
 
     def finish_only() -> None:
         k.symv_finish_launch((blocks,), (ws_row, ws_col, first, y, N, blocks, 0, 1, 1.0, 0.0),
-                             k.symv_finish_constexprs(config, blocks, True, False,
-                                                      cdiv(blocks, config.per_program)), 4, 3)
+                             {**k.symv_finish_constexprs(config, blocks, True, False),
+                              "PDL": k.pdl_mode(a, k.SYMV_PDL)}, 4, 3)
 
     ws_row_tc, ws_col_tc = torch.zeros_like(ws_row), torch.zeros_like(ws_col)
 
@@ -250,47 +218,26 @@ def main() -> None:
         f"shipped symv ({config.short()})": lambda: blas.symv(a, x, y),
         "main launch alone": main_only,
         "finish launch alone": finish_only,
-        "design: tensor-core main launch (tiles above the diagonal)": dot_main,
     }
-    for bs, per_program, warps in ((64, 8, 4), (64, 16, 4), (128, 4, 8), (128, 8, 8), (32, 16, 4)):
-        cases[f"tiles {bs} x{per_program} w{warps}"] = tiles(bs, per_program, warps)
-    for bs, per_program, warps in ((64, 8, 4), (64, 4, 4), (64, 16, 4)):
-        rounds = k._symv_one_plan(cdiv(N, bs), per_program, a.device).segments
-        cases[f"tiles {bs} x{per_program} w{warps}, one-launch order"] = (
-            lambda bs=bs, warps=warps, rounds=rounds: _tiles_kernel[(rounds.numel() // 4,)](
-                a, rounds, sink, N, BS=bs, ROW=4, num_warps=warps))
-    for bs, width, warps in ((16, 512, 4), (32, 256, 4), (64, 128, 4), (64, 256, 8)):
-        cases[f"rows {bs} x {width} w{warps}"] = rows(bs, width, warps)
-    for row_sums, store, mirrored in ((True, True, False), (True, False, False), (False, False, True),
-                                      (True, False, True), (True, True, True)):
-        named = (("row sums", row_sums), ("stored", store), ("mirrored", mirrored))
-        parts = ", ".join(part for part, on in named if on)
-        cases[f"tiles 64 x8 w4 + {parts}"] = (
-            lambda row_sums=row_sums, store=store, mirrored=mirrored: _tiles_plus_kernel[(programs,)](
-                a, x, plan, ws_row, sink, N, BS=64, ROW_SUMS=row_sums, STORE=store, MIRRORED=mirrored,
-                num_warps=4))
-    upper = torch.triu(a.double())  # symv reads the upper triangle of a (not itself symmetric)
-    want = (upper + torch.triu(a.double(), 1).T) @ x.double()
-    del upper
-    design_checks: dict[str, object] = {}
-    for design, pairs in DESIGNS:
-        name = design_name(design, pairs)
-        call = forced_call(design, pairs, lambda: blas.symv(a, x))
-        once, again = call().double(), call().double()
-        error = float((once - want).abs().max() / want.abs().max())
-        design_checks[name] = {"max_error_over_max": error,
-                               "repeat_identical": bool(torch.equal(once, again))}
-        print(f"{name}: {design_checks[name]}")
-        if error > 2e-2 or not torch.equal(once, again):
-            continue
-        cases[name] = forced_call(design, pairs, lambda: blas.symv(a, x, y))
-    for design, pairs in ((k.SymvConfig(), False), (k.SymvConfig(), True), (k.SymvConfig(stages=2), True)):
-        cases[f"walk alone, {design_name(design, pairs)}"] = walk_alone(a, x, ws_row, design, pairs)
-    check = tensor_core_check(main_only, dot_main, ws_row, ws_col, ws_row_tc, ws_col_tc, plan, tile, blocks)
-    print(f"tensor-core design against the shipped main launch (tiles above the diagonal): {check}")
-    if max(check.values()) > 1e-3:  # a wrong design's time means nothing
-        print("  the design's results are wrong: not timed")
-        del cases["design: tensor-core main launch (tiles above the diagonal)"]
+    check: dict[str, float] = {}
+    if not shipped_only:
+        cases["design: tensor-core main launch (tiles above the diagonal)"] = dot_main
+        for bs, per_program, warps in ((64, 8, 4), (64, 16, 4), (128, 4, 8), (128, 8, 8), (32, 16, 4)):
+            cases[f"tiles {bs} x{per_program} w{warps}"] = tiles(bs, per_program, warps)
+        for bs, width, warps in ((16, 512, 4), (32, 256, 4), (64, 128, 4), (64, 256, 8)):
+            cases[f"rows {bs} x {width} w{warps}"] = rows(bs, width, warps)
+        for row_sums, store, mirrored in ((True, True, False), (True, False, False), (False, False, True),
+                                          (True, False, True), (True, True, True)):
+            cases[tiles_plus_name(row_sums, store, mirrored)] = (
+                lambda row_sums=row_sums, store=store, mirrored=mirrored: _tiles_plus_kernel[(programs,)](
+                    a, x, plan, ws_row, sink, N, BS=64, ROW_SUMS=row_sums, STORE=store, MIRRORED=mirrored,
+                    num_warps=4))
+        check = tensor_core_check(main_only, dot_main, ws_row, ws_col, ws_row_tc, ws_col_tc, plan, tile,
+                                  blocks)
+        print(f"tensor-core design against the shipped main launch (tiles above the diagonal): {check}")
+        if max(check.values()) > 1e-3:  # a wrong design's time means nothing
+            print("  the design's results are wrong: not timed")
+            del cases["design: tensor-core main launch (tiles above the diagonal)"]
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(ROUNDS):
         for name, fn in cases.items():
@@ -304,9 +251,10 @@ def main() -> None:
         rows_out.append({"case": name, "graph_us": 1e3 * ms, "gbs": gbs,
                          "pct_copy": 100 * gbs / (2 * triangle / copy_ms / 1e6)})
         print(f"{name:<40} {1e3 * ms:8.1f} µs {gbs:7.0f} GB/s {rows_out[-1]['pct_copy']:6.1f}% copy")
-    result = {**run_record("python benchmarks/symv_floor.py OUT.json"),
+    command = "python benchmarks/symv_floor.py OUT.json" + (" --shipped-only" if shipped_only else "")
+    result = {**run_record(command),
               "n": N, "rows": rows_out,
-              "tensor_core_check": check, "design_checks": design_checks}
+              "tensor_core_check": check}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
 

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode, scratch
+from tessera._core.launch import PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.level1 import _arg, _wide
 
@@ -72,23 +72,17 @@ class GerConfig:
 
 @dataclass(frozen=True)
 class SymvConfig:
-    """Launch parameters of symv: square tiles of edge ``tile``, ``per_program`` stored tiles of a
-    block column per program. ``one_launch``: :func:`_symv_one_kernel`, whose programs finish y
-    themselves; else :func:`_symv_kernel`, then :func:`_symv_finish_kernel`. ``stages``: how the
-    tile walk stages its loads (``_symv_column_walk``)."""
+    """Launch parameters of :func:`_symv_kernel`: square tiles of edge ``tile``, ``per_program``
+    stored tiles of a block row per program."""
 
     tile: int = 64
     per_program: int = 8
     num_warps: int = 4
-    one_launch: bool = False
-    stages: int = 0
 
     kernel = "symv"
 
     def short(self) -> str:
-        one = " one launch" if self.one_launch else ""
-        staged = f" s{self.stages}" if self.stages else ""
-        return f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}{staged}{one}"
+        return f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
 
 
 @dataclass(frozen=True)
@@ -168,212 +162,76 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
 
 
 @triton.jit
-def _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san, x_start, incx,
-                      FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PAIRS: tl.constexpr):
-    """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (a lower triangle comes
-    with its strides swapped), each read once and used twice: A_IJ·x_J, a per-tile row sum, to
-    ws_row[J, I's rows]; A_IJᵀ·x_I, the mirrored part, accumulated element-wise over the tiles
-    and returned summed once (BS values for J's rows). Walking down a block column keeps the
-    per-tile reduction along a tile's rows (within a warp when the columns are contiguous) and
-    the cross-warp one out of the loop. The tiles above the diagonal go through
-    ``_symv_pairs_above`` (PAIRS: bf16 with contiguous columns) or ``_symv_tiles_above``; the
-    diagonal tile (the column's last) is read through a triangle mask. The stored triangle's
-    other side is never read."""
+def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
+                 FP64: tl.constexpr, BS: tl.constexpr, PDL: tl.constexpr):
+    """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1;
+    a lower triangle comes with its strides swapped), each read once and used twice: A_IJ·x_J,
+    a per-tile row sum, to ws_row[J, I's rows]; A_IJᵀ·x_I, the mirrored part, accumulated
+    element-wise over the program's tiles and summed once into ws_col[program]. Walking down a
+    block column keeps the per-tile reduction along a tile's rows (within a warp when the
+    columns are contiguous) and the cross-warp one out of the loop. The diagonal tile (the
+    column's last) is read through a triangle mask, the tiles above it through a column mask
+    only (16-byte loads). The stored triangle's other side is never read."""
+    dependent_launch(PDL)
+    pid = tl.program_id(0)
+    bj = tl.load(plan_ptr + 3 * pid)
+    i_first = tl.load(plan_ptr + 3 * pid + 1)
+    i_last = tl.load(plan_ptr + 3 * pid + 2)
     r = tl.arange(0, BS)
     cols = bj.to(tl.int64) * BS + r
     col_ok = cols < n
     x_cols = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0), FP64)
+    mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
     i_end = tl.minimum(i_last, bj)  # the tiles above the diagonal: whole row blocks
-    if PAIRS and (bj + 1) * BS <= n:  # (a partial last block column takes the masked walk)
-        mirrored = _symv_pairs_above(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_end, n, sam, x_start, incx, BS,
-                                     STAGES)
-    else:
-        mirrored = _symv_tiles_above(a_ptr, x_ptr, ws_row_ptr, x_cols, bj, i_first, i_end, n, sam, san,
-                                     x_start, incx, FP64, BS, STAGES)
+    rows_end = i_end.to(tl.int64) * BS
+    rows = i_first.to(tl.int64) * BS + r
+    tile = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
+                   mask=(rows < rows_end)[:, None] & col_ok[None, :], other=0)
+    x_rows = tl.load(x_ptr + x_start + rows * incx, mask=rows < rows_end, other=0)
+    for _ in range(i_first, i_end):
+        # the next tile's loads go out before this one's arithmetic (a register prefetch: the
+        # loop has no dot for Triton's pipeliner to stage)
+        next_rows = rows + BS
+        next_tile = tl.load(a_ptr + next_rows[:, None] * sam + cols[None, :] * san,
+                            mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0)
+        next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
+        wide = _wide(tile, FP64)
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
+        mirrored += wide * _wide(x_rows, FP64)[:, None]
+        rows, tile, x_rows = next_rows, next_tile, next_x
     if i_last > bj:  # the diagonal tile: its rows are this block's columns
         diagonal = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
                                  mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
                                  other=0), FP64)  # the stored triangle only
         tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
-        mirrored += tl.sum(tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None], 0)
-    return mirrored
-
-
-@triton.jit
-def _symv_tiles_above(a_ptr, x_ptr, ws_row_ptr, x_cols, bj, i_first, i_end, n, sam, san, x_start, incx,
-                      FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
-    """Tiles (I0 … I_end − 1, J), any strides and dtype (16-byte loads where the columns are
-    contiguous): row sums stored, mirrored sums returned. STAGES 0: each tile's loads go out one
-    step ahead into registers; else Triton's pipeliner stages them through shared memory
-    (``tl.range``'s ``num_stages``: cp.async on sm_90)."""
-    r = tl.arange(0, BS)
-    cols = bj.to(tl.int64) * BS + r
-    col_ok = cols < n
-    mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
-    if STAGES == 0:
-        rows_end = i_end.to(tl.int64) * BS
-        rows = i_first.to(tl.int64) * BS + r
-        tile = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
-                       mask=(rows < rows_end)[:, None] & col_ok[None, :], other=0)
-        x_rows = tl.load(x_ptr + x_start + rows * incx, mask=rows < rows_end, other=0)
-        for _ in range(i_first, i_end):  # the next tile's loads go out before this one's arithmetic
-            next_rows = rows + BS
-            next_tile = tl.load(a_ptr + next_rows[:, None] * sam + cols[None, :] * san,
-                                mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0)
-            next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
-            wide = _wide(tile, FP64)
-            tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
-            mirrored += wide * _wide(x_rows, FP64)[:, None]
-            rows, tile, x_rows = next_rows, next_tile, next_x
-    else:
-        for bi in tl.range(i_first, i_end, num_stages=STAGES):
-            rows = bi * BS + r.to(tl.int64)  # bi·BS < n
-            tile = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :], other=0)
-            wide = _wide(tile, FP64)  # (rows above the diagonal block: all < n)
-            tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
-            mirrored += wide * _wide(tl.load(x_ptr + x_start + rows * incx), FP64)[:, None]
-    return tl.sum(mirrored, 0)
-
-
-@triton.jit
-def _symv_pair_step(w, x_rows, x_even, x_odd, row_sums, mirrored_even, mirrored_odd):
-    """One tile of ``_symv_pairs_above``: words w widened (column 2c: the low half, little-endian;
-    2c + 1: the high half), row sums stored, the mirrored accumulators returned."""
-    low = (w << 16).to(tl.float32, bitcast=True)
-    high = (w & -65536).to(tl.float32, bitcast=True)
-    tl.store(row_sums, tl.sum(low * x_even[None, :] + high * x_odd[None, :], 1))
-    xr = x_rows.to(tl.float32)[:, None]
-    return mirrored_even + low * xr, mirrored_odd + high * xr
-
-
-@triton.jit
-def _symv_pairs_above(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_end, n, sam, x_start, incx, BS: tl.constexpr,
-                      STAGES: tl.constexpr):
-    """``_symv_tiles_above`` for bf16 with contiguous columns, n and the row stride even and A
-    4-byte aligned: each tile read as 32-bit words, each word a pair of columns (2c, 2c + 1)
-    widened to fp32 by one shift and one mask (a bf16 is an fp32's upper half), pointers moved
-    by one step a tile — about half the instructions of the generic walk, whose widening
-    and address arithmetic held its programs back (sm_90, triton 3.6)."""
-    r = tl.arange(0, BS)
-    half = tl.arange(0, BS // 2)
-    even = bj.to(tl.int64) * BS + 2 * half
-    x_even = tl.load(x_ptr + x_start + even * incx).to(tl.float32)
-    x_odd = tl.load(x_ptr + x_start + (even + 1) * incx).to(tl.float32)
-    rows = i_first.to(tl.int64) * BS + r
-    words = a_ptr.to(tl.pointer_type(tl.int32), bitcast=True)  # word (i, c): columns 2c, 2c + 1 of row i
-    words += rows[:, None] * (sam // 2) + (bj.to(tl.int64) * (BS // 2) + half)[None, :]
-    x_rows = x_ptr + x_start + rows * incx
-    row_sums = ws_row_ptr + bj.to(tl.int64) * n + rows
-    mirrored_even = tl.zeros((BS, BS // 2), tl.float32)
-    mirrored_odd = tl.zeros((BS, BS // 2), tl.float32)
-    if STAGES == 0:  # register prefetch; one tile past the last is the diagonal block or above: in bounds
-        w = tl.load(words)
-        xr = tl.load(x_rows)
-        for _ in range(i_first, i_end):
-            words += BS * (sam // 2)
-            x_rows += BS * incx
-            next_w = tl.load(words)
-            next_x = tl.load(x_rows)
-            mirrored_even, mirrored_odd = _symv_pair_step(w, xr, x_even, x_odd, row_sums, mirrored_even,
-                                                          mirrored_odd)
-            row_sums += BS
-            w, xr = next_w, next_x
-    else:
-        for _ in tl.range(i_first, i_end, num_stages=STAGES):
-            xr = tl.load(x_rows)
-            mirrored_even, mirrored_odd = _symv_pair_step(tl.load(words), xr, x_even, x_odd, row_sums,
-                                                          mirrored_even, mirrored_odd)
-            words += BS * (sam // 2)
-            x_rows += BS * incx
-            row_sums += BS
-    return tl.interleave(tl.sum(mirrored_even, 0), tl.sum(mirrored_odd, 0))
-
-
-@triton.jit
-def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PAIRS: tl.constexpr):
-    """Program p walks the tiles (I0 … I1 − 1, J) of plan row p = (J, I0, I1) and stores its
-    mirrored sums to ws_col[p]."""
-    pid = tl.program_id(0)
-    mirrored = _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, tl.load(plan_ptr + 3 * pid),
-                                 tl.load(plan_ptr + 3 * pid + 1), tl.load(plan_ptr + 3 * pid + 2), n, sam,
-                                 san, x_start, incx, FP64, BS, STAGES, PAIRS)
-    tl.store(ws_col_ptr + pid.to(tl.int64) * BS + tl.arange(0, BS), mirrored)
-
-
-@triton.jit
-def _symv_row_block(ws_row_ptr, ws_col_ptr, y_ptr, bi, col_first, col_last, n, blocks, y_start, incy,
-                    alpha, beta, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
-                    COLUMN: tl.constexpr, RIGHT: tl.constexpr, BYPASS_L1: tl.constexpr):
-    """y for row block I: the mirrored sums ws_col[col_first … col_last − 1] of block column I
-    (COLUMN of them per load), then the row sums ws_row[J ≥ I, I's rows] of tiles (I, J) (RIGHT
-    block columns per load), added by fixed reduction trees in a fixed order (deterministic).
-    BYPASS_L1: the sums were stored by other programs of this launch (loaded from L2)."""
-    r = tl.arange(0, BS)
-    rows = bi.to(tl.int64) * BS + r
-    row_ok = rows < n
-    total = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
-    for p0 in range(col_first, col_last, COLUMN):
-        parts = p0 + tl.arange(0, COLUMN)
-        total += tl.sum(tl.load(ws_col_ptr + parts.to(tl.int64)[:, None] * BS + r[None, :],
-                                mask=(parts < col_last)[:, None], other=0,
-                                cache_modifier=".cg" if BYPASS_L1 else ""), 0)
-    for j0 in range(bi, blocks, RIGHT):
-        right = j0 + tl.arange(0, RIGHT)
-        part = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
-                       mask=(right < blocks)[:, None] & row_ok[None, :], other=0,
-                       cache_modifier=".cg" if BYPASS_L1 else "")
-        total += tl.sum(part, 0)
-    _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
+        mirrored += tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None]
+    tl.store(ws_col_ptr + pid.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
 
 
 @triton.jit
 def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy,
                         alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
-                        BS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr):
-    """y for row block I = program id, from the parts ``_symv_kernel`` stored (block column I's
-    programs are first[I] … first[I + 1] − 1)."""
+                        BS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr, PDL: tl.constexpr):
+    """y for row block I: the mirrored sums of block column I's programs (COLUMN of them per
+    load), then the row sums of tiles (I, J ≥ I) (RIGHT block columns per load), added by fixed
+    reduction trees in a fixed order (deterministic)."""
+    dependent_launch(PDL)
     bi = tl.program_id(0)
-    _symv_row_block(ws_row_ptr, ws_col_ptr, y_ptr, bi, tl.load(first_ptr + bi), tl.load(first_ptr + bi + 1),
-                    n, blocks, y_start, incy, alpha, beta, BETA_ZERO, FP64, BS, COLUMN, RIGHT, False)
-
-
-@triton.jit
-def _symv_one_kernel(a_ptr, x_ptr, y_ptr, seg_ptr, column_ptr, need_ptr, count_ptr, ws_row_ptr,
-                     ws_col_ptr, n, blocks, sam, san, x_start, incx, y_start, incy, alpha: tl.float64,
-                     beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
-                     COLUMN: tl.constexpr, RIGHT: tl.constexpr, LANES: tl.constexpr, STAGES: tl.constexpr,
-                     PAIRS: tl.constexpr):
-    """symv in one launch. Program p walks segment p = (J, I0, I1, slot) of the plan, tiles (I0 …
-    I1 − 1, J) of one block column, and stores its mirrored sums to ws_col[slot] (column[2I],
-    column[2I + 1]: block column I's first slot and one past its last). It then counts itself in for each
-    row block whose y it feeds (I0 … I1 − 1 by row sums, J by the mirrored ones); whoever brings
-    a row block's count to need[I] adds its parts (``_symv_row_block``, in the same fixed order
-    whoever it is: the result does not depend on timing) and zeroes the count for the next
-    launch. No program waits on another, so any start order is safe. (A persistent loop over
-    several segments a program took 208 registers a thread against 128, sm_90, triton 3.6.)"""
-    lanes = tl.arange(0, LANES)
-    segment = seg_ptr + 4 * tl.program_id(0)
-    bj = tl.load(segment)
-    i_first = tl.load(segment + 1)
-    i_last = tl.load(segment + 2)
-    mirrored = _symv_column_walk(a_ptr, x_ptr, ws_row_ptr, bj, i_first, i_last, n, sam, san, x_start,
-                                 incx, FP64, BS, STAGES, PAIRS)
-    tl.store(ws_col_ptr + tl.load(segment + 3) * BS + tl.arange(0, BS), mirrored)  # segments · BS < 2³¹
-    length = i_last - i_first
-    fed = tl.where(lanes < length, i_first + lanes, bj)
-    counted = lanes < length + (i_last <= bj).to(tl.int32)  # lane `length` only for J's mirrored sums
-    tl.debug_barrier()  # every thread's sums stored before the counts
-    before = tl.atomic_add(count_ptr + fed, 1, mask=counted, sem="acq_rel")
-    last = counted & (before == tl.load(need_ptr + fed, mask=counted, other=0) - 1)
-    finishing = tl.sum(tl.where(last, 1 << lanes.to(tl.int64), 0))  # bit t: this segment finishes lane t
-    for t in range(0, length + 1):
-        if ((finishing >> t) & 1) != 0:
-            bi = tl.where(t < length, i_first + t, bj)
-            _symv_row_block(ws_row_ptr, ws_col_ptr, y_ptr, bi, tl.load(column_ptr + 2 * bi),
-                            tl.load(column_ptr + 2 * bi + 1), n, blocks, y_start, incy, alpha, beta,
-                            BETA_ZERO, FP64, BS, COLUMN, RIGHT, True)
-            tl.store(count_ptr + bi, 0)
+    r = tl.arange(0, BS)
+    rows = bi.to(tl.int64) * BS + r
+    row_ok = rows < n
+    total = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
+    last = tl.load(first_ptr + bi + 1)
+    for p0 in range(tl.load(first_ptr + bi), last, COLUMN):
+        programs = p0 + tl.arange(0, COLUMN)
+        total += tl.sum(tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
+                                mask=(programs < last)[:, None], other=0), 0)
+    for j0 in range(bi, blocks, RIGHT):
+        right = j0 + tl.arange(0, RIGHT)
+        part = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
+                       mask=(right < blocks)[:, None] & row_ok[None, :], other=0)
+        total += tl.sum(part, 0)
+    _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
 
 
 @triton.jit
@@ -460,7 +318,6 @@ gemv_finish_launch = Launcher(_gemv_finish_kernel)
 ger_launch = Launcher(_ger_kernel)
 symv_launch = Launcher(_symv_kernel)
 symv_finish_launch = Launcher(_symv_finish_kernel)
-symv_one_launch = Launcher(_symv_one_kernel)
 trsv_launch = Launcher(_trsv_kernel)
 
 
@@ -515,98 +372,33 @@ def _symv_plan(blocks: int, per_program: int, device: torch.device) -> tuple[tor
             torch.tensor(first, dtype=torch.int32, device=device))
 
 
+SYMV_PDL = PDL_OFF  # both symv launches; not yet measured with programmatic dependent launch
+
+
 def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int],
                 y: tuple[torch.Tensor, int, int], alpha: float, beta: float, *, fp64: bool,
                 config: SymvConfig) -> None:
     """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j)."""
     tile = config.tile
     blocks = cdiv(n, tile)
-    wide = torch.float64 if fp64 else torch.float32
-    ws_row = torch.empty(blocks * n, dtype=wide, device=a.device)  # [J, rows of blocks I ≤ J]
-    (xd, xs, xi), (yd, ys, yi) = x, y
-    pairs = symv_pairs(a, sam, san, n, fp64)
-    if config.one_launch:
-        per_program = min(config.per_program, SYMV_ONE_LONGEST)
-        plan = _symv_one_plan(blocks, per_program, a.device)
-        segments = plan.segments.numel() // 4
-        ws_col = torch.empty(segments * tile, dtype=wide, device=a.device)
-        counts = scratch("symv counts", blocks, torch.int32, a.device, zeroed=True)
-        symv_one_launch((segments,),
-                        (a, xd, yd, plan.segments, plan.columns, plan.need, counts, ws_row,
-                         ws_col, n, blocks, sam, san, xs, xi, ys, yi, alpha, beta),
-                        {**symv_finish_constexprs(config, blocks, beta == 0.0, fp64, plan.longest_column,
-                                                  SYMV_ONE_PARTIALS),
-                         "LANES": next_power_of_2(per_program + 1), "STAGES": config.stages, "PAIRS": pairs},
-                        config.num_warps, 3)
-        return
     plan, first = _symv_plan(blocks, config.per_program, a.device)
     programs = plan.numel() // 3
+    wide = torch.float64 if fp64 else torch.float32
+    ws_row = torch.empty(blocks * n, dtype=wide, device=a.device)  # [J, rows of blocks I ≤ J]
     ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
+    (xd, xs, xi), (yd, ys, yi) = x, y
+    pdl = pdl_mode(ws_row, SYMV_PDL)
     symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
-                {"FP64": fp64, "BS": tile, "STAGES": config.stages, "PAIRS": pairs}, config.num_warps, 3)
+                {"FP64": fp64, "BS": tile, "PDL": pdl}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
-                       symv_finish_constexprs(config, blocks, beta == 0.0, fp64,
-                                              cdiv(blocks, config.per_program)), 4, 3)
+                       {**symv_finish_constexprs(config, blocks, beta == 0.0, fp64), "PDL": pdl}, 4, 3)
 
 
-def symv_pairs(a: torch.Tensor, sam: int, san: int, n: int, fp64: bool) -> bool:
-    """Whether symv's tile walk reads A as 32-bit words of two bf16 columns (``_symv_pairs_above``):
-    bf16, contiguous columns, n and the row stride even, A 4-byte aligned."""
-    return (a.dtype == torch.bfloat16 and not fp64 and san == 1 and sam % 2 == 0 and n % 2 == 0
-            and a.data_ptr() % 4 == 0)
-
-
-@dataclass(frozen=True)
-class SymvOnePlan:
-    """The work of ``_symv_one_kernel`` (int32 tensors on the device): ``segments`` (J, I0, I1,
-    slot) rows, one a program; ``columns`` each block column's first slot and one past its last;
-    ``need`` the segments that feed each row block; ``longest_column`` the most segments in a
-    block column."""
-
-    segments: torch.Tensor
-    columns: torch.Tensor
-    need: torch.Tensor
-    longest_column: int
-
-
-SYMV_ONE_PARTIALS = 2048  # partial sums a finishing program loads at a time (32 tile rows of 64)
-SYMV_ONE_LONGEST = 32  # tiles a program takes at most in one launch (its counts: one vector of ≤ 64 lanes)
-
-
-@functools.lru_cache(maxsize=64)
-def _symv_one_plan(blocks: int, per_program: int, device: torch.device) -> SymvOnePlan:
-    """Each block column cut from its top tile down into segments of ``per_program`` tiles (the
-    diagonal tile in its last), given slots column by column; the programs take the segments
-    round by round: every column's first segment, then every second one, and so on. So the
-    programs running at once read from all block columns (the triangle's first rows first),
-    not from a few neighbouring ones (a column order measured 2× slower: its reads crowd a
-    narrow band of addresses), and the row blocks fed by the last rounds, the lowest, have the
-    fewest parts to add."""
-    slots = [(j, i0, min(i0 + per_program, j + 1)) for j in range(blocks)
-             for i0 in range(0, j + 1, per_program)]
-    order = sorted(range(len(slots)), key=lambda slot: (slots[slot][1], slots[slot][0]))
-    columns = [[0, 0] for _ in range(blocks)]
-    need = [0] * blocks
-    for slot, (j, i0, i1) in enumerate(slots):
-        columns[j] = [slot if i0 == 0 else columns[j][0], slot + 1]
-        for i in range(i0, i1):
-            need[i] += 1
-        need[j] += i1 <= j  # its mirrored sums (counted once with the diagonal's row sums)
-
-    def tensor(values: list[int]) -> torch.Tensor:
-        return torch.tensor(values, dtype=torch.int32, device=device)
-
-    return SymvOnePlan(tensor([v for slot in order for v in (*slots[slot], slot)]),
-                       tensor([v for pair in columns for v in pair]), tensor(need), cdiv(blocks, per_program))
-
-
-def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool,
-                           per_column: int, partials: int = 8192) -> dict[str, object]:
-    """``_symv_row_block``'s constexprs (at most ``per_column`` parts in a block column): it loads
-    at most ``partials`` partial sums at a time (8192: most block rows take one load of each
-    kind; fewer where it shares a kernel with the tile walk, whose registers it would raise)."""
-    per_load = max(2, partials // config.tile)
-    column = next_power_of_2(per_column)
+def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool) -> dict[str, object]:
+    """``_symv_finish_kernel``'s constexprs: it loads at most 8192 partials at a time, so most
+    block rows take one load of each kind."""
+    per_load = max(2, 8192 // config.tile)
+    column = next_power_of_2(cdiv(blocks, config.per_program))  # ≥ the programs of a block column
     return {"BETA_ZERO": beta_zero, "FP64": fp64, "BS": config.tile, "COLUMN": max(2, min(column, per_load)),
             "RIGHT": max(2, min(next_power_of_2(blocks), per_load))}
 
