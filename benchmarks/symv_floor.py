@@ -11,8 +11,9 @@ alternating over rounds:
   reading the triangle tile by tile), for a few tile edges and tiles per program;
 - ``rows``: each program reads BS whole rows of the triangle from the diagonal block to the end
   (long contiguous runs), summed element-wise: the floor of a row walk;
-- ``design: tensor-core main launch``: ``_dot_main_kernel``, checked against the shipped main
-  launch's workspace first (and not timed if it disagrees);
+- ``design: tensor-core main launch``: ``_dot_main_kernel`` (``TENSOR_CORE_DESIGNS``: warps,
+  stages, x_J in every column or not), checked against the shipped main launch's workspace first
+  (and not timed if it disagrees);
 - ``tiles 64 x8 w4 + …``: the tile floor plus each part of symv's work — each tile's sums along
   its rows (added up, or stored as symv stores them), the element-wise mirrored accumulation.
 
@@ -38,6 +39,7 @@ launches only: with TESSERA_PDL set, one programmatic-dependent-launch mode's fi
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import sys
@@ -116,13 +118,15 @@ def _rows_kernel(a_ptr, out_ptr, n, BS: tl.constexpr, WIDTH: tl.constexpr):
 
 @triton.jit
 def _dot_main_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.constexpr,
-                     UPCAST: tl.constexpr):
+                     UPCAST: tl.constexpr, BROADCAST: tl.constexpr = False):
     """A design to try: symv's main launch (the shipped plan and workspace layout) with both
     products of each tile above the diagonal on tensor cores — A_IJ·x_J as T @ [x_J, 0, …] (16
     columns) and x_Iᵀ·A_IJ accumulated as [x_I; 0; …] @ T — so the loads feed tl.dot and go
     through Triton's pipeliner, and no per-tile reduction crosses warps but a 16-wide one. The
     diagonal tiles are left out (1.5 % of the tiles at 8192²; the check below skips them).
-    UPCAST: fp32 operands (the interpreter's bf16 dot is wrong)."""
+    UPCAST: fp32 operands (the interpreter's bf16 dot is wrong). BROADCAST: x_J in all 16
+    columns, so T @ [x_J, …] holds the row sums in every column and column 0 is stored with a mask,
+    without the 16-wide reduction."""
     pid = tl.program_id(0)
     bj = tl.load(plan_ptr + 3 * pid)
     i_first = tl.load(plan_ptr + 3 * pid + 1)
@@ -131,7 +135,8 @@ def _dot_main_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.c
     lane = tl.arange(0, 16)
     cols = bj.to(tl.int64) * BS + r
     x_cols = tl.load(x_ptr + cols)
-    x_j = tl.where(lane[None, :] == 0, x_cols[:, None], 0.0).to(tl.float32 if UPCAST else x_cols.dtype)
+    x_j = tl.where((lane[None, :] == 0) | BROADCAST, x_cols[:, None], 0.0)
+    x_j = x_j.to(tl.float32 if UPCAST else x_cols.dtype)
     mirrored = tl.zeros((16, BS), tl.float32)
     for bi in range(i_first, i_end):
         rows = bi * BS + r.to(tl.int64)
@@ -141,8 +146,12 @@ def _dot_main_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, BS: tl.c
         if UPCAST:
             tile = tile.to(tl.float32)
         row_sums = tl.dot(tile, x_j, input_precision="ieee" if UPCAST else None)
-        row_sum = tl.sum(tl.where(lane[None, :] == 0, row_sums, 0.0), 1)
-        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, row_sum)
+        if BROADCAST:  # every column holds the row sums: store column 0 as it lies, no reduction
+            tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows[:, None] + lane[None, :], row_sums,
+                     mask=lane[None, :] == 0)
+        else:
+            tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows,
+                     tl.sum(tl.where(lane[None, :] == 0, row_sums, 0.0), 1))
         mirrored = tl.dot(x_i, tile, mirrored, input_precision="ieee" if UPCAST else None)
     tl.store(ws_col_ptr + pid.to(tl.int64) * BS + r, tl.sum(tl.where(lane[:, None] == 0, mirrored, 0.0), 0))
 
@@ -166,6 +175,10 @@ def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], w
 
 
 # (config, whether the walk reads bf16 pairs as 32-bit words where it may: ``k.symv_pairs``)
+# (x_J in every column, warps, stages) of the tensor-core designs timed
+TENSOR_CORE_DESIGNS = ((False, 4, 3), (True, 4, 3), (True, 4, 4), (True, 4, 5), (True, 8, 3), (True, 8, 4))
+
+
 def tiles_plus_name(row_sums: bool, store: bool, mirrored: bool) -> str:
     named = (("row sums", row_sums), ("stored", store), ("mirrored", mirrored))
     return "tiles 64 x8 w4 + " + ", ".join(part for part, on in named if on)
@@ -201,9 +214,9 @@ def main() -> None:
 
     ws_row_tc, ws_col_tc = torch.zeros_like(ws_row), torch.zeros_like(ws_col)
 
-    def dot_main() -> None:
+    def dot_main(broadcast: bool = False, warps: int = config.num_warps, stages: int = 3) -> None:
         _dot_main_kernel[(programs,)](a, x, plan, ws_row_tc, ws_col_tc, N, BS=tile, UPCAST=DEVICE == "cpu",
-                                      num_warps=config.num_warps)
+                                      BROADCAST=broadcast, num_warps=warps, num_stages=stages)
 
     def tiles(bs: int, per_program: int, warps: int) -> Callable[[], object]:
         p, _ = k._symv_plan(cdiv(N, bs), per_program, a.device)
@@ -219,9 +232,8 @@ def main() -> None:
         "main launch alone": main_only,
         "finish launch alone": finish_only,
     }
-    check: dict[str, float] = {}
+    checks: dict[str, dict[str, float]] = {}
     if not shipped_only:
-        cases["design: tensor-core main launch (tiles above the diagonal)"] = dot_main
         for bs, per_program, warps in ((64, 8, 4), (64, 16, 4), (128, 4, 8), (128, 8, 8), (32, 16, 4)):
             cases[f"tiles {bs} x{per_program} w{warps}"] = tiles(bs, per_program, warps)
         for bs, width, warps in ((16, 512, 4), (32, 256, 4), (64, 128, 4), (64, 256, 8)):
@@ -232,12 +244,17 @@ def main() -> None:
                 lambda row_sums=row_sums, store=store, mirrored=mirrored: _tiles_plus_kernel[(programs,)](
                     a, x, plan, ws_row, sink, N, BS=64, ROW_SUMS=row_sums, STORE=store, MIRRORED=mirrored,
                     num_warps=4))
-        check = tensor_core_check(main_only, dot_main, ws_row, ws_col, ws_row_tc, ws_col_tc, plan, tile,
-                                  blocks)
-        print(f"tensor-core design against the shipped main launch (tiles above the diagonal): {check}")
-        if max(check.values()) > 1e-3:  # a wrong design's time means nothing
-            print("  the design's results are wrong: not timed")
-            del cases["design: tensor-core main launch (tiles above the diagonal)"]
+        for broadcast, warps, stages in TENSOR_CORE_DESIGNS:
+            name = (f"design: tensor-core main launch (tiles above the diagonal), w{warps} s{stages}"
+                    + (", x_J in every column" if broadcast else ""))
+            design = functools.partial(dot_main, broadcast, warps, stages)
+            checks[name] = tensor_core_check(main_only, design, ws_row, ws_col, ws_row_tc, ws_col_tc, plan,
+                                             tile, blocks)
+            print(f"{name} against the shipped main launch: {checks[name]}")
+            if max(checks[name].values()) <= 1e-3:  # a wrong design's time means nothing
+                cases[name] = design
+            else:
+                print("  the design's results are wrong: not timed")
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(ROUNDS):
         for name, fn in cases.items():
@@ -254,7 +271,7 @@ def main() -> None:
     command = "python benchmarks/symv_floor.py OUT.json" + (" --shipped-only" if shipped_only else "")
     result = {**run_record(command),
               "n": N, "rows": rows_out,
-              "tensor_core_check": check}
+              "tensor_core_checks": checks}
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
 
