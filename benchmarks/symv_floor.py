@@ -31,7 +31,9 @@ column by column from the last 55.7 µs, round by round 49.4);
 the walk's loads staged by Triton's pipeliner (``tl.range`` ``num_stages`` 2–4, cp.async on
 sm_90: 30.5–34.2 µs); bf16 pairs read as 32-bit words, widened by a shift and a mask (177
 against 223 instructions a tile step, yet 27.1 against 26.1 µs for the walk); 8 warps
-(34.7–41.2 µs).
+(34.7–41.2 µs). At e2ecda9 the tensor-core design again 26.2 µs, and no variant faster: x_J
+in every column (row sums stored from the MMA result, no reduction) 27.0, 4–5 stages 28.1–28.2,
+8 warps 30.1–30.4; the shipped call with PDL at exit 29.5 (main 24.3, finish 3.2).
 
 Usage: python benchmarks/symv_floor.py OUT.json [--shipped-only] (the copy, torch and the shipped
 launches only: with TESSERA_PDL set, one programmatic-dependent-launch mode's figures)
