@@ -176,7 +176,6 @@ def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], w
             "mirrored_sums": float((got_col - want_col).abs().max() / want_col.abs().max())}
 
 
-# (config, whether the walk reads bf16 pairs as 32-bit words where it may: ``k.symv_pairs``)
 # (x_J in every column, warps, stages) of the tensor-core designs timed
 TENSOR_CORE_DESIGNS = ((False, 4, 3), (True, 4, 3), (True, 4, 4), (True, 4, 5), (True, 8, 3), (True, 8, 4))
 
