@@ -210,8 +210,8 @@ def main() -> None:
 
     def finish_only() -> None:
         k.symv_finish_launch((blocks,), (ws_row, ws_col, first, y, N, blocks, 0, 1, 1.0, 0.0),
-                             {**k.symv_finish_constexprs(config, blocks, True, False),
-                              "PDL": k.pdl_mode(a, k.SYMV_PDL)}, 4, 3)
+                             k.symv_finish_constexprs(config, blocks, True, False, k.pdl_mode(a, k.SYMV_PDL)),
+                             4, 3)
 
     ws_row_tc, ws_col_tc = torch.zeros_like(ws_row), torch.zeros_like(ws_col)
 

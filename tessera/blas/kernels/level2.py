@@ -394,16 +394,17 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
                 {"FP64": fp64, "BS": tile, "PDL": pdl}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
-                       {**symv_finish_constexprs(config, blocks, beta == 0.0, fp64), "PDL": pdl}, 4, 3)
+                       symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl), 4, 3)
 
 
-def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool) -> dict[str, object]:
+def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool,
+                           pdl: int) -> dict[str, object]:
     """``_symv_finish_kernel``'s constexprs: it loads at most 8192 partials at a time, so most
-    block rows take one load of each kind."""
+    block rows take one load of each kind; ``pdl``: its PDL mode (``pdl_mode``)."""
     per_load = max(2, 8192 // config.tile)
     column = next_power_of_2(cdiv(blocks, config.per_program))  # ≥ the programs of a block column
     return {"BETA_ZERO": beta_zero, "FP64": fp64, "BS": config.tile, "COLUMN": max(2, min(column, per_load)),
-            "RIGHT": max(2, min(next_power_of_2(blocks), per_load))}
+            "RIGHT": max(2, min(next_power_of_2(blocks), per_load)), "PDL": pdl}
 
 
 def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int], *,
