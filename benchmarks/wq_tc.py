@@ -13,7 +13,9 @@ copies (cold L2), median of three rounds.
 ``--exact-bytes``: 8-bit codes only, as stored, each tile twice — the fp32 dequantization
 rounded to bf16 (the default) and ``exact_bytes`` (code − 128 made in fp32, exact in bf16).
 
-Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes]
+``--m M`` times that M only, ``--bits B`` those codes only, ``--stored`` the stored layout only.
+
+Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--m M] [--bits B] [--stored]
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ DEVICE = "cuda"
 TILES = {1: [(8, 128, 128, 8, 4, 3), (8, 128, 128, 16, 4, 3), (8, 64, 128, 8, 4, 3),
              (8, 64, 128, 16, 4, 3), (8, 128, 128, 8, 4, 4), (8, 256, 128, 8, 8, 3),
              (8, 128, 128, 4, 4, 3), (8, 64, 128, 4, 4, 4), (8, 32, 128, 16, 2, 3),
-             (8, 128, 64, 8, 4, 4), (8, 256, 128, 16, 8, 3), (16, 128, 128, 8, 4, 3)],
-         16: [(16, 256, 128, 4, 8, 3), (16, 256, 128, 8, 8, 3), (16, 128, 128, 8, 8, 3),
-              (16, 128, 128, 4, 8, 4), (16, 256, 128, 2, 8, 4), (16, 128, 128, 16, 4, 3),
-              (16, 64, 128, 8, 4, 4), (16, 128, 128, 8, 4, 3)]}
+             (8, 128, 64, 8, 4, 4), (8, 256, 128, 16, 8, 3), (16, 128, 128, 8, 4, 3),
+             (8, 256, 128, 8, 8, 4), (8, 256, 128, 4, 8, 4)],
+         16: [(16, 128, 128, 4, 4, 3), (16, 256, 128, 4, 8, 3), (16, 256, 128, 8, 8, 3),
+              (16, 128, 128, 8, 8, 3), (16, 128, 128, 4, 8, 4), (16, 256, 128, 2, 8, 4),
+              (16, 128, 128, 16, 4, 3), (16, 64, 128, 8, 4, 4), (16, 128, 128, 8, 4, 3)]}
 
 
 def k_major(q: QuantizedWeight) -> QuantizedWeight:
@@ -72,17 +75,23 @@ def checked(config: WqConfig, x: torch.Tensor, qs: list[QuantizedWeight], refere
     return [lambda q=q: call(q) for q in qs]
 
 
+def _option(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
+    """The integer after ``name`` on the command line, as a 1-tuple, else ``default``."""
+    return (int(sys.argv[sys.argv.index(name) + 1]),) if name in sys.argv else default
+
+
 def main() -> None:
     out, quick, exact = sys.argv[1], "--quick" in sys.argv, "--exact-bytes" in sys.argv
+    stored, ms = "--stored" in sys.argv, _option("--m", (1, 16))
     gen = torch.Generator(device=DEVICE).manual_seed(5)
     weights = [torch.randn(K, N, device=DEVICE, generator=gen).to(torch.bfloat16) * 0.02
                for _ in range(COPIES)]
     rows = []
-    for bits in (8,) if exact else (4, 8):
+    for bits in _option("--bits", (8,) if exact else (4, 8)):
         quantized = [quantize_weight(w, bits=bits, group_size=128) for w in weights]
-        layouts = {"n-major": quantized} if exact else {"n-major": quantized,
+        layouts = {"n-major": quantized} if exact or stored else {"n-major": quantized,
                                                          "k-major": [k_major(q) for q in quantized]}
-        for m in (1, 16):
+        for m in ms:
             x = torch.randn(m, K, device=DEVICE, generator=gen).to(torch.bfloat16)
             reference = x.float() @ dequantize_weight(quantized[0], torch.float32)
             magnitude = x.float().abs() @ dequantize_weight(quantized[0], torch.float32).abs()

@@ -240,14 +240,14 @@ def _mma(w, x, acc, UPCAST: tl.constexpr):
 
 @triton.jit
 def _step_activations(x_ptr, k0, rm, mask_m, stride_xk, stride_xm, BITS: tl.constexpr,
-                      BLOCK_K: tl.constexpr):
+                      BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     """The activations of the step at K row ``k0`` as (K, M) tiles: 4-bit codes, the even and the
     odd rows (the low and the high nibbles' partners); 8-bit, all rows (twice)."""
     columns = x_ptr + rm[None, :] * stride_xm
-    if BITS == 4:
-        rk = k0 + 2 * tl.arange(0, BLOCK_K // 2)
-        xa = tl.load(columns + rk[:, None] * stride_xk, mask=mask_m[None, :], other=0.0)
-        xb = tl.load(columns + (rk + 1)[:, None] * stride_xk, mask=mask_m[None, :], other=0.0)
+    if BITS == 4:  # one contiguous (K, M) load, split into rows 2i and 2i + 1
+        rk = k0 + tl.arange(0, BLOCK_K)
+        xt = tl.load(columns + rk[:, None] * stride_xk, mask=mask_m[None, :], other=0.0)
+        xa, xb = tl.split(tl.permute(tl.reshape(xt, (BLOCK_K // 2, 2, BLOCK_M)), (0, 2, 1)))
     else:
         rk = k0 + tl.arange(0, BLOCK_K)
         xa = tl.load(columns + rk[:, None] * stride_xk, mask=mask_m[None, :], other=0.0)
@@ -269,17 +269,18 @@ def _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, 
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     # the activations, scales and zero points of a step are loaded one step ahead (the codes are
     # pipelined through shared memory by Triton; these small loads would otherwise wait each step)
-    xa, xb = _step_activations(x_ptr, k_lo, rm, mask_m, stride_xk, stride_xm, BITS, BLOCK_K)
+    xa, xb = _step_activations(x_ptr, k_lo, rm, mask_m, stride_xk, stride_xm, BITS, BLOCK_M, BLOCK_K)
     scale, zero = _group_params(s_ptr, z_ptr, k_lo // GROUP, rn, mask_n, stride_sg, stride_sn, BITS,
                                 HAS_ZERO)
     for k0 in range(k_lo, k_hi, BLOCK_K):  # K and every slice are multiples of BLOCK_K, BLOCK_K | GROUP
         k_next = tl.minimum(k0 + BLOCK_K, k_hi - BLOCK_K)  # the last step reloads itself, unused
-        xa_next, xb_next = _step_activations(x_ptr, k_next, rm, mask_m, stride_xk, stride_xm, BITS, BLOCK_K)
+        xa_next, xb_next = _step_activations(x_ptr, k_next, rm, mask_m, stride_xk, stride_xm, BITS, BLOCK_M,
+                                                     BLOCK_K)
         scale_next, zero_next = _group_params(s_ptr, z_ptr, k_next // GROUP, rn, mask_n, stride_sg, stride_sn,
                                               BITS, HAS_ZERO)
         g = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
         if BITS == 4:  # byte i of a column: K rows 2i (low nibble, xa) and 2i + 1 (high, xb)
-            rb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+            rb = tl.multiple_of(k0 // 2, 16) + tl.arange(0, BLOCK_K // 2)  # k0 is a multiple of 32
             codes = tl.load(q_ptr + rn[:, None] * stride_qn + rb[None, :] * stride_qk, mask=mask_n[:, None],
                             other=0)
             g = _mma(_weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)
