@@ -13,9 +13,11 @@ copies (cold L2), median of three rounds.
 ``--exact-bytes``: 8-bit codes only, as stored, each tile twice — the fp32 dequantization
 rounded to bf16 (the default) and ``exact_bytes`` (code − 128 made in fp32, exact in bf16).
 
+``--warp-mma``: each 16-row tile also as two 8-row halves (``warp_mma``, per-warp MMAs).
 ``--m M`` times that M only, ``--bits B`` those codes only, ``--stored`` the stored layout only.
 
-Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--m M] [--bits B] [--stored]
+Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma] [--m M] [--bits B]
+       [--stored]
 """
 
 from __future__ import annotations
@@ -106,6 +108,9 @@ def main() -> None:
                          for block_m, bn, bk, split, warps, stages in (TILES[m][:3] if quick else TILES[m])]
                 if exact:  # each tile rounded, then exact
                     tiles = [c for tile in tiles for c in (tile, dataclasses.replace(tile, exact_bytes=True))]
+                if "--warp-mma" in sys.argv:  # each 16-row tile also in two 8-row halves
+                    halves = [dataclasses.replace(t, warp_mma=True) for t in tiles if t.block_m == 16]
+                    tiles = [*tiles, *halves]
                 for config in tiles:
                     calls = checked(config, x, qs, reference, magnitude)
                     if isinstance(calls, str):

@@ -112,7 +112,9 @@ def test_gemm_wq_against_dequantized_fp64(bits: int, group: int, symmetric: bool
 
 
 @pytest.mark.parametrize("config", [WqGemvConfig(32, 64, 2, 4), WqGemvConfig(64, 32, 1, 4),
-                                    WqConfig(16, 32, 64, 2, 4, 4, 1), WqDequantConfig(8, 32, 4)],
+                                    WqConfig(16, 32, 64, 2, 4, 4, 1),
+                                    WqConfig(16, 32, 64, 2, 4, 4, 1, warp_mma=True),
+                                    WqDequantConfig(8, 32, 4)],
                          ids=lambda c: c.short())
 @pytest.mark.parametrize("bits,symmetric", [(4, True), (8, False)])
 def test_gemm_wq_every_family(config: object, bits: int, symmetric: bool, device: str) -> None:
@@ -129,6 +131,23 @@ def test_gemm_wq_every_family(config: object, bits: int, symmetric: bool, device
         with space.forced(config):
             _check(x, stored, gemm_wq(x, stored))
             _check(x[:1], stored, gemm_wq(x[:1], stored))
+
+
+@pytest.mark.parametrize("bits,symmetric,exact_bytes",
+                         [(4, True, False), (4, False, False), (8, False, True)])
+@pytest.mark.parametrize("m", [11, 33])
+def test_gemm_wq_warp_mma_halves(bits: int, symmetric: bool, exact_bytes: bool, m: int, device: str) -> None:
+    """``warp_mma`` computes a 16-row tile as two 8-row halves: rows in both halves and in a
+    partial last row tile (11: the second half partly masked; 33: three row tiles, the last with
+    one row) match the fp64 reference, fp16 and (on the GPU) bf16 activations."""
+    gen = torch.Generator().manual_seed(m + bits)
+    k, n = 256, 72
+    for dtype in (torch.float16, torch.bfloat16) if device != "cpu" else (torch.float16,):
+        w = torch.randn(k, n, generator=gen).to(dtype)
+        q = quantize_weight(w.to(device), bits=bits, group_size=64, symmetric=symmetric)
+        x = torch.randn(m, k, generator=gen).to(dtype).to(device)
+        with space.forced(WqConfig(16, 32, 64, 2, 4, 4, 1, exact_bytes=exact_bytes, warp_mma=True)):
+            _check(x, q, gemm_wq(x, q))
 
 
 @pytest.mark.parametrize("exact_bytes", [True, False])
@@ -188,6 +207,7 @@ def test_gemm_wq_repeat_calls_replay_their_launches(config: object, symmetric: b
 @pytest.mark.parametrize(("bits", "m", "config"), [
     (4, 1, WqConfig(8, 256, 128, 2, 8, 8, 3)),  # gemm_wq and its slice sum: PDL at exit
     (4, 16, WqConfig(16, 128, 128, 2, 8, 4, 3)),
+    (4, 16, WqConfig(16, 256, 128, 2, 8, 8, 3, warp_mma=True)),
     (8, 16, WqConfig(16, 128, 128, 2, 8, 4, 3)),
     (8, 1, WqGemvConfig(512, 8, 4, 2)),  # gemv_wq and its slice sum: early
 ], ids=lambda v: v.short() if hasattr(v, "short") else str(v))
@@ -464,7 +484,7 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("kernel,config,key", [
     ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, {pdl})"),
     ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3),
-     "(4, 128, False, False, {prmt}, False, 8, 256, 128, 8, {pdl})")])
+     "(4, 128, False, False, {prmt}, False, False, 8, 256, 128, 8, {pdl})")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,
                                                        tmp_path: Path) -> None:
     """A pack build compiles the weight-only kernels for its target, not for the CPU it runs on:

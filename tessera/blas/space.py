@@ -266,13 +266,14 @@ WQ_DTYPES = ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")
 WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
     *(WqGemvConfig(bn, bk, split, w)  # BLOCK_K: K rows per step (4-bit: half as many code rows)
       for bn in (512, 1024) for bk in (8, 16, 32) for split in (16, 32, 64) for w in (1, 2, 4)),
-    *(WqConfig(bm, bn, bk, split, 8, w, s)
+    *(WqConfig(bm, bn, bk, split, 8, w, s, warp_mma=halves)
       for bm, bn, bk in [(8, 128, 128), (8, 256, 128), (16, 64, 128), (16, 128, 64), (16, 128, 128),
                          (16, 256, 128), (32, 128, 64), (64, 128, 64), (128, 128, 64), (256, 64, 64),
                          (256, 128, 64)]
       for split in (1, 2, 4, 8)
       for w in (4, 8)
       for s in (3, 4)
+      for halves in ((False, True) if bm == 16 else (False,))  # warp_mma: two 8-row halves
       if bm <= 32 or split == 1),
     WqDequantConfig(32, 128, 4), WqDequantConfig(16, 256, 4),
 )
@@ -321,7 +322,8 @@ def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sm
 def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     """Until tuned logic exists, the families benchmarks/quantized.py, wq_tc.py and the gemv_wq
     sweeps measured best on the H200 (N = K = 8192): 4-bit weights up to 16 rows on tensor cores
-    (256 weight rows by 8 or 16 tokens, K split until about two (one) programs per multiprocessor),
+    (256 weight rows by 8 or 16 tokens, 16 as two halves of 8, K split until about two programs
+    per multiprocessor),
     8-bit ones on CUDA cores for one row (K split by whole groups until about eight programs per
     multiprocessor); fused tensor-core tiles (64 weight rows by 16 tokens, K split until about two
     programs per multiprocessor) up to 32 rows, larger fused tiles up to 512, dequantize-then-GEMM
@@ -343,9 +345,9 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return split
 
     four_bit = problem.dtype.startswith("int4")
-    if four_bit and m <= 16:  # wq-tc-h200-3c35b83.json, column-major codes: 1.90× / 1.29× torch
-        config = WqConfig(8 if m <= 8 else 16, 256, 128, 1, 8, 8, 3)
-        programs, target = -(-n // config.block_n), (2 if m <= 8 else 1) * max(sms, 1)
+    if four_bit and m <= 16:  # wq-align-h200-*.json: 2.21× / 1.74× torch (16 rows in 8-row halves)
+        config = WqConfig(8 if m <= 8 else 16, 256, 128, 1, 8, 8, 3, warp_mma=m > 8)
+        programs, target = -(-n // config.block_n), 2 * max(sms, 1)
         split = 1
         while 2 * programs * split <= target and k // (split * 2) >= 4 * config.block_k:
             split *= 2

@@ -69,12 +69,16 @@ class WqConfig:
     # instead of fp32-dequantized weights rounded to bf16 (offline sm_90: 15 % fewer instructions
     # at 16×128×128, no bf16 tile through shared memory); other codes and activations always exact
     exact_bytes: bool = False
+    # the exact path's MMAs on two 8-row halves of BLOCK_M = 16 (Triton then takes the per-warp
+    # mma.sync, not Hopper's warpgroup MMA: W4A16 M = 16 1.41 → 1.74× torch at 16×256×128, K split 8)
+    warp_mma: bool = False
 
     kernel = "gemm_wq"
 
     def short(self) -> str:
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} k/{self.split_k} "
-                f"g{self.group_m} w{self.num_warps} s{self.num_stages}{' exact' if self.exact_bytes else ''}")
+                f"g{self.group_m} w{self.num_warps} s{self.num_stages}{' exact' if self.exact_bytes else ''}"
+                f"{' warp-mma' if self.warp_mma else ''}")
 
 
 @dataclass(frozen=True)
@@ -256,52 +260,88 @@ def _step_activations(x_ptr, k0, rm, mask_m, stride_xk, stride_xm, BITS: tl.cons
 
 
 @triton.jit
-def _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm, stride_xk,
-                stride_qk, stride_qn, stride_sg, stride_sn, BITS: tl.constexpr, GROUP: tl.constexpr,
-                HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr, PRMT: tl.constexpr, BLOCK_M: tl.constexpr,
-                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """The fp32 (BLOCK_N, BLOCK_M) tile of Yᵀ over K rows k_lo … k_hi, the codes entering the MMA
-    as exact integers (4-bit codes by bit operations; 8-bit ones too with fp16 activations, and
-    through fp32 with bf16 ones)."""
+def _step_weights(q_ptr, k0, rn, mask_n, stride_qk, stride_qn, BITS: tl.constexpr, dtype: tl.constexpr,
+                  BIAS: tl.constexpr, Z0: tl.constexpr, PRMT: tl.constexpr, UPCAST: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
+    """The step's weights as exact integers code − z0, (BLOCK_N, ·) tiles: 4-bit codes, the low
+    nibbles (K rows 2i) and the high ones (2i + 1); 8-bit, all rows (twice)."""
+    if BITS == 4:  # byte i of a column: K rows 2i (low nibble) and 2i + 1 (high)
+        rb = tl.multiple_of(k0 // 2, 16) + tl.arange(0, BLOCK_K // 2)  # k0 is a multiple of 32
+        codes = tl.load(q_ptr + rn[:, None] * stride_qn + rb[None, :] * stride_qk, mask=mask_n[:, None],
+                        other=0)
+        wa = _weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST)
+        wb = _weights(codes, 1, BIAS + Z0, dtype, PRMT, UPCAST)
+    else:
+        rk = k0 + tl.arange(0, BLOCK_K)
+        codes = tl.load(q_ptr + rn[:, None] * stride_qn + rk[None, :] * stride_qk, mask=mask_n[:, None],
+                        other=0)
+        if dtype == tl.bfloat16:
+            wa = _byte_weights_bf16(codes, Z0, UPCAST)
+        else:
+            wa = _weights(codes, 2, BIAS + Z0, dtype, PRMT, UPCAST)
+        wb = wa
+    return wa, wb
+
+
+@triton.jit
+def _scaled_step(wa, wb, xa, xb, scale, zero, acc, BITS: tl.constexpr, HAS_ZERO: tl.constexpr,
+                 UPCAST: tl.constexpr, Z0: tl.constexpr):
+    """acc + scale · Σ_step x·(code − zero) for one step (one group): the MMAs on exact integers,
+    the zero point's correction −(zero − z0)·Σx, the group's scale once per column."""
+    g = tl.zeros(acc.shape, dtype=tl.float32)
+    g = _mma(wa, xa, g, UPCAST)
+    if BITS == 4:
+        g = _mma(wb, xb, g, UPCAST)
+    if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − z0) − (zero − z0)·Σ x
+        x_sum = tl.sum(xa.to(tl.float32), 0)
+        if BITS == 4:
+            x_sum += tl.sum(xb.to(tl.float32), 0)
+        g -= (zero - Z0)[:, None] * x_sum[None, :]
+    return acc + scale[:, None] * g
+
+
+@triton.jit
+def _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, rn, mask_n, k_lo, k_hi, stride_xm,
+                stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, BITS: tl.constexpr,
+                GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr, PRMT: tl.constexpr,
+                HALVES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The fp32 (BLOCK_N, BLOCK_M) tile of Yᵀ over K rows k_lo … k_hi for the activation rows
+    ``rm`` (and with HALVES = 2 the tile of the rows ``rm1``, as a second result), the
+    codes entering the MMA as exact integers (4-bit codes by bit operations; 8-bit ones too with
+    fp16 activations, and through fp32 with bf16 ones). Two halves of 8 rows make Triton take the
+    per-warp MMA (mma.sync) where one 16-row tile takes Hopper's warpgroup MMA, whose operand from
+    registers measured slower at decode sizes."""
     dtype: tl.constexpr = x_ptr.dtype.element_ty
     BIAS: tl.constexpr = 128.0 if dtype == tl.bfloat16 else 1024.0
     Z0: tl.constexpr = 2.0 ** (BITS - 1)
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    acc1 = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     # the activations, scales and zero points of a step are loaded one step ahead (the codes are
     # pipelined through shared memory by Triton; these small loads would otherwise wait each step)
     xa, xb = _step_activations(x_ptr, k_lo, rm, mask_m, stride_xk, stride_xm, BITS, BLOCK_M, BLOCK_K)
+    xa1, xb1 = xa, xb
+    if HALVES == 2:
+        xa1, xb1 = _step_activations(x_ptr, k_lo, rm1, mask_m1, stride_xk, stride_xm, BITS, BLOCK_M, BLOCK_K)
     scale, zero = _group_params(s_ptr, z_ptr, k_lo // GROUP, rn, mask_n, stride_sg, stride_sn, BITS,
                                 HAS_ZERO)
     for k0 in range(k_lo, k_hi, BLOCK_K):  # K and every slice are multiples of BLOCK_K, BLOCK_K | GROUP
         k_next = tl.minimum(k0 + BLOCK_K, k_hi - BLOCK_K)  # the last step reloads itself, unused
         xa_next, xb_next = _step_activations(x_ptr, k_next, rm, mask_m, stride_xk, stride_xm, BITS, BLOCK_M,
-                                                     BLOCK_K)
+                                             BLOCK_K)
+        xa1_next, xb1_next = xa_next, xb_next
+        if HALVES == 2:
+            xa1_next, xb1_next = _step_activations(x_ptr, k_next, rm1, mask_m1, stride_xk, stride_xm, BITS,
+                                                   BLOCK_M, BLOCK_K)
         scale_next, zero_next = _group_params(s_ptr, z_ptr, k_next // GROUP, rn, mask_n, stride_sg, stride_sn,
                                               BITS, HAS_ZERO)
-        g = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-        if BITS == 4:  # byte i of a column: K rows 2i (low nibble, xa) and 2i + 1 (high, xb)
-            rb = tl.multiple_of(k0 // 2, 16) + tl.arange(0, BLOCK_K // 2)  # k0 is a multiple of 32
-            codes = tl.load(q_ptr + rn[:, None] * stride_qn + rb[None, :] * stride_qk, mask=mask_n[:, None],
-                            other=0)
-            g = _mma(_weights(codes, 0, BIAS + Z0, dtype, PRMT, UPCAST), xa, g, UPCAST)
-            g = _mma(_weights(codes, 1, BIAS + Z0, dtype, PRMT, UPCAST), xb, g, UPCAST)
-        else:
-            rk = k0 + tl.arange(0, BLOCK_K)
-            codes = tl.load(q_ptr + rn[:, None] * stride_qn + rk[None, :] * stride_qk, mask=mask_n[:, None],
-                            other=0)
-            if dtype == tl.bfloat16:
-                w = _byte_weights_bf16(codes, Z0, UPCAST)
-            else:
-                w = _weights(codes, 2, BIAS + Z0, dtype, PRMT, UPCAST)
-            g = _mma(w, xa, g, UPCAST)
-        if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − z0) − (zero − z0)·Σ x
-            x_sum = tl.sum(xa.to(tl.float32), 0)
-            if BITS == 4:
-                x_sum += tl.sum(xb.to(tl.float32), 0)
-            g -= (zero - Z0)[:, None] * x_sum[None, :]
-        acc += scale[:, None] * g
-        xa, xb, scale, zero = xa_next, xb_next, scale_next, zero_next
-    return acc
+        wa, wb = _step_weights(q_ptr, k0, rn, mask_n, stride_qk, stride_qn, BITS, dtype, BIAS, Z0, PRMT,
+                               UPCAST, BLOCK_K)
+        acc = _scaled_step(wa, wb, xa, xb, scale, zero, acc, BITS, HAS_ZERO, UPCAST, Z0)
+        if HALVES == 2:
+            acc1 = _scaled_step(wa, wb, xa1, xb1, scale, zero, acc1, BITS, HAS_ZERO, UPCAST, Z0)
+        xa, xb, xa1, xb1 = xa_next, xb_next, xa1_next, xb1_next
+        scale, zero = scale_next, zero_next
+    return acc, acc1
 
 
 @triton.jit
@@ -329,8 +369,8 @@ def _gemm_wq_kernel(
     M, N, K, k_per_split,
     stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
-    PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, WARP_MMA: tl.constexpr, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
@@ -354,21 +394,27 @@ def _gemm_wq_kernel(
     # EXACT_BYTES makes code − 128 in fp32 and packs it to bf16 (exact: at most 8 significant bits)
     EXACT: tl.constexpr = BITS == 4 or x_ptr.dtype.element_ty == tl.float16 or EXACT_BYTES
 
-    rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    HALVES: tl.constexpr = 2 if WARP_MMA and EXACT else 1
+    ROWS: tl.constexpr = BLOCK_M // HALVES  # activation rows per MMA
+    rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, ROWS)
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask_m = rm < M
     mask_n = rn < N
     k_lo = split * k_per_split
     k_hi = tl.minimum(k_lo + k_per_split, K)
+    y_ptrs = y_ptr + split.to(tl.int64) * stride_ys + rn[:, None] * stride_yn + rm[None, :] * stride_ym
     if EXACT:
-        acc = _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm,
-                          stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, BITS, GROUP, HAS_ZERO,
-                          UPCAST, PRMT, BLOCK_M, BLOCK_N, BLOCK_K)
+        acc, acc1 = _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm + ROWS, rm + ROWS < M, rn,
+                                mask_n, k_lo, k_hi, stride_xm, stride_xk, stride_qk, stride_qn, stride_sg,
+                                stride_sn, BITS, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, ROWS, BLOCK_N,
+                                BLOCK_K)
+        if HALVES == 2:
+            tl.store(y_ptrs + ROWS * stride_ym, acc1.to(y_ptr.dtype.element_ty),
+                     mask=mask_n[:, None] & (rm + ROWS < M)[None, :])
     else:
         acc = _rounded_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm,
                             stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST,
                             BLOCK_M, BLOCK_N, BLOCK_K)
-    y_ptrs = y_ptr + split.to(tl.int64) * stride_ys + rn[:, None] * stride_yn + rm[None, :] * stride_ym
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
 
 
@@ -627,8 +673,8 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                 (x, qweight, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *qweight.stride(),
                  *scales.stride(), *ys),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
-                                    BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k,
-                                    GROUP_M=config.group_m, PDL=pdl),
+                                    WARP_MMA=config.warp_mma, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+                                    BLOCK_K=block_k, GROUP_M=config.group_m, PDL=pdl),
                 config.num_warps,
                 config.num_stages)
     if split > 1:
@@ -669,7 +715,11 @@ def representative_launch(op: str, config: WqAnyConfig, dtype: str, num_sms: int
     bits, act = int(code[3:]), torch_dtype(activation)
     m, n, k = REPRESENTATIVE
     m = 1 if isinstance(config, WqGemvConfig) else m
-    q = torch.empty(k * bits // 8, n, dtype=torch.uint8)
+    # the codes as quantize_weight stores them (4-bit column-major, 8-bit row-major: which stride
+    # is 1 is part of the launch key); gemv_wq reads row-major codes only
+    rows = k * bits // 8
+    q = (torch.empty(n, rows, dtype=torch.uint8).t() if bits == 4 and not isinstance(config, WqGemvConfig)
+         else torch.empty(rows, n, dtype=torch.uint8))
     s = torch.empty(k // 128, n, dtype=act)
     if isinstance(config, WqDequantConfig):
         launch_dequantize(q, s, None, torch.empty(k, n, dtype=act), bits, 128, config)
