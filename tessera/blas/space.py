@@ -322,7 +322,7 @@ def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sm
 def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     """Until tuned logic exists, the families benchmarks/quantized.py, wq_tc.py and the gemv_wq
     sweeps measured best on the H200 (N = K = 8192): 4-bit weights up to 16 rows on tensor cores
-    (256 weight rows by 8 or 16 tokens, 16 as two halves of 8, K split until about two programs
+    (256 weight rows by 8 tokens, or 128 by 16 as two halves of 8; K split until about 512 threads
     per multiprocessor),
     8-bit ones on CUDA cores for one row (K split by whole groups until about eight programs per
     multiprocessor); fused tensor-core tiles (64 weight rows by 16 tokens, K split until about two
@@ -346,8 +346,9 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
 
     four_bit = problem.dtype.startswith("int4")
     if four_bit and m <= 16:  # wq-align-h200-*.json: 2.21× / 1.74× torch (16 rows in 8-row halves)
-        config = WqConfig(8 if m <= 8 else 16, 256, 128, 1, 8, 8, 3, warp_mma=m > 8)
-        programs, target = -(-n // config.block_n), 2 * max(sms, 1)
+        config = (WqConfig(8, 256, 128, 1, 8, 8, 3) if m <= 8
+                  else WqConfig(16, 128, 64, 1, 8, 4, 3, warp_mma=True))  # tune-wq16-h200-46ae292
+        programs, target = -(-n // config.block_n), 512 // (32 * config.num_warps) * max(sms, 1)
         split = 1
         while 2 * programs * split <= target and k // (split * 2) >= 4 * config.block_k:
             split *= 2
