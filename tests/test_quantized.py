@@ -514,6 +514,35 @@ def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: obj
         assert any(f.endswith(suffix) for f in result["files"])
 
 
+@pytest.mark.parametrize("bits,config", [(4, WqConfig(8, 256, 128, 8, 8, 8, 3)),
+                                         (4, WqConfig(16, 128, 64, 8, 8, 4, 3, warp_mma=True)),
+                                         (8, WqConfig(16, 128, 128, 4, 8, 8, 3)),
+                                         (4, WqDequantConfig(32, 128, 4))], ids=lambda v: str(v))
+def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launches a pack precompiles for a weight-only family (``representative_launch``) have
+    the launch keys of a real call on ``quantize_weight``'s output of that size (4-bit codes are
+    stored column-major: a pack compiled for row-major ones would never be used)."""
+    from tessera._core.launch import capture, launch_key, unspecialized
+    from tessera.blas import quantized
+    from tessera.blas.kernels import gemm_wq as wq_kernels
+
+    monkeypatch.setattr(quantized, "interpreter_enabled", lambda: False)  # a GPU process's call
+
+    def keys(calls: list) -> list:
+        return [launch_key(c.args, c.constexprs, c.num_warps, c.num_stages, unspecialized(c.launcher.kernel))
+                for c in calls if c.launcher is not wq_kernels._launch_sum_slices]
+
+    m, n, k = wq_kernels.REPRESENTATIVE
+    with building_for("cuda", "sm_90"), capture() as packed:
+        wq_kernels.representative_launch("gemm_wq", config, f"int{bits}_bf16", 132)
+    q = quantize_weight(torch.randn(k, n).to(torch.bfloat16), bits=bits, group_size=128)
+    with building_for("cuda", "sm_90"), capture() as called, space.forced(config):
+        gemm_wq(torch.randn(m, k).to(torch.bfloat16), q)
+    called = [c for c in called if c.launcher in (wq_kernels._launch, wq_kernels._launch_dequantize)]
+    assert keys(packed) and keys(packed) == keys(called)
+
+
 def test_nvidia_target_follows_the_pack_build() -> None:
     cpu = torch.empty(1)
     assert not nvidia_target(cpu)
