@@ -518,7 +518,7 @@ def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: obj
                                          (4, WqConfig(16, 128, 64, 8, 8, 4, 3, warp_mma=True)),
                                          (8, WqConfig(16, 128, 128, 4, 8, 8, 3)),
                                          (4, WqDequantConfig(32, 128, 4))], ids=lambda v: str(v))
-def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object,
+def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object, device: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The launches a pack precompiles for a weight-only family (``representative_launch``) have
     the launch keys of a real call on ``quantize_weight``'s output of that size (4-bit codes are
@@ -536,9 +536,9 @@ def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object,
     m, n, k = wq_kernels.REPRESENTATIVE
     with building_for("cuda", "sm_90"), capture() as packed:
         wq_kernels.representative_launch("gemm_wq", config, f"int{bits}_bf16", 132)
-    q = quantize_weight(torch.randn(k, n).to(torch.bfloat16), bits=bits, group_size=128)
+    q = quantize_weight(torch.randn(k, n).to(torch.bfloat16).to(device), bits=bits, group_size=128)
     with building_for("cuda", "sm_90"), capture() as called, space.forced(config):
-        gemm_wq(torch.randn(m, k).to(torch.bfloat16), q)
+        gemm_wq(torch.randn(m, k).to(torch.bfloat16).to(device), q)  # recorded, not run
     called = [c for c in called if c.launcher in (wq_kernels._launch, wq_kernels._launch_dequantize)]
     assert keys(packed) and keys(packed) == keys(called)
 
