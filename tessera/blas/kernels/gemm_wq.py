@@ -69,8 +69,9 @@ class WqConfig:
     # instead of fp32-dequantized weights rounded to bf16 (offline sm_90: 15 % fewer instructions
     # at 16×128×128, no bf16 tile through shared memory); other codes and activations always exact
     exact_bytes: bool = False
-    # the exact path's MMAs on two 8-row halves of BLOCK_M = 16 (Triton then takes the per-warp
-    # mma.sync, not Hopper's warpgroup MMA: W4A16 M = 16 1.41 → 1.74× torch at 16×256×128, K split 8)
+    # the exact path's MMAs on two 8-row halves of BLOCK_M = 16: Triton then takes the per-warp
+    # mma.sync, not Hopper's warpgroup MMA (W4A16 M = 16 at 16×128×128, K split 4: 23.8 → 20.1 µs,
+    # wq-tc-w4-h200-46ae292.json); the rounded path (8-bit codes, bf16, not exact_bytes) ignores it
     warp_mma: bool = False
 
     kernel = "gemm_wq"
