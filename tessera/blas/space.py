@@ -345,7 +345,7 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return split
 
     four_bit = problem.dtype.startswith("int4")
-    if four_bit and m <= 16:  # wq-align-h200-*.json: 2.21× / 1.74× torch (16 rows in 8-row halves)
+    if four_bit and m <= 16:  # 2.25× / 1.73× torch (quantized-h200-77dda0e.json; 16 rows in 8-row halves)
         config = (WqConfig(8, 256, 128, 1, 8, 8, 3) if m <= 8
                   else WqConfig(16, 128, 64, 1, 8, 4, 3, warp_mma=True))  # tune-wq16-h200-46ae292
         programs, target = -(-n // config.block_n), 512 // (32 * config.num_warps) * max(sms, 1)
