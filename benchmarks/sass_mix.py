@@ -1,0 +1,89 @@
+"""A kernel family's SASS without a GPU: registers, instruction count and the main loop's mix.
+
+Compiles, as a pack build does (``tessera.tuning.precompile``: the family's representative
+launches, whose operands have the runtime's layouts), one configuration for an NVIDIA target
+with the running Triton, disassembles each binary with the ``cuobjdump`` that Triton ships, and
+prints per binary: registers a thread, instructions, and the opcode mix of the longest loop (the
+longest backward branch) — what a thread issues per K step. Run it with the Triton the GPU has
+(a side venv, docs/status.md) to read what the GPU will run.
+
+Usage: python benchmarks/sass_mix.py LIBRARY OP KERNEL DTYPE 'CONFIG-JSON' [--arch sm_90] [--top N]
+       [--keep DIR]
+  e.g. python benchmarks/sass_mix.py blas gemm_wq gemm_wq int4_bf16 '{"block_m": 8, "block_n": 256,
+       "block_k": 128, "split_k": 8, "num_warps": 8, "num_stages": 3}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import triton
+
+_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*)")
+_BACKWARD = re.compile(r"BRA\s+0x([0-9a-f]+)")
+
+
+def cuobjdump(*args: str) -> str:
+    """``cuobjdump`` (shipped with Triton's NVIDIA backend) run on ``args``; its stdout."""
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    return subprocess.run([str(tool), *args], capture_output=True, text=True, check=True).stdout
+
+
+def instructions(sass: str) -> list[tuple[int, str, str]]:
+    """(address, opcode, operands) of every instruction in ``cuobjdump -sass`` output."""
+    return [(int(m.group(1), 16), m.group(2), m.group(3))
+            for m in map(_INSTRUCTION.match, sass.splitlines()) if m]
+
+
+def main_loop(found: list[tuple[int, str, str]]) -> list[str]:
+    """The opcodes of the longest backward branch's body (the first instruction to the branch)."""
+    best: list[str] = []
+    for i, (address, opcode, operands) in enumerate(found):
+        branch = _BACKWARD.search(opcode + operands) if opcode == "BRA" else None
+        if branch and int(branch.group(1), 16) < address:
+            body = [op for a, op, _ in found[: i + 1] if a >= int(branch.group(1), 16)]
+            best = max(best, body, key=len)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    for name in ("library", "op", "kernel", "dtype"):
+        parser.add_argument(name)
+    parser.add_argument("config", help="the configuration's fields as JSON")
+    parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--top", type=int, default=16, help="opcodes shown per loop")
+    parser.add_argument("--keep", type=Path, help="write the binaries and their SASS here")
+    args = parser.parse_args()
+
+    out = args.keep or Path(tempfile.mkdtemp(prefix="sass_mix_"))
+    out.mkdir(parents=True, exist_ok=True)
+    job = {"arch": args.arch, "out": str(out), "jobs": [
+        {"library": args.library, "op": args.op, "kernel": args.kernel, "dtype": args.dtype,
+         "config": json.loads(args.config)}]}
+    done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], input=json.dumps(job),
+                          capture_output=True, text=True, check=False)
+    result = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
+    if result.get("status") != "ok":
+        sys.exit(f"compile failed: {result.get('reason') or done.stderr[-2000:]}")
+    print(f"{args.kernel} {args.dtype} {args.config} for {args.arch}, triton {triton.__version__}")
+    for name in (f for f in result["files"] if f.endswith(".cubin")):
+        sass = cuobjdump("-sass", str(out / name))
+        (out / name).with_suffix(".sass").write_text(sass)
+        registers = re.search(r"REG:(\d+)", cuobjdump("-res-usage", str(out / name)))
+        found = instructions(sass)
+        loop = main_loop(found)
+        mix = "  ".join(f"{n} {op}" for op, n in collections.Counter(loop).most_common(args.top))
+        print(f"{name}: {registers.group(1) if registers else '?'} registers, {len(found)} instructions; "
+              f"loop {len(loop)}:\n  {mix}")
+
+
+if __name__ == "__main__":
+    main()
