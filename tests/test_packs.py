@@ -246,11 +246,13 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     support = {row["kernel"]: row for row in result.manifest["support"]}
     tile = support["gemm_tile"]
     suffixes = [f.rsplit(".", 1)[-1] for f in tile["files"]]
-    # M aligned, odd, 1; with C; alpha ≠ 1; N and K not multiples of 16; N alone not
-    assert tile["status"] == "ok" and suffixes == ["hsaco", "json", "json"] * 7
+    # M aligned, odd, 1, each with B row- and column-major; with C; alpha ≠ 1; N and K not
+    # multiples of 16; N alone not
+    assert tile["status"] == "ok" and suffixes == ["hsaco", "json", "json"] * 10
     assert support["gemm_tma"]["status"] == "failed" and "sm_90" in support["gemm_tma"]["reason"]
     splitk = support["gemm_splitk"]
-    assert splitk["status"] == "ok" and len(splitk["files"]) == 18, splitk  # partial + reduce, 3 Ms
+    # the partial products for 3 Ms and 2 layouts of B, the reduction for 3 Ms (alike for both)
+    assert splitk["status"] == "ok" and len(splitk["files"]) == 27, splitk
     _, contents = packs.check_pack(result.path)
     assert len(contents[tile["files"][0]]) > 1000
     sidecar = json.loads(contents[tile["files"][2]])
@@ -269,7 +271,7 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     from_index = binaries._index(kernels, -1)
     (kernels / "index.json").unlink()
     from_sidecars = binaries._index(kernels, -2)
-    assert from_index == from_sidecars and sum(map(len, from_index.values())) == 7 + 18 // 3
+    assert from_index == from_sidecars and sum(map(len, from_index.values())) == 10 + 27 // 3
 
 
 # Run in a child without the interpreter: a launch's Launcher key and the specialization Triton's
@@ -304,9 +306,10 @@ from tessera.rand.space import MrgConfig, PhiloxConfig
 
 config = TileConfig(64, 64, 32, 8, 4, 3)
 
-def problem(m, n, k, c=None, batch=1, alpha=1.0):
+def problem(m, n, k, c=None, batch=1, alpha=1.0, b_t=False):
     lead = (batch,) if batch > 1 else ()
-    a, b, d = torch.empty(*lead, m, k), torch.empty(*lead, k, n), torch.empty(*lead, m, n)
+    a, d = torch.empty(*lead, m, k), torch.empty(*lead, m, n)
+    b = torch.empty(*lead, n, k).transpose(-1, -2) if b_t else torch.empty(*lead, k, n)  # x @ W.t()
     with capture() as calls:
         launch_gemm_tile(a, b, c, d, batch, alpha, 0.0 if c is None else 1.0, precision="ieee", upcast=False,
                          index_64=False, config=config)
@@ -327,7 +330,9 @@ print(json.dumps([[keys(call) for call in calls], problem(2048, 512, 4096), prob
                   problem(512, 2000, 64, c=torch.empty(512, 2000)),
                   problem(512, 2000, 64, c=torch.empty(2000).expand(512, 2000)),
                   problem(2048, 1001, 999), problem(64, 64, 64, batch=3), problem(37, 1001, 999),
-                  problem(512, 2048, 256, alpha=0.125), problem(512, 2048, 256, alpha=-3.0)]))
+                  problem(512, 2048, 256, alpha=0.125), problem(512, 2048, 256, alpha=-3.0),
+                  problem(2048, 512, 4096, b_t=True), problem(1000, 512, 4096, b_t=True),
+                  problem(1, 512, 4096, b_t=True)]))
 """
 
 
@@ -336,20 +341,23 @@ def test_pack_binaries_are_named_by_launch_keys_that_follow_triton() -> None:
     one serves any problem of the same kind with sizes multiples of 16 (batched too), the odd-M one
     any M that is not (token counts), the one-row one M = 1, the C one any C (contiguous or a
     broadcast bias row), the scaled one any alpha ≠ 1, the odd ones N and K both not multiples of 16
-    and N alone not; odd M, N and K together have none (they go through the JIT) — exactly as
-    Triton's own specialization is."""
+    and N alone not, and the three row counts with B column-major (a linear layer's x @ W.t());
+    odd M, N and K together have none (they go through the JIT) — exactly as Triton's own
+    specialization is."""
     (representatives, aligned, odd_m, eight, one, other_odd_m, odd_n, first_draws, other_draws, with_c,
-     with_bias, odd_nk, batched, odd_mnk, scaled, other_scaled) = _binder_keys(_KEYS)
+     with_bias, odd_nk, batched, odd_mnk, scaled, other_scaled, aligned_t, odd_m_t,
+     one_t) = _binder_keys(_KEYS)
     representative = representatives[0]
     assert representative == aligned  # same launch key and same Triton specialization
     assert representative[0] != odd_m[0] and representative[1] != odd_m[1]
     assert "tt.divisibility" in representative[1]
-    assert odd_m == representatives[1] == eight == other_odd_m  # M = 1000, 8, 37: one binary
-    assert one == representatives[2]  # M = 1 is a constant to Triton
-    assert odd_n == representatives[6]  # N = 1000, K = 4096: a vocabulary's LM head
-    assert with_c == with_bias == representatives[3] and with_c != aligned
-    assert scaled == other_scaled == representatives[4] and scaled != aligned  # any alpha ≠ 1
-    assert odd_nk == representatives[5] and batched == aligned
+    assert odd_m == representatives[2] == eight == other_odd_m  # M = 1000, 8, 37: one binary
+    assert one == representatives[4]  # M = 1 is a constant to Triton
+    assert [aligned_t, odd_m_t, one_t] == representatives[1:6:2] and aligned_t != aligned  # x @ W.t()
+    assert odd_n == representatives[9]  # N = 1000, K = 4096: a vocabulary's LM head
+    assert with_c == with_bias == representatives[6] and with_c != aligned
+    assert scaled == other_scaled == representatives[7] and scaled != aligned  # any alpha ≠ 1
+    assert odd_nk == representatives[8] and batched == aligned
     assert odd_mnk not in representatives
     # rand kernels take seeds and offsets unspecialized: one binary (and one pack file) for all
     assert first_draws == other_draws
@@ -360,8 +368,9 @@ from tessera.blas.kernels.gemm_tma import TmaConfig, launch_gemm_tma, representa
 
 config = TmaConfig(128, 256, 64, 8, 8, 3)
 
-def problem(m, n, k, c=False, alpha=1.0):
+def problem(m, n, k, c=False, alpha=1.0, b_t=False):
     a, b, d = (torch.empty(r, s, dtype=torch.bfloat16) for r, s in ((m, k), (k, n), (m, n)))
+    b = torch.empty(n, k, dtype=torch.bfloat16).t() if b_t else b  # x @ W.t()
     with capture() as calls:
         launch_gemm_tma(a, b, torch.empty_like(d) if c else None, d, alpha, 1.0 if c else 0.0,
                         precision="ieee", num_sms=132, config=config)
@@ -371,16 +380,18 @@ with capture() as calls:
     representative_launch("gemm", config, "bf16", 132)
 print(json.dumps([[keys(call) for call in calls], problem(4096, 4096, 4096), problem(4008, 4096, 4096),
                   problem(4096, 4096, 4096, c=True), problem(4096, 4088, 1000), problem(8192, 14328, 4104),
-                  problem(4096, 4096, 4096, alpha=0.25)]))
+                  problem(4096, 4096, 4096, alpha=0.25), problem(4096, 4096, 4096, b_t=True),
+                  problem(4008, 4096, 4096, b_t=True)]))
 """
 
 
 def test_tma_pack_binaries_cover_token_counts_c_and_sizes_aligned_to_8() -> None:
     """The TMA family's pack binaries serve what Hopper problems of at least one tile per SM look
     like: sizes multiples of 16, M not (token counts), a C operand, alpha ≠ 1, and N and K multiples
-    of 8 only (TMA's limit: 16-byte rows; other sizes go to the tile family)."""
-    reps, aligned, odd_m, with_c, odd_nk, llm_odd, scaled = _binder_keys(_TMA_KEYS)
-    assert [aligned, odd_m, with_c, odd_nk, scaled] == reps and llm_odd == reps[3]
+    of 8 only (TMA's limit: 16-byte rows; other sizes go to the tile family), and M aligned or not
+    with B column-major (a linear layer's x @ W.t())."""
+    reps, aligned, odd_m, with_c, odd_nk, llm_odd, scaled, aligned_t, odd_m_t = _binder_keys(_TMA_KEYS)
+    assert [aligned, odd_m, with_c, odd_nk, scaled, aligned_t, odd_m_t] == reps and llm_odd == reps[3]
 
 
 def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -8,6 +8,7 @@ bit-reproducible run to run, whatever the scheduling.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -159,8 +160,9 @@ def reduce_partials(workspace: torch.Tensor, shape: tuple[int, int, int, int], d
 
 def representative_launch(op: str, config: SplitKConfig, dtype: str, num_sms: int) -> None:
     """Both launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M
-    each of ``REPRESENTATIVE_ROWS`` (run under ``tessera._core.launch.capture()``)."""
-    for m in REPRESENTATIVE_ROWS:
-        a, b, d = representative_operands(dtype, m)
+    each of ``REPRESENTATIVE_ROWS``, B row-major and column-major (x @ W.t()) (run under
+    ``tessera._core.launch.capture()``)."""
+    for m, b_col_major in itertools.product(REPRESENTATIVE_ROWS, (False, True)):
+        a, b, d = representative_operands(dtype, m, b_col_major=b_col_major)
         launch_gemm_splitk(a, b, None, d, 1, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
                            upcast=False, config=config)

@@ -23,6 +23,7 @@ through tensor descriptors as ``gemm_tma`` does; pieces, counters and the fixup 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -196,11 +197,12 @@ def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None
 
 def representative_launch(op: str, config: StreamKConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M each
-    of ``REPRESENTATIVE_ROWS`` (with ``tma``: those descriptors take, and tf32's B column-major, as
-    ``gemm`` copies it) (run under ``tessera._core.launch.capture()``)."""
-    for m in REPRESENTATIVE_ROWS:
+    of ``REPRESENTATIVE_ROWS``, B row-major and column-major (x @ W.t()) (with ``tma``: those
+    descriptors take; tf32's B always column-major, as ``gemm`` copies it) (run under
+    ``tessera._core.launch.capture()``)."""
+    for m, b_col in itertools.product(REPRESENTATIVE_ROWS, (False, True)):
         if config.tma and m < 16:
             continue
-        a, b, d = representative_operands(dtype, m, b_col_major=config.tma and dtype == "tf32")
+        a, b, d = representative_operands(dtype, m, b_col_major=b_col or (config.tma and dtype == "tf32"))
         launch_gemm_streamk(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
                             upcast=False, num_sms=num_sms, config=config)

@@ -9,6 +9,7 @@ axis; a broadcast operand simply has batch stride 0.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -198,14 +199,15 @@ def representative_operands(dtype: str, m: int = REPRESENTATIVE_SIZE, n: int = R
 
 def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes for 2-D problems with no C and alpha 1, N and K aligned, M each
-    of ``REPRESENTATIVE_ROWS``; then, M aligned, with a C operand (β ≠ 0, as addmm: a contiguous C
-    or a bias row broadcast over it), with alpha ≠ 1 (any value: floats do not specialize), with
-    N and K both not multiples of 16, and with N alone not (a vocabulary's LM head) (run it under
-    ``tessera._core.launch.capture()``: pack builds precompile what it records). Batched problems
-    with aligned sizes share these binaries (the batch is a grid axis, batch strides stay aligned)."""
+    of ``REPRESENTATIVE_ROWS``, B row-major and column-major (a linear layer's x @ W.t()); then, M
+    aligned, with a C operand (β ≠ 0, as addmm: a contiguous C or a bias row broadcast over it),
+    with alpha ≠ 1 (any value: floats do not specialize), with N and K both not multiples of 16,
+    and with N alone not (a vocabulary's LM head) (run it under ``tessera._core.launch.capture()``:
+    pack builds precompile what it records). Batched problems with aligned sizes share these
+    binaries (the batch is a grid axis, batch strides stay aligned)."""
     precision = "tf32" if dtype == "tf32" else "ieee"
-    for m in REPRESENTATIVE_ROWS:
-        a, b, d = representative_operands(dtype, m)
+    for m, b_col_major in itertools.product(REPRESENTATIVE_ROWS, (False, True)):
+        a, b, d = representative_operands(dtype, m, b_col_major=b_col_major)
         launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision=precision, upcast=False, index_64=False,
                          config=config)
     a, b, d = representative_operands(dtype)

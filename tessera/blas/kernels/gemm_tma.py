@@ -266,15 +266,20 @@ def representative_launch(op: str, config: TmaConfig, dtype: str, num_sms: int) 
     """The launches ``gemm`` makes for 2-D problems with at least one tile per SM (the grid size is
     an argument, so smaller problems specialize differently): N and K multiples of 16 with no C and
     M aligned or not, or with a C operand (β ≠ 0), or with alpha ≠ 1; and N and K only multiples of 8
-    (what TMA still takes: 16-byte rows); tf32 with B column-major, as ``gemm`` copies it for wgmma
-    (run under ``launch.capture()``)."""
+    (what TMA still takes: 16-byte rows); M aligned or not with B column-major (x @ W.t()); tf32
+    always with B column-major, as ``gemm`` copies it for wgmma (run under ``launch.capture()``)."""
     side = math.isqrt(max(num_sms, 1) - 1) + 1  # tiles per side: side² ≥ num_sms
     rows, cols = config.block_m * side, config.block_n * side
     precision = "tf32" if dtype == "tf32" else "ieee"
-    # (M, N, K, with C); rows − 8: a token count; cols − 8 and 1000: multiples of 8, not of 16
-    for m, n, k, with_c, alpha in ((rows, cols, 1024, False, 1.0), (rows - 8, cols, 1024, False, 1.0),
-                                   (rows, cols, 1024, True, 1.0), (rows, cols - 8, 1000, False, 1.0),
-                                   (rows, cols, 1024, False, 0.5)):
-        a, b, d = representative_operands(dtype, m, n, k, b_col_major=dtype == "tf32")
+    # (M, N, K, with C, alpha, B column-major); rows − 8: a token count; cols − 8 and 1000: multiples
+    # of 8, not of 16; B column-major: a linear layer's x @ W.t() (tf32's B always, as gemm copies it)
+    for m, n, k, with_c, alpha, b_col in ((rows, cols, 1024, False, 1.0, False),
+                                          (rows - 8, cols, 1024, False, 1.0, False),
+                                          (rows, cols, 1024, True, 1.0, False),
+                                          (rows, cols - 8, 1000, False, 1.0, False),
+                                          (rows, cols, 1024, False, 0.5, False),
+                                          (rows, cols, 1024, False, 1.0, True),
+                                          (rows - 8, cols, 1024, False, 1.0, True)):
+        a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col or dtype == "tf32")
         launch_gemm_tma(a, b, torch.empty_like(d) if with_c else None, d, alpha, 1.0 if with_c else 0.0,
                         precision=precision, num_sms=num_sms, config=config)
