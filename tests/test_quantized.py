@@ -533,14 +533,15 @@ def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object, devi
         return [launch_key(c.args, c.constexprs, c.num_warps, c.num_stages, unspecialized(c.launcher.kernel))
                 for c in calls if c.launcher is not wq_kernels._launch_sum_slices]
 
-    m, n, k = wq_kernels.REPRESENTATIVE
+    _, n, k = wq_kernels.REPRESENTATIVE
     with building_for("cuda", "sm_90"), capture() as packed:
         wq_kernels.representative_launch("gemm_wq", config, f"int{bits}_bf16", 132)
     q = quantize_weight(torch.randn(k, n).to(torch.bfloat16).to(device), bits=bits, group_size=128)
-    with building_for("cuda", "sm_90"), capture() as called, space.forced(config):
-        gemm_wq(torch.randn(m, k).to(torch.bfloat16).to(device), q)  # recorded, not run
-    called = [c for c in called if c.launcher in (wq_kernels._launch, wq_kernels._launch_dequantize)]
-    assert keys(packed) and keys(packed) == keys(called)
+    for m in (256, 37, 1):  # aligned, a token count, decode
+        with building_for("cuda", "sm_90"), capture() as called, space.forced(config):
+            gemm_wq(torch.randn(m, k).to(torch.bfloat16).to(device), q)  # recorded, not run
+        called = [c for c in called if c.launcher in (wq_kernels._launch, wq_kernels._launch_dequantize)]
+        assert keys(called) and set(keys(called)) <= set(keys(packed)), m
 
 
 def test_nvidia_target_follows_the_pack_build() -> None:

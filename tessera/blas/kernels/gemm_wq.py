@@ -709,13 +709,14 @@ REPRESENTATIVE = (256, 1024, 1024)  # (M, N, K): aligned, every tile size divide
 
 
 def representative_launch(op: str, config: WqAnyConfig, dtype: str, num_sms: int) -> None:
-    """The launches ``gemm_wq`` makes with ``config`` for an aligned problem of ``dtype``
-    (``int4_bf16`` …) with symmetric group-128 weights (run under ``tessera._core.launch.capture()``);
-    for ``gemm_wq_dequant`` the dequantization only (the float GEMM after it has its own jobs)."""
+    """The launches ``gemm_wq`` makes with ``config`` for aligned N and K of ``dtype``
+    (``int4_bf16`` …) with symmetric group-128 weights, M = 1 (decode: a constant to Triton) and,
+    for the tile family, M aligned and not (token counts) (run under
+    ``tessera._core.launch.capture()``); for ``gemm_wq_dequant`` the dequantization only (the
+    float GEMM after it has its own jobs)."""
     code, activation = dtype.split("_")
     bits, act = int(code[3:]), torch_dtype(activation)
-    m, n, k = REPRESENTATIVE
-    m = 1 if isinstance(config, WqGemvConfig) else m
+    aligned, n, k = REPRESENTATIVE
     # the codes as quantize_weight stores them (4-bit column-major, 8-bit row-major: which stride
     # is 1 is part of the launch key); gemv_wq reads row-major codes only
     rows = k * bits // 8
@@ -725,5 +726,6 @@ def representative_launch(op: str, config: WqAnyConfig, dtype: str, num_sms: int
     if isinstance(config, WqDequantConfig):
         launch_dequantize(q, s, None, torch.empty(k, n, dtype=act), bits, 128, config)
         return
-    x = torch.empty(m, k, dtype=act)
-    launch_gemm_wq(x, q, s, None, torch.empty(m, n, dtype=act), k, bits, 128, upcast=False, config=config)
+    for m in (1,) if isinstance(config, WqGemvConfig) else (aligned, aligned - 24, 1):
+        launch_gemm_wq(torch.empty(m, k, dtype=act), q, s, None, torch.empty(m, n, dtype=act), k, bits, 128,
+                       upcast=False, config=config)
