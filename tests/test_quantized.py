@@ -544,6 +544,40 @@ def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object, devi
         assert keys(called) and set(keys(called)) <= set(keys(packed)), m
 
 
+@pytest.mark.parametrize("dtype", ["int8", "fp8e4m3"])
+@pytest.mark.parametrize("config", [gemm_scaled.ScaledConfig(128, 128, 64, 8, 8, 3),
+                                    ScaledTmaConfig(128, 256, 128, 8, 8, 4, False, 2, True)], ids=str)
+def test_scaled_pack_launches_are_the_calls_launches(dtype: str, config: object, device: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack's precompiled scaled-GEMM launches have the keys of real calls: B column-major,
+    M aligned and a token count, per-tensor scales with a bf16 result, and int8 unscaled to int32
+    (on an H200's 132 multiprocessors, as the pack is built: the persistent grid is an argument)."""
+    from tessera._core.launch import capture, launch_key, unspecialized
+    from tessera.blas import quantized
+
+    real = quantized.device_info
+    monkeypatch.setattr(quantized, "device_info",
+                        lambda *d: dataclasses.replace(real(*d), multiprocessors=132))
+
+    def keys(calls: list) -> set:
+        return {launch_key(c.args, c.constexprs, c.num_warps, c.num_stages, unspecialized(c.launcher.kernel))
+                for c in calls}
+
+    elem = gemm_scaled.element_dtype(dtype)[0]
+    with building_for("cuda", "sm_90"), capture() as packed:
+        gemm_scaled.representative_launch("gemm_scaled", config, dtype, 132)
+    rows, n, k = gemm_scaled.representative_sizes(config, 132)
+    b = torch.zeros(n, k).to(elem).to(device).t()
+    scale = torch.ones(1, device=device)
+    for m in (rows, rows + 8, rows - 40):  # aligned, token counts
+        a = torch.zeros(m, k).to(elem).to(device)
+        with building_for("cuda", "sm_90"), capture() as called, space.forced(config):
+            gemm(a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)  # recorded, not run
+            if elem == torch.int8:
+                gemm(a, b)
+        assert called and keys(called) <= keys(packed), m
+
+
 def test_nvidia_target_follows_the_pack_build() -> None:
     cpu = torch.empty(1)
     assert not nvidia_target(cpu)

@@ -22,6 +22,7 @@ other problem given a ``gemm_scaled_tma`` configuration runs the pointer family 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -237,12 +238,28 @@ def element_dtype(dtype: str) -> tuple[torch.dtype, bool]:
     return TORCH_DTYPES[dtype.removesuffix(FAST_SUFFIX)], fast
 
 
+def representative_sizes(config: ScaledConfig | ScaledTmaConfig, num_sms: int) -> tuple[int, int, int]:
+    """(M, N, K) of the aligned problem a pack compiles ``config`` for: 1024³, or for the persistent
+    family at least one tile per multiprocessor (its grid, min(tiles, multiprocessors), is an
+    argument: problems of at least one wave share that binary)."""
+    if isinstance(config, ScaledTmaConfig):
+        side = math.isqrt(max(num_sms, 1) - 1) + 1  # tiles per side: side² ≥ num_sms
+        return config.block_m * side, config.block_n * side, 1024
+    return 1024, 1024, 1024
+
+
 def representative_launch(op: str, config: ScaledConfig | ScaledTmaConfig, dtype: str, num_sms: int) -> None:
-    """The launch ``gemm`` makes for an aligned 1024³ problem of ``dtype`` with per-tensor scales
-    and a bf16 result, B column-major (run under ``tessera._core.launch.capture()``)."""
-    size = 1024
+    """The launches ``gemm`` makes for the sizes of :func:`representative_sizes`, B column-major,
+    M aligned and not (token counts): with per-tensor scales and a bf16 result, and for int8 also
+    unscaled with the exact int32 result (run under ``tessera._core.launch.capture()``)."""
+    rows, n, k = representative_sizes(config, num_sms)
     elem, fast = element_dtype(dtype)
-    a, b = torch.empty(size, size, dtype=elem), torch.empty(size, size, dtype=elem).t()
+    b = torch.empty(n, k, dtype=elem).t()
     scale = torch.empty(1, dtype=torch.float32)
-    launch_gemm_scaled(a, b, scale, scale, None, torch.empty(size, size, dtype=torch.bfloat16), config=config,
-                       fast_accum=fast, num_sms=num_sms)
+    for m in (rows, rows - 24):
+        a = torch.empty(m, k, dtype=elem)
+        launch_gemm_scaled(a, b, scale, scale, None, torch.empty(m, n, dtype=torch.bfloat16),
+                           config=config, fast_accum=fast, num_sms=num_sms)
+        if elem == torch.int8:
+            launch_gemm_scaled(a, b, None, None, None, torch.empty(m, n, dtype=torch.int32), config=config,
+                               num_sms=num_sms)
