@@ -4,8 +4,9 @@ Each measurement is a new Python process that creates the CUDA context and the o
 (not timed), then times the first call and a second one (synchronized, wall clock). Tessera runs
 (a) with the installed pack (precompiled kernels: the call must compile nothing) and (b) without a
 pack, with Triton's cache as it is and with an empty one (a cold JIT compile). Triton compilations
-are counted by wrapping ``triton.compile`` in the child.
-Usage: python benchmarks/first_call.py OUT.json [--repeats N]   (child: ... --child MODE)
+are counted by wrapping ``triton.compile`` in the child. ``--b-col-major``: B is a transposed view
+(a linear layer's x @ W.t()).
+Usage: python benchmarks/first_call.py OUT.json [--repeats N] [--b-col-major]   (child: ... --child MODE)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 MODES = ("torch", "tessera")
 
 
-def child(mode: str, profile: bool = False) -> None:
+def child(mode: str, profile: bool = False, b_col_major: bool = False) -> None:
     import cProfile
     import pstats
 
@@ -42,6 +43,7 @@ def child(mode: str, profile: bool = False) -> None:
     torch.cuda.synchronize()
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = b.t() if b_col_major else b
     if mode == "torch":
         op = torch.matmul
     else:
@@ -76,8 +78,9 @@ def child(mode: str, profile: bool = False) -> None:
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def run_child(mode: str, env: dict[str, str]) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True, text=True,
+def run_child(mode: str, env: dict[str, str], b_col_major: bool = False) -> dict:
+    flags = ["--b-col-major"] if b_col_major else []
+    done = subprocess.run([sys.executable, __file__, "--child", mode, *flags], capture_output=True, text=True,
                           env=env, timeout=600, check=False)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -91,9 +94,10 @@ def main() -> None:
     parser.add_argument("--child", choices=MODES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="child: print a cProfile of the first call")
+    parser.add_argument("--b-col-major", action="store_true", help="B a transposed view (x @ W.t())")
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.profile)
+        child(args.child, args.profile, args.b_col_major)
         return
     from tessera.tuning.packs import list_packs
 
@@ -107,11 +111,12 @@ def main() -> None:
     setups["tessera, no pack, Triton cache warm"] = ("tessera", {**base, "TESSERA_HOME": empty_home})
     rows = []
     for name, (mode, env) in setups.items():
-        runs = [run_child(mode, env) for _ in range(args.repeats)]
+        runs = [run_child(mode, env, args.b_col_major) for _ in range(args.repeats)]
         rows.append({"setup": name, "runs": runs,
                      "first_ms": statistics.median(r["first_ms"] for r in runs)})
     cold = [run_child("tessera", {**base, "TESSERA_HOME": empty_home,
-                                  "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="triton-cold-")})
+                                  "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="triton-cold-")},
+                      args.b_col_major)
             for _ in range(args.repeats)]
     rows.append({"setup": "tessera, no pack, Triton cache empty", "runs": cold,
                  "first_ms": statistics.median(r["first_ms"] for r in cold)})
@@ -131,7 +136,8 @@ def main() -> None:
         with open(args.out, "w") as f:
             json.dump({"device": info.name, "arch": info.arch, "versions": info.versions,
                        "git": git_revision(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "problem": "bf16 4096x4096x4096", "rows": rows}, f, indent=1)
+                       "problem": "bf16 4096x4096x4096" + (", B column-major" if args.b_col_major else ""),
+                       "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

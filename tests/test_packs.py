@@ -417,9 +417,11 @@ def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 @pytest.mark.gpu
-def test_first_call_with_a_pack_compiles_nothing(tmp_path: Path) -> None:
-    """A fresh process with the pack installed runs bf16 4096³ from the precompiled binary: zero
-    Triton compilations (counted by wrapping triton.compile), a correct result."""
+@pytest.mark.parametrize("b_col_major", [False, True], ids=["b-row-major", "x@W.t()"])
+def test_first_call_with_a_pack_compiles_nothing(b_col_major: bool, tmp_path: Path) -> None:
+    """A fresh process with the pack installed runs bf16 4096³ from the precompiled binary, B
+    row-major and a transposed view (a linear layer's x @ W.t()): zero Triton compilations
+    (counted by wrapping triton.compile), a correct result."""
     from tessera import device_info
     from tessera.blas import space
 
@@ -433,7 +435,8 @@ def test_first_call_with_a_pack_compiles_nothing(tmp_path: Path) -> None:
     assert main(["pack", "install", str(built.path)]) == 0
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "first_call.py"
     env = dict(os.environ, PYTHONPATH=str(script.parents[1]))
-    done = subprocess.run([sys.executable, str(script), "--child", "tessera"], capture_output=True,
+    flags = ["--b-col-major"] if b_col_major else []
+    done = subprocess.run([sys.executable, str(script), "--child", "tessera", *flags], capture_output=True,
                           text=True, env=env, timeout=600, check=False)
     result = json.loads(next(line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")))
     assert result["triton_compiles"] == 0 and result["pack_loads"] >= 1, result
