@@ -514,6 +514,14 @@ def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: obj
         assert any(f.endswith(suffix) for f in result["files"])
 
 
+def _launch_keys(calls: list) -> set:
+    """The Launcher keys of captured launches (what a pack's binaries are found by)."""
+    from tessera._core.launch import launch_key, unspecialized
+
+    return {launch_key(c.args, c.constexprs, c.num_warps, c.num_stages, unspecialized(c.launcher.kernel))
+            for c in calls}
+
+
 @pytest.mark.parametrize("bits,config", [(4, WqConfig(8, 256, 128, 8, 8, 8, 3)),
                                          (4, WqConfig(16, 128, 64, 8, 8, 4, 3, warp_mma=True)),
                                          (8, WqConfig(16, 128, 128, 4, 8, 8, 3)),
@@ -523,15 +531,11 @@ def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object, devi
     """The launches a pack precompiles for a weight-only family (``representative_launch``) have
     the launch keys of a real call on ``quantize_weight``'s output of that size (4-bit codes are
     stored column-major: a pack compiled for row-major ones would never be used)."""
-    from tessera._core.launch import capture, launch_key, unspecialized
+    from tessera._core.launch import capture
     from tessera.blas import quantized
     from tessera.blas.kernels import gemm_wq as wq_kernels
 
     monkeypatch.setattr(quantized, "interpreter_enabled", lambda: False)  # a GPU process's call
-
-    def keys(calls: list) -> list:
-        return [launch_key(c.args, c.constexprs, c.num_warps, c.num_stages, unspecialized(c.launcher.kernel))
-                for c in calls if c.launcher is not wq_kernels._launch_sum_slices]
 
     _, n, k = wq_kernels.REPRESENTATIVE
     with building_for("cuda", "sm_90"), capture() as packed:
@@ -541,7 +545,7 @@ def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object, devi
         with building_for("cuda", "sm_90"), capture() as called, space.forced(config):
             gemm_wq(torch.randn(m, k).to(torch.bfloat16).to(device), q)  # recorded, not run
         called = [c for c in called if c.launcher in (wq_kernels._launch, wq_kernels._launch_dequantize)]
-        assert keys(called) and set(keys(called)) <= set(keys(packed)), m
+        assert called and _launch_keys(called) <= _launch_keys(packed), m
 
 
 @pytest.mark.parametrize("dtype", ["int8", "fp8e4m3"])
@@ -552,16 +556,12 @@ def test_scaled_pack_launches_are_the_calls_launches(dtype: str, config: object,
     """A pack's precompiled scaled-GEMM launches have the keys of real calls: B column-major,
     M aligned and a token count, per-tensor scales with a bf16 result, and int8 unscaled to int32
     (on an H200's 132 multiprocessors, as the pack is built: the persistent grid is an argument)."""
-    from tessera._core.launch import capture, launch_key, unspecialized
+    from tessera._core.launch import capture
     from tessera.blas import quantized
 
     real = quantized.device_info
     monkeypatch.setattr(quantized, "device_info",
                         lambda *d: dataclasses.replace(real(*d), multiprocessors=132))
-
-    def keys(calls: list) -> set:
-        return {launch_key(c.args, c.constexprs, c.num_warps, c.num_stages, unspecialized(c.launcher.kernel))
-                for c in calls}
 
     elem = gemm_scaled.element_dtype(dtype)[0]
     with building_for("cuda", "sm_90"), capture() as packed:
@@ -575,7 +575,7 @@ def test_scaled_pack_launches_are_the_calls_launches(dtype: str, config: object,
             gemm(a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)  # recorded, not run
             if elem == torch.int8:
                 gemm(a, b)
-        assert called and keys(called) <= keys(packed), m
+        assert called and _launch_keys(called) <= _launch_keys(packed), m
 
 
 def test_nvidia_target_follows_the_pack_build() -> None:

@@ -400,18 +400,20 @@ def _gemm_wq_kernel(
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, ROWS)
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask_m = rm < M
+    rm1 = rm + ROWS  # the second half's rows (HALVES = 2)
+    mask_m1 = rm1 < M
     mask_n = rn < N
     k_lo = split * k_per_split
     k_hi = tl.minimum(k_lo + k_per_split, K)
     y_ptrs = y_ptr + split.to(tl.int64) * stride_ys + rn[:, None] * stride_yn + rm[None, :] * stride_ym
     if EXACT:
-        acc, acc1 = _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm + ROWS, rm + ROWS < M, rn,
+        acc, acc1 = _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, rn,
                                 mask_n, k_lo, k_hi, stride_xm, stride_xk, stride_qk, stride_qn, stride_sg,
                                 stride_sn, BITS, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, ROWS, BLOCK_N,
                                 BLOCK_K)
         if HALVES == 2:
             tl.store(y_ptrs + ROWS * stride_ym, acc1.to(y_ptr.dtype.element_ty),
-                     mask=mask_n[:, None] & (rm + ROWS < M)[None, :])
+                     mask=mask_n[:, None] & mask_m1[None, :])
     else:
         acc = _rounded_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm,
                             stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST,
