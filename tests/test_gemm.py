@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import tessera
 from reference import assert_gemm_close, op
+from tessera._core.launch import building_for
 from tessera.blas import explain, gemm, matmul, space
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
@@ -187,6 +188,8 @@ def test_tma_stages_fit_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
 
     d, fp8_tile = torch.empty(0), TmaConfig(128, 256, 128, 8, 8, 4, False, 2)
     assert gemm_tma.fitting_stages(fp8_tile, 1, 4, d) == 4  # no limit known: as configured
+    with building_for("cuda", "sm_90"):  # a pack build: its target's shared memory, as a call there
+        assert gemm_tma.fitting_stages(fp8_tile, 1, 4, d) == 3
     monkeypatch.setattr(gemm_tma, "device_info", lambda _: SimpleNamespace(shared_memory_per_block=232448))
     assert gemm_tma.fitting_stages(fp8_tile, 1, 2, d) == 4  # bf16 D: 229408 bytes measured
     assert gemm_tma.fitting_stages(fp8_tile, 1, 4, d) == 3  # fp32 D

@@ -209,7 +209,7 @@ def test_gemm_wq_repeat_calls_replay_their_launches(config: object, symmetric: b
     (4, 16, WqConfig(16, 128, 128, 2, 8, 4, 3)),
     (4, 16, WqConfig(16, 256, 128, 2, 8, 8, 3, warp_mma=True)),
     (8, 16, WqConfig(16, 128, 128, 2, 8, 4, 3)),
-    (8, 1, WqGemvConfig(512, 8, 4, 2)),  # gemv_wq and its slice sum: early
+    (8, 1, WqGemvConfig(512, 8, 4, 1)),  # gemv_wq and its slice sum: early
 ], ids=lambda v: v.short() if hasattr(v, "short") else str(v))
 def test_weight_only_dependent_launches_see_the_previous_kernel(bits: int, m: int, config: object) -> None:
     """A chain of weight-only products, each reading the one before (and writing the x the one
@@ -482,7 +482,7 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 
 
 @pytest.mark.parametrize("kernel,config,key", [
-    ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, {pdl})"),
+    ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, 3, {pdl})"),
     ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3),
      "(4, 128, False, False, {prmt}, False, False, 8, 256, 128, 8, {pdl})")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,

@@ -96,6 +96,13 @@ def building_for(backend: str, arch: str = "") -> Iterator[None]:
         _building_for.reset(token)
 
 
+def build_arch() -> str:
+    """The architecture a pack build in progress compiles for (:func:`building_for`); empty at run
+    time or when the build's architecture is unknown."""
+    building = _building_for.get()
+    return building[1] if building is not None else ""
+
+
 def nvidia_target(t: torch.Tensor) -> bool:
     """Whether a launch on ``t``'s device compiles for an NVIDIA GPU (so inline PTX may be used):
     the pack build's target inside :func:`building_for`, else t is a CUDA (not ROCm) tensor and

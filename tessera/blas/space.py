@@ -264,8 +264,8 @@ logic.register_op("blas", "gemm", SIZE_KEYS,
 WQ_SIZE_KEYS = ("m", "n", "k")
 WQ_DTYPES = ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")
 WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
-    *(WqGemvConfig(bn, bk, split, w)  # BLOCK_K: K rows per step (4-bit: half as many code rows)
-      for bn in (512, 1024) for bk in (8, 16, 32) for split in (16, 32, 64) for w in (1, 2, 4)),
+    *(WqGemvConfig(512 * w, bk, split, w, s)  # BLOCK_K: K rows per step (4-bit: half as many code rows)
+      for w in (1, 2, 4) for bk in (8, 16) for split in (32, 64, 128) for s in (2, 3, 4)),
     *(WqConfig(bm, bn, bk, split, 8, w, s, warp_mma=halves)
       for bm, bn, bk in [(8, 128, 128), (8, 256, 128), (16, 64, 128), (16, 128, 64), (16, 128, 128),
                          (16, 256, 128), (32, 128, 64), (64, 128, 64), (128, 128, 64), (256, 64, 64),
@@ -355,7 +355,7 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return Choice(dataclasses.replace(config, split_k=split),
                       f"{m} row(s) of 4-bit weights: tensor cores on exact integer codes, K split {split}")
     if m == 1:
-        config = WqGemvConfig(512, 8, 1, 2)
+        config = WqGemvConfig(512, 8, 1, 1, 3)
         split = split_for(-(-n // config.block_n), 8, 128, 64)
         return Choice(dataclasses.replace(config, split_k=split), f"one row: CUDA cores, K split {split}")
     if m <= 32:

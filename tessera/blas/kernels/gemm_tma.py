@@ -20,9 +20,9 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from tessera._core.device import device_info
+from tessera._core.device import device_info, offline_device
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, Launcher, cdiv, pdl_mode
+from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, Launcher, build_arch, cdiv, pdl_mode
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import representative_operands
 
@@ -175,8 +175,10 @@ def fitting_stages(config: TmaConfig, in_bytes: int, out_bytes: int, d: torch.Te
     """``config.num_stages``, or fewer when its operand stages and the epilogue's store buffer
     would not fit the shared memory of ``d``'s device: an output wider than the one a
     configuration was tuned with (fp32 D from 16- or 8-bit inputs: 128×256 tiles with 4 stages
-    need 256 KiB of the H200's 227). At least 1."""
-    limit = device_info(d.device).shared_memory_per_block
+    need 256 KiB of the H200's 227). A pack build uses its target's shared memory, so that its
+    binaries have the stages a call on that GPU launches. At least 1."""
+    arch = build_arch()
+    limit = (offline_device(arch) if arch else device_info(d.device)).shared_memory_per_block
     if not limit:
         return config.num_stages
     stage = shared_memory_bytes(config, 1, in_bytes, 0)

@@ -85,17 +85,21 @@ class WqConfig:
 @dataclass(frozen=True)
 class WqGemvConfig:
     """Launch parameters of :func:`_gemv_wq_kernel` (decode: one program per activation row, so
-    each row reads the weight again, from L2 when the rows are few)."""
+    each row reads the weight again, from L2 when the rows are few). BLOCK_N = 512 · num_warps
+    gives each thread 16 bytes of a code row, whole columns of the step's tile (other shapes split
+    columns across threads, whose sums then cross lanes: 2.7× slower measured)."""
 
     block_n: int
     block_k: int
     split_k: int = 1
     num_warps: int = 4
+    num_stages: int = 3  # steps of codes in flight through shared memory (software pipelining)
 
     kernel = "gemv_wq"
 
     def short(self) -> str:
-        return f"{self.kernel} {self.block_n}x{self.block_k} k/{self.split_k} w{self.num_warps}"
+        return (f"{self.kernel} {self.block_n}x{self.block_k} k/{self.split_k} w{self.num_warps} "
+                f"s{self.num_stages}")
 
 
 @dataclass(frozen=True)
@@ -452,77 +456,56 @@ def _word_group_params(s_ptr, z_ptr, g, wn, mask_w, stride_sg, stride_sn, BITS: 
 
 
 @triton.jit
-def _gemv_step_loads(q_ptr, x_row, k0, wn, mask_w, stride_qk, stride_xk, BITS: tl.constexpr,
-                     BLOCK_K: tl.constexpr):
-    """The code words (one tensor per code row) and the x elements (raw 16-bit, one scalar each)
-    of the step that starts at K row ``k0``."""
-    code_rows: tl.constexpr = BLOCK_K // 2 if BITS == 4 else BLOCK_K
-    r0 = k0 // 2 if BITS == 4 else k0
-    words = ()
-    for r in tl.static_range(code_rows):
-        row_ptr = q_ptr + (r0 + r) * stride_qk + wn
-        words = words + (tl.load(row_ptr, mask=mask_w, other=0),)  # noqa: RUF005 (Triton has no *t)
-    xs = ()
-    for i in tl.static_range(BLOCK_K):
-        xs = xs + (tl.load(x_row + (k0 + i) * stride_xk),)  # noqa: RUF005
-    return words, xs
-
-
-@triton.jit
-def _issued(words, xs, never):
-    """A test that depends on every load of a step and never holds (no unsigned 32-bit word
-    exceeds ``never`` = 0xFFFFFFFF, passed at run time so that the compiler keeps it): used before
-    the previous step's arithmetic, it makes the compiler issue all of this step's loads first
-    (ptxas otherwise sinks each load to its first use, leaving one row in flight)."""
-    merged = words[0]
-    for r in tl.static_range(1, len(words)):
-        merged = merged | words[r]
-    for i in tl.static_range(len(xs)):
-        merged = merged | xs[i].to(tl.int16, bitcast=True).to(tl.int32)
-    return merged.to(tl.uint32, bitcast=True) > never.to(tl.uint32, bitcast=True)
-
-
-@triton.jit
-def _gemv_step(words, xs, z0, z1, z2, z3, p0, p1, p2, p3, BITS: tl.constexpr, PRMT: tl.constexpr):
-    """p_j += Σ_i x_i · (code_ij − zero_j) over a step, for the byte-j columns of each word; z_j
-    is 2^23 + zero_j, so 2^23 + code − z_j is exact."""
-    for r in tl.static_range(len(words)):
-        if BITS == 8:
-            c0, c1, c2, c3 = _biased_bytes(words[r], PRMT)
-            x = xs[r].to(tl.float32)
-            p0 = tl.fma(x, c0 - z0, p0)
-            p1 = tl.fma(x, c1 - z1, p1)
-            p2 = tl.fma(x, c2 - z2, p2)
-            p3 = tl.fma(x, c3 - z3, p3)
-        else:  # byte = K rows 2i (low nibble) and 2i + 1 (high) of a column
-            l0, l1, l2, l3 = _biased_bytes(words[r] & 0x0F0F0F0F, PRMT)
-            h0, h1, h2, h3 = _biased_bytes((words[r] >> 4) & 0x0F0F0F0F, PRMT)
-            x_lo, x_hi = xs[2 * r].to(tl.float32), xs[2 * r + 1].to(tl.float32)
-            p0 = tl.fma(x_hi, h0 - z0, tl.fma(x_lo, l0 - z0, p0))
-            p1 = tl.fma(x_hi, h1 - z1, tl.fma(x_lo, l1 - z1, p1))
-            p2 = tl.fma(x_hi, h2 - z2, tl.fma(x_lo, l2 - z2, p2))
-            p3 = tl.fma(x_hi, h3 - z3, tl.fma(x_lo, l3 - z3, p3))
-    return p0, p1, p2, p3
+def _gemv_step(q_ptr, x_row, k0, wn, mask_w, z0, z1, z2, z3, stride_qk, stride_xk, BITS: tl.constexpr,
+               PRMT: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Σ x·(code − zero_j) over the BLOCK_K rows of the step at ``k0``, for the byte-j columns of
+    each word (z_j = 2^23 + zero_j, so 2^23 + code − z_j is exact). The codes are one (code rows,
+    words) tile; with BLOCK_N = 512 · warps a thread holds whole columns of it (16 bytes of each
+    row), so the sums stay in its registers."""
+    if BITS == 8:
+        rk = k0 + tl.arange(0, BLOCK_K)
+        words = tl.load(q_ptr + rk[:, None] * stride_qk + wn[None, :], mask=mask_w[None, :], other=0)
+        x = tl.load(x_row + rk * stride_xk).to(tl.float32)[:, None]
+        c0, c1, c2, c3 = _biased_bytes(words, PRMT)
+        t0 = tl.sum(x * (c0 - z0[None, :]), 0)
+        t1 = tl.sum(x * (c1 - z1[None, :]), 0)
+        t2 = tl.sum(x * (c2 - z2[None, :]), 0)
+        t3 = tl.sum(x * (c3 - z3[None, :]), 0)
+    else:  # byte i of a column: K rows 2i (low nibble) and 2i + 1 (high)
+        rb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+        words = tl.load(q_ptr + rb[:, None] * stride_qk + wn[None, :], mask=mask_w[None, :], other=0)
+        xt = tl.load(x_row + (k0 + tl.arange(0, BLOCK_K)) * stride_xk).to(tl.float32)
+        x_lo, x_hi = tl.split(tl.reshape(xt, (BLOCK_K // 2, 2)))
+        x_lo, x_hi = x_lo[:, None], x_hi[:, None]
+        l0, l1, l2, l3 = _biased_bytes(words & 0x0F0F0F0F, PRMT)
+        h0, h1, h2, h3 = _biased_bytes((words >> 4) & 0x0F0F0F0F, PRMT)
+        t0 = tl.sum(x_lo * (l0 - z0[None, :]) + x_hi * (h0 - z0[None, :]), 0)
+        t1 = tl.sum(x_lo * (l1 - z1[None, :]) + x_hi * (h1 - z1[None, :]), 0)
+        t2 = tl.sum(x_lo * (l2 - z2[None, :]) + x_hi * (h2 - z2[None, :]), 0)
+        t3 = tl.sum(x_lo * (l3 - z3[None, :]) + x_hi * (h3 - z3[None, :]), 0)
+    return t0, t1, t2, t3
 
 
 @triton.jit
 def _gemv_wq_kernel(
     x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
-    M, N, K, k_per_split, never,
+    M, N, K, k_per_split,
     stride_xm, stride_xk, stride_qk, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, PRMT: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr,
     PDL: tl.constexpr,
 ):
-    """Decode on CUDA cores, memory-bound: about three instructions per weight, and the next
-    step's loads in flight during this step's arithmetic (software pipelining in registers).
+    """Decode on CUDA cores, memory-bound: about three instructions per weight, the codes of the
+    next NUM_STAGES − 1 steps in flight through shared memory (Triton's software pipelining of the
+    step loop; the launch's ``num_stages`` alone does not reach this inner loop).
 
     One activation row per program (grid axis 2). The codes are read as int32 words, four
-    adjacent columns each (column 4w + j in byte j), one code row per load, so every x element is
-    a scalar shared by the whole row and nothing changes layout. Within a quantization group each
-    column sums x·(code − zero) exactly — 2^23 + code from a byte permute, minus 2^23 + zero — and
-    the group's scale multiplies that sum once. No weight is rounded to 16 bits (the result is
-    the exact dequantized weight's, at least as accurate as ``dequantize_weight``'s)."""
+    adjacent columns each (column 4w + j in byte j), a (BLOCK_K code rows, words) tile a step;
+    x is a short vector every thread holds whole. Within a quantization group each column sums
+    x·(code − zero) exactly — 2^23 + code from a byte permute, minus 2^23 + zero — and the group's
+    scale multiplies that sum once. No weight is rounded to 16 bits (the result is the exact
+    dequantized weight's, at least as accurate as ``dequantize_weight``'s). A K slice may start
+    or end inside a group (slices are multiples of BLOCK_K)."""
     dependent_launch(PDL)
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
@@ -530,38 +513,31 @@ def _gemv_wq_kernel(
     wn = pid_n.to(tl.int64) * (BLOCK_N // 4) + tl.arange(0, BLOCK_N // 4)  # words of this tile
     mask_w = wn < N // 4  # N is a multiple of 4
     x_row = x_ptr + row * stride_xm
-    k_lo = split * k_per_split  # k_per_split is a multiple of GROUP
+    k_lo = split * k_per_split  # k_per_split is a multiple of BLOCK_K, which divides GROUP
     k_hi = tl.minimum(k_lo + k_per_split, K)
     acc0 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
     acc1 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
     acc2 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
     acc3 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
-    p0 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
-    p1 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
-    p2 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
-    p3 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
-    s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k_lo // GROUP, wn, mask_w, stride_sg,
-                                                        stride_sn, BITS, HAS_ZERO)
-    words, xs = _gemv_step_loads(q_ptr, x_row, k_lo, wn, mask_w, stride_qk, stride_xk, BITS, BLOCK_K)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
-        k_next = tl.minimum(k0 + BLOCK_K, k_hi - BLOCK_K)  # the last step reloads itself, unused
-        next_words, next_xs = _gemv_step_loads(q_ptr, x_row, k_next, wn, mask_w, stride_qk, stride_xk,
-                                               BITS, BLOCK_K)
-        if k0 % GROUP == 0:  # a group's first step: its scales and zero points (2^23 + zero)
-            s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k0 // GROUP, wn, mask_w,
-                                                                stride_sg, stride_sn, BITS, HAS_ZERO)
-        p0 = tl.where(_issued(next_words, next_xs, never), 0.0, p0)
-        p0, p1, p2, p3 = _gemv_step(words, xs, z0, z1, z2, z3, p0, p1, p2, p3, BITS, PRMT)
-        if (k0 + BLOCK_K) % GROUP == 0:  # the group's last step: scale its sums once
-            acc0 = tl.fma(p0, s0, acc0)
-            acc1 = tl.fma(p1, s1, acc1)
-            acc2 = tl.fma(p2, s2, acc2)
-            acc3 = tl.fma(p3, s3, acc3)
-            p0 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
-            p1 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
-            p2 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
-            p3 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
-        words, xs = next_words, next_xs
+    for g in range(k_lo // GROUP, tl.cdiv(k_hi, GROUP)):  # the groups this slice touches
+        s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, g, wn, mask_w, stride_sg, stride_sn,
+                                                            BITS, HAS_ZERO)
+        p0 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+        p1 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+        p2 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+        p3 = tl.zeros((BLOCK_N // 4,), dtype=tl.float32)
+        for k0 in tl.range(tl.maximum(g * GROUP, k_lo), tl.minimum(g * GROUP + GROUP, k_hi), BLOCK_K,
+                           num_stages=NUM_STAGES):
+            t0, t1, t2, t3 = _gemv_step(q_ptr, x_row, k0, wn, mask_w, z0, z1, z2, z3, stride_qk, stride_xk,
+                                        BITS, PRMT, BLOCK_K)
+            p0 += t0
+            p1 += t1
+            p2 += t2
+            p3 += t3
+        acc0 = tl.fma(p0, s0, acc0)  # the group's scale, once per column
+        acc1 = tl.fma(p1, s1, acc1)
+        acc2 = tl.fma(p2, s2, acc2)
+        acc3 = tl.fma(p3, s3, acc3)
     out = y_ptr + split.to(tl.int64) * stride_ys + row * stride_ym + 4 * wn * stride_yn
     dtype = y_ptr.dtype.element_ty
     tl.store(out, acc0.to(dtype), mask=mask_w)
@@ -625,9 +601,6 @@ _launch_sum_slices = Launcher(_sum_slices_kernel)
 SUM_ELEMENTS = 4096  # slices × columns one program of _sum_slices_kernel adds (32 per thread)
 
 
-NEVER = -1  # as uint32 0xFFFFFFFF: gemv_wq's bound that no unsigned 32-bit word exceeds
-
-
 def code_words(qweight: torch.Tensor) -> torch.Tensor | None:
     """The codes (rows, N) as int32 words of four adjacent columns, as ``gemv_wq`` reads them, or
     None when they cannot be viewed so (N not a multiple of 4, columns not contiguous, rows not
@@ -647,8 +620,7 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     kept scratch buffer (``launch.scratch``), which a second launch sums into y."""
     m, n = y.shape
     block_k = min(config.block_k, group)
-    step = group if isinstance(config, WqGemvConfig) else block_k  # gemv slices K by whole groups
-    k_per_split = cdiv(cdiv(k, config.split_k), step) * step
+    k_per_split = cdiv(cdiv(k, config.split_k), block_k) * block_k
     split = cdiv(k, k_per_split)
     if split == 1:
         target, ys = y, (0, *y.stride())
@@ -666,11 +638,11 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
         if words is None:
             raise ValueError("gemv_wq needs codes viewable as int32 words (see code_words)")
         _launch_gemv((cdiv(n, config.block_n), split, m),
-                     (x, words, scales, zeros, target, m, n, k, k_per_split, NEVER, *x.stride(),
+                     (x, words, scales, zeros, target, m, n, k, k_per_split, *x.stride(),
                       words.stride(0), *scales.stride(), *ys),
                      quantization | dict(PRMT=nvidia_target(y), BLOCK_N=config.block_n, BLOCK_K=block_k,
-                                         PDL=pdl),
-                     config.num_warps, 1)
+                                         NUM_STAGES=config.num_stages, PDL=pdl),
+                     config.num_warps, config.num_stages)
     else:
         _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
                 (x, qweight, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *qweight.stride(),
