@@ -34,9 +34,10 @@ N = K = 8192
 COPIES = 4  # weights cycled through in graph timing: 4 × 32 MB (W4) exceed the 50 MB L2
 TARGETS = {(4, 1): 2.5, (4, 16): 2.5, (8, 1): 1.6, (8, 16): 1.6, (4, 4096): 0.8, (8, 4096): 0.8}
 SWEEP = {
-    1: [WqGemvConfig(bn, bk, split, w) for bn in (512, 1024) for bk in (8, 16, 32) for split in (32, 64)
-        for w in (1, 2, 4)] + [WqConfig(16, 64, 128, 4, 8, 4, 3)],
-    2: [WqGemvConfig(512, bk, 64, w) for bk in (8, 16) for w in (1, 2)] + [WqConfig(16, 64, 128, 4, 8, 4, 3)],
+    1: [WqGemvConfig(512 * w, bk, split, w, s) for w in (1, 2) for bk in (8, 16) for split in (32, 64, 128)
+        for s in (2, 3, 4)] + [WqConfig(16, 64, 128, 4, 8, 4, 3)],
+    2: [WqGemvConfig(512 * w, bk, 64, w) for bk in (8, 16) for w in (1, 2)]
+    + [WqConfig(16, 64, 128, 4, 8, 4, 3)],
     16: [WqConfig(16, bn, bk, split, 8, 4, s) for bn, bk in ((64, 128), (128, 64))
          for split in (2, 4, 8) for s in (3, 4)],
 }
