@@ -264,17 +264,19 @@ logic.register_op("blas", "gemm", SIZE_KEYS,
 WQ_SIZE_KEYS = ("m", "n", "k")
 WQ_DTYPES = ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")
 WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
-    *(WqGemvConfig(512 * w, bk, split, w, s)  # BLOCK_K: K rows per step (4-bit: half as many code rows)
-      for w in (1, 2, 4) for bk in (8, 16) for split in (32, 64, 128) for s in (2, 3, 4)),
+    # BLOCK_K: K rows per step (4-bit: half as many code rows); 512 columns a warp keeps each thread's
+    # sums in its registers, 256 with one warp splits a row over two lanes (twice the programs)
+    *(WqGemvConfig(bn, bk, split, w, s) for bn, w in ((256, 1), (512, 1), (1024, 2), (2048, 4))
+      for bk in (8, 16) for split in (32, 64, 128) for s in (2, 3, 4)),
     *(WqConfig(bm, bn, bk, split, 8, w, s, warp_mma=halves)
-      for bm, bn, bk in [(8, 128, 128), (8, 256, 128), (8, 256, 64), (8, 512, 64), (16, 64, 128),
-                         (16, 128, 64), (16, 128, 128), (16, 256, 128), (32, 128, 64), (64, 128, 64),
-                         (128, 128, 64), (256, 64, 64), (256, 128, 64)]
-      for split in (1, 2, 4, 8, 16)
+      for bm, bn, bk in [(8, 128, 128), (8, 256, 128), (16, 64, 128), (16, 128, 64), (16, 128, 128),
+                         (16, 256, 128), (32, 128, 64), (64, 128, 64), (128, 128, 64), (256, 64, 64),
+                         (256, 128, 64)]
+      for split in (1, 2, 4, 8)
       for w in (4, 8)
       for s in (3, 4)
       for halves in ((False, True) if bm == 16 else (False,))  # warp_mma: two 8-row halves
-      if (bm <= 32 or split == 1) and (bm == 8 or split <= 8)),
+      if bm <= 32 or split == 1),
     WqDequantConfig(32, 128, 4), WqDequantConfig(16, 256, 4),
 )
 
