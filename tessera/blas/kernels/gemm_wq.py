@@ -14,9 +14,10 @@ operand 16 bytes at a time then). Three families, chosen by M:
 - ``gemv_wq`` (8-bit decode, one row): CUDA cores, memory-bound. Codes are read as int32 words
   of four columns, one code row per load; within a group each column sums x·(code − zero) exactly
   and the group's scale multiplies the sum once, so a weight costs about three instructions (a
-  byte permute, a subtraction, an FMA) and is never rounded to 16 bits. The next step's loads are
-  issued before this step's arithmetic (software pipelining in registers). K is split by whole
-  groups across programs; ``sum_slices`` adds the slices in a fixed order (deterministic).
+  byte permute, a subtraction, an FMA) and is never rounded to 16 bits. A step's codes are one
+  (rows, words) tile, the next steps' tiles in flight through shared memory (Triton's software
+  pipelining). K is split across programs; ``sum_slices`` adds the slices in a fixed order
+  (deterministic).
 - ``gemm_wq`` (small and medium M, and 4-bit decode): tensor cores on transposed tiles,
   Yᵀ = Qᵀ · Xᵀ, so the weight is the MMA's first operand, taken from registers, and M is the MMA's
   N (down to 8). 4-bit codes (and 8-bit ones with fp16 activations) enter as exact integers
