@@ -87,8 +87,9 @@ class WqConfig:
 class WqGemvConfig:
     """Launch parameters of :func:`_gemv_wq_kernel` (decode: one program per activation row, so
     each row reads the weight again, from L2 when the rows are few). BLOCK_N = 512 · num_warps
-    gives each thread 16 bytes of a code row, whole columns of the step's tile (other shapes split
-    columns across threads, whose sums then cross lanes: 2.7× slower measured)."""
+    gives each thread 16 bytes of each code row, whole columns of the step's tile, so its sums
+    stay in registers; 256 columns on one warp split a row over two lanes (one shuffle a sum);
+    tiles whose rows fall to different warps add through shared memory (2.7× slower measured)."""
 
     block_n: int
     block_k: int
@@ -461,8 +462,7 @@ def _gemv_step(q_ptr, x_row, k0, wn, mask_w, z0, z1, z2, z3, stride_qk, stride_x
                PRMT: tl.constexpr, BLOCK_K: tl.constexpr):
     """Σ x·(code − zero_j) over the BLOCK_K rows of the step at ``k0``, for the byte-j columns of
     each word (z_j = 2^23 + zero_j, so 2^23 + code − z_j is exact). The codes are one (code rows,
-    words) tile; with BLOCK_N = 512 · warps a thread holds whole columns of it (16 bytes of each
-    row), so the sums stay in its registers."""
+    words) tile, whose columns a thread holds whole for the shapes ``WqGemvConfig`` describes."""
     if BITS == 8:
         rk = k0 + tl.arange(0, BLOCK_K)
         words = tl.load(q_ptr + rk[:, None] * stride_qk + wn[None, :], mask=mask_w[None, :], other=0)
