@@ -14,10 +14,12 @@ copies (cold L2), median of three rounds.
 rounded to bf16 (the default) and ``exact_bytes`` (code − 128 made in fp32, exact in bf16).
 
 ``--warp-mma``: each 16-row tile also as two 8-row halves (``warp_mma``, per-warp MMAs).
+``--byte-planes``: 8-bit codes as stored, each tile also as four byte planes (``byte_planes``:
+the codes read as int32 words, one exact-integer MMA per byte plane).
 ``--m M`` times that M only, ``--bits B`` those codes only, ``--stored`` the stored layout only.
 
-Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma] [--m M] [--bits B]
-       [--stored]
+Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma] [--byte-planes] [--m M]
+       [--bits B] [--stored]
 """
 
 from __future__ import annotations
@@ -111,6 +113,8 @@ def main() -> None:
                 if "--warp-mma" in sys.argv:  # each 16-row tile also in two 8-row halves
                     halves = [dataclasses.replace(t, warp_mma=True) for t in tiles if t.block_m == 16]
                     tiles = [*tiles, *halves]
+                if "--byte-planes" in sys.argv and bits == 8 and layout == "n-major":  # also as byte planes
+                    tiles = [*tiles, *(dataclasses.replace(t, byte_planes=True) for t in tiles)]
                 for config in tiles:
                     calls = checked(config, x, qs, reference, magnitude)
                     if isinstance(calls, str):

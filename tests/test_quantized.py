@@ -114,6 +114,8 @@ def test_gemm_wq_against_dequantized_fp64(bits: int, group: int, symmetric: bool
 @pytest.mark.parametrize("config", [WqGemvConfig(32, 64, 2, 4), WqGemvConfig(64, 32, 1, 4),
                                     WqConfig(16, 32, 64, 2, 4, 4, 1),
                                     WqConfig(16, 32, 64, 2, 4, 4, 1, warp_mma=True),
+                                    WqConfig(16, 32, 64, 2, 4, 4, 1, byte_planes=True),
+                                    WqConfig(16, 32, 64, 2, 4, 4, 1, warp_mma=True, byte_planes=True),
                                     WqDequantConfig(8, 32, 4)],
                          ids=lambda c: c.short())
 @pytest.mark.parametrize("bits,symmetric", [(4, True), (8, False)])
@@ -150,13 +152,14 @@ def test_gemm_wq_warp_mma_halves(bits: int, symmetric: bool, exact_bytes: bool, 
             _check(x, q, gemm_wq(x, q))
 
 
-@pytest.mark.parametrize("exact_bytes", [True, False])
+@pytest.mark.parametrize("exact_bytes,byte_planes", [(True, False), (False, False), (False, True)])
 @pytest.mark.parametrize("symmetric", [True, False])
-def test_gemm_wq_exact_bytes_bf16(exact_bytes: bool, symmetric: bool, device: str) -> None:
-    """8-bit codes with bf16 activations in the tensor-core family: with ``exact_bytes`` the codes
-    enter the MMA as exact integers, so the result is the exact dequantized weight's to within
-    fp32 sums and the output's last bit (the interpreter truncates its bf16 output: one bit more);
-    without it each weight is rounded to bf16 first, which that bound does not admit."""
+def test_gemm_wq_exact_bytes_bf16(exact_bytes: bool, byte_planes: bool, symmetric: bool, device: str) -> None:
+    """8-bit codes with bf16 activations in the tensor-core family: with ``exact_bytes`` (or as
+    ``byte_planes``) the codes enter the MMA as exact integers, so the result is the exact
+    dequantized weight's to within fp32 sums and the output's last bit (the interpreter truncates
+    its bf16 output: one bit more); otherwise each weight is rounded to bf16 first, which that
+    bound does not admit."""
     gen = torch.Generator().manual_seed(21)
     k, n = 192, 40
     w = torch.randn(k, n, generator=gen).to(torch.bfloat16)
@@ -166,12 +169,12 @@ def test_gemm_wq_exact_bytes_bf16(exact_bytes: bool, symmetric: bool, device: st
     wd = torch.from_numpy(exact_weight(q))
     within = []
     for rows in (x, x[:1]):
-        with space.forced(WqConfig(16, 32, 64, 2, 4, 4, 1, exact_bytes=exact_bytes)):
+        with space.forced(WqConfig(16, 32, 64, 2, 4, 4, 1, exact_bytes=exact_bytes, byte_planes=byte_planes)):
             got = gemm_wq(rows, q).double().cpu()
         xd = rows.double().cpu()
         ref, magnitude = xd @ wd, xd.abs() @ wd.abs()
         within.append(bool(((got - ref).abs() <= unit * ref.abs() + 1e-5 * magnitude + 1e-6).all()))
-    assert all(within) == exact_bytes, within
+    assert all(within) == (exact_bytes or byte_planes), within
 
 
 @pytest.mark.parametrize("config", [WqGemvConfig(64, 32, 2, 4), WqConfig(16, 32, 64, 2, 4, 4, 1),
@@ -484,7 +487,7 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("kernel,config,key", [
     ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, 3, {pdl})"),
     ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3),
-     "(4, 128, False, False, {prmt}, False, False, 8, 256, 128, 8, {pdl})")])
+     "(4, 128, False, False, {prmt}, False, False, False, 8, 256, 128, 8, {pdl})")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,
                                                        tmp_path: Path) -> None:
     """A pack build compiles the weight-only kernels for its target, not for the CPU it runs on:
@@ -525,6 +528,7 @@ def _launch_keys(calls: list) -> set:
 @pytest.mark.parametrize("bits,config", [(4, WqConfig(8, 256, 128, 8, 8, 8, 3)),
                                          (4, WqConfig(16, 128, 64, 8, 8, 4, 3, warp_mma=True)),
                                          (8, WqConfig(16, 128, 128, 4, 8, 8, 3)),
+                                         (8, WqConfig(16, 128, 128, 4, 8, 4, 3, byte_planes=True)),
                                          (4, WqDequantConfig(32, 128, 4))], ids=lambda v: str(v))
 def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object, device: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:

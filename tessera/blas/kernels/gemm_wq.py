@@ -74,13 +74,17 @@ class WqConfig:
     # mma.sync, not Hopper's warpgroup MMA (W4A16 M = 16 at 16×128×128, K split 4: 23.8 → 20.1 µs,
     # wq-tc-w4-h200-46ae292.json); the rounded path (8-bit codes, bf16, not exact_bytes) ignores it
     warp_mma: bool = False
+    # 8-bit codes read as int32 words of four columns (row-major codes, N a multiple of 4), each
+    # byte plane (the columns 4w + j) its own MMA on exact integers code − 128 (see _plane_tile);
+    # other codes ignore it. Not yet timed on the GPU (twenty-fifth session), not in the space
+    byte_planes: bool = False
 
     kernel = "gemm_wq"
 
     def short(self) -> str:
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} k/{self.split_k} "
                 f"g{self.group_m} w{self.num_warps} s{self.num_stages}{' exact' if self.exact_bytes else ''}"
-                f"{' warp-mma' if self.warp_mma else ''}")
+                f"{' warp-mma' if self.warp_mma else ''}{' planes' if self.byte_planes else ''}")
 
 
 @dataclass(frozen=True)
@@ -370,14 +374,110 @@ def _rounded_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi
     return acc
 
 
+def _plane_asm(j: int) -> str:
+    """PTX: byte j of a word under the exponent byte of 2^23 (selector nibbles j, 4, 4, 7)."""
+    return f"{{ .reg .b32 m; mov.b32 m, 0x4B000000; prmt.b32 $0, $1, m, 0x744{j}; }}"
+
+
+_ASM_PLANE_0, _ASM_PLANE_1 = tl.constexpr(_plane_asm(0)), tl.constexpr(_plane_asm(1))
+_ASM_PLANE_2, _ASM_PLANE_3 = tl.constexpr(_plane_asm(2)), tl.constexpr(_plane_asm(3))
+
+
+@triton.jit
+def _byte_plane(words, J: tl.constexpr, PRMT: tl.constexpr):
+    """Byte J of each int32 word as fp32 2^23 + byte (exact): one byte permute (NVIDIA), else a
+    shift and a mask."""
+    if PRMT:
+        if J == 0:
+            asm: tl.constexpr = _ASM_PLANE_0
+        elif J == 1:
+            asm: tl.constexpr = _ASM_PLANE_1
+        elif J == 2:
+            asm: tl.constexpr = _ASM_PLANE_2
+        else:
+            asm: tl.constexpr = _ASM_PLANE_3
+        biased = tl.inline_asm_elementwise(asm, "=r,r", [words], dtype=tl.int32, is_pure=True, pack=1)
+    else:
+        biased = ((words >> (8 * J)) & 0xFF) | 0x4B000000
+    return biased.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _plane_step(words, J: tl.constexpr, xt, scale, zero, acc, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
+                PRMT: tl.constexpr):
+    """acc (rows, words) + scale · Σ_step x·(code − zero) for byte plane J of the step's (K rows,
+    words) tile, x (rows, K); ``zero`` is 2^23 + zero per word. code − 128 is exact in either
+    16-bit dtype (at most 8 significant bits); the plane is the MMA's second operand as loaded."""
+    w = _byte_plane(words, J, PRMT) - 8388736.0  # 2^23 + 128
+    if not UPCAST:
+        w = w.to(xt.dtype)
+    g = _mma(xt, w, tl.zeros(acc.shape, dtype=tl.float32), UPCAST)
+    if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − 128) − (zero − 128)·Σ x
+        g -= tl.sum(xt.to(tl.float32), 1)[:, None] * (zero - 8388736.0)[None, :]
+    return acc + g * scale[None, :]
+
+
+@triton.jit
+def _plane_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w, k_lo, k_hi, stride_xm,
+                stride_xk, stride_qk, stride_sg, stride_sn, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
+                UPCAST: tl.constexpr, PRMT: tl.constexpr, HALVES: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_W: tl.constexpr, BLOCK_K: tl.constexpr):
+    """8-bit codes (row-major) read as int32 words ``wn`` (four columns each, a (BLOCK_K,
+    BLOCK_W) tile a step: 16-byte loads along the stored rows, no byte-wise reads) and split into
+    their four byte planes by byte permutes; plane j is the columns 4w + j, its own MMA
+    (x · plane, M the MMA's first dimension) on exact integers, its own (BLOCK_M, BLOCK_W)
+    accumulator. With HALVES = 2 the rows ``rm1`` too, in four more accumulators. Returns the
+    eight (the second four unused with one half)."""
+    a0 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
+    a1 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
+    a2 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
+    a3 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
+    b0 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
+    b1 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
+    b2 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
+    b3 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BLOCK_K):  # each step lies in one group (BLOCK_K divides GROUP)
+        rk = k0 + tl.arange(0, BLOCK_K)
+        words = tl.load(q_ptr + rk[:, None] * stride_qk + wn[None, :], mask=mask_w[None, :], other=0)
+        xt = tl.load(x_ptr + rm[:, None] * stride_xm + rk[None, :] * stride_xk, mask=mask_m[:, None],
+                     other=0.0)
+        s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k0 // GROUP, wn, mask_w, stride_sg,
+                                                            stride_sn, 8, HAS_ZERO)
+        a0 = _plane_step(words, 0, xt, s0, z0, a0, HAS_ZERO, UPCAST, PRMT)
+        a1 = _plane_step(words, 1, xt, s1, z1, a1, HAS_ZERO, UPCAST, PRMT)
+        a2 = _plane_step(words, 2, xt, s2, z2, a2, HAS_ZERO, UPCAST, PRMT)
+        a3 = _plane_step(words, 3, xt, s3, z3, a3, HAS_ZERO, UPCAST, PRMT)
+        if HALVES == 2:
+            xt1 = tl.load(x_ptr + rm1[:, None] * stride_xm + rk[None, :] * stride_xk, mask=mask_m1[:, None],
+                          other=0.0)
+            b0 = _plane_step(words, 0, xt1, s0, z0, b0, HAS_ZERO, UPCAST, PRMT)
+            b1 = _plane_step(words, 1, xt1, s1, z1, b1, HAS_ZERO, UPCAST, PRMT)
+            b2 = _plane_step(words, 2, xt1, s2, z2, b2, HAS_ZERO, UPCAST, PRMT)
+            b3 = _plane_step(words, 3, xt1, s3, z3, b3, HAS_ZERO, UPCAST, PRMT)
+    return a0, a1, a2, a3, b0, b1, b2, b3
+
+
+@triton.jit
+def _store_planes(y_ptr, p0, p1, p2, p3, wn, mask_w, rm, mask_m, stride_yn, stride_ym):
+    """Plane j's (BLOCK_M, BLOCK_W) tile to the columns 4·wn + j of y (whose pointer has the
+    slice's offset)."""
+    out = y_ptr + rm[:, None] * stride_ym + 4 * wn[None, :] * stride_yn
+    mask = mask_m[:, None] & mask_w[None, :]
+    dtype = y_ptr.dtype.element_ty
+    tl.store(out, p0.to(dtype), mask=mask)
+    tl.store(out + stride_yn, p1.to(dtype), mask=mask)
+    tl.store(out + 2 * stride_yn, p2.to(dtype), mask=mask)
+    tl.store(out + 3 * stride_yn, p3.to(dtype), mask=mask)
+
+
 @triton.jit
 def _gemm_wq_kernel(
     x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
     M, N, K, k_per_split,
     stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
-    PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, WARP_MMA: tl.constexpr, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, WARP_MMA: tl.constexpr, BYTE_PLANES: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
@@ -391,7 +491,8 @@ def _gemm_wq_kernel(
     (zero − z0)·Σx); 4-bit codes split K into even rows (low nibbles) and odd rows (high nibbles),
     two MMAs over the activations' even and odd rows. 8-bit codes with bf16 activations are
     dequantized in fp32 and rounded to bf16, or with EXACT_BYTES enter exact as well, made in
-    fp32 (see EXACT)."""
+    fp32 (see EXACT). With BYTE_PLANES (8-bit codes given as int32 words, ``q_ptr``'s column
+    stride 1 word) see :func:`_plane_tile`."""
     dependent_launch(PDL)
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
@@ -401,7 +502,8 @@ def _gemm_wq_kernel(
     # EXACT_BYTES makes code − 128 in fp32 and packs it to bf16 (exact: at most 8 significant bits)
     EXACT: tl.constexpr = BITS == 4 or x_ptr.dtype.element_ty == tl.float16 or EXACT_BYTES
 
-    HALVES: tl.constexpr = 2 if WARP_MMA and EXACT else 1
+    PLANES: tl.constexpr = BYTE_PLANES and BITS == 8
+    HALVES: tl.constexpr = 2 if WARP_MMA and (EXACT or PLANES) else 1
     ROWS: tl.constexpr = BLOCK_M // HALVES  # activation rows per MMA
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, ROWS)
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -412,19 +514,31 @@ def _gemm_wq_kernel(
     k_lo = split * k_per_split
     k_hi = tl.minimum(k_lo + k_per_split, K)
     y_ptrs = y_ptr + split.to(tl.int64) * stride_ys + rn[:, None] * stride_yn + rm[None, :] * stride_ym
-    if EXACT:
-        acc, acc1 = _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, rn,
-                                mask_n, k_lo, k_hi, stride_xm, stride_xk, stride_qk, stride_qn, stride_sg,
-                                stride_sn, BITS, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, ROWS, BLOCK_N,
-                                BLOCK_K)
+    if PLANES:
+        wn = pid_n.to(tl.int64) * (BLOCK_N // 4) + tl.arange(0, BLOCK_N // 4)
+        mask_w = wn < N // 4  # N is a multiple of 4
+        a0, a1, a2, a3, b0, b1, b2, b3 = _plane_tile(
+            x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w, k_lo, k_hi, stride_xm,
+            stride_xk, stride_qk, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, ROWS,
+            BLOCK_N // 4, BLOCK_K)
+        y_split = y_ptr + split.to(tl.int64) * stride_ys
+        _store_planes(y_split, a0, a1, a2, a3, wn, mask_w, rm, mask_m, stride_yn, stride_ym)
         if HALVES == 2:
-            tl.store(y_ptrs + ROWS * stride_ym, acc1.to(y_ptr.dtype.element_ty),
-                     mask=mask_n[:, None] & mask_m1[None, :])
+            _store_planes(y_split, b0, b1, b2, b3, wn, mask_w, rm1, mask_m1, stride_yn, stride_ym)
     else:
-        acc = _rounded_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm,
-                            stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST,
-                            BLOCK_M, BLOCK_N, BLOCK_K)
-    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
+        if EXACT:
+            acc, acc1 = _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, rn,
+                                    mask_n, k_lo, k_hi, stride_xm, stride_xk, stride_qk, stride_qn, stride_sg,
+                                    stride_sn, BITS, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, ROWS, BLOCK_N,
+                                    BLOCK_K)
+            if HALVES == 2:
+                tl.store(y_ptrs + ROWS * stride_ym, acc1.to(y_ptr.dtype.element_ty),
+                         mask=mask_n[:, None] & mask_m1[None, :])
+        else:
+            acc = _rounded_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, rn, mask_m, mask_n, k_lo, k_hi, stride_xm,
+                                stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, GROUP, HAS_ZERO,
+                                UPCAST, BLOCK_M, BLOCK_N, BLOCK_K)
+        tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
 
 
 @triton.jit
@@ -645,12 +759,18 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                                          NUM_STAGES=config.num_stages, PDL=pdl),
                      config.num_warps, config.num_stages)
     else:
+        planes = config.byte_planes and bits == 8
+        if planes:  # codes that cannot be viewed as words take the byte-wise path
+            words = words if words is not None else code_words(qweight)
+            planes = words is not None
+        q, q_strides = (words, (words.stride(0), 1)) if planes and words is not None else (qweight,
+                                                                                         qweight.stride())
         _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
-                (x, qweight, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *qweight.stride(),
+                (x, q, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *q_strides,
                  *scales.stride(), *ys),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
-                                    WARP_MMA=config.warp_mma, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-                                    BLOCK_K=block_k, GROUP_M=config.group_m, PDL=pdl),
+                                    WARP_MMA=config.warp_mma, BYTE_PLANES=planes, BLOCK_M=config.block_m,
+                                    BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m, PDL=pdl),
                 config.num_warps,
                 config.num_stages)
     if split > 1:
