@@ -112,6 +112,7 @@ def test_gemm_wq_against_dequantized_fp64(bits: int, group: int, symmetric: bool
 
 
 @pytest.mark.parametrize("config", [WqGemvConfig(32, 64, 2, 4), WqGemvConfig(64, 32, 1, 4),
+                                    WqGemvConfig(32, 16, 4, 1, 2),  # K slices of 48 rows cut the groups
                                     WqConfig(16, 32, 64, 2, 4, 4, 1),
                                     WqConfig(16, 32, 64, 2, 4, 4, 1, warp_mma=True),
                                     WqConfig(16, 32, 64, 2, 4, 4, 1, byte_planes=True),
