@@ -22,7 +22,6 @@ other problem given a ``gemm_scaled_tma`` configuration runs the pointer family 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -37,6 +36,7 @@ from tessera.blas.kernels.gemm_tma import (
     TmaConfig,
     descriptor,
     fitting_stages,
+    full_wave_shape,
     persistent_tile,
     store_tile,
     tile_counts,
@@ -240,11 +240,9 @@ def element_dtype(dtype: str) -> tuple[torch.dtype, bool]:
 
 def representative_sizes(config: ScaledConfig | ScaledTmaConfig, num_sms: int) -> tuple[int, int, int]:
     """(M, N, K) of the aligned problem a pack compiles ``config`` for: 1024³, or for the persistent
-    family at least one tile per multiprocessor (its grid, min(tiles, multiprocessors), is an
-    argument: problems of at least one wave share that binary)."""
+    family at least one tile per multiprocessor (:func:`full_wave_shape`)."""
     if isinstance(config, ScaledTmaConfig):
-        side = math.isqrt(max(num_sms, 1) - 1) + 1  # tiles per side: side² ≥ num_sms
-        return config.block_m * side, config.block_n * side, 1024
+        return (*full_wave_shape(config.block_m, config.block_n, num_sms), 1024)
     return 1024, 1024, 1024
 
 

@@ -264,14 +264,21 @@ def launch_gemm_tma(
     )
 
 
+def full_wave_shape(block_m: int, block_n: int, num_sms: int) -> tuple[int, int]:
+    """(M, N) of a square grid of block_m × block_n tiles with at least one tile per
+    multiprocessor: the persistent families' grid, min(tiles, multiprocessors), is a launch
+    argument, so problems of at least one wave share the binary compiled for this shape."""
+    side = math.isqrt(max(num_sms, 1) - 1) + 1  # tiles per side: side² ≥ num_sms
+    return block_m * side, block_n * side
+
+
 def representative_launch(op: str, config: TmaConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes for 2-D problems with at least one tile per SM (the grid size is
     an argument, so smaller problems specialize differently): N and K multiples of 16 with no C and
     M aligned or not, or with a C operand (β ≠ 0), or with alpha ≠ 1; and N and K only multiples of 8
     (what TMA still takes: 16-byte rows); M aligned or not with B column-major (x @ W.t()); tf32
     always with B column-major, as ``gemm`` copies it for wgmma (run under ``launch.capture()``)."""
-    side = math.isqrt(max(num_sms, 1) - 1) + 1  # tiles per side: side² ≥ num_sms
-    rows, cols = config.block_m * side, config.block_n * side
+    rows, cols = full_wave_shape(config.block_m, config.block_n, num_sms)
     precision = "tf32" if dtype == "tf32" else "ieee"
     # (M, N, K, with C, alpha, B column-major); rows − 8: a token count; cols − 8 and 1000: multiples
     # of 8, not of 16; B column-major: a linear layer's x @ W.t() (tf32's B always, as gemm copies it)
