@@ -386,7 +386,8 @@ _ASM_PLANE_2, _ASM_PLANE_3 = tl.constexpr(_plane_asm(2)), tl.constexpr(_plane_as
 @triton.jit
 def _byte_plane(words, J: tl.constexpr, PRMT: tl.constexpr):
     """Byte J of each int32 word as fp32 2^23 + byte (exact): one byte permute (NVIDIA), else a
-    shift and a mask."""
+    shift and a mask. One plane at a time keeps fewer fp32 tiles live than :func:`_biased_bytes`
+    (offline, the byte-plane tile took 157 registers with all four at once, 111 so)."""
     if PRMT:
         if J == 0:
             asm: tl.constexpr = _ASM_PLANE_0
@@ -513,7 +514,7 @@ def _gemm_wq_kernel(
     mask_n = rn < N
     k_lo = split * k_per_split
     k_hi = tl.minimum(k_lo + k_per_split, K)
-    y_ptrs = y_ptr + split.to(tl.int64) * stride_ys + rn[:, None] * stride_yn + rm[None, :] * stride_ym
+    y_split = y_ptr + split.to(tl.int64) * stride_ys
     if PLANES:
         wn = pid_n.to(tl.int64) * (BLOCK_N // 4) + tl.arange(0, BLOCK_N // 4)
         mask_w = wn < N // 4  # N is a multiple of 4
@@ -521,11 +522,11 @@ def _gemm_wq_kernel(
             x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w, k_lo, k_hi, stride_xm,
             stride_xk, stride_qk, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, ROWS,
             BLOCK_N // 4, BLOCK_K)
-        y_split = y_ptr + split.to(tl.int64) * stride_ys
         _store_planes(y_split, a0, a1, a2, a3, wn, mask_w, rm, mask_m, stride_yn, stride_ym)
         if HALVES == 2:
             _store_planes(y_split, b0, b1, b2, b3, wn, mask_w, rm1, mask_m1, stride_yn, stride_ym)
     else:
+        y_ptrs = y_split + rn[:, None] * stride_yn + rm[None, :] * stride_ym
         if EXACT:
             acc, acc1 = _exact_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, rn,
                                     mask_n, k_lo, k_hi, stride_xm, stride_xk, stride_qk, stride_qn, stride_sg,
@@ -544,20 +545,18 @@ def _gemm_wq_kernel(
 @triton.jit
 def _biased_bytes(word, PRMT: tl.constexpr):
     """The four bytes of each int32 ``word``, lowest first, as fp32 2^23 + byte (exact): with
-    ``PRMT`` one byte-permute instruction each (NVIDIA), else shifts and masks."""
+    ``PRMT`` one byte-permute instruction each (NVIDIA), in one asm so that 2^23's bits stay in one
+    register and each selector an immediate; else :func:`_byte_plane`'s shifts and masks."""
     if PRMT:  # selector nibbles (byte j of word, 0x00, 0x00, 0x4B): 2^23 + byte j as fp32
         b0, b1, b2, b3 = tl.inline_asm_elementwise(
             "{ .reg .b32 m; mov.b32 m, 0x4B000000; prmt.b32 $0, $4, m, 0x7440; "
             "prmt.b32 $1, $4, m, 0x7441; prmt.b32 $2, $4, m, 0x7442; prmt.b32 $3, $4, m, 0x7443; }",
             "=r,=r,=r,=r,r", [word], dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
             pack=1)
-    else:
-        b0 = (word & 0xFF) | 0x4B000000
-        b1 = ((word >> 8) & 0xFF) | 0x4B000000
-        b2 = ((word >> 16) & 0xFF) | 0x4B000000
-        b3 = ((word >> 24) & 0xFF) | 0x4B000000
-    return (b0.to(tl.float32, bitcast=True), b1.to(tl.float32, bitcast=True),
-            b2.to(tl.float32, bitcast=True), b3.to(tl.float32, bitcast=True))
+        return (b0.to(tl.float32, bitcast=True), b1.to(tl.float32, bitcast=True),
+                b2.to(tl.float32, bitcast=True), b3.to(tl.float32, bitcast=True))
+    return (_byte_plane(word, 0, False), _byte_plane(word, 1, False), _byte_plane(word, 2, False),
+            _byte_plane(word, 3, False))
 
 
 @triton.jit
@@ -759,12 +758,11 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                                          NUM_STAGES=config.num_stages, PDL=pdl),
                      config.num_warps, config.num_stages)
     else:
-        planes = config.byte_planes and bits == 8
-        if planes:  # codes that cannot be viewed as words take the byte-wise path
+        q, q_strides, planes = qweight, qweight.stride(), False
+        if config.byte_planes and bits == 8:  # codes that cannot be viewed as words stay byte-wise
             words = words if words is not None else code_words(qweight)
-            planes = words is not None
-        q, q_strides = (words, (words.stride(0), 1)) if planes and words is not None else (qweight,
-                                                                                         qweight.stride())
+            if words is not None:
+                q, q_strides, planes = words, (words.stride(0), 1), True
         _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
                 (x, q, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *q_strides,
                  *scales.stride(), *ys),
