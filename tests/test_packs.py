@@ -280,13 +280,12 @@ _KEYS_PREAMBLE = r"""
 import json, sys, torch
 from triton.backends.compiler import GPUTarget
 from triton.compiler import make_backend
-from tessera._core.launch import capture, jit_specialization, launch_key, unspecialized
+from tessera._core.launch import capture, jit_specialization
 
 def keys(call):
     spec = jit_specialization(call.launcher.kernel, call.args, call.constexprs, call.num_warps,
                               call.num_stages, make_backend(GPUTarget("cuda", 90, 32)))
-    return [repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages,
-                            unspecialized(call.launcher.kernel))), repr(spec[:3])]
+    return [repr(call.key()), repr(spec[:3])]
 """
 
 

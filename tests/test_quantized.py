@@ -520,10 +520,7 @@ def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: obj
 
 def _launch_keys(calls: list) -> set:
     """The Launcher keys of captured launches (what a pack's binaries are found by)."""
-    from tessera._core.launch import launch_key, unspecialized
-
-    return {launch_key(c.args, c.constexprs, c.num_warps, c.num_stages, unspecialized(c.launcher.kernel))
-            for c in calls}
+    return {c.key() for c in calls}
 
 
 @pytest.mark.parametrize("bits,config", [(4, WqConfig(8, 256, 128, 8, 8, 8, 3)),

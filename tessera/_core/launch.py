@@ -185,6 +185,12 @@ class Call:
     num_warps: int
     num_stages: int
 
+    def key(self) -> tuple:
+        """This launch's :func:`launch_key`: what its Launcher caches the binary under, and (as its
+        ``repr``) what a pack names the binary it precompiles for it."""
+        return launch_key(self.args, self.constexprs, self.num_warps, self.num_stages,
+                          unspecialized(self.launcher.kernel))
+
 
 _captured: ContextVar[list[Call] | None] = ContextVar("tessera_captured", default=None)
 

@@ -55,7 +55,7 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
     import triton
     from triton.compiler import ASTSource, make_backend
 
-    from tessera._core.launch import function_name, jit_specialization, launch_key, unspecialized
+    from tessera._core.launch import function_name, jit_specialization
     from tessera.tuning.binaries import SIDECAR
 
     kernel = call.launcher.kernel
@@ -73,14 +73,13 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
         "hash": compiled.hash, "signature": signature,
         "constants": [[list(path), value] for path, value in constants.items()],
         "attrs": [[list(path), value] for path, value in attrs.items()],
-        "launch_key": repr(launch_key(call.args, call.constexprs, call.num_warps, call.num_stages,
-                                       unspecialized(kernel)))}))
+        "launch_key": repr(call.key())}))
     return [binary.name, metadata.name, sidecar.name]
 
 
 def main() -> None:
     from tessera._core.device import offline_device
-    from tessera._core.launch import building_for, capture, function_name, launch_key, unspecialized
+    from tessera._core.launch import building_for, capture, function_name
     from tessera.tuning.logic import registered_ops
 
     request = json.load(sys.stdin)
@@ -99,9 +98,7 @@ def main() -> None:
                 module.representative_launch(job["op"], config, job["dtype"], num_sms)
             files, seen = [], set()
             for j, call in enumerate(calls):
-                kernel = call.launcher.kernel
-                key = (function_name(kernel), launch_key(call.args, call.constexprs, call.num_warps,
-                                                         call.num_stages, unspecialized(kernel)))
+                key = (function_name(call.launcher.kernel), call.key())
                 if key in seen:  # e.g. a finishing kernel every representative length launches alike
                     continue
                 seen.add(key)
