@@ -16,10 +16,12 @@ rounded to bf16 (the default) and ``exact_bytes`` (code − 128 made in fp32, ex
 ``--warp-mma``: each 16-row tile also as two 8-row halves (``warp_mma``, per-warp MMAs).
 ``--byte-planes``: 8-bit codes as stored, each tile also as four byte planes (``byte_planes``:
 the codes read as int32 words, one exact-integer MMA per byte plane).
-``--m M`` times that M only, ``--bits B`` those codes only, ``--stored`` the stored layout only.
+``--planes-only``: with ``--byte-planes``, the byte-plane forms only (beside the shipped choice).
+``--m M`` times that M only, ``--bits B`` those codes only, ``--stored`` the stored layout only,
+``--tiles "BM,BN,BK,SPLIT,WARPS,STAGES;…"`` these tiles instead of the built-in list.
 
-Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma] [--byte-planes] [--m M]
-       [--bits B] [--stored]
+Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma] [--byte-planes]
+       [--planes-only] [--m M] [--bits B] [--stored] [--tiles LIST]
 """
 
 from __future__ import annotations
@@ -84,6 +86,15 @@ def _option(name: str, default: tuple[int, ...]) -> tuple[int, ...]:
     return (int(sys.argv[sys.argv.index(name) + 1]),) if name in sys.argv else default
 
 
+def _tiles(m: int, quick: bool) -> list[tuple[int, ...]]:
+    """The tiles to time at ``m``: ``--tiles`` if given, else the built-in list (its first three
+    with ``--quick``)."""
+    if "--tiles" in sys.argv:
+        spec = sys.argv[sys.argv.index("--tiles") + 1]
+        return [tuple(int(v) for v in tile.split(",")) for tile in spec.split(";") if tile.strip()]
+    return TILES[m][:3] if quick else TILES[m]
+
+
 def main() -> None:
     out, quick, exact = sys.argv[1], "--quick" in sys.argv, "--exact-bytes" in sys.argv
     stored, ms = "--stored" in sys.argv, _option("--m", (1, 16))
@@ -107,14 +118,15 @@ def main() -> None:
                      [lambda q=q, x=x: gemm_wq(x, q) for q in quantized]}
             for layout, qs in layouts.items():
                 tiles = [WqConfig(block_m, bn, bk, split, 8, warps, stages)
-                         for block_m, bn, bk, split, warps, stages in (TILES[m][:3] if quick else TILES[m])]
+                         for block_m, bn, bk, split, warps, stages in _tiles(m, quick)]
                 if exact:  # each tile rounded, then exact
                     tiles = [c for tile in tiles for c in (tile, dataclasses.replace(tile, exact_bytes=True))]
                 if "--warp-mma" in sys.argv:  # each 16-row tile also in two 8-row halves
                     halves = [dataclasses.replace(t, warp_mma=True) for t in tiles if t.block_m == 16]
                     tiles = [*tiles, *halves]
                 if "--byte-planes" in sys.argv and bits == 8 and layout == "n-major":  # also as byte planes
-                    tiles = [*tiles, *(dataclasses.replace(t, byte_planes=True) for t in tiles)]
+                    planes = [dataclasses.replace(t, byte_planes=True) for t in tiles]
+                    tiles = planes if "--planes-only" in sys.argv else [*tiles, *planes]
                 for config in tiles:
                     calls = checked(config, x, qs, reference, magnitude)
                     if isinstance(calls, str):

@@ -207,6 +207,30 @@ def test_gemm_check_rejects_a_wrong_result(monkeypatch: pytest.MonkeyPatch) -> N
     assert op.check((32, 32, 32, 1), config) is None
 
 
+def test_weight_only_candidates_take_byte_planes_for_8_bit_codes_only() -> None:
+    """The weight-only tuner adds the byte-plane form of 16-row, 4-warp tiles of at least 128
+    columns for 8-bit codes (exact_bytes only for int8_bf16); 4-bit codes never get either."""
+    from tessera._core.device import DeviceInfo
+    from tessera.blas.kernels.gemm_wq import WqConfig
+    from tessera.blas.tune import quantized_tunable
+
+    device = DeviceInfo(arch="sm_90", backend="cuda", name="H200", multiprocessors=132,
+                        warp_size=32, shared_memory_per_block=232448, peak_tflops={},
+                        memory_bandwidth_tbs=None)
+    for dtype in ("int4_bf16", "int8_bf16", "int8_fp16"):
+        configs = [c for c in quantized_tunable(dtype, [(16, 8192, 8192)], "default", device).candidates(
+            (16, 8192, 8192)) if isinstance(c, WqConfig)]
+        planes = [c for c in configs if c.byte_planes]
+        assert len(set(configs)) == len(configs)
+        if dtype.startswith("int4"):
+            assert not planes and not any(c.exact_bytes for c in configs)
+            continue
+        assert planes and all(c.block_m == 16 and c.num_warps == 4 and c.block_n >= 128 and not c.warp_mma
+                              and not c.exact_bytes for c in planes)
+        assert WqConfig(16, 128, 128, 4, 8, 4, 3, byte_planes=True) in planes  # the shipped W8A16 M = 16
+        assert any(c.exact_bytes for c in configs) == (dtype == "int8_bf16")
+
+
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_quantized_graph_timing_cycles_over_weight_copies(symmetric: bool, device: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:

@@ -269,6 +269,12 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
         if dtype == "int8_bf16":  # the only dtype whose codes enter the MMA exact or rounded by choice
             configs = [*configs, *(dataclasses.replace(c, exact_bytes=True) for c in configs
                                    if isinstance(c, WqConfig))]
+        if dtype.startswith("int8_"):  # 8-bit codes also as byte planes: 16-row tiles of 4 warps and
+            # at least 128 columns (32 words); 8 warps and the 8-row halves lost in every pairing
+            # (wq-planes2-h200-0749f3e.json)
+            configs = [*configs, *(dataclasses.replace(c, byte_planes=True) for c in configs
+                                   if isinstance(c, WqConfig) and c.block_m == 16 and c.num_warps == 4
+                                   and c.block_n >= 128 and not c.warp_mma and not c.exact_bytes)]
         tma = space.descriptors_run(device)
         # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
