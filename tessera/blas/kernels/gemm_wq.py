@@ -79,18 +79,13 @@ class WqConfig:
     # other codes ignore it. W8A16 M = 16: 16×128×128 K/4 on 4 warps 26.3 µs against 27.4 for the
     # rounded tile (1.26× torch; tune-planes-h200-0749f3e); the tuner adds it for 8-bit codes
     byte_planes: bool = False
-    # byte planes entering the MMA as fp16 code − 128 (0x6400 | byte is 1024 + byte: one mask a
-    # weight, no fp32 round trip), bf16 activations scaled to fp16 per row and step by a power of
-    # two (exact: bf16's 8 significant bits fit fp16's 11); ignored without byte_planes
-    planes_fp16: bool = False
 
     kernel = "gemm_wq"
 
     def short(self) -> str:
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} k/{self.split_k} "
                 f"g{self.group_m} w{self.num_warps} s{self.num_stages}{' exact' if self.exact_bytes else ''}"
-                f"{' warp-mma' if self.warp_mma else ''}{' planes' if self.byte_planes else ''}"
-                f"{' fp16' if self.byte_planes and self.planes_fp16 else ''}")
+                f"{' warp-mma' if self.warp_mma else ''}{' planes' if self.byte_planes else ''}")
 
 
 @dataclass(frozen=True)
@@ -409,73 +404,26 @@ def _byte_plane(words, J: tl.constexpr, PRMT: tl.constexpr):
     return biased.to(tl.float32, bitcast=True)
 
 
-def _fp16_plane_asm(j: int) -> str:
-    """PTX: byte j of two words into bytes 0 and 2 of one register (a byte permute), the fp16
-    exponent byte of 1024 into bytes 1 and 3 (a second permute), 1024 + 128 subtracted from both
-    halves (HSUB2)."""
-    return (f"{{ .reg .b32 t, e, c; prmt.b32 t, $1, $2, 0x0{4 + j}0{j}; mov.b32 e, 0x64006400; "
-            "lop3.b32 t, t, 0x00FF00FF, e, 0xEA; mov.b32 c, 0x64806480; sub.rn.f16x2 $0, t, c; }")
-
-
-_ASM_FP16_PLANE_0, _ASM_FP16_PLANE_1 = tl.constexpr(_fp16_plane_asm(0)), tl.constexpr(_fp16_plane_asm(1))
-_ASM_FP16_PLANE_2, _ASM_FP16_PLANE_3 = tl.constexpr(_fp16_plane_asm(2)), tl.constexpr(_fp16_plane_asm(3))
-
-
-@triton.jit
-def _fp16_plane(words, J: tl.constexpr, PRMT: tl.constexpr):
-    """Byte J of each int32 word as the fp16 code − 128, exact (0x6400 | byte is 1024 + byte): with
-    ``PRMT`` two weights in three instructions (NVIDIA), else shifts and masks."""
-    if PRMT:
-        if J == 0:
-            asm: tl.constexpr = _ASM_FP16_PLANE_0
-        elif J == 1:
-            asm: tl.constexpr = _ASM_FP16_PLANE_1
-        elif J == 2:
-            asm: tl.constexpr = _ASM_FP16_PLANE_2
-        else:
-            asm: tl.constexpr = _ASM_FP16_PLANE_3
-        return tl.inline_asm_elementwise(asm, "=r,r,r", [words], dtype=tl.float16, is_pure=True, pack=2)
-    biased = (((words >> (8 * J)) & 0xFF) | 0x6400).to(tl.int16).to(tl.float16, bitcast=True)
-    return biased - 1152.0
-
-
-@triton.jit
-def _fp16_rows(xt):
-    """bf16 rows (rows, K) as fp16 times 2^e per row, e chosen so the row's largest magnitude lands
-    in [2^14, 2^15) (exact: bf16's 8 significant bits fit fp16's 11 down to 2^-28 of it, smaller
-    values are below what fp32 sums keep), and 2^-e per row (fp32) to scale the sums back."""
-    x32 = xt.to(tl.float32)
-    biased_exponent = (tl.max(tl.abs(x32), 1).to(tl.int32, bitcast=True) >> 23) & 0xFF
-    e = tl.minimum(tl.maximum(141 - biased_exponent, -100), 100)  # 127 + 14: zero rows, inf, NaN clamp
-    up = ((e + 127) << 23).to(tl.float32, bitcast=True)
-    down = ((127 - e) << 23).to(tl.float32, bitcast=True)
-    return (x32 * up[:, None]).to(tl.float16), down
-
-
 @triton.jit
 def _plane_step(words, J: tl.constexpr, xt, scale, zero, acc, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
-                PRMT: tl.constexpr, FP16: tl.constexpr):
+                PRMT: tl.constexpr):
     """acc (rows, words) + scale · Σ_step x·(code − zero) for byte plane J of the step's (K rows,
     words) tile, x (rows, K); ``zero`` is 2^23 + zero per word. code − 128 is exact in either
-    16-bit dtype (at most 8 significant bits); the plane is the MMA's second operand as loaded.
-    With FP16 the plane is made in fp16 and x is already fp16 (scaled: ``scale`` has its factor)."""
-    if FP16:
-        w = _fp16_plane(words, J, PRMT)
-    else:
-        w = _byte_plane(words, J, PRMT) - 8388736.0  # 2^23 + 128
-        if not UPCAST:
-            w = w.to(xt.dtype)
+    16-bit dtype (at most 8 significant bits); the plane is the MMA's second operand as loaded."""
+    w = _byte_plane(words, J, PRMT) - 8388736.0  # 2^23 + 128
+    if not UPCAST:
+        w = w.to(xt.dtype)
     g = _mma(xt, w, tl.zeros(acc.shape, dtype=tl.float32), UPCAST)
     if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − 128) − (zero − 128)·Σ x
         g -= tl.sum(xt.to(tl.float32), 1)[:, None] * (zero - 8388736.0)[None, :]
-    return acc + g * scale
+    return acc + g * scale[None, :]
 
 
 @triton.jit
 def _plane_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w, k_lo, k_hi, stride_xm,
                 stride_xk, stride_qk, stride_sg, stride_sn, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
-                UPCAST: tl.constexpr, PRMT: tl.constexpr, HALVES: tl.constexpr, FP16: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_K: tl.constexpr):
+                UPCAST: tl.constexpr, PRMT: tl.constexpr, HALVES: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_W: tl.constexpr, BLOCK_K: tl.constexpr):
     """8-bit codes (row-major) read as int32 words ``wn`` (four columns each, a (BLOCK_K,
     BLOCK_W) tile a step: 16-byte loads along the stored rows, no byte-wise reads) and split into
     their four byte planes by byte permutes; plane j is the columns 4w + j, its own MMA
@@ -493,34 +441,22 @@ def _plane_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w
     for k0 in range(k_lo, k_hi, BLOCK_K):  # each step lies in one group (BLOCK_K divides GROUP)
         rk = k0 + tl.arange(0, BLOCK_K)
         words = tl.load(q_ptr + rk[:, None] * stride_qk + wn[None, :], mask=mask_w[None, :], other=0)
+        xt = tl.load(x_ptr + rm[:, None] * stride_xm + rk[None, :] * stride_xk, mask=mask_m[:, None],
+                     other=0.0)
         s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k0 // GROUP, wn, mask_w, stride_sg,
                                                             stride_sn, 8, HAS_ZERO)
-        xt, f0, f1, f2, f3 = _plane_rows(x_ptr, rm, mask_m, rk, stride_xm, stride_xk, s0, s1, s2, s3, FP16)
-        a0 = _plane_step(words, 0, xt, f0, z0, a0, HAS_ZERO, UPCAST, PRMT, FP16)
-        a1 = _plane_step(words, 1, xt, f1, z1, a1, HAS_ZERO, UPCAST, PRMT, FP16)
-        a2 = _plane_step(words, 2, xt, f2, z2, a2, HAS_ZERO, UPCAST, PRMT, FP16)
-        a3 = _plane_step(words, 3, xt, f3, z3, a3, HAS_ZERO, UPCAST, PRMT, FP16)
+        a0 = _plane_step(words, 0, xt, s0, z0, a0, HAS_ZERO, UPCAST, PRMT)
+        a1 = _plane_step(words, 1, xt, s1, z1, a1, HAS_ZERO, UPCAST, PRMT)
+        a2 = _plane_step(words, 2, xt, s2, z2, a2, HAS_ZERO, UPCAST, PRMT)
+        a3 = _plane_step(words, 3, xt, s3, z3, a3, HAS_ZERO, UPCAST, PRMT)
         if HALVES == 2:
-            xt1, f0, f1, f2, f3 = _plane_rows(x_ptr, rm1, mask_m1, rk, stride_xm, stride_xk, s0, s1, s2, s3,
-                                              FP16)
-            b0 = _plane_step(words, 0, xt1, f0, z0, b0, HAS_ZERO, UPCAST, PRMT, FP16)
-            b1 = _plane_step(words, 1, xt1, f1, z1, b1, HAS_ZERO, UPCAST, PRMT, FP16)
-            b2 = _plane_step(words, 2, xt1, f2, z2, b2, HAS_ZERO, UPCAST, PRMT, FP16)
-            b3 = _plane_step(words, 3, xt1, f3, z3, b3, HAS_ZERO, UPCAST, PRMT, FP16)
+            xt1 = tl.load(x_ptr + rm1[:, None] * stride_xm + rk[None, :] * stride_xk, mask=mask_m1[:, None],
+                          other=0.0)
+            b0 = _plane_step(words, 0, xt1, s0, z0, b0, HAS_ZERO, UPCAST, PRMT)
+            b1 = _plane_step(words, 1, xt1, s1, z1, b1, HAS_ZERO, UPCAST, PRMT)
+            b2 = _plane_step(words, 2, xt1, s2, z2, b2, HAS_ZERO, UPCAST, PRMT)
+            b3 = _plane_step(words, 3, xt1, s3, z3, b3, HAS_ZERO, UPCAST, PRMT)
     return a0, a1, a2, a3, b0, b1, b2, b3
-
-
-@triton.jit
-def _plane_rows(x_ptr, rm, mask_m, rk, stride_xm, stride_xk, s0, s1, s2, s3, FP16: tl.constexpr):
-    """The step's activations (rows, K) as the planes' MMAs take them and each plane's factor
-    (rows, words) for the step's sums: the group's scale per column, with FP16 and bf16
-    activations also the rows' 2^-e (see :func:`_fp16_rows`)."""
-    xt = tl.load(x_ptr + rm[:, None] * stride_xm + rk[None, :] * stride_xk, mask=mask_m[:, None], other=0.0)
-    down = tl.full((xt.shape[0], 1), 1.0, tl.float32)
-    if FP16 and xt.dtype == tl.bfloat16:
-        xt, down = _fp16_rows(xt)
-        down = down[:, None]
-    return xt, down * s0[None, :], down * s1[None, :], down * s2[None, :], down * s3[None, :]
 
 
 @triton.jit
@@ -543,8 +479,7 @@ def _gemm_wq_kernel(
     stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
     PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, WARP_MMA: tl.constexpr, BYTE_PLANES: tl.constexpr,
-    PLANES_FP16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
@@ -586,8 +521,8 @@ def _gemm_wq_kernel(
         mask_w = wn < N // 4  # N is a multiple of 4
         a0, a1, a2, a3, b0, b1, b2, b3 = _plane_tile(
             x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w, k_lo, k_hi, stride_xm,
-            stride_xk, stride_qk, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, PLANES_FP16,
-            ROWS, BLOCK_N // 4, BLOCK_K)
+            stride_xk, stride_qk, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, ROWS,
+            BLOCK_N // 4, BLOCK_K)
         _store_planes(y_split, a0, a1, a2, a3, wn, mask_w, rm, mask_m, stride_yn, stride_ym)
         if HALVES == 2:
             _store_planes(y_split, b0, b1, b2, b3, wn, mask_w, rm1, mask_m1, stride_yn, stride_ym)
@@ -833,8 +768,7 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                 (x, q, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *q_strides,
                  *scales.stride(), *ys),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
-                                    WARP_MMA=config.warp_mma, BYTE_PLANES=planes,
-                                    PLANES_FP16=planes and config.planes_fp16, BLOCK_M=config.block_m,
+                                    WARP_MMA=config.warp_mma, BYTE_PLANES=planes, BLOCK_M=config.block_m,
                                     BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m, PDL=pdl),
                 config.num_warps,
                 config.num_stages)
