@@ -27,7 +27,7 @@ from tessera._core.launch import (
 )
 from tessera.blas import gemm, space
 from tessera.blas.kernels import copy as copy_kernels
-from tessera.blas.kernels import gemm_tile, gemm_tma
+from tessera.blas.kernels import gemm_splitk, gemm_tile, gemm_tma
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
@@ -106,13 +106,15 @@ def test_pdl_follows_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
     (torch.bfloat16, "ieee", TmaConfig(64, 128, 64, 8, 4, 4), ["gemm_tma"]),  # PDL early
     (torch.float32, "tf32", TmaConfig(64, 128, 32, 8, 4, 3), ["copy", "gemm_tma"]),  # both at exit
     (torch.bfloat16, "ieee", TileConfig(64, 64, 32, 8, 4, 2), ["gemm_tile"]),  # early
+    (torch.bfloat16, "ieee", SplitKConfig(64, 64, 64, 4, 4, 3), ["splitk_partial", "splitk_reduce"]),  # early
 ])
 def test_dependent_launches_see_the_previous_kernel(dtype: torch.dtype, precision: str, config: object,
                                                     launchers: list[str]) -> None:
     """A chain of GEMMs, each reading the one before it (and one writing into the matrix the one
     before it read): with PDL each launch may start while the previous one finishes, and must
     still see its output (and not overwrite its input early). Every launch site whose shipped
-    mode is not off is in a chain: the 16-bit and tf32 descriptor GEMMs, tf32's copy of B, tiles."""
+    mode is not off is in a chain: the 16-bit and tf32 descriptor GEMMs, tf32's copy of B, tiles,
+    split-K's partial products and their sum."""
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("programmatic dependent launch needs sm_90")
     gen = torch.Generator(device="cuda").manual_seed(5)
@@ -128,8 +130,10 @@ def test_dependent_launches_see_the_previous_kernel(dtype: torch.dtype, precisio
         torch.cuda.synchronize()
         with launch.recording() as calls:
             gemm(x, b, precision=precision)
-    modules = {"copy": copy_kernels, "gemm_tma": gemm_tma, "gemm_tile": gemm_tile}
-    assert [call.launcher for call in calls] == [modules[name]._launch for name in launchers]
+    launchers_by_name = {"copy": copy_kernels._launch, "gemm_tma": gemm_tma._launch,
+                         "gemm_tile": gemm_tile._launch, "splitk_partial": gemm_splitk._partial,
+                         "splitk_reduce": gemm_splitk._reduce}
+    assert [call.launcher for call in calls] == [launchers_by_name[name] for name in launchers]
     for call, name in zip(calls, launchers, strict=True):
         found = call.launcher.compiled_for(call)
         assert found is not None and found[0].metadata.launch_pdl, name
