@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.launch import PDL_EARLY, Launcher, cdiv, pdl_mode, scratch
+from tessera._core.launch import PDL_EARLY, PDL_OFF, Launcher, cdiv, pdl_mode, scratch
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import (
     REPRESENTATIVE_ROWS,
@@ -113,9 +113,11 @@ def _gemm_splitk_reduce_kernel(
 _partial = Launcher(_gemm_splitk_partial_kernel)
 _reduce = Launcher(_gemm_splitk_reduce_kernel)
 REDUCE_BLOCK = 64
-# Both split-K launches with PDL early: bf16 16×4096×14336 in CUDA graphs 0.973–0.988× cuBLAS off,
-# 1.025–1.027× early, 1.009–1.029× at exit (two rounds each, pdl-modes-h200-46b2b7d/)
-SPLITK_PDL = PDL_EARLY
+# Both split-K launches with PDL early for at most 16 rows, else off. CUDA graphs, ratio to cuBLAS,
+# two rounds each (pdl-modes-h200-46b2b7d/, -a2b4f89/): bf16 16×4096×14336 0.973–0.988 off,
+# 1.025–1.027 early, 1.009–1.029 at exit; 1×4096×14336 0.982–0.990 → 1.027 early; 4×4096×4096
+# 1.001–1.006 → 1.119; but 64×8192×8192 (64×64 tiles) 0.847–0.851 → 0.792–0.796
+SPLITK_PDL, SPLITK_PDL_MAX_ROWS = PDL_EARLY, 16
 
 
 def launch_gemm_splitk(
@@ -133,7 +135,7 @@ def launch_gemm_splitk(
     workspace = scratch("split-K partials", batch * config.split_k * m * n,
                         torch.float64 if fp64 else torch.float32, a.device, False)  # (batch, split, M, N)
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
-    pdl = pdl_mode(d, SPLITK_PDL)
+    pdl = pdl_mode(d, SPLITK_PDL if m <= SPLITK_PDL_MAX_ROWS else PDL_OFF)
     _partial(
         (tiles, config.split_k, batch),
         (a, b, workspace, m, n, k, k_per_split, *_batched_strides(a), *_batched_strides(b)),
