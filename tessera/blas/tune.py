@@ -270,8 +270,8 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             configs = [*configs, *(dataclasses.replace(c, exact_bytes=True) for c in configs
                                    if isinstance(c, WqConfig))]
         if dtype.startswith("int8_"):  # 8-bit codes also as byte planes: 16-row tiles of 4 warps and
-            # at least 128 columns (32 words); 8 warps and the 8-row halves lost in every pairing
-            # (wq-planes2-h200-0749f3e.json)
+            # at least 128 columns (32 words); the best 8-warp and 8-row-half forms were 11–14 %
+            # slower than the best of these (wq-planes-h200-0749f3e.json, wq-planes2-…)
             configs = [*configs, *(dataclasses.replace(c, byte_planes=True) for c in configs
                                    if isinstance(c, WqConfig) and c.block_m == 16 and c.num_warps == 4
                                    and c.block_n >= 128 and not c.warp_mma and not c.exact_bytes)]

@@ -77,7 +77,7 @@ class WqConfig:
     # 8-bit codes read as int32 words of four columns (row-major codes, N a multiple of 4), each
     # byte plane (the columns 4w + j) its own MMA on exact integers code − 128 (see _plane_tile);
     # other codes ignore it. W8A16 M = 16: 16×128×128 K/4 on 4 warps 26.3 µs against 27.4 for the
-    # rounded tile (1.26× torch; tune-planes-h200-0749f3e); the tuner adds it for 8-bit codes
+    # rounded tile (1.24–1.26× torch; tune-planes-h200-0749f3e); the tuner adds it for 8-bit codes
     byte_planes: bool = False
 
     kernel = "gemm_wq"
