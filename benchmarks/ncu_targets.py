@@ -7,7 +7,7 @@ off`` reads exactly one call of ours and one of torch's. Run on the GPU, e.g.::
     ncu --profile-from-start off --clock-control none --section SpeedOfLight \\
         --section WarpStateStats python3 benchmarks/ncu_targets.py w4m1 gemm1024
 
-Cases: w4m1, w8m1, w4m16 (weight-only decode, 8192², group 128), gemm1024 (bf16 1024³),
+Cases: w4m1, w8m1, w4m16, w8m16 (weight-only decode, 8192², group 128), gemm1024 (bf16 1024³),
 fp8 (e4m3 8192³, per-tensor scales, fast accumulation), symv (bf16 8192²).
 """
 
@@ -52,6 +52,7 @@ def _symv() -> tuple[Callable[[], object], Callable[[], object]]:
 
 CASES: dict[str, Callable[[], tuple[Callable[[], object], Callable[[], object]]]] = {
     "w4m1": lambda: _wq(4, 1), "w8m1": lambda: _wq(8, 1), "w4m16": lambda: _wq(4, 16),
+    "w8m16": lambda: _wq(8, 16),
     "gemm1024": _gemm1024, "fp8": _fp8, "symv": _symv,
 }
 
