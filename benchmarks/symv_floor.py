@@ -35,12 +35,17 @@ against 223 instructions a tile step, yet 27.1 against 26.1 µs for the walk); 8
 in every column (row sums stored from the MMA result, no reduction) 27.0, 4–5 stages 28.1–28.2,
 8 warps 30.1–30.4; the shipped call with PDL at exit 29.5 (main 24.3, finish 3.2).
 
+Both modes also time symv forced to the shipped tile with the other program order
+(``longest_first``: the programs with the most tiles launched first) and to 16 tiles a program
+in either order (twenty-sixth session, written without a GPU: not yet timed).
+
 Usage: python benchmarks/symv_floor.py OUT.json [--shipped-only] (the copy, torch and the shipped
 launches only: with TESSERA_PDL set, one programmatic-dependent-launch mode's figures)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import statistics
@@ -180,6 +185,12 @@ def tensor_core_check(shipped: Callable[[], None], design: Callable[[], None], w
 TENSOR_CORE_DESIGNS = ((False, 4, 3), (True, 4, 3), (True, 4, 4), (True, 4, 5), (True, 8, 3), (True, 8, 4))
 
 
+def forced_symv(config: k.SymvConfig, a: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> None:
+    """blas.symv with ``config`` instead of the logic's choice."""
+    with space.forced(config):
+        blas.symv(a, x, y)
+
+
 def tiles_plus_name(row_sums: bool, store: bool, mirrored: bool) -> str:
     named = (("row sums", row_sums), ("stored", store), ("mirrored", mirrored))
     return "tiles 64 x8 w4 + " + ", ".join(part for part, on in named if on)
@@ -199,13 +210,14 @@ def main() -> None:
     tile = config.tile
     blocks = cdiv(N, tile)
     plan, first = k._symv_plan(blocks, config.per_program, a.device)
+    order = k._symv_order(blocks, config.per_program, config.longest_first, a.device)
     programs = plan.numel() // 3
     ws_row = torch.empty(blocks * N, dtype=torch.float32, device=DEVICE)
     ws_col = torch.empty(programs * tile, dtype=torch.float32, device=DEVICE)
     sink = torch.empty(1 << 16, dtype=torch.float32, device=DEVICE)
 
     def main_only() -> None:
-        k.symv_launch((programs,), (a, x, plan, ws_row, ws_col, N, N, 1, 0, 1),
+        k.symv_launch((programs,), (a, x, plan, order, ws_row, ws_col, N, N, 1, 0, 1),
                       {"FP64": False, "BS": tile, "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
 
     def finish_only() -> None:
@@ -233,6 +245,10 @@ def main() -> None:
         "main launch alone": main_only,
         "finish launch alone": finish_only,
     }
+    for variant in (dataclasses.replace(config, longest_first=not config.longest_first),
+                    k.SymvConfig(config.tile, 16, config.num_warps),
+                    k.SymvConfig(config.tile, 16, config.num_warps, longest_first=True)):
+        cases[f"forced {variant.short()}"] = functools.partial(forced_symv, variant, a, x, y)
     checks: dict[str, dict[str, float]] = {}
     if not shipped_only:
         for bs, per_program, warps in ((64, 8, 4), (64, 16, 4), (128, 4, 8), (128, 8, 8), (32, 16, 4)):

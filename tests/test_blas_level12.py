@@ -769,7 +769,28 @@ def test_every_ger_config_agrees_with_numpy(shape: GerConfig, device: str) -> No
     assert np.allclose(f64(a), want, rtol=1e-14, atol=1e-14)
 
 
-@pytest.mark.parametrize("shape", [SymvConfig(16, 1, 2), SymvConfig(32, 3, 4)], ids=lambda c: c.short())
+@pytest.mark.parametrize("blocks,per_program", [(1, 8), (5, 2), (9, 4), (17, 3)])
+def test_symv_launch_order_covers_the_plan_longest_first(blocks: int, per_program: int) -> None:
+    """The longest-first order is a permutation of the plan's rows, their tile counts never
+    growing, block column order kept among equals; the plan's rows cover every stored tile
+    (I ≤ J) once."""
+    from tessera.blas.kernels.level2 import _symv_order, _symv_plan
+
+    plan, first = _symv_plan(blocks, per_program, torch.device("cpu"))
+    rows = plan.view(-1, 3).tolist()
+    assert sorted((i, j) for j, i0, i1 in rows for i in range(i0, i1)) == sorted(
+        (i, j) for j in range(blocks) for i in range(j + 1))
+    assert first.tolist()[-1] == len(rows)
+    assert _symv_order(blocks, per_program, False, torch.device("cpu")).tolist() == list(range(len(rows)))
+    order = _symv_order(blocks, per_program, True, torch.device("cpu")).tolist()
+    assert sorted(order) == list(range(len(rows)))
+    counts = [rows[p][2] - rows[p][1] for p in order]
+    assert counts == sorted(counts, reverse=True)
+    assert all(p < q for p, q, c, d in zip(order, order[1:], counts, counts[1:], strict=False) if c == d)
+
+
+@pytest.mark.parametrize("shape", [SymvConfig(16, 1, 2), SymvConfig(32, 3, 4), SymvConfig(16, 2, 4, True)],
+                         ids=lambda c: c.short())
 def test_every_symv_config_agrees_with_numpy(shape: SymvConfig, device: str) -> None:
     gen = torch.Generator().manual_seed(33)
     full = torch.randn(75, 75, generator=gen, dtype=torch.float64)

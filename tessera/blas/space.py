@@ -513,7 +513,8 @@ LEVEL1_HEURISTIC = VectorConfig(1024, 8, 4)
 SYMV_INTERPRETER = SymvConfig(16, 2, 4)
 REAL_DTYPES = ("fp16", "bf16", "fp32", "fp64")
 GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128, 256) for w in (4, 8))
-SYMV_SPACE = tuple(SymvConfig(t, p, w) for t in (32, 64, 128) for p in (4, 8, 16) for w in (4, 8))
+SYMV_SPACE = tuple(SymvConfig(t, p, w, order) for t in (32, 64, 128) for p in (4, 8, 16) for w in (4, 8)
+                   for order in (False, True))  # longest_first: untimed (twenty-sixth session)
 TRSV_SPACE = tuple(TrsvConfig(b, w) for b in (32, 64, 128) for w in (4, 8))
 
 

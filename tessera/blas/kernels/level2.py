@@ -73,16 +73,20 @@ class GerConfig:
 @dataclass(frozen=True)
 class SymvConfig:
     """Launch parameters of :func:`_symv_kernel`: square tiles of edge ``tile``, ``per_program``
-    stored tiles of a block row per program."""
+    stored tiles of a block column per program; ``longest_first`` launches the programs with
+    the most tiles first (each block column's short remainder last), so the grid's tail is
+    short programs rather than full ones of the last block columns."""
 
     tile: int = 64
     per_program: int = 8
     num_warps: int = 4
+    longest_first: bool = False
 
     kernel = "symv"
 
     def short(self) -> str:
-        return f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
+        return (f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
+                f"{' longest-first' if self.longest_first else ''}")
 
 
 @dataclass(frozen=True)
@@ -162,21 +166,22 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
 
 
 @triton.jit
-def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
+def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
                  FP64: tl.constexpr, BS: tl.constexpr, PDL: tl.constexpr):
-    """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1;
-    a lower triangle comes with its strides swapped), each read once and used twice: A_IJ·x_J,
+    """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1,
+    the row this program takes from ``order``; a lower triangle comes with its strides swapped),
+    each read once and used twice: A_IJ·x_J,
     a per-tile row sum, to ws_row[J, I's rows]; A_IJᵀ·x_I, the mirrored part, accumulated
-    element-wise over the program's tiles and summed once into ws_col[program]. Walking down a
+    element-wise over the program's tiles and summed once into ws_col[plan row]. Walking down a
     block column keeps the per-tile reduction along a tile's rows (within a warp when the
     columns are contiguous) and the cross-warp one out of the loop. The diagonal tile (the
     column's last) is read through a triangle mask, the tiles above it through a column mask
     only (16-byte loads). The stored triangle's other side is never read."""
     dependent_launch(PDL)
-    pid = tl.program_id(0)
-    bj = tl.load(plan_ptr + 3 * pid)
-    i_first = tl.load(plan_ptr + 3 * pid + 1)
-    i_last = tl.load(plan_ptr + 3 * pid + 2)
+    row = tl.load(order_ptr + tl.program_id(0))
+    bj = tl.load(plan_ptr + 3 * row)
+    i_first = tl.load(plan_ptr + 3 * row + 1)
+    i_last = tl.load(plan_ptr + 3 * row + 2)
     r = tl.arange(0, BS)
     cols = bj.to(tl.int64) * BS + r
     col_ok = cols < n
@@ -205,7 +210,7 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_
                                  other=0), FP64)  # the stored triangle only
         tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
         mirrored += tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None]
-    tl.store(ws_col_ptr + pid.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
+    tl.store(ws_col_ptr + row.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
 
 
 @triton.jit
@@ -372,6 +377,18 @@ def _symv_plan(blocks: int, per_program: int, device: torch.device) -> tuple[tor
             torch.tensor(first, dtype=torch.int32, device=device))
 
 
+@functools.lru_cache(maxsize=64)
+def _symv_order(blocks: int, per_program: int, longest_first: bool, device: torch.device) -> torch.Tensor:
+    """The plan rows in launch order: as planned, or (``longest_first``) by tile count, most
+    first, block column order among equals."""
+    plan, _ = _symv_plan(blocks, per_program, torch.device("cpu"))
+    rows = list(range(plan.numel() // 3))
+    if longest_first:
+        counts = (plan[2::3] - plan[1::3]).tolist()
+        rows.sort(key=lambda p: -counts[p])
+    return torch.tensor(rows, dtype=torch.int32, device=device)
+
+
 # Both symv launches with PDL at exit: the finish launches as the main kernel's programs exit
 # (8192² bf16 on the H200, graph-timed, two rounds: off 30.5 / 30.6 µs, at exit 29.6 / 29.6, early
 # 32.1 / 32.2; pdl-symv-h200-5e30bb4/).
@@ -385,13 +402,14 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     tile = config.tile
     blocks = cdiv(n, tile)
     plan, first = _symv_plan(blocks, config.per_program, a.device)
+    order = _symv_order(blocks, config.per_program, config.longest_first, a.device)
     programs = plan.numel() // 3
     wide = torch.float64 if fp64 else torch.float32
     ws_row = torch.empty(blocks * n, dtype=wide, device=a.device)  # [J, rows of blocks I ≤ J]
     ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
     (xd, xs, xi), (yd, ys, yi) = x, y
     pdl = pdl_mode(ws_row, SYMV_PDL)
-    symv_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi),
+    symv_launch((programs,), (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi),
                 {"FP64": fp64, "BS": tile, "PDL": pdl}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
                        symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl), 4, 3)
