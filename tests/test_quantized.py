@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from tessera import InvalidArgumentError, UnsupportedError
-from tessera._core.launch import building_for, nvidia_target
+from tessera._core.launch import building_for, nvidia_target, recording
 from tessera.blas import QuantizedWeight, dequantize_weight, explain, gemm, gemm_wq, quantize_weight, space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION
 from tessera.blas.kernels import gemm_scaled
@@ -273,7 +273,8 @@ def test_weight_only_dependent_launches_see_the_previous_kernel(bits: int, m: in
 
 def test_gemv_wq_reads_words_or_falls_back(device: str) -> None:
     """The decode family reads codes as int32 words; codes that cannot be viewed so (N not a
-    multiple of 4, or a column slice) go to the tensor-core family, still correct."""
+    multiple of 4, or a column slice) go to the tensor-core family, still correct; byte planes
+    forced on them read the codes byte-wise instead."""
     gen = torch.Generator().manual_seed(5)
     w = torch.randn(128, 38, generator=gen).to(torch.float16)
     q = quantize_weight(w.to(device), bits=8, group_size=32)
@@ -285,6 +286,9 @@ def test_gemv_wq_reads_words_or_falls_back(device: str) -> None:
     x = torch.randn(2, 128, generator=gen).to(torch.float16).to(device)
     with space.forced(WqGemvConfig(32, 32, 1, 4)):
         _check(x, q, gemm_wq(x, q))
+    with space.forced(WqConfig(16, 32, 64, 2, 4, 4, 1, byte_planes=True)), recording() as calls:
+        _check(x, q, gemm_wq(x, q))
+    assert calls[0].constexprs["BYTE_PLANES"] is False
 
 
 def test_gemm_wq_leading_dimensions_fp16_and_out(device: str) -> None:
