@@ -264,10 +264,11 @@ logic.register_op("blas", "gemm", SIZE_KEYS,
 WQ_SIZE_KEYS = ("m", "n", "k")
 WQ_DTYPES = ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")
 WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
-    # BLOCK_K: K rows per step (4-bit: half as many code rows); 512 columns a warp keeps each thread's
-    # sums in its registers, 256 with one warp splits a row over two lanes (twice the programs)
+    # BLOCK_K: K rows per step (4-bit: half as many code rows); 512 columns a warp keep each thread's
+    # sums in its registers, 256 on one warp split a row over two lanes (twice the programs); 5-6
+    # stages (twenty-sixth session, untimed) keep as many bytes in flight with half the slices
     *(WqGemvConfig(bn, bk, split, w, s) for bn, w in ((256, 1), (512, 1), (1024, 2), (2048, 4))
-      for bk in (8, 16) for split in (32, 64, 128) for s in (2, 3, 4)),
+      for bk in (8, 16) for split in (32, 64, 128) for s in (2, 3, 4, 5, 6)),
     *(WqConfig(bm, bn, bk, split, 8, w, s, warp_mma=halves)
       for bm, bn, bk in [(8, 128, 128), (8, 256, 128), (16, 64, 128), (16, 128, 64), (16, 128, 128),
                          (16, 256, 128), (32, 128, 64), (64, 128, 64), (128, 128, 64), (256, 64, 64),
