@@ -172,9 +172,9 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
     the row this program takes from ``order``; a lower triangle comes with its strides swapped),
     each read once and used twice: A_IJ·x_J, a per-tile row sum, to ws_row[J, I's rows];
     A_IJᵀ·x_I, the mirrored part, accumulated element-wise over the program's tiles and summed
-    once into ws_col[plan row]. Walking down a
-    block column keeps the per-tile reduction along a tile's rows (within a warp when the
-    columns are contiguous) and the cross-warp one out of the loop. The diagonal tile (the
+    once into ws_col[plan row]. Walking down a block column keeps the per-tile reduction along a
+    tile's rows (within a warp when the columns are contiguous) and the cross-warp one out of the
+    loop. The diagonal tile (the
     column's last) is read through a triangle mask, the tiles above it through a column mask
     only (16-byte loads). The stored triangle's other side is never read."""
     dependent_launch(PDL)
