@@ -16,12 +16,13 @@ rounded to bf16 (the default) and ``exact_bytes`` (code − 128 made in fp32, ex
 ``--warp-mma``: each 16-row tile also as two 8-row halves (``warp_mma``, per-warp MMAs).
 ``--byte-planes``: 8-bit codes as stored, each tile also as four byte planes (``byte_planes``:
 the codes read as int32 words, one exact-integer MMA per byte plane).
-``--planes-only``: with ``--byte-planes``, the byte-plane forms only (beside the shipped choice).
+``--planes-only``: with ``--byte-planes``, the byte-plane forms only (beside the shipped choice);
+``--early-scales``: each byte-plane form also with its scales loaded a step ahead (``early_scales``).
 ``--m M`` times that M only, ``--bits B`` those codes only, ``--stored`` the stored layout only,
 ``--tiles "BM,BN,BK,SPLIT,WARPS,STAGES;…"`` these tiles instead of the built-in list.
 
 Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma] [--byte-planes]
-       [--planes-only] [--m M] [--bits B] [--stored] [--tiles LIST]
+       [--planes-only] [--early-scales] [--m M] [--bits B] [--stored] [--tiles LIST]
 """
 
 from __future__ import annotations
@@ -126,6 +127,8 @@ def main() -> None:
                     tiles = [*tiles, *halves]
                 if "--byte-planes" in sys.argv and bits == 8 and layout == "n-major":  # also as byte planes
                     planes = [dataclasses.replace(t, byte_planes=True) for t in tiles]
+                    if "--early-scales" in sys.argv:
+                        planes += [dataclasses.replace(t, early_scales=True) for t in planes]
                     tiles = planes if "--planes-only" in sys.argv else [*tiles, *planes]
                 for config in tiles:
                     calls = checked(config, x, qs, reference, magnitude)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -228,6 +229,7 @@ def test_weight_only_candidates_take_byte_planes_for_8_bit_codes_only() -> None:
         assert planes and all(c.block_m == 16 and c.num_warps == 4 and c.block_n >= 128 and not c.warp_mma
                               and not c.exact_bytes for c in planes)
         assert WqConfig(16, 128, 128, 4, 8, 4, 3, byte_planes=True) in planes  # the shipped W8A16 M = 16
+        assert {dataclasses.replace(c, early_scales=True) for c in planes} <= set(planes)
         assert any(c.exact_bytes for c in configs) == (dtype == "int8_bf16")
 
 

@@ -272,9 +272,11 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
         if dtype.startswith("int8_"):  # 8-bit codes also as byte planes: 16-row tiles of 4 warps and
             # at least 128 columns (32 words); the best 8-warp and 8-row-half forms were 11–14 %
             # slower than the best of these (wq-planes-h200-0749f3e.json, wq-planes2-…)
-            configs = [*configs, *(dataclasses.replace(c, byte_planes=True) for c in configs
-                                   if isinstance(c, WqConfig) and c.block_m == 16 and c.num_warps == 4
-                                   and c.block_n >= 128 and not c.warp_mma and not c.exact_bytes)]
+            planes = [dataclasses.replace(c, byte_planes=True) for c in configs
+                      if isinstance(c, WqConfig) and c.block_m == 16 and c.num_warps == 4
+                      and c.block_n >= 128 and not c.warp_mma and not c.exact_bytes]
+            # each also with its scales loaded a step ahead (untimed, twenty-sixth session)
+            configs = [*configs, *planes, *(dataclasses.replace(c, early_scales=True) for c in planes)]
         tma = space.descriptors_run(device)
         # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)

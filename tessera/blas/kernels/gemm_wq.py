@@ -79,13 +79,17 @@ class WqConfig:
     # other codes ignore it. W8A16 M = 16: 16×128×128 K/4 on 4 warps 26.3 µs against 27.4 for the
     # rounded tile (1.24–1.26× torch; tune-planes-h200-0749f3e); the tuner adds it for 8-bit codes
     byte_planes: bool = False
+    # with byte_planes: each step's scales and zero points loaded a step ahead (twenty-sixth
+    # session, untimed; offline their loads then leave the step's critical path)
+    early_scales: bool = False
 
     kernel = "gemm_wq"
 
     def short(self) -> str:
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} k/{self.split_k} "
                 f"g{self.group_m} w{self.num_warps} s{self.num_stages}{' exact' if self.exact_bytes else ''}"
-                f"{' warp-mma' if self.warp_mma else ''}{' planes' if self.byte_planes else ''}")
+                f"{' warp-mma' if self.warp_mma else ''}{' planes' if self.byte_planes else ''}"
+                f"{' early-scales' if self.byte_planes and self.early_scales else ''}")
 
 
 @dataclass(frozen=True)
@@ -422,14 +426,17 @@ def _plane_step(words, J: tl.constexpr, xt, scale, zero, acc, HAS_ZERO: tl.const
 @triton.jit
 def _plane_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w, k_lo, k_hi, stride_xm,
                 stride_xk, stride_qk, stride_sg, stride_sn, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr,
-                UPCAST: tl.constexpr, PRMT: tl.constexpr, HALVES: tl.constexpr, BLOCK_M: tl.constexpr,
-                BLOCK_W: tl.constexpr, BLOCK_K: tl.constexpr):
+                UPCAST: tl.constexpr, PRMT: tl.constexpr, HALVES: tl.constexpr, EARLY_SCALES: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_K: tl.constexpr):
     """8-bit codes (row-major) read as int32 words ``wn`` (four columns each, a (BLOCK_K,
     BLOCK_W) tile a step: 16-byte loads along the stored rows, no byte-wise reads) and split into
     their four byte planes by byte permutes; plane j is the columns 4w + j, its own MMA
     (x · plane, M the MMA's first dimension) on exact integers, its own (BLOCK_M, BLOCK_W)
-    accumulator. With HALVES = 2 the rows ``rm1`` too, in four more accumulators. Returns the
-    eight (the second four unused with one half)."""
+    accumulator. With HALVES = 2 the rows ``rm1`` too, in four more accumulators. With
+    EARLY_SCALES each step's scales and zero points are loaded a step ahead (as
+    :func:`_exact_tile` does): loaded in their step, ptxas issues them behind the step's first
+    MMAs and their first use waits on memory. Returns the eight (the second four unused with
+    one half)."""
     a0 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
     a1 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
     a2 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
@@ -438,13 +445,21 @@ def _plane_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w
     b1 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
     b2 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
     b3 = tl.zeros((BLOCK_M, BLOCK_W), dtype=tl.float32)
+    if EARLY_SCALES:  # the first step's scales and zero points before the loop
+        s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k_lo // GROUP, wn, mask_w,
+                                                            stride_sg, stride_sn, 8, HAS_ZERO)
     for k0 in range(k_lo, k_hi, BLOCK_K):  # each step lies in one group (BLOCK_K divides GROUP)
         rk = k0 + tl.arange(0, BLOCK_K)
         words = tl.load(q_ptr + rk[:, None] * stride_qk + wn[None, :], mask=mask_w[None, :], other=0)
         xt = tl.load(x_ptr + rm[:, None] * stride_xm + rk[None, :] * stride_xk, mask=mask_m[:, None],
                      other=0.0)
-        s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k0 // GROUP, wn, mask_w, stride_sg,
-                                                            stride_sn, 8, HAS_ZERO)
+        if EARLY_SCALES:  # the next step's, issued a step ahead (the last step reloads its own, unused)
+            k_next = tl.minimum(k0 + BLOCK_K, k_hi - BLOCK_K)
+            t0, y0, t1, y1, t2, y2, t3, y3 = _word_group_params(s_ptr, z_ptr, k_next // GROUP, wn, mask_w,
+                                                                stride_sg, stride_sn, 8, HAS_ZERO)
+        else:
+            s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k0 // GROUP, wn, mask_w,
+                                                                stride_sg, stride_sn, 8, HAS_ZERO)
         a0 = _plane_step(words, 0, xt, s0, z0, a0, HAS_ZERO, UPCAST, PRMT)
         a1 = _plane_step(words, 1, xt, s1, z1, a1, HAS_ZERO, UPCAST, PRMT)
         a2 = _plane_step(words, 2, xt, s2, z2, a2, HAS_ZERO, UPCAST, PRMT)
@@ -456,6 +471,8 @@ def _plane_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w
             b1 = _plane_step(words, 1, xt1, s1, z1, b1, HAS_ZERO, UPCAST, PRMT)
             b2 = _plane_step(words, 2, xt1, s2, z2, b2, HAS_ZERO, UPCAST, PRMT)
             b3 = _plane_step(words, 3, xt1, s3, z3, b3, HAS_ZERO, UPCAST, PRMT)
+        if EARLY_SCALES:
+            s0, z0, s1, z1, s2, z2, s3, z3 = t0, y0, t1, y1, t2, y2, t3, y3
     return a0, a1, a2, a3, b0, b1, b2, b3
 
 
@@ -479,7 +496,8 @@ def _gemm_wq_kernel(
     stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
     PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, WARP_MMA: tl.constexpr, BYTE_PLANES: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EARLY_SCALES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
@@ -521,8 +539,8 @@ def _gemm_wq_kernel(
         mask_w = wn < N // 4  # N is a multiple of 4
         a0, a1, a2, a3, b0, b1, b2, b3 = _plane_tile(
             x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w, k_lo, k_hi, stride_xm,
-            stride_xk, stride_qk, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, ROWS,
-            BLOCK_N // 4, BLOCK_K)
+            stride_xk, stride_qk, stride_sg, stride_sn, GROUP, HAS_ZERO, UPCAST, PRMT, HALVES, EARLY_SCALES,
+            ROWS, BLOCK_N // 4, BLOCK_K)
         _store_planes(y_split, a0, a1, a2, a3, wn, mask_w, rm, mask_m, stride_yn, stride_ym)
         if HALVES == 2:
             _store_planes(y_split, b0, b1, b2, b3, wn, mask_w, rm1, mask_m1, stride_yn, stride_ym)
@@ -768,7 +786,8 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                 (x, q, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *q_strides,
                  *scales.stride(), *ys),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
-                                    WARP_MMA=config.warp_mma, BYTE_PLANES=planes, BLOCK_M=config.block_m,
+                                    WARP_MMA=config.warp_mma, BYTE_PLANES=planes,
+                                    EARLY_SCALES=planes and config.early_scales, BLOCK_M=config.block_m,
                                     BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m, PDL=pdl),
                 config.num_warps,
                 config.num_stages)
