@@ -211,13 +211,11 @@ def test_gemm_check_rejects_a_wrong_result(monkeypatch: pytest.MonkeyPatch) -> N
 def test_weight_only_candidates_take_byte_planes_for_8_bit_codes_only() -> None:
     """The weight-only tuner adds the byte-plane form of 16-row, 4-warp tiles of at least 128
     columns for 8-bit codes (exact_bytes only for int8_bf16); 4-bit codes never get either."""
-    from tessera._core.device import DeviceInfo
+    from tessera._core.device import offline_device
     from tessera.blas.kernels.gemm_wq import WqConfig
     from tessera.blas.tune import quantized_tunable
 
-    device = DeviceInfo(arch="sm_90", backend="cuda", name="H200", multiprocessors=132,
-                        warp_size=32, shared_memory_per_block=232448, peak_tflops={},
-                        memory_bandwidth_tbs=None)
+    device = offline_device("sm_90")
     for dtype in ("int4_bf16", "int8_bf16", "int8_fp16"):
         configs = [c for c in quantized_tunable(dtype, [(16, 8192, 8192)], "default", device).candidates(
             (16, 8192, 8192)) if isinstance(c, WqConfig)]

@@ -13,6 +13,7 @@ programs handing solved blocks on through flags.
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -363,29 +364,33 @@ def launch_ger(a: torch.Tensor, x: tuple[torch.Tensor, int, int], y: tuple[torch
                {"FP64": fp64, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n}, config.num_warps, 3)
 
 
+def _symv_programs(blocks: int, per_program: int) -> list[tuple[int, int, int]]:
+    """(J, I0, I1) per program: the stored tiles (I0 … I1 − 1, J), block column by block column
+    (tiles I ≤ J; the diagonal one in the column's last program)."""
+    return [(j, i0, min(i0 + per_program, j + 1))
+            for j in range(blocks) for i0 in range(0, j + 1, per_program)]
+
+
 @functools.lru_cache(maxsize=64)
 def _symv_plan(blocks: int, per_program: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """(plan, first): plan[p] = (J, I0, I1), the stored tiles (I0 … I1 − 1, J) of program p, block
-    column by block column (tiles I ≤ J; the diagonal one in the column's last program);
+    """(plan, first): plan[p] = (J, I0, I1) of program p (:func:`_symv_programs`);
     first[J] … first[J + 1] − 1 are the programs of block column J."""
-    plan, first = [], [0]
-    for j in range(blocks):
-        for i0 in range(0, j + 1, per_program):
-            plan.append((j, i0, min(i0 + per_program, j + 1)))
-        first.append(len(plan))
-    return (torch.tensor(plan, dtype=torch.int32, device=device).reshape(-1),
-            torch.tensor(first, dtype=torch.int32, device=device))
+    programs = _symv_programs(blocks, per_program)
+    counts = [0] * (blocks + 1)
+    for j, _, _ in programs:
+        counts[j + 1] += 1
+    return (torch.tensor(programs, dtype=torch.int32, device=device).reshape(-1),
+            torch.tensor(list(itertools.accumulate(counts)), dtype=torch.int32, device=device))
 
 
 @functools.lru_cache(maxsize=64)
 def _symv_order(blocks: int, per_program: int, longest_first: bool, device: torch.device) -> torch.Tensor:
     """The plan rows in launch order: as planned, or (``longest_first``) by tile count, most
     first, block column order among equals."""
-    plan, _ = _symv_plan(blocks, per_program, torch.device("cpu"))
-    rows = list(range(plan.numel() // 3))
+    programs = _symv_programs(blocks, per_program)
+    rows = list(range(len(programs)))
     if longest_first:
-        counts = (plan[2::3] - plan[1::3]).tolist()
-        rows.sort(key=lambda p: -counts[p])
+        rows.sort(key=lambda p: programs[p][1] - programs[p][2])
     return torch.tensor(rows, dtype=torch.int32, device=device)
 
 
