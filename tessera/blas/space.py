@@ -326,13 +326,12 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     """Until tuned logic exists, the families benchmarks/quantized.py, wq_tc.py and the gemv_wq
     sweeps measured best on the H200 (N = K = 8192): 4-bit weights up to 16 rows on tensor cores
     (256 weight rows by 8 tokens, or 128 by 16 as two halves of 8; K split until about 512 threads
-    per multiprocessor),
-    8-bit ones on CUDA cores for one row (512 columns on one warp, K split in slices of at least
-    128 rows until about eight programs per multiprocessor), with bf16 activations up to 16 rows
-    on tensor cores as byte planes (128 weight rows by 16 tokens); fused tensor-core tiles (64 weight
-    rows by 16 tokens, K split until about two programs per multiprocessor) up to 32 rows, larger
-    fused tiles up to 512, dequantize-then-GEMM beyond (0.97× bf16 torch.matmul at M = 4096, 0.77×
-    at 1024, where fused tiles reach 0.4–0.6×)."""
+    per multiprocessor), 8-bit ones on CUDA cores for one row (512 columns on one warp, K split in
+    slices of at least 128 rows until about eight programs per multiprocessor), with bf16
+    activations up to 16 rows on tensor cores as byte planes (128 weight rows by 16 tokens); fused
+    tensor-core tiles (64 weight rows by 16 tokens, K split until about two programs per
+    multiprocessor) up to 32 rows, larger fused tiles up to 512, dequantize-then-GEMM beyond (0.97×
+    bf16 torch.matmul at M = 4096, 0.77× at 1024, where fused tiles reach 0.4–0.6×)."""
     m, n, k = problem.m, problem.n, problem.k
     if backend == "interpreter":
         if m <= 2:
