@@ -218,7 +218,8 @@ def main() -> None:
 
     def main_only() -> None:
         k.symv_launch((programs,), (a, x, plan, order, ws_row, ws_col, N, N, 1, 0, 1),
-                      {"FP64": False, "BS": tile, "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
+                      {"FP64": False, "BS": tile, "STAGES": config.num_stages,
+                       "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
 
     def finish_only() -> None:
         k.symv_finish_launch((blocks,), (ws_row, ws_col, first, y, N, blocks, 0, 1, 1.0, 0.0),
@@ -245,9 +246,10 @@ def main() -> None:
         "main launch alone": main_only,
         "finish launch alone": finish_only,
     }
-    for variant in (dataclasses.replace(config, longest_first=not config.longest_first),
-                    k.SymvConfig(config.tile, 16, config.num_warps),
-                    k.SymvConfig(config.tile, 16, config.num_warps, longest_first=True)):
+    variants = [dataclasses.replace(config, longest_first=not config.longest_first)]
+    variants += [k.SymvConfig(64, per_program, warps, True, stages) for per_program, warps, stages in
+                 ((16, 4, 0), (16, 4, 2), (16, 4, 3), (16, 4, 4), (8, 4, 3), (16, 8, 3), (16, 8, 4))]
+    for variant in dict.fromkeys(v for v in variants if v != config):
         cases[f"forced {variant.short()}"] = functools.partial(forced_symv, variant, a, x, y)
     checks: dict[str, dict[str, float]] = {}
     if not shipped_only:

@@ -789,7 +789,8 @@ def test_symv_launch_order_covers_the_plan_longest_first(blocks: int, per_progra
     assert all(p < q for p, q, c, d in zip(order, order[1:], counts, counts[1:], strict=False) if c == d)
 
 
-@pytest.mark.parametrize("shape", [SymvConfig(16, 1, 2), SymvConfig(32, 3, 4), SymvConfig(16, 2, 4, True)],
+@pytest.mark.parametrize("shape", [SymvConfig(16, 1, 2), SymvConfig(32, 3, 4), SymvConfig(16, 2, 4, True),
+                                   SymvConfig(16, 3, 4, True, 3)],
                          ids=lambda c: c.short())
 def test_every_symv_config_agrees_with_numpy(shape: SymvConfig, device: str) -> None:
     gen = torch.Generator().manual_seed(33)

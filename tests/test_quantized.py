@@ -20,6 +20,7 @@ from tessera._core.launch import building_for, nvidia_target, recording
 from tessera.blas import QuantizedWeight, dequantize_weight, explain, gemm, gemm_wq, quantize_weight, space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION
 from tessera.blas.kernels import gemm_scaled
+from tessera.blas.kernels import gemm_wq as gemm_wq_kernels
 from tessera.blas.kernels.gemm_scaled import ScaledTmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig, code_words
 
@@ -135,6 +136,34 @@ def test_gemm_wq_every_family(config: object, bits: int, symmetric: bool, device
         with space.forced(config):
             _check(x, stored, gemm_wq(x, stored))
             _check(x[:1], stored, gemm_wq(x[:1], stored))
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_gemv_wq_unit_codes(symmetric: bool, device: str) -> None:
+    """``unit_codes`` (1 + code·2^-15 multiplied as it is, Σx and the zero point taken off once a
+    group) launches for 8-bit codes with bf16 activations only, and matches the exact dequantized
+    weight in fp64 within one bf16 ulp of the output (the interpreter truncates bf16 stores)
+    plus 1e-5 of Σ|x·w|: 3 rows and 1, K slices of 48 rows that cut the groups, a partial
+    column tile. fp16 activations and (row-major) 4-bit codes launch the exact subtraction."""
+    gen = torch.Generator().manual_seed(5)
+    k, n = 192, 40
+    w = torch.randn(k, n, generator=gen)
+    config = WqGemvConfig(32, 16, 4, 1, 2, unit_codes=True)
+    for bits, dtype in ((8, torch.bfloat16), (8, torch.float16), (4, torch.bfloat16)):
+        q = quantize_weight(w.to(dtype).to(device), bits=bits, group_size=64, symmetric=symmetric)
+        if bits == 4:  # the decode family reads 4-bit codes row-major only
+            q = dataclasses.replace(q, codes=q.codes.contiguous())
+        exact = torch.from_numpy(exact_weight(q))
+        x = torch.randn(3, k, generator=gen).to(dtype).to(device)
+        for rows in (x, x[:1]):
+            with space.forced(config), recording() as calls:
+                got = gemm_wq(rows, q).double().cpu()
+            decode = [call for call in calls if call.launcher is gemm_wq_kernels._launch_gemv]
+            assert [call.constexprs["UNIT"] for call in decode] == [bits == 8 and dtype == torch.bfloat16]
+            ref = rows.double().cpu() @ exact
+            magnitude = rows.double().cpu().abs() @ exact.abs()
+            bound = 2.0**-7 * ref.abs() + 1e-5 * magnitude + 1e-6
+            assert torch.all((got - ref).abs() <= bound), (bits, dtype)
 
 
 @pytest.mark.parametrize("bits,symmetric,exact_bytes",
@@ -509,7 +538,7 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 
 
 @pytest.mark.parametrize("kernel,config,key", [
-    ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, 3, {pdl})"),
+    ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, 3, False, {pdl})"),
     ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3),
      "(4, 128, False, False, {prmt}, False, False, False, False, 8, 256, 128, 8, {pdl})")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,

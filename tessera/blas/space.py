@@ -513,8 +513,10 @@ LEVEL1_HEURISTIC = VectorConfig(1024, 8, 4)
 SYMV_INTERPRETER = SymvConfig(16, 2, 4)
 REAL_DTYPES = ("fp16", "bf16", "fp32", "fp64")
 GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128, 256) for w in (4, 8))
-SYMV_SPACE = tuple(SymvConfig(t, p, w, order) for t in (32, 64, 128) for p in (4, 8, 16) for w in (4, 8)
-                   for order in (False, True))  # longest_first: untimed (twenty-sixth session)
+# longest_first won at 8192² (27.6 against 31.9 µs, symv-floor-h200-ceac80c.json); num_stages 2–4
+# (the tiles through shared memory) untimed when added
+SYMV_SPACE = tuple(SymvConfig(t, p, w, order, stages) for t in (32, 64, 128) for p in (4, 8, 16)
+                   for w in (4, 8) for order in (False, True) for stages in (0, 2, 3, 4))
 TRSV_SPACE = tuple(TrsvConfig(b, w) for b in (32, 64, 128) for w in (4, 8))
 
 

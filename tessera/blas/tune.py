@@ -275,8 +275,12 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             planes = [dataclasses.replace(c, byte_planes=True) for c in configs
                       if isinstance(c, WqConfig) and c.block_m == 16 and c.num_warps == 4
                       and c.block_n >= 128 and not c.warp_mma and not c.exact_bytes]
-            # each also with its scales loaded a step ahead (untimed, twenty-sixth session)
-            configs = [*configs, *planes, *(dataclasses.replace(c, early_scales=True) for c in planes)]
+            # each also with its scales loaded a step ahead (24.7 against 26.2 µs at 16×8192²,
+            # wq-early-h200-ceac80c.json); the decode tiles also with unit codes (two instructions
+            # a weight; 8-bit only: with 4-bit codes its rounding is as large as a 16-bit weight's)
+            units = [dataclasses.replace(c, unit_codes=True) for c in configs if isinstance(c, WqGemvConfig)]
+            early = [dataclasses.replace(c, early_scales=True) for c in planes]
+            configs = [*configs, *planes, *early, *units]
         tma = space.descriptors_run(device)
         # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)

@@ -76,17 +76,21 @@ class SymvConfig:
     """Launch parameters of :func:`_symv_kernel`: square tiles of edge ``tile``, ``per_program``
     stored tiles of a block column per program; ``longest_first`` launches the programs with
     the most tiles first (each block column's short remainder last), so the grid's tail is
-    short programs rather than full ones of the last block columns."""
+    short programs rather than full ones of the last block columns. ``num_stages`` 0 prefetches
+    the next tile into registers; 2 or more let Triton's software pipelining keep
+    ``num_stages − 1`` tiles in flight through shared memory (asynchronous copies)."""
 
     tile: int = 64
     per_program: int = 8
     num_warps: int = 4
     longest_first: bool = False
+    num_stages: int = 0
 
     kernel = "symv"
 
     def short(self) -> str:
         return (f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
+                f"{f' s{self.num_stages}' if self.num_stages else ''}"
                 f"{' longest-first' if self.longest_first else ''}")
 
 
@@ -167,8 +171,30 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
 
 
 @triton.jit
+def _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first, i_end, n, sam,
+                     san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr):
+    """``_symv_kernel``'s tiles above the diagonal, the next tile's loads issued before this
+    one's arithmetic (a register prefetch); returns ``mirrored`` with their Aᵀ·x parts added."""
+    rows_end = i_end.to(tl.int64) * BS
+    rows = i_first.to(tl.int64) * BS + r
+    tile = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
+                   mask=(rows < rows_end)[:, None] & col_ok[None, :], other=0)
+    x_rows = tl.load(x_ptr + x_start + rows * incx, mask=rows < rows_end, other=0)
+    for _ in range(i_first, i_end):
+        next_rows = rows + BS
+        next_tile = tl.load(a_ptr + next_rows[:, None] * sam + cols[None, :] * san,
+                            mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0)
+        next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
+        wide = _wide(tile, FP64)
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
+        mirrored += wide * _wide(x_rows, FP64)[:, None]
+        rows, tile, x_rows = next_rows, next_tile, next_x
+    return mirrored
+
+
+@triton.jit
 def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                 FP64: tl.constexpr, BS: tl.constexpr, PDL: tl.constexpr):
+                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1,
     the row this program takes from ``order``; a lower triangle comes with its strides swapped),
     each read once and used twice: A_IJ·x_J, a per-tile row sum, to ws_row[J, I's rows];
@@ -189,22 +215,16 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
     x_cols = _wide(tl.load(x_ptr + x_start + cols * incx, mask=col_ok, other=0), FP64)
     mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
     i_end = tl.minimum(i_last, bj)  # the tiles above the diagonal: whole row blocks
-    rows_end = i_end.to(tl.int64) * BS
-    rows = i_first.to(tl.int64) * BS + r
-    tile = tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san,
-                   mask=(rows < rows_end)[:, None] & col_ok[None, :], other=0)
-    x_rows = tl.load(x_ptr + x_start + rows * incx, mask=rows < rows_end, other=0)
-    for _ in range(i_first, i_end):
-        # the next tile's loads go out before this one's arithmetic (a register prefetch: the
-        # loop has no dot for Triton's pipeliner to stage)
-        next_rows = rows + BS
-        next_tile = tl.load(a_ptr + next_rows[:, None] * sam + cols[None, :] * san,
-                            mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0)
-        next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
-        wide = _wide(tile, FP64)
-        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
-        mirrored += wide * _wide(x_rows, FP64)[:, None]
-        rows, tile, x_rows = next_rows, next_tile, next_x
+    if STAGES > 0:
+        for i in tl.range(i_first, i_end, num_stages=STAGES):  # rows < bj·BS ≤ n: no row mask
+            rows = (i * BS + r).to(tl.int64)  # i·BS < n: no int32 overflow
+            wide = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :],
+                                 other=0), FP64)
+            tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
+            mirrored += wide * _wide(tl.load(x_ptr + x_start + rows * incx), FP64)[:, None]
+    else:
+        mirrored = _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first,
+                                    i_end, n, sam, san, x_start, incx, FP64, BS)
     if i_last > bj:  # the diagonal tile: its rows are this block's columns
         diagonal = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
                                  mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
@@ -415,7 +435,7 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     (xd, xs, xi), (yd, ys, yi) = x, y
     pdl = pdl_mode(ws_row, SYMV_PDL)
     symv_launch((programs,), (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi),
-                {"FP64": fp64, "BS": tile, "PDL": pdl}, config.num_warps, 3)
+                {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
                        symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl), 4, 3)
 
