@@ -185,18 +185,21 @@ def test_gemm_wq_warp_mma_halves(bits: int, symmetric: bool, exact_bytes: bool, 
 
 def test_weight_only_heuristic_on_an_h200() -> None:
     """Without logic, an H200 (sm_90, 132 multiprocessors) gets the families measured best there:
-    4-bit codes on tensor cores, one 8-bit row on CUDA cores, 2–16 rows of 8-bit codes with bf16
-    activations as byte planes (16×128×128 on 4 warps, K split 4 at 8192 columns), fp16
-    activations and more rows the other tiles."""
+    4-bit codes on tensor cores, one 8-bit row on CUDA cores (unit codes with bf16 activations,
+    K split 64), 2–16 rows of 8-bit codes with bf16 activations as byte planes with early scales
+    (16×128×128 on 4 warps, K split 4 at 8192 columns), fp16 activations and more rows the other
+    tiles."""
     pick = space.MNK_HEURISTICS["gemm_wq"]
 
     def config(m: int, dtype: str) -> object:
         return pick(space.MnkProblem(m, 8192, 8192, dtype), "cuda", 132).config
 
     assert isinstance(config(1, "int4_bf16"), WqConfig) and not config(1, "int4_bf16").byte_planes
-    assert isinstance(config(1, "int8_bf16"), WqGemvConfig)
+    assert config(1, "int8_bf16") == WqGemvConfig(512, 16, 64, 1, 2, unit_codes=True)
+    assert isinstance(config(1, "int8_fp16"), WqGemvConfig) and not config(1, "int8_fp16").unit_codes
+    planes = WqConfig(16, 128, 128, 4, 8, 4, 3, byte_planes=True, early_scales=True)
     for m in (2, 9, 16):
-        assert config(m, "int8_bf16") == WqConfig(16, 128, 128, 4, 8, 4, 3, byte_planes=True), m
+        assert config(m, "int8_bf16") == planes, m
     assert not config(16, "int8_fp16").byte_planes and not config(17, "int8_bf16").byte_planes
     assert not config(16, "int4_bf16").byte_planes
 

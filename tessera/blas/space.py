@@ -327,8 +327,9 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     sweeps measured best on the H200 (N = K = 8192): 4-bit weights up to 16 rows on tensor cores
     (256 weight rows by 8 tokens, or 128 by 16 as two halves of 8; K split until about 512 threads
     per multiprocessor), 8-bit ones on CUDA cores for one row (512 columns on one warp, K split in
-    slices of at least 128 rows until about eight programs per multiprocessor), with bf16
-    activations up to 16 rows on tensor cores as byte planes (128 weight rows by 16 tokens); fused
+    slices of at least 128 rows until about eight programs per multiprocessor; unit codes with
+    bf16 activations), with bf16 activations up to 16 rows on tensor cores as byte planes (128
+    weight rows by 16 tokens, the scales a step ahead); fused
     tensor-core tiles (64 weight rows by 16 tokens, K split until about two programs per
     multiprocessor) up to 32 rows, larger fused tiles up to 512, dequantize-then-GEMM beyond (0.97×
     bf16 torch.matmul at M = 4096, 0.77× at 1024, where fused tiles reach 0.4–0.6×)."""
@@ -358,12 +359,14 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
             split *= 2
         return Choice(dataclasses.replace(config, split_k=split),
                       f"{m} row(s) of 4-bit weights: tensor cores on exact integer codes, K split {split}")
-    if m == 1:
-        config = WqGemvConfig(512, 8, 1, 1, 3)
+    if m == 1:  # bf16 activations: unit codes, 1.63–1.64× torch (tune-wq8u-h200-3f5302b)
+        unit = problem.dtype == "int8_bf16"
+        config = WqGemvConfig(512, 16, 1, 1, 2, unit_codes=True) if unit else WqGemvConfig(512, 8, 1, 1, 3)
         split = split_for(-(-n // config.block_n), 8, 128, 64)
-        return Choice(dataclasses.replace(config, split_k=split), f"one row: CUDA cores, K split {split}")
-    if m <= 16 and problem.dtype == "int8_bf16":  # 1.24–1.26× torch at M = 16 (tune-planes-h200-0749f3e)
-        config = WqConfig(16, 128, 128, 1, 8, 4, 3, byte_planes=True)
+        return Choice(dataclasses.replace(config, split_k=split),
+                      f"one row: CUDA cores{', unit codes' if unit else ''}, K split {split}")
+    if m <= 16 and problem.dtype == "int8_bf16":  # 1.33–1.34× torch at M = 16 (tune-wq8-h200-ceac80c)
+        config = WqConfig(16, 128, 128, 1, 8, 4, 3, byte_planes=True, early_scales=True)
         split = split_for(-(-n // config.block_n), 1, 4 * config.block_k, 16)  # K/8 lost: 27.4 µs
         return Choice(dataclasses.replace(config, split_k=split),
                       f"small M, 8-bit codes: tensor cores on byte planes, K split {split}")
@@ -511,6 +514,9 @@ LEVEL1_HEURISTIC = VectorConfig(1024, 8, 4)
 # stored triangle once; trsv's 64-row blocks bound its rounding too); the interpreter takes small symv
 # tiles so that tests of a few dozen rows still cover several programs per block row.
 SYMV_INTERPRETER = SymvConfig(16, 2, 4)
+# bf16 8192² on the H200: 64-edge tiles, 16 a program, longest programs first 27.6 µs (8 a program
+# 29.4, planned order 31.9; symv-floor-h200-ceac80c.json)
+SYMV_HEURISTIC = SymvConfig(64, 16, 4, longest_first=True)
 REAL_DTYPES = ("fp16", "bf16", "fp32", "fp64")
 GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128, 256) for w in (4, 8))
 # longest_first won at 8192² (27.6 against 31.9 µs, symv-floor-h200-ceac80c.json); num_stages 2–4
@@ -550,7 +556,7 @@ def _fixed(config: object, interpreter: object | None = None) -> Callable[[str, 
 SHAPE_OPS: dict[str, ShapeOp] = {
     "gemv": ShapeOp((GemvConfig, GemvGemmConfig), ("m", "n"), GEMV_DTYPES, (8192, 8192), _gemv_heuristic),
     "ger": ShapeOp((GerConfig,), ("m", "n"), REAL_DTYPES, (8192, 8192), _fixed(GerConfig())),
-    "symv": ShapeOp((SymvConfig,), ("n",), REAL_DTYPES, (8192,), _fixed(SymvConfig(), SYMV_INTERPRETER)),
+    "symv": ShapeOp((SymvConfig,), ("n",), REAL_DTYPES, (8192,), _fixed(SYMV_HEURISTIC, SYMV_INTERPRETER)),
     "trsv": ShapeOp((TrsvConfig,), ("n",), REAL_DTYPES, (8192,), _fixed(TrsvConfig())),
     "level1_map": ShapeOp((VectorConfig,), ("n",), REAL_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
     "level1_reduce": ShapeOp((VectorConfig,), ("n",), LEVEL1_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
