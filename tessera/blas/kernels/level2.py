@@ -216,12 +216,19 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
     mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
     i_end = tl.minimum(i_last, bj)  # the tiles above the diagonal: whole row blocks
     if STAGES > 0:
+        # x's 2-byte elements cannot take the asynchronous copies the tiles take: the next
+        # tile's are loaded a step ahead into registers instead of stalling every step
+        rows_end = i_end.to(tl.int64) * BS
+        x_next = tl.load(x_ptr + x_start + (i_first * BS + r).to(tl.int64) * incx,
+                         mask=(i_first * BS + r) < rows_end, other=0)
         for i in tl.range(i_first, i_end, num_stages=STAGES):  # rows < bj·BS ≤ n: no row mask
             rows = (i * BS + r).to(tl.int64)  # i·BS < n: no int32 overflow
+            x_rows = x_next
+            x_next = tl.load(x_ptr + x_start + (rows + BS) * incx, mask=rows + BS < rows_end, other=0)
             wide = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :],
                                  other=0), FP64)
             tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
-            mirrored += wide * _wide(tl.load(x_ptr + x_start + rows * incx), FP64)[:, None]
+            mirrored += wide * _wide(x_rows, FP64)[:, None]
     else:
         mirrored = _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first,
                                     i_end, n, sam, san, x_start, incx, FP64, BS)
