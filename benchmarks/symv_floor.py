@@ -247,8 +247,11 @@ def main() -> None:
         "finish launch alone": finish_only,
     }
     variants = [dataclasses.replace(config, longest_first=not config.longest_first)]
-    variants += [k.SymvConfig(64, per_program, warps, True, stages) for per_program, warps, stages in
-                 ((16, 4, 0), (16, 4, 2), (16, 4, 3), (16, 4, 4), (8, 4, 3), (16, 8, 3), (16, 8, 4))]
+    # (tiles a program, warps, stages, one launch), 64-edge tiles, longest first
+    shapes = ((16, 4, 0, False), (16, 4, 3, False), (16, 4, 4, False), (8, 4, 3, False), (16, 4, 0, True),
+              (16, 4, 3, True), (8, 4, 0, True), (8, 4, 3, True), (4, 4, 0, True))
+    variants += [k.SymvConfig(64, per_program, warps, True, stages, fused)
+                 for per_program, warps, stages, fused in shapes]
     for variant in dict.fromkeys(v for v in variants if v != config):
         cases[f"forced {variant.short()}"] = functools.partial(forced_symv, variant, a, x, y)
     checks: dict[str, dict[str, float]] = {}
