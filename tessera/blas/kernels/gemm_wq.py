@@ -617,8 +617,8 @@ def _word_group_params(s_ptr, z_ptr, g, wn, mask_w, stride_sg, stride_sn, BITS: 
 def _gemv_step(q_ptr, x_row, k0, wn, mask_w, z0, z1, z2, z3, stride_qk, stride_xk, BITS: tl.constexpr,
                PRMT: tl.constexpr, UNIT: tl.constexpr, BLOCK_K: tl.constexpr):
     """Σ x·(code − zero_j) over the BLOCK_K rows of the step at ``k0``, for the byte-j columns of
-    each word (z_j = 2^23 + zero_j, so 2^23 + code − z_j is exact), and Σ x. With ``UNIT`` the
-    sums are Σ x·(1 + code·2^-15) instead, zero points left to the caller. The codes are one
+    each word (z_j = 2^23 + zero_j, so 2^23 + code − z_j is exact), and Σ x. With ``UNIT``
+    (8-bit codes) the sums are Σ x·(1 + code·2^-15) instead, zero points left to the caller. The codes are one
     (code rows, words) tile, whose columns a thread holds whole for the shapes ``WqGemvConfig``
     describes."""
     if BITS == 8:
@@ -641,20 +641,13 @@ def _gemv_step(q_ptr, x_row, k0, wn, mask_w, z0, z1, z2, z3, stride_qk, stride_x
         xt = tl.load(x_row + (k0 + tl.arange(0, BLOCK_K)) * stride_xk).to(tl.float32)
         x_lo, x_hi = tl.split(tl.reshape(xt, (BLOCK_K // 2, 2)))
         x_lo, x_hi = x_lo[:, None], x_hi[:, None]
-        if UNIT:
-            l0, l1, l2, l3 = _unit_bytes(words & 0x0F0F0F0F, PRMT)
-            h0, h1, h2, h3 = _unit_bytes((words >> 4) & 0x0F0F0F0F, PRMT)
-            t0 = tl.sum(x_lo * l0 + x_hi * h0, 0)
-            t1 = tl.sum(x_lo * l1 + x_hi * h1, 0)
-            t2 = tl.sum(x_lo * l2 + x_hi * h2, 0)
-            t3 = tl.sum(x_lo * l3 + x_hi * h3, 0)
-        else:
-            l0, l1, l2, l3 = _biased_bytes(words & 0x0F0F0F0F, PRMT)
-            h0, h1, h2, h3 = _biased_bytes((words >> 4) & 0x0F0F0F0F, PRMT)
-            t0 = tl.sum(x_lo * (l0 - z0[None, :]) + x_hi * (h0 - z0[None, :]), 0)
-            t1 = tl.sum(x_lo * (l1 - z1[None, :]) + x_hi * (h1 - z1[None, :]), 0)
-            t2 = tl.sum(x_lo * (l2 - z2[None, :]) + x_hi * (h2 - z2[None, :]), 0)
-            t3 = tl.sum(x_lo * (l3 - z3[None, :]) + x_hi * (h3 - z3[None, :]), 0)
+        tl.static_assert(not UNIT, "unit codes are for 8-bit codes only (see _gemv_wq_kernel)")
+        l0, l1, l2, l3 = _biased_bytes(words & 0x0F0F0F0F, PRMT)
+        h0, h1, h2, h3 = _biased_bytes((words >> 4) & 0x0F0F0F0F, PRMT)
+        t0 = tl.sum(x_lo * (l0 - z0[None, :]) + x_hi * (h0 - z0[None, :]), 0)
+        t1 = tl.sum(x_lo * (l1 - z1[None, :]) + x_hi * (h1 - z1[None, :]), 0)
+        t2 = tl.sum(x_lo * (l2 - z2[None, :]) + x_hi * (h2 - z2[None, :]), 0)
+        t3 = tl.sum(x_lo * (l3 - z3[None, :]) + x_hi * (h3 - z3[None, :]), 0)
         x_sum = tl.sum(xt)
     return t0, t1, t2, t3, x_sum
 
@@ -683,7 +676,7 @@ def _gemv_wq_kernel(
     ``UNIT`` (8-bit codes, bf16 x) drops the subtraction: each column sums x·(1 + code·2^-15) —
     exact products, 8 significant bits times 16 — and the group's part is 2^15·(sum − Σx) −
     zero·Σx. The sum stays near Σx, so each addition rounds by up to 2^-9·|partial Σx| in code
-    units: no longer exact, but a simulation of 8192-deep columns put the error at ≤ 1e-5 of
+    units: no longer exact, but a simulation of 2048-deep columns put the error at ≤ 1e-5 of
     Σ|x·w|, 20× below that of weights rounded to bf16. With fp16 x the products would round
     (11 + 16 bits) by 2^-9·|x| each, and 4-bit codes leave the same rounding on a signal 16×
     smaller: neither launches it."""
