@@ -210,9 +210,11 @@ def test_gemm_check_rejects_a_wrong_result(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_weight_only_candidates_take_byte_planes_for_8_bit_codes_only() -> None:
     """The weight-only tuner adds the byte-plane form of 16-row, 4-warp tiles of at least 128
-    columns for 8-bit codes (exact_bytes only for int8_bf16); 4-bit codes never get either."""
+    columns for 8-bit codes (exact_bytes only for int8_bf16); 4-bit codes never get either. The
+    one-row decode tiles come with and without unit codes for int8_bf16 only (the only dtype
+    that launches them)."""
     from tessera._core.device import offline_device
-    from tessera.blas.kernels.gemm_wq import WqConfig
+    from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
     from tessera.blas.tune import quantized_tunable
 
     device = offline_device("sm_90")
@@ -229,6 +231,13 @@ def test_weight_only_candidates_take_byte_planes_for_8_bit_codes_only() -> None:
         assert WqConfig(16, 128, 128, 4, 8, 4, 3, byte_planes=True) in planes  # the shipped W8A16 M = 16
         assert {dataclasses.replace(c, early_scales=True) for c in planes} <= set(planes)
         assert any(c.exact_bytes for c in configs) == (dtype == "int8_bf16")
+    for dtype in ("int4_bf16", "int8_bf16", "int8_fp16"):
+        decode = [c for c in quantized_tunable(dtype, [(1, 8192, 8192)], "default", device).candidates(
+            (1, 8192, 8192)) if isinstance(c, WqGemvConfig)]
+        units = {c for c in decode if c.unit_codes}
+        assert len(set(decode)) == len(decode)
+        assert units == ({dataclasses.replace(c, unit_codes=True) for c in decode} if dtype == "int8_bf16"
+                         else set())
 
 
 @pytest.mark.parametrize("symmetric", [True, False])

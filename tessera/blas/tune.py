@@ -276,9 +276,10 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
                       if isinstance(c, WqConfig) and c.block_m == 16 and c.num_warps == 4
                       and c.block_n >= 128 and not c.warp_mma and not c.exact_bytes]
             # each also with its scales loaded a step ahead (24.7 against 26.2 µs at 16×8192²,
-            # wq-early-h200-ceac80c.json); the decode tiles also with unit codes (two instructions
-            # a weight; 8-bit only: with 4-bit codes its rounding is as large as a 16-bit weight's)
-            units = [dataclasses.replace(c, unit_codes=True) for c in configs if isinstance(c, WqGemvConfig)]
+            # wq-early-h200-ceac80c.json); with bf16 activations the decode tiles also with unit
+            # codes (two instructions a weight; fp16 activations launch without them)
+            units = [dataclasses.replace(c, unit_codes=True) for c in configs
+                     if isinstance(c, WqGemvConfig) and dtype == "int8_bf16"]
             early = [dataclasses.replace(c, early_scales=True) for c in planes]
             configs = [*configs, *planes, *early, *units]
         tma = space.descriptors_run(device)
