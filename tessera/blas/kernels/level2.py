@@ -310,13 +310,13 @@ def _symv_fused_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr
     tl.debug_barrier()  # every thread's parts stored before the tickets
     ticket = tl.atomic_add(count_ptr + touched, 1, mask=valid, sem="acq_rel")
     done = valid & (ticket == tl.load(expected_ptr + touched, mask=valid, other=0) - 1)
-    tl.debug_barrier()
-    for t in range(TOUCH):
-        if tl.sum(tl.where(k == t, done, False).to(tl.int32)) > 0:
-            bi = tl.sum(tl.where(k == t, touched, 0))
-            tl.store(count_ptr + bi, 0)
-            _symv_finish_block(bi, ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy, alpha,
-                               beta, BETA_ZERO, FP64, BS, COLUMN, RIGHT)
+    tl.debug_barrier()  # the acquiring threads' tickets before any thread reads the parts
+    for _ in range(tl.sum(done.to(tl.int32))):  # most programs complete none or one block
+        bi = tl.max(tl.where(done, touched, -1))
+        done = done & (touched != bi)
+        tl.store(count_ptr + bi, 0)
+        _symv_finish_block(bi, ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy, alpha,
+                           beta, BETA_ZERO, FP64, BS, COLUMN, RIGHT)
 
 
 @triton.jit
