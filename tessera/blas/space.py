@@ -266,7 +266,8 @@ WQ_DTYPES = ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")
 WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
     # BLOCK_K: K rows per step (4-bit: half as many code rows); 512 columns a warp keep each thread's
     # sums in its registers, 256 on one warp split a row over two lanes (twice the programs); 5-6
-    # stages (twenty-sixth session, untimed) keep as many bytes in flight with half the slices
+    # stages keep as many bytes in flight with half the slices (1024×8 K/32 on 5 stages won the
+    # int8_bf16 M = 1 re-tune at ceac80c, before unit codes took 512×16 K/64 on 2)
     *(WqGemvConfig(bn, bk, split, w, s) for bn, w in ((256, 1), (512, 1), (1024, 2), (2048, 4))
       for bk in (8, 16) for split in (32, 64, 128) for s in (2, 3, 4, 5, 6)),
     *(WqConfig(bm, bn, bk, split, 8, w, s, warp_mma=halves)

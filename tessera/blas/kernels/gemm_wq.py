@@ -79,8 +79,8 @@ class WqConfig:
     # other codes ignore it. W8A16 M = 16: 16×128×128 K/4 on 4 warps 26.3 µs against 27.4 for the
     # rounded tile (1.24–1.26× torch; tune-planes-h200-0749f3e); the tuner adds it for 8-bit codes
     byte_planes: bool = False
-    # with byte_planes: each step's scales and zero points loaded a step ahead (twenty-sixth
-    # session, untimed; offline their loads then leave the step's critical path)
+    # with byte_planes: each step's scales and zero points loaded a step ahead, off the step's
+    # critical path (W8A16 M = 16: 24.7 against 26.2 µs, wq-early-h200-ceac80c.json)
     early_scales: bool = False
 
     kernel = "gemm_wq"
@@ -414,17 +414,18 @@ def _byte_plane(words, J: tl.constexpr, PRMT: tl.constexpr):
 
 
 @triton.jit
-def _plane_step(words, J: tl.constexpr, xt, scale, zero, acc, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
-                PRMT: tl.constexpr):
+def _plane_step(words, J: tl.constexpr, xt, x_sum, scale, zero, acc, HAS_ZERO: tl.constexpr,
+                UPCAST: tl.constexpr, PRMT: tl.constexpr):
     """acc (rows, words) + scale · Σ_step x·(code − zero) for byte plane J of the step's (K rows,
-    words) tile, x (rows, K); ``zero`` is 2^23 + zero per word. code − 128 is exact in either
-    16-bit dtype (at most 8 significant bits); the plane is the MMA's second operand as loaded."""
+    words) tile, x (rows, K) with its row sums ``x_sum`` (used with HAS_ZERO); ``zero`` is 2^23 +
+    zero per word. code − 128 is exact in either 16-bit dtype (at most 8 significant bits); the
+    plane is the MMA's second operand as loaded."""
     w = _byte_plane(words, J, PRMT) - 8388736.0  # 2^23 + 128
     if not UPCAST:
         w = w.to(xt.dtype)
     g = _mma(xt, w, tl.zeros(acc.shape, dtype=tl.float32), UPCAST)
     if HAS_ZERO:  # Σ x·(code − zero) = Σ x·(code − 128) − (zero − 128)·Σ x
-        g -= tl.sum(xt.to(tl.float32), 1)[:, None] * (zero - 8388736.0)[None, :]
+        g -= x_sum[:, None] * (zero - 8388736.0)[None, :]
     return acc + g * scale[None, :]
 
 
@@ -465,17 +466,19 @@ def _plane_tile(x_ptr, q_ptr, s_ptr, z_ptr, rm, mask_m, rm1, mask_m1, wn, mask_w
         else:
             s0, z0, s1, z1, s2, z2, s3, z3 = _word_group_params(s_ptr, z_ptr, k0 // GROUP, wn, mask_w,
                                                                 stride_sg, stride_sn, 8, HAS_ZERO)
-        a0 = _plane_step(words, 0, xt, s0, z0, a0, HAS_ZERO, UPCAST, PRMT)
-        a1 = _plane_step(words, 1, xt, s1, z1, a1, HAS_ZERO, UPCAST, PRMT)
-        a2 = _plane_step(words, 2, xt, s2, z2, a2, HAS_ZERO, UPCAST, PRMT)
-        a3 = _plane_step(words, 3, xt, s3, z3, a3, HAS_ZERO, UPCAST, PRMT)
+        x_sum = tl.sum(xt.to(tl.float32), 1)  # once a step for the four planes (read with HAS_ZERO)
+        a0 = _plane_step(words, 0, xt, x_sum, s0, z0, a0, HAS_ZERO, UPCAST, PRMT)
+        a1 = _plane_step(words, 1, xt, x_sum, s1, z1, a1, HAS_ZERO, UPCAST, PRMT)
+        a2 = _plane_step(words, 2, xt, x_sum, s2, z2, a2, HAS_ZERO, UPCAST, PRMT)
+        a3 = _plane_step(words, 3, xt, x_sum, s3, z3, a3, HAS_ZERO, UPCAST, PRMT)
         if HALVES == 2:
             xt1 = tl.load(x_ptr + rm1[:, None] * stride_xm + rk[None, :] * stride_xk, mask=mask_m1[:, None],
                           other=0.0)
-            b0 = _plane_step(words, 0, xt1, s0, z0, b0, HAS_ZERO, UPCAST, PRMT)
-            b1 = _plane_step(words, 1, xt1, s1, z1, b1, HAS_ZERO, UPCAST, PRMT)
-            b2 = _plane_step(words, 2, xt1, s2, z2, b2, HAS_ZERO, UPCAST, PRMT)
-            b3 = _plane_step(words, 3, xt1, s3, z3, b3, HAS_ZERO, UPCAST, PRMT)
+            x_sum1 = tl.sum(xt1.to(tl.float32), 1)
+            b0 = _plane_step(words, 0, xt1, x_sum1, s0, z0, b0, HAS_ZERO, UPCAST, PRMT)
+            b1 = _plane_step(words, 1, xt1, x_sum1, s1, z1, b1, HAS_ZERO, UPCAST, PRMT)
+            b2 = _plane_step(words, 2, xt1, x_sum1, s2, z2, b2, HAS_ZERO, UPCAST, PRMT)
+            b3 = _plane_step(words, 3, xt1, x_sum1, s3, z3, b3, HAS_ZERO, UPCAST, PRMT)
         if EARLY_SCALES:
             s0, z0, s1, z1, s2, z2, s3, z3 = t0, y0, t1, y1, t2, y2, t3, y3
     return a0, a1, a2, a3, b0, b1, b2, b3
@@ -566,19 +569,35 @@ def _gemm_wq_kernel(
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
 
 
+def _four_bytes_asm(base: int, selectors: tuple[int, int, int, int]) -> str:
+    """PTX: byte j of word $4 permuted with ``base``'s bytes by ``selectors[j]`` into output j,
+    in one asm so that ``base`` stays in one register and each selector is an immediate."""
+    permutes = " ".join(f"prmt.b32 ${j}, $4, m, 0x{s:04X};" for j, s in enumerate(selectors))
+    return f"{{ .reg .b32 m; mov.b32 m, 0x{base:08X}; {permutes} }}"
+
+
+# selector nibbles (byte j, 0x00, 0x00, 0x4B): 2^23 + byte j; (0x00, byte j, 0x80, 0x3F): 1 + byte j·2^-15
+_ASM_BIASED_BYTES = tl.constexpr(_four_bytes_asm(0x4B000000, (0x7440, 0x7441, 0x7442, 0x7443)))
+_ASM_UNIT_BYTES = tl.constexpr(_four_bytes_asm(0x3F800000, (0x7604, 0x7614, 0x7624, 0x7634)))
+
+
+@triton.jit
+def _permuted_bytes(word, asm: tl.constexpr):
+    """The four fp32 values ``asm`` (:func:`_four_bytes_asm`) makes of each int32 ``word``."""
+    b0, b1, b2, b3 = tl.inline_asm_elementwise(asm, "=r,=r,=r,=r,r", [word],
+                                               dtype=(tl.int32, tl.int32, tl.int32, tl.int32),
+                                               is_pure=True, pack=1)
+    return (b0.to(tl.float32, bitcast=True), b1.to(tl.float32, bitcast=True),
+            b2.to(tl.float32, bitcast=True), b3.to(tl.float32, bitcast=True))
+
+
 @triton.jit
 def _biased_bytes(word, PRMT: tl.constexpr):
     """The four bytes of each int32 ``word``, lowest first, as fp32 2^23 + byte (exact): with
-    ``PRMT`` one byte-permute instruction each (NVIDIA), in one asm so that 2^23's bits stay in one
-    register and each selector an immediate; else :func:`_byte_plane`'s shifts and masks."""
-    if PRMT:  # selector nibbles (byte j of word, 0x00, 0x00, 0x4B): 2^23 + byte j as fp32
-        b0, b1, b2, b3 = tl.inline_asm_elementwise(
-            "{ .reg .b32 m; mov.b32 m, 0x4B000000; prmt.b32 $0, $4, m, 0x7440; "
-            "prmt.b32 $1, $4, m, 0x7441; prmt.b32 $2, $4, m, 0x7442; prmt.b32 $3, $4, m, 0x7443; }",
-            "=r,=r,=r,=r,r", [word], dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
-            pack=1)
-        return (b0.to(tl.float32, bitcast=True), b1.to(tl.float32, bitcast=True),
-                b2.to(tl.float32, bitcast=True), b3.to(tl.float32, bitcast=True))
+    ``PRMT`` one byte-permute instruction each (NVIDIA); else :func:`_byte_plane`'s shifts and
+    masks."""
+    if PRMT:
+        return _permuted_bytes(word, _ASM_BIASED_BYTES)
     return (_byte_plane(word, 0, False), _byte_plane(word, 1, False), _byte_plane(word, 2, False),
             _byte_plane(word, 3, False))
 
@@ -587,17 +606,12 @@ def _biased_bytes(word, PRMT: tl.constexpr):
 def _unit_bytes(word, PRMT: tl.constexpr):
     """The four bytes of each int32 ``word``, lowest first, as fp32 1 + byte·2^-15 (exact: the
     byte in the mantissa's second byte under 1.0's bits): with ``PRMT`` one byte permute each."""
-    if PRMT:  # selector nibbles (0x00, byte j of word, 0x80, 0x3F): 1 + byte j · 2^-15 as fp32
-        b0, b1, b2, b3 = tl.inline_asm_elementwise(
-            "{ .reg .b32 m; mov.b32 m, 0x3F800000; prmt.b32 $0, $4, m, 0x7604; "
-            "prmt.b32 $1, $4, m, 0x7614; prmt.b32 $2, $4, m, 0x7624; prmt.b32 $3, $4, m, 0x7634; }",
-            "=r,=r,=r,=r,r", [word], dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True,
-            pack=1)
-    else:
-        b0 = ((word & 0xFF) << 8) | 0x3F800000
-        b1 = (word & 0xFF00) | 0x3F800000
-        b2 = ((word >> 8) & 0xFF00) | 0x3F800000
-        b3 = ((word >> 16) & 0xFF00) | 0x3F800000
+    if PRMT:
+        return _permuted_bytes(word, _ASM_UNIT_BYTES)
+    b0 = ((word & 0xFF) << 8) | 0x3F800000
+    b1 = (word & 0xFF00) | 0x3F800000
+    b2 = ((word >> 8) & 0xFF00) | 0x3F800000
+    b3 = ((word >> 16) & 0xFF00) | 0x3F800000
     return (b0.to(tl.float32, bitcast=True), b1.to(tl.float32, bitcast=True),
             b2.to(tl.float32, bitcast=True), b3.to(tl.float32, bitcast=True))
 
@@ -618,9 +632,9 @@ def _gemv_step(q_ptr, x_row, k0, wn, mask_w, z0, z1, z2, z3, stride_qk, stride_x
                PRMT: tl.constexpr, UNIT: tl.constexpr, BLOCK_K: tl.constexpr):
     """Σ x·(code − zero_j) over the BLOCK_K rows of the step at ``k0``, for the byte-j columns of
     each word (z_j = 2^23 + zero_j, so 2^23 + code − z_j is exact), and Σ x. With ``UNIT``
-    (8-bit codes) the sums are Σ x·(1 + code·2^-15) instead, zero points left to the caller. The codes are one
-    (code rows, words) tile, whose columns a thread holds whole for the shapes ``WqGemvConfig``
-    describes."""
+    (8-bit codes) the sums are Σ x·(1 + code·2^-15) instead, zero points left to the caller. The
+    codes are one (code rows, words) tile, whose columns a thread holds whole for the shapes
+    ``WqGemvConfig`` describes."""
     if BITS == 8:
         rk = k0 + tl.arange(0, BLOCK_K)
         words = tl.load(q_ptr + rk[:, None] * stride_qk + wn[None, :], mask=mask_w[None, :], other=0)

@@ -196,6 +196,27 @@ def _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r
 
 
 @triton.jit
+def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first, i_end, n, sam,
+                    san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
+    """:func:`_symv_prefetched`'s work with the tiles in flight through shared memory (Triton's
+    pipelining, STAGES − 1 ahead). x's 2-byte elements cannot take the asynchronous copies the
+    tiles take: the next tile's are loaded a step ahead into registers instead of stalling
+    every step."""
+    rows_end = i_end.to(tl.int64) * BS
+    x_next = tl.load(x_ptr + x_start + (i_first * BS + r).to(tl.int64) * incx,
+                     mask=(i_first * BS + r) < rows_end, other=0)
+    for i in tl.range(i_first, i_end, num_stages=STAGES):  # rows < bj·BS ≤ n: no row mask
+        rows = (i * BS + r).to(tl.int64)  # i·BS < n: no int32 overflow
+        x_rows = x_next
+        x_next = tl.load(x_ptr + x_start + (rows + BS) * incx, mask=rows + BS < rows_end, other=0)
+        wide = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :],
+                             other=0), FP64)
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
+        mirrored += wide * _wide(x_rows, FP64)[:, None]
+    return mirrored
+
+
+@triton.jit
 def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
                  FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     """One plan row's tiles (:func:`_symv_tiles`); :func:`_symv_finish_kernel` adds the parts."""
@@ -213,10 +234,9 @@ def _symv_tiles(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sa
     A_IJᵀ·x_I, the mirrored part, accumulated element-wise over the program's tiles and summed
     once into ws_col[plan row]. Walking down a block column keeps the per-tile reduction along a
     tile's rows (within a warp when the columns are contiguous) and the cross-warp one out of the
-    loop. The diagonal tile (the
-    column's last) is read through a triangle mask, the tiles above it through a column mask
-    only (16-byte loads). The stored triangle's other side is never read. Returns the plan
-    row's (J, I0, I1)."""
+    loop. The diagonal tile (the column's last) is read through a triangle mask, the tiles above
+    it through a column mask only (16-byte loads). The stored triangle's other side is never
+    read. Returns the plan row's (J, I0, I1)."""
     row = tl.load(order_ptr + tl.program_id(0))
     bj = tl.load(plan_ptr + 3 * row)
     i_first = tl.load(plan_ptr + 3 * row + 1)
@@ -228,19 +248,8 @@ def _symv_tiles(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sa
     mirrored = tl.zeros((BS, BS), tl.float64 if FP64 else tl.float32)
     i_end = tl.minimum(i_last, bj)  # the tiles above the diagonal: whole row blocks
     if STAGES > 0:
-        # x's 2-byte elements cannot take the asynchronous copies the tiles take: the next
-        # tile's are loaded a step ahead into registers instead of stalling every step
-        rows_end = i_end.to(tl.int64) * BS
-        x_next = tl.load(x_ptr + x_start + (i_first * BS + r).to(tl.int64) * incx,
-                         mask=(i_first * BS + r) < rows_end, other=0)
-        for i in tl.range(i_first, i_end, num_stages=STAGES):  # rows < bj·BS ≤ n: no row mask
-            rows = (i * BS + r).to(tl.int64)  # i·BS < n: no int32 overflow
-            x_rows = x_next
-            x_next = tl.load(x_ptr + x_start + (rows + BS) * incx, mask=rows + BS < rows_end, other=0)
-            wide = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :],
-                                 other=0), FP64)
-            tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
-            mirrored += wide * _wide(x_rows, FP64)[:, None]
+        mirrored = _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first,
+                                   i_end, n, sam, san, x_start, incx, FP64, BS, STAGES)
     else:
         mirrored = _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first,
                                     i_end, n, sam, san, x_start, incx, FP64, BS)
