@@ -271,7 +271,6 @@ def test_weight_only_dependent_launches_see_the_previous_kernel(bits: int, m: in
     before read), through the K split's two launches: with PDL each may start while the previous
     finishes and must still see its output and not overwrite its input early."""
     from tessera._core import launch
-    from tessera.blas.kernels import gemm_wq as wq_kernels
 
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("programmatic dependent launch needs sm_90")
@@ -292,8 +291,8 @@ def test_weight_only_dependent_launches_see_the_previous_kernel(bits: int, m: in
         torch.cuda.synchronize()
         with launch.recording() as calls:
             gemm_wq(x, q)
-    main = wq_kernels._launch_gemv if isinstance(config, WqGemvConfig) else wq_kernels._launch
-    assert [call.launcher for call in calls] == [main, wq_kernels._launch_sum_slices]
+    main = gemm_wq_kernels._launch_gemv if isinstance(config, WqGemvConfig) else gemm_wq_kernels._launch
+    assert [call.launcher for call in calls] == [main, gemm_wq_kernels._launch_sum_slices]
     for call in calls:
         found = call.launcher.compiled_for(call)
         assert found is not None and found[0].metadata.launch_pdl
@@ -590,18 +589,18 @@ def test_wq_pack_launches_are_the_calls_launches(bits: int, config: object, devi
     stored column-major: a pack compiled for row-major ones would never be used)."""
     from tessera._core.launch import capture
     from tessera.blas import quantized
-    from tessera.blas.kernels import gemm_wq as wq_kernels
 
     monkeypatch.setattr(quantized, "interpreter_enabled", lambda: False)  # a GPU process's call
 
-    _, n, k = wq_kernels.REPRESENTATIVE
+    _, n, k = gemm_wq_kernels.REPRESENTATIVE
     with building_for("cuda", "sm_90"), capture() as packed:
-        wq_kernels.representative_launch("gemm_wq", config, f"int{bits}_bf16", 132)
+        gemm_wq_kernels.representative_launch("gemm_wq", config, f"int{bits}_bf16", 132)
     q = quantize_weight(torch.randn(k, n).to(torch.bfloat16).to(device), bits=bits, group_size=128)
     for m in (256, 37, 1):  # aligned, a token count, decode
         with building_for("cuda", "sm_90"), capture() as called, space.forced(config):
             gemm_wq(torch.randn(m, k).to(torch.bfloat16).to(device), q)  # recorded, not run
-        called = [c for c in called if c.launcher in (wq_kernels._launch, wq_kernels._launch_dequantize)]
+        main_launchers = (gemm_wq_kernels._launch, gemm_wq_kernels._launch_dequantize)
+        called = [c for c in called if c.launcher in main_launchers]
         assert called and _launch_keys(called) <= _launch_keys(packed), m
 
 
