@@ -230,7 +230,9 @@ def test_gemm_wq_exact_bytes_bf16(exact_bytes: bool, byte_planes: bool, symmetri
 
 
 @pytest.mark.parametrize("config", [WqGemvConfig(64, 32, 2, 4), WqConfig(16, 32, 64, 2, 4, 4, 1),
-                                    WqConfig(16, 32, 64, 1, 4, 4, 1)], ids=lambda c: c.short())
+                                    WqConfig(16, 32, 64, 1, 4, 4, 1),
+                                    WqConfig(16, 32, 64, 2, 4, 4, 1, byte_planes=True, early_scales=True)],
+                         ids=lambda c: c.short())
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_gemm_wq_repeat_calls_replay_their_launches(config: object, symmetric: bool, device: str) -> None:
     """A repeat call of a fused family (same signature) replays the first call's launches — the

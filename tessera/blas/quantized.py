@@ -51,6 +51,7 @@ from tessera.blas.kernels.gemm_wq import (
     code_words,
     launch_dequantize,
     launch_gemm_wq,
+    reads_words,
 )
 from tessera.tuning import logic
 
@@ -172,7 +173,7 @@ class _WqRecipe:
     m: int
     k: int
     n: int
-    words: bool  # the main launch reads the codes as int32 words (the decode family)
+    words: bool  # the main launch reads the codes as int32 words (the decode family, byte planes)
     replays: tuple[launch.Replay, ...]
 
     def run(self, x: torch.Tensor, q: QuantizedWeight) -> torch.Tensor:
@@ -198,7 +199,7 @@ def _signature(x: torch.Tensor, q: QuantizedWeight) -> tuple:
 
 def _main_operands(x2: torch.Tensor, q: QuantizedWeight, words: bool, y: torch.Tensor) -> tuple:
     """The tensors a fused family's launches take: x, the codes (as int32 words for the decode
-    family), scales, zero points when asymmetric, and y."""
+    family and byte planes), scales, zero points when asymmetric, and y."""
     zeros = () if q.zeros is None else (q.zeros,)
     return (x2, q.words if words else q.codes, q.scales, *zeros, y)
 
@@ -267,7 +268,8 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
             launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
                            upcast=interpreter_enabled(), config=config, words=q.words)
         if signature is not None:
-            _remember(signature, calls, x2, q, y2, isinstance(config, WqGemvConfig), tuple(out.shape))
+            words = reads_words(config, q.bits) and q.words is not None
+            _remember(signature, calls, x2, q, y2, words, tuple(out.shape))
     return out
 
 

@@ -806,6 +806,12 @@ def code_words(qweight: torch.Tensor) -> torch.Tensor | None:
     return torch.as_strided(qweight, (rows, n), (qweight.stride(0), 1)).view(torch.int32)
 
 
+def reads_words(config: WqConfig | WqGemvConfig, bits: int) -> bool:
+    """Whether a launch of ``config`` reads the codes as int32 words when :func:`code_words` can
+    view them: the decode family always, the tensor-core family for 8-bit byte planes."""
+    return isinstance(config, WqGemvConfig) or (config.byte_planes and bits == 8)
+
+
 def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                    zeros: torch.Tensor | None, y: torch.Tensor, k: int, bits: int, group: int, *,
                    upcast: bool, config: WqConfig | WqGemvConfig, words: torch.Tensor | None = None) -> None:
@@ -842,7 +848,7 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
                      config.num_warps, config.num_stages)
     else:
         q, q_strides, planes = qweight, qweight.stride(), False
-        if config.byte_planes and bits == 8:  # codes that cannot be viewed as words stay byte-wise
+        if reads_words(config, bits):  # codes that cannot be viewed as words stay byte-wise
             words = words if words is not None else code_words(qweight)
             if words is not None:
                 q, q_strides, planes = words, (words.stride(0), 1), True
