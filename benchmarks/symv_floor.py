@@ -34,6 +34,10 @@ against 223 instructions a tile step, yet 27.1 against 26.1 µs for the walk); 8
 (34.7–41.2 µs). At e2ecda9 the tensor-core design again 26.2 µs, and no variant faster: x_J
 in every column (row sums stored from the MMA result, no reduction) 27.0, 4–5 stages 28.1–28.2,
 8 warps 30.1–30.4; the shipped call with PDL at exit 29.5 (main 24.3, finish 3.2).
+Twenty-eighth session (40e96ec): the one-launch form again, with the longest-first order and
+per-block tickets (da8a1a3, removed after this run): 39.4–50.3 µs against the shipped two
+launches' 27.7 (``symv-floor-h200-40e96ec.json``); the tuner's best one-launch candidate was
+26–36 % slower than its best two-launch one at 4096 and 8192.
 
 Both modes also time symv forced to the shipped tile with the other program order
 (``longest_first``: the programs with the most tiles launched first) and to 16 tiles a program
@@ -247,11 +251,9 @@ def main() -> None:
         "finish launch alone": finish_only,
     }
     variants = [dataclasses.replace(config, longest_first=not config.longest_first)]
-    # (tiles a program, warps, stages, one launch), 64-edge tiles, longest first
-    shapes = ((16, 4, 0, False), (16, 4, 3, False), (16, 4, 4, False), (8, 4, 3, False), (16, 4, 0, True),
-              (16, 4, 3, True), (8, 4, 0, True), (8, 4, 3, True), (4, 4, 0, True))
-    variants += [k.SymvConfig(64, per_program, warps, True, stages, fused)
-                 for per_program, warps, stages, fused in shapes]
+    # (tiles a program, warps, stages), 64-edge tiles, longest first
+    shapes = ((16, 4, 0), (16, 4, 3), (16, 4, 4), (8, 4, 3))
+    variants += [k.SymvConfig(64, per_program, warps, True, stages) for per_program, warps, stages in shapes]
     for variant in dict.fromkeys(v for v in variants if v != config):
         cases[f"forced {variant.short()}"] = functools.partial(forced_symv, variant, a, x, y)
     checks: dict[str, dict[str, float]] = {}

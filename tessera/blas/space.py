@@ -521,11 +521,9 @@ SYMV_HEURISTIC = SymvConfig(64, 16, 4, longest_first=True)
 REAL_DTYPES = ("fp16", "bf16", "fp32", "fp64")
 GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128, 256) for w in (4, 8))
 # longest_first won at 8192² (27.6 against 31.9 µs, symv-floor-h200-ceac80c.json); num_stages 2–4
-# (the tiles through shared memory) won at 16384 (tune-symv-h200-3f5302b); fused_finish (one
-# launch), with the longest-first order only, untimed when added
-SYMV_SPACE = tuple(SymvConfig(t, p, w, order, stages, fused) for t in (32, 64, 128) for p in (4, 8, 16)
-                   for w in (4, 8) for order in (False, True) for stages in (0, 2, 3, 4)
-                   for fused in ((False, True) if order else (False,)))
+# (the tiles through shared memory) won at 16384 (tune-symv-h200-3f5302b)
+SYMV_SPACE = tuple(SymvConfig(t, p, w, order, stages) for t in (32, 64, 128) for p in (4, 8, 16)
+                   for w in (4, 8) for order in (False, True) for stages in (0, 2, 3, 4))
 TRSV_SPACE = tuple(TrsvConfig(b, w) for b in (32, 64, 128) for w in (4, 8))
 
 

@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode, scratch
+from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.level1 import _arg, _wide
 
@@ -78,23 +78,20 @@ class SymvConfig:
     the most tiles first (each block column's short remainder last), so the grid's tail is
     short programs rather than full ones of the last block columns. ``num_stages`` 0 prefetches
     the next tile into registers; 2 or more let Triton's software pipelining keep
-    ``num_stages − 1`` tiles in flight through shared memory (asynchronous copies).
-    ``fused_finish`` adds the parts in the same launch (:func:`_symv_fused_kernel`: the last
-    program to write a row block's parts finishes it) instead of a second one."""
+    ``num_stages − 1`` tiles in flight through shared memory (asynchronous copies)."""
 
     tile: int = 64
     per_program: int = 8
     num_warps: int = 4
     longest_first: bool = False
     num_stages: int = 0
-    fused_finish: bool = False
 
     kernel = "symv"
 
     def short(self) -> str:
         return (f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
                 f"{f' s{self.num_stages}' if self.num_stages else ''}"
-                f"{' longest-first' if self.longest_first else ''}{' fused' if self.fused_finish else ''}")
+                f"{' longest-first' if self.longest_first else ''}")
 
 
 @dataclass(frozen=True)
@@ -219,15 +216,6 @@ def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r,
 @triton.jit
 def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
                  FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
-    """One plan row's tiles (:func:`_symv_tiles`); :func:`_symv_finish_kernel` adds the parts."""
-    dependent_launch(PDL)
-    _symv_tiles(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx, FP64,
-                BS, STAGES)
-
-
-@triton.jit
-def _symv_tiles(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
     """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1,
     the row this program takes from ``order``; a lower triangle comes with its strides swapped),
     each read once and used twice: A_IJ·x_J, a per-tile row sum, to ws_row[J, I's rows];
@@ -236,7 +224,8 @@ def _symv_tiles(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sa
     tile's rows (within a warp when the columns are contiguous) and the cross-warp one out of the
     loop. The diagonal tile (the column's last) is read through a triangle mask, the tiles above
     it through a column mask only (16-byte loads). The stored triangle's other side is never
-    read. Returns the plan row's (J, I0, I1)."""
+    read; :func:`_symv_finish_kernel` adds the parts."""
+    dependent_launch(PDL)
     row = tl.load(order_ptr + tl.program_id(0))
     bj = tl.load(plan_ptr + 3 * row)
     i_first = tl.load(plan_ptr + 3 * row + 1)
@@ -260,27 +249,17 @@ def _symv_tiles(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sa
         tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
         mirrored += tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None]
     tl.store(ws_col_ptr + row.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
-    return bj, i_first, i_last
 
 
 @triton.jit
 def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy,
                         alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
                         BS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr, PDL: tl.constexpr):
-    """y for row block I = the program (:func:`_symv_finish_block`)."""
-    dependent_launch(PDL)
-    _symv_finish_block(tl.program_id(0), ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy,
-                       alpha, beta, BETA_ZERO, FP64, BS, COLUMN, RIGHT)
-
-
-@triton.jit
-def _symv_finish_block(bi, ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy, alpha, beta,
-                       BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr, COLUMN: tl.constexpr,
-                       RIGHT: tl.constexpr):
-    """y for row block ``bi``: the mirrored sums of block column I's programs (COLUMN of them per
+    """y for row block I: the mirrored sums of block column I's programs (COLUMN of them per
     load), then the row sums of tiles (I, J ≥ I) (RIGHT block columns per load), added by fixed
-    reduction trees in a fixed order (deterministic). The parts are read past L1 (``.cg``):
-    in the fused kernel other programs wrote them during this launch."""
+    reduction trees in a fixed order (deterministic)."""
+    dependent_launch(PDL)
+    bi = tl.program_id(0)
     r = tl.arange(0, BS)
     rows = bi.to(tl.int64) * BS + r
     row_ok = rows < n
@@ -289,43 +268,13 @@ def _symv_finish_block(bi, ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, 
     for p0 in range(tl.load(first_ptr + bi), last, COLUMN):
         programs = p0 + tl.arange(0, COLUMN)
         total += tl.sum(tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
-                                mask=(programs < last)[:, None], other=0, cache_modifier=".cg"), 0)
+                                mask=(programs < last)[:, None], other=0), 0)
     for j0 in range(bi, blocks, RIGHT):
         right = j0 + tl.arange(0, RIGHT)
         part = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
-                       mask=(right < blocks)[:, None] & row_ok[None, :], other=0, cache_modifier=".cg")
+                       mask=(right < blocks)[:, None] & row_ok[None, :], other=0)
         total += tl.sum(part, 0)
     _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
-
-
-@triton.jit
-def _symv_fused_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, first_ptr, expected_ptr,
-                       count_ptr, y_ptr, n, sam, san, x_start, incx, blocks, y_start, incy, alpha: tl.float64,
-                       beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr,
-                       STAGES: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr, TOUCH: tl.constexpr,
-                       PDL: tl.constexpr):
-    """symv in one launch: a plan row's tiles (:func:`_symv_tiles`), then a ticket for each row
-    block its parts went to (the tiles' rows I0 … I1 − 1, and J for the mirrored sum); the
-    program whose ticket completes a row block's count (``expected``) adds that block's parts
-    (:func:`_symv_finish_block`, the same fixed order as the two-launch form: deterministic)
-    and leaves its counter zeroed for the next launch."""
-    dependent_launch(PDL)
-    bj, i_first, i_last = _symv_tiles(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san,
-                                      x_start, incx, FP64, BS, STAGES)
-    k = tl.arange(0, TOUCH)
-    spanned = i_last - i_first
-    touched = tl.where(k < spanned, i_first + k, bj)
-    valid = (k < spanned) | (k == tl.where(i_last <= bj, spanned, -1))  # J once, unless its tile is ours
-    tl.debug_barrier()  # every thread's parts stored before the tickets
-    ticket = tl.atomic_add(count_ptr + touched, 1, mask=valid, sem="acq_rel")
-    done = valid & (ticket == tl.load(expected_ptr + touched, mask=valid, other=0) - 1)
-    tl.debug_barrier()  # the acquiring threads' tickets before any thread reads the parts
-    for _ in range(tl.sum(done.to(tl.int32))):  # most programs complete none or one block
-        bi = tl.max(tl.where(done, touched, -1))
-        done = done & (touched != bi)
-        tl.store(count_ptr + bi, 0)
-        _symv_finish_block(bi, ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy, alpha,
-                           beta, BETA_ZERO, FP64, BS, COLUMN, RIGHT)
 
 
 @triton.jit
@@ -412,7 +361,6 @@ gemv_finish_launch = Launcher(_gemv_finish_kernel)
 ger_launch = Launcher(_ger_kernel)
 symv_launch = Launcher(_symv_kernel)
 symv_finish_launch = Launcher(_symv_finish_kernel)
-symv_fused_launch = Launcher(_symv_fused_kernel)
 trsv_launch = Launcher(_trsv_kernel)
 
 
@@ -473,19 +421,6 @@ def _symv_plan(blocks: int, per_program: int, device: torch.device) -> tuple[tor
 
 
 @functools.lru_cache(maxsize=64)
-def _symv_expected(blocks: int, per_program: int, device: torch.device) -> torch.Tensor:
-    """Per row block I, the programs that write parts of it (the tickets the fused kernel counts):
-    those whose tiles include row block I, and block column I's (its mirrored sums) once each."""
-    expected = [0] * blocks
-    for j, i0, i1 in _symv_programs(blocks, per_program):
-        for i in range(i0, i1):
-            expected[i] += 1
-        if i1 <= j:  # the mirrored sum goes to row block J, whose tile is not this program's
-            expected[j] += 1
-    return torch.tensor(expected, dtype=torch.int32, device=device)
-
-
-@functools.lru_cache(maxsize=64)
 def _symv_order(blocks: int, per_program: int, longest_first: bool, device: torch.device) -> torch.Tensor:
     """The plan rows in launch order: as planned, or (``longest_first``) by tile count, most
     first, block column order among equals."""
@@ -516,16 +451,6 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
     (xd, xs, xi), (yd, ys, yi) = x, y
     pdl = pdl_mode(ws_row, SYMV_PDL)
-    if config.fused_finish:
-        expected = _symv_expected(blocks, config.per_program, a.device)
-        counts = scratch("symv tickets", blocks, torch.int32, a.device, True)  # left zeroed by each launch
-        finish = symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl)
-        symv_fused_launch((programs,), (a, xd, plan, order, ws_row, ws_col, first, expected, counts, yd, n,
-                                        sam, san, xs, xi, blocks, ys, yi, alpha, beta),
-                          {"BETA_ZERO": finish["BETA_ZERO"], "FP64": fp64, "BS": tile,
-                           "STAGES": config.num_stages, "COLUMN": finish["COLUMN"], "RIGHT": finish["RIGHT"],
-                           "TOUCH": next_power_of_2(config.per_program + 1), "PDL": pdl}, config.num_warps, 3)
-        return
     symv_launch((programs,), (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi),
                 {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
