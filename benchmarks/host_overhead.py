@@ -30,6 +30,7 @@ from tessera.blas.kernels.copy import column_major_copy
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
+from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 
 
 def launch_anatomy(a: torch.Tensor, b: torch.Tensor, configs: dict[str, space.Config]) -> dict[str, float]:
@@ -137,6 +138,16 @@ def main() -> None:
     w = torch.empty(64, device="cuda", dtype=torch.bfloat16)
     wq = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
     q, xq = blas.quantize_weight(wq, bits=4), torch.randn(1, 256, device="cuda", dtype=torch.bfloat16)
+    q8, x16 = blas.quantize_weight(wq, bits=8), torch.randn(16, 256, device="cuda", dtype=torch.bfloat16)
+    planes = WqConfig(16, 128, 128, 2, 8, 4, 3, byte_planes=True, early_scales=True)
+    out16 = torch.empty(16, 256, device="cuda", dtype=torch.bfloat16)
+
+    def wq_forced(config: space.Config, x: torch.Tensor,
+                  out: torch.Tensor | None = None) -> Callable[[], object]:
+        def call() -> object:
+            with space.forced(config):
+                return blas.gemm_wq(x, q8, out=out)
+        return call
     level12 = {  # name: (tessera call, torch call); last the weight-only decode beside bf16 matmul
         "axpy 4096": (lambda: blas.axpy(0.5, x, y), lambda: y.add_(x, alpha=0.5)),
         "dot 4096": (lambda: blas.dot(x, y), lambda: torch.dot(x, y)),
@@ -145,6 +156,11 @@ def main() -> None:
         "gemv 64x64 bf16": (lambda: blas.gemv(a, v, w), lambda: torch.mv(a, v, out=w)),
         "gemv T 64x64 bf16": (lambda: blas.gemv(a, v, w, trans=True), lambda: torch.mv(a.t(), v, out=w)),
         "gemm_wq W4A16 1x256x256": (lambda: blas.gemm_wq(xq, q), lambda: torch.matmul(xq, wq)),
+        "gemm_wq W8A16 16x256x256 byte planes": (wq_forced(planes, x16), lambda: torch.matmul(x16, wq)),
+        "gemm_wq W8A16 16x256x256 byte planes, out= (no replay)": (wq_forced(planes, x16, out16),
+                                                                  lambda: torch.matmul(x16, wq, out=out16)),
+        "gemm_wq W8A16 1x256x256 decode": (wq_forced(WqGemvConfig(256, 8, 4, 1, 2, unit_codes=True), xq),
+                                           lambda: torch.matmul(xq, wq)),
     }
     for _ in range(3):
         for name, (ours, theirs) in level12.items():
@@ -161,7 +177,8 @@ def main() -> None:
     for name, us in rows.items():
         print(f"{name:<52} {us:8.1f} us/call")
     profiled = {"tile family": forced(tile), "TMA family": forced(tma),
-                "tf32 1024^3": lambda: gemm(f32_a, f32_b, precision="tf32")}
+                "tf32 1024^3": lambda: gemm(f32_a, f32_b, precision="tf32"),
+                "gemm_wq byte planes, out= (no replay)": wq_forced(planes, x16, out16)}
     for name, call in profiled.items():
         profiler = cProfile.Profile()
         profiler.enable()

@@ -260,6 +260,40 @@ def test_gemm_wq_repeat_calls_replay_their_launches(config: object, symmetric: b
     assert len(quantized._RECIPES) == 2
 
 
+def _shipped_wq_solutions() -> list[tuple[str, object]]:
+    from tessera.tuning import logic
+    from tessera.tuning.paths import SHIPPED_LOGIC
+
+    return [(path.name.split(".")[2], config)
+            for path in sorted(SHIPPED_LOGIC.glob("*/blas.gemm_wq.*.yaml"))
+            for config in dict.fromkeys(logic.load_logic(path).solutions.values())]
+
+
+@pytest.mark.parametrize(("dtype", "config"), _shipped_wq_solutions(),
+                         ids=lambda v: v.short() if hasattr(v, "short") else str(v))
+def test_every_shipped_weight_only_solution_replays(dtype: str, config: object, device: str) -> None:
+    """Each fused family the shipped logic chooses keeps a recipe on its first call, so eager
+    repeat calls skip validation and selection (byte planes once kept none: the recipe named
+    the codes where the launch took their int32 words, and every eager call paid ~180 µs)."""
+    from tessera.blas import quantized
+
+    if isinstance(config, WqDequantConfig):
+        pytest.skip("dequantize-then-GEMM: its GEMM keeps its own recipe")
+    bits, activations = int(dtype[3]), {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype.split("_")[1]]
+    if device == "cpu":
+        activations = torch.float16  # the interpreter's tl.dot on bf16 is wrong; the launch is what counts
+    gen = torch.Generator().manual_seed(13)
+    k, n = 256, 128
+    w = torch.randn(k, n, generator=gen).to(activations).to(device)
+    q = quantize_weight(w, bits=bits, group_size=128)
+    x = torch.randn(3, k, generator=gen).to(activations).to(device)
+    quantized._RECIPES.clear()
+    with space.forced(config):
+        _check(x, q, gemm_wq(x, q))
+        assert len(quantized._RECIPES) == 1, config.short()
+        _check(x, q, gemm_wq(x, q))  # replayed
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(("bits", "m", "config"), [
     (4, 1, WqConfig(8, 256, 128, 2, 8, 8, 3)),  # gemm_wq and its slice sum: PDL at exit
