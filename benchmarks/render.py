@@ -153,9 +153,28 @@ def _host_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
-def _provenance(data: dict) -> str:
-    """When, at which revision, with which command and versions a benchmark script's JSON was made."""
-    return (f"Measured {data['created']} at revision `{data['git']}` with `{data['command']}`; torch "
+def _wq_eager_section(path: Path) -> list[str]:
+    data = json.loads(path.read_text())
+    lines = [f"## Weight-only rows eagerly on {data['device']} — `{path.relative_to(ROOT)}`", "",
+             _provenance(data, "python benchmarks/wq_eager.py OUT.json") + " N = K = 8192, group 128, "
+             "bf16 activations, the shipped logic's choice. *Host*: wall time per call of 500 "
+             "back-to-back calls (the larger of host and GPU time); *back-to-back*: the same loop "
+             "between GPU events; *flushed*: `do_bench` with L2 flushed; bf16 torch.matmul beside "
+             "each.", "",
+             "| row | configuration | recipe kept | host µs (torch) | back-to-back µs (torch) | "
+             "flushed µs (torch) |", "|---|---|---|---:|---:|---:|"]
+    lines += [f"| W{r['bits']}A16 M = {r['m']} | `{r['config']}` | {'yes' if r['recipe'] else '**no**'} | "
+              f"{r['host_us']:.1f} ({r['torch_host_us']:.1f}) | {r['back_to_back_us']:.1f} "
+              f"({r['torch_back_to_back_us']:.1f}) | {r['flushed_us']:.1f} ({r['torch_flushed_us']:.1f}) |"
+              for r in data["rows"]]
+    return [*lines, ""]
+
+
+def _provenance(data: dict, command: str = "") -> str:
+    """When, at which revision, with which command (``command`` where the JSON names none) and
+    versions a benchmark script's JSON was made."""
+    return (f"Measured {data['created']} at revision `{data['git']}` with "
+            f"`{data.get('command', command)}`; torch "
             f"{data['versions']['torch']}, triton {data['versions']['triton']}.")
 
 
@@ -571,6 +590,8 @@ def main() -> None:
         out += _wq_floor_section(path)
     for path in sorted(RESULTS.glob("wq-tc-*.json"), key=_created, reverse=True):
         out += _wq_tc_section(path)
+    for path in sorted(RESULTS.glob("wq-eager-*.json"), key=_created, reverse=True):
+        out += _wq_eager_section(path)
     for path in sorted(RESULTS.glob("tf32-layout-*.json"), key=_created, reverse=True):
         out += _tf32_layout_section(path)
     for path in sorted(RESULTS.glob("quantized-*.json"), key=_created, reverse=True):

@@ -12,14 +12,12 @@ from __future__ import annotations
 import functools
 import json
 import sys
-import time
 
 import torch
-import triton
 
 from tessera import blas
 from tessera._core.device import device_info
-from tessera._core.timing import back_to_back_ms, flushed_ms, git_revision, per_call_us
+from tessera._core.timing import back_to_back_ms, flushed_ms, per_call_us, run_record
 from tessera.blas import quantized, space
 
 
@@ -50,9 +48,7 @@ def main() -> None:
                   f"(torch {row['torch_flushed_us']:5.1f})")
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
-            json.dump({"rows": rows, "device": torch.cuda.get_device_name(), "git": git_revision(),
-                       "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "versions": {"torch": torch.__version__, "triton": triton.__version__}}, f, indent=1)
+            json.dump({**run_record("python benchmarks/wq_eager.py OUT.json"), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
