@@ -170,6 +170,22 @@ def _wq_eager_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _wq4_cuda_core_section(path: Path) -> list[str]:
+    data = json.loads(path.read_text())
+    lines = [f"## W4A16 decode on CUDA cores against the tensor-core tile on {data['device']} — "
+             f"`{path.relative_to(ROOT)}`", "",
+             _provenance(data) + f" M = 1, N = K = {data['n']}, group {data['group']}, bf16. Replayed from "
+             "CUDA graphs over four weight copies, medians of 3 rounds; each variant checked against fp64 "
+             "first (error: max |err| / Σ|x·w|).", "",
+             "| case | µs | × torch | error |", "|---|---:|---:|---:|"]
+    errors = {r["case"]: r.get("max_err_over_sum_abs") for r in data["rows"] if "graph_us" not in r}
+    for r in (r for r in data["rows"] if "graph_us" in r):
+        error = errors.get(r["case"])
+        lines.append(f"| {r['case']} | {r['graph_us']:.2f} | {r['vs_torch']:.2f} | "
+                     f"{'–' if error is None else f'{error:.1e}'} |")
+    return [*lines, ""]
+
+
 def _provenance(data: dict, command: str = "") -> str:
     """When, at which revision, with which command (``command`` where the JSON names none) and
     versions a benchmark script's JSON was made."""
@@ -590,6 +606,8 @@ def main() -> None:
         out += _wq_floor_section(path)
     for path in sorted(RESULTS.glob("wq-tc-*.json"), key=_created, reverse=True):
         out += _wq_tc_section(path)
+    for path in sorted(RESULTS.glob("wq4-cuda-core-*.json"), key=_created, reverse=True):
+        out += _wq4_cuda_core_section(path)
     for path in sorted(RESULTS.glob("wq-eager-*.json"), key=_created, reverse=True):
         out += _wq_eager_section(path)
     for path in sorted(RESULTS.glob("tf32-layout-*.json"), key=_created, reverse=True):

@@ -4,13 +4,14 @@ tensor-core tile (``gemm_wq``), not a library kernel.
 
 Each thread owns whole columns and reduces along K inside its registers (no cross-lane sums):
 the codes of a column are contiguous, viewed as int32 words of eight K values (nibble j of word
-w is K row 8w + j). A nibble n enters as the fp32 1 + n/128 — the word shifted so that the
-nibble lies in bits 16–19, then one LOP3 (mask, and 1.0's bits) — and is multiplied by x as it
-is: x·(1 + n/128) is exact, and a group's Σ x·(1 + n/128) − Σx, times 128, is Σ x·n. The group's
-scale multiplies that once per column, with the zero point 8 taken off as 8·Σx. About 2.9
-instructions a weight (shift, LOP3, FFMA, less for nibble 4) against ~2.7 for the tensor-core
-tile's decode; what this form may win is latency: the 8-bit CUDA-core decode streams its codes at
-3.3 TB/s, and at that rate the 4-bit codes take ~10 µs against the tensor-core tile's ~13.8.
+w is K row 8w + j). A nibble n enters as the fp32 1 + n/128 (even j: the nibble moved to bits
+16–19) or 1 + n/2048 (odd j: bits 12–15) — four shifts a word and one LOP3 a nibble (mask, and
+1.0's bits) — and is multiplied by x as it is: the product is exact, and a group's Σ x·(1 +
+n/128) − Σx, times 128 (2048 for odd j), is Σ x·n. The group's scale multiplies that once per
+column, with the zero point 8 taken off as 8·Σx. Offline (sm_90, triton 3.6) 3.3–3.7
+instructions a weight against ~2.7 for the tensor-core tile's decode; what this form might have
+won is latency: the 8-bit CUDA-core decode streams its codes at 3.3 TB/s, and at that rate the
+4-bit codes would take ~10 µs against the tensor-core tile's ~13.8.
 
 ``X_SPLIT`` picks how a thread gets the step's activations: 0 loads each nibble position's
 WORDS values (stride 8) as scalars, 1 loads the step's 8·WORDS values at once and splits them
@@ -20,6 +21,12 @@ Timed from CUDA graphs cycling over four weight copies (cold L2), medians of thr
 bf16 torch.matmul and the shipped ``gemm_wq`` in the same run; every variant is checked against
 x @ dequantize_weight(q) in fp64 first. On the CPU (``TRITON_INTERPRET=1``) only the checks run,
 at N = K = 512.
+
+Measured at c1c9245 (``wq4-cuda-core-h200-c1c9245.json``): every variant right (1.5e-4 of Σ|x·w|
+at most, the bf16 result's rounding included) and slower than the tensor-core tile — the best,
+128 columns on 2 warps with K split 16, 21.4 µs against the shipped 14.7 (torch 33.5); 256–512
+columns on 4 warps 22.9–24.1, 4 words a step 28.6–30.6. The shipped tile stays; this script is
+kept as the evidence.
 
 Usage: python benchmarks/wq4_cuda_core.py OUT.json
 """
