@@ -210,6 +210,40 @@ def test_repeat_calls_replay_the_launch_on_new_operands(config: space.Config, tr
                               trans_b=trans_b)
 
 
+def _shipped_gemm_solutions() -> list[tuple[str, space.Config]]:
+    from tessera.tuning import logic
+    from tessera.tuning.paths import SHIPPED_LOGIC
+
+    return [(path.name.split(".")[2], config)
+            for path in sorted(SHIPPED_LOGIC.glob("*/blas.gemm.*.yaml"))
+            for config in dict.fromkeys(logic.load_logic(path).solutions.values())]
+
+
+@pytest.mark.parametrize(("dtype", "config"), _shipped_gemm_solutions(),
+                         ids=lambda v: v.short() if hasattr(v, "short") else str(v))
+def test_every_shipped_gemm_solution_replays(dtype: str, config: space.Config, device: str) -> None:
+    """Each configuration the shipped GEMM logic chooses (as forced; where a descriptor family
+    cannot run, whatever the forced selection falls back to) keeps a recipe whose launches all
+    replay, so eager repeat calls skip validation, selection and argument building (the
+    weight-only byte planes once silently kept none: e72ce71)."""
+    from tessera.blas import api
+
+    torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
+                   "fp32": torch.float32}[dtype]
+    if device == "cpu" and torch_dtype == torch.bfloat16:
+        torch_dtype = torch.float16  # the interpreter's tl.dot on bf16 is wrong; the launches count
+    precision = "tf32" if dtype == "tf32" else "ieee"
+    gen = torch.Generator().manual_seed(21)
+    a = torch.randn(48, 256, generator=gen).to(torch_dtype).to(device)
+    b = torch.randn(256, 80, generator=gen).to(torch_dtype).to(device)
+    api._RECIPES.clear()
+    with space.forced(config):
+        assert_gemm_close(gemm(a, b, precision=precision), a, b, precision=precision)
+        (recipe,) = api._RECIPES.values()
+        assert recipe.replays is not None, recipe.choice.config.short()
+        assert_gemm_close(gemm(a, b, precision=precision), a, b, precision=precision)  # replayed
+
+
 def test_a_recording_sees_launches_recorded_inside_it(device: str) -> None:
     """A first ``gemm`` call records its launches for its recipe; a caller's enclosing recording
     (or capture) still sees them, and in order, as it sees a repeat call's replayed launch."""
