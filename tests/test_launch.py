@@ -9,6 +9,7 @@ import torch
 
 import tessera
 from reference import assert_gemm_close
+from shipped import shipped_solutions
 from tessera._core import launch
 from tessera._core.launch import (
     PDL_AT_EXIT,
@@ -210,16 +211,7 @@ def test_repeat_calls_replay_the_launch_on_new_operands(config: space.Config, tr
                               trans_b=trans_b)
 
 
-def _shipped_gemm_solutions() -> list[tuple[str, space.Config]]:
-    from tessera.tuning import logic
-    from tessera.tuning.paths import SHIPPED_LOGIC
-
-    return [(path.name.split(".")[2], config)
-            for path in sorted(SHIPPED_LOGIC.glob("*/blas.gemm.*.yaml"))
-            for config in dict.fromkeys(logic.load_logic(path).solutions.values())]
-
-
-@pytest.mark.parametrize(("dtype", "config"), _shipped_gemm_solutions(),
+@pytest.mark.parametrize(("dtype", "config"), shipped_solutions("blas", "gemm"),
                          ids=lambda v: v.short() if hasattr(v, "short") else str(v))
 def test_every_shipped_gemm_solution_replays(dtype: str, config: space.Config, device: str) -> None:
     """Each configuration the shipped GEMM logic chooses (as forced; where a descriptor family

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from shipped import shipped_solutions
 from tessera import InvalidArgumentError, UnsupportedError
 from tessera._core.launch import building_for, nvidia_target, recording
 from tessera.blas import QuantizedWeight, dequantize_weight, explain, gemm, gemm_wq, quantize_weight, space
@@ -260,16 +261,7 @@ def test_gemm_wq_repeat_calls_replay_their_launches(config: object, symmetric: b
     assert len(quantized._RECIPES) == 2
 
 
-def _shipped_wq_solutions() -> list[tuple[str, object]]:
-    from tessera.tuning import logic
-    from tessera.tuning.paths import SHIPPED_LOGIC
-
-    return [(path.name.split(".")[2], config)
-            for path in sorted(SHIPPED_LOGIC.glob("*/blas.gemm_wq.*.yaml"))
-            for config in dict.fromkeys(logic.load_logic(path).solutions.values())]
-
-
-@pytest.mark.parametrize(("dtype", "config"), _shipped_wq_solutions(),
+@pytest.mark.parametrize(("dtype", "config"), shipped_solutions("blas", "gemm_wq"),
                          ids=lambda v: v.short() if hasattr(v, "short") else str(v))
 def test_every_shipped_weight_only_solution_replays(dtype: str, config: object, device: str) -> None:
     """Each fused family the shipped logic chooses keeps a recipe on its first call, so eager
