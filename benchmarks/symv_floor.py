@@ -40,8 +40,10 @@ launches' 27.7 (``symv-floor-h200-40e96ec.json``); the tuner's best one-launch c
 26–36 % slower than its best two-launch one at 4096 and 8192.
 
 Both modes also time symv forced to the shipped tile with the other program order
-(``longest_first``: the programs with the most tiles launched first) and to 16 tiles a program
-in either order (twenty-sixth session, written without a GPU: not yet timed).
+(``longest_first``: the programs with the most tiles launched first) and to 64-edge tiles,
+longest first, with 16 or 8 tiles a program, prefetched into registers or staged through shared
+memory (3 or 4 stages): timed since the twenty-seventh session (``symv-floor-h200-ceac80c.json``
+… ``-40e96ec.json``).
 
 Usage: python benchmarks/symv_floor.py OUT.json [--shipped-only] (the copy, torch and the shipped
 launches only: with TESSERA_PDL set, one programmatic-dependent-launch mode's figures)
