@@ -102,6 +102,35 @@ def test_pdl_follows_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
     assert launch_options({"PDL": PDL_OFF}) == {} and launch_options({"BLOCK": 64}) == {}
 
 
+def test_tma_pdl_is_early_below_a_full_wave() -> None:
+    """16-bit descriptor GEMMs launch with PDL early while their grid is less than a full wave
+    and without it from a full wave on (the binary every such problem shares); tf32 at exit."""
+    assert gemm_tma.tma_pdl("ieee", 131, 132) == PDL_EARLY
+    assert gemm_tma.tma_pdl("ieee", 132, 132) == PDL_OFF
+    assert gemm_tma.tma_pdl("ieee", 2048, 132) == PDL_OFF
+    assert gemm_tma.tma_pdl("tf32", 8, 132) == PDL_AT_EXIT
+    assert gemm_tma.tma_pdl("tf32", 2048, 132) == PDL_AT_EXIT
+
+
+@pytest.mark.gpu
+def test_tma_takes_pdl_below_a_full_wave_only() -> None:
+    """On the GPU: a 16-bit descriptor GEMM of fewer tiles than SMs is compiled with PDL, one of
+    more tiles without; both results right."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("programmatic dependent launch needs sm_90")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    config = TmaConfig(64, 128, 64, 8, 4, 4)
+    for tiles_m, expected in ((max(1, (sms - 1) // 8), True), (2 * sms // 8 + 1, False)):
+        a = torch.randn(64 * tiles_m, 256, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(256, 128 * 8, device="cuda", dtype=torch.bfloat16)
+        with space.forced(config), launch.recording() as calls:
+            got = gemm(a, b)
+        assert [call.launcher for call in calls] == [gemm_tma._launch]
+        found = calls[0].launcher.compiled_for(calls[0])
+        assert found is not None and bool(found[0].metadata.launch_pdl) == expected, tiles_m
+        assert_gemm_close(got, a, b)
+
+
 @pytest.mark.gpu
 def test_split_k_takes_pdl_up_to_16_rows() -> None:
     """Split-K's launches take PDL early for at most 16 rows and stay off above (64 rows of 64×64

@@ -22,7 +22,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tessera._core.device import device_info, offline_device
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, Launcher, build_arch, cdiv, pdl_mode
+from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, PDL_OFF, Launcher, build_arch, cdiv, pdl_mode
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import representative_operands
 
@@ -232,6 +232,19 @@ def tma_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> bool:
 _launch = Launcher(_gemm_tma_kernel)
 
 
+def tma_pdl(precision: str, tiles: int, num_sms: int) -> int:
+    """The measured programmatic-dependent-launch mode of a launch of ``tiles`` output tiles
+    (docs/architecture.md, same-call A/Bs on the H200): tf32 at exit (1024³ behind its copy of
+    B: early 1.00 → 0.77× cuBLAS in graphs, at exit 1.08×); 16-bit early while the grid is less
+    than a full wave (1024³ 0.76 → 0.84× in graphs), off from a full wave on (4096³ and 8192³,
+    three rounds each: flushed eager 1–4 % and back to back 0.3–3 % faster off, graphs
+    unchanged; pdl-modes-h200-*: the twenty-ninth session). A full wave or more shares one binary
+    (the grid is the SM count), so a pack's representative launch (``full_wave_shape``) has it."""
+    if precision == "tf32":
+        return PDL_AT_EXIT
+    return PDL_EARLY if tiles < num_sms else PDL_OFF
+
+
 def launch_gemm_tma(
     a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
     alpha: float, beta: float, *, precision: str, num_sms: int, config: TmaConfig,
@@ -246,10 +259,7 @@ def launch_gemm_tma(
     c_arg = c if c is not None else d
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     grid = (min(num_sms, tiles),)
-    # programmatic dependent launch, same-call A/Bs in CUDA graphs (docs/architecture.md): 16-bit
-    # 1024³ early 0.76 → 0.84× cuBLAS (at exit 0.82×); tf32 1024³ (behind its copy of B) early
-    # 1.00 → 0.77×, at exit 1.08×
-    pdl = pdl_mode(d, PDL_AT_EXIT if precision == "tf32" else PDL_EARLY)
+    pdl = pdl_mode(d, tma_pdl(precision, tiles, num_sms))
     _launch(
         grid,
         (a_desc, b_desc, d_desc, c_arg, m, n, k, c_arg.stride(0), c_arg.stride(1), grid[0],
