@@ -236,10 +236,10 @@ def tma_pdl(precision: str, tiles: int, num_sms: int) -> int:
     """The measured programmatic-dependent-launch mode of a launch of ``tiles`` output tiles
     (docs/architecture.md, same-call A/Bs on the H200): tf32 at exit (1024³ behind its copy of
     B: early 1.00 → 0.77× cuBLAS in graphs, at exit 1.08×); 16-bit early while the grid is less
-    than a full wave (1024³ 0.76 → 0.84× in graphs), off from a full wave on (4096³ and 8192³,
-    three rounds each: flushed eager 1–4 % and back to back 0.3–3 % faster off, graphs
-    unchanged; pdl-modes-h200-*: the twenty-ninth session). A full wave or more shares one binary
-    (the grid is the SM count), so a pack's representative launch (``full_wave_shape``) has it."""
+    than a full wave (1024³ 0.76 → 0.84× in graphs), off from a full wave on (bf16 4096³ and
+    8192³, three rounds each: flushed eager 1–5 % and back to back 0.3–3 % faster off, graphs
+    tied; ``pdl-modes-h200-53a5a6f/``). A full wave or more shares one binary (the grid is the
+    SM count), so a pack's representative launch (``full_wave_shape``) has it."""
     if precision == "tf32":
         return PDL_AT_EXIT
     return PDL_EARLY if tiles < num_sms else PDL_OFF
