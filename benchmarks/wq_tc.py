@@ -18,11 +18,13 @@ rounded to bf16 (the default) and ``exact_bytes`` (code − 128 made in fp32, ex
 the codes read as int32 words, one exact-integer MMA per byte plane).
 ``--planes-only``: with ``--byte-planes``, the byte-plane forms only (beside the shipped choice);
 ``--early-scales``: each byte-plane form also with its scales loaded a step ahead (``early_scales``).
+``--fused-sum``: each tile with a K split also with ``fused_sum`` (the slices' last program adds
+them: no slice-sum launch).
 ``--m M`` times that M only, ``--bits B`` those codes only, ``--stored`` the stored layout only,
 ``--tiles "BM,BN,BK,SPLIT,WARPS,STAGES;…"`` these tiles instead of the built-in list.
 
 Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma] [--byte-planes]
-       [--planes-only] [--early-scales] [--m M] [--bits B] [--stored] [--tiles LIST]
+       [--planes-only] [--early-scales] [--fused-sum] [--m M] [--bits B] [--stored] [--tiles LIST]
 """
 
 from __future__ import annotations
@@ -130,6 +132,9 @@ def main() -> None:
                     if "--early-scales" in sys.argv:
                         planes += [dataclasses.replace(t, early_scales=True) for t in planes]
                     tiles = planes if "--planes-only" in sys.argv else [*tiles, *planes]
+                if "--fused-sum" in sys.argv:
+                    fused = [dataclasses.replace(t, fused_sum=True) for t in tiles if t.split_k > 1]
+                    tiles = [*tiles, *fused]
                 for config in tiles:
                     calls = checked(config, x, qs, reference, magnitude)
                     if isinstance(calls, str):

@@ -205,6 +205,34 @@ def test_weight_only_heuristic_on_an_h200() -> None:
     assert not config(16, "int4_bf16").byte_planes
 
 
+@pytest.mark.parametrize("extra", [{}, {"warp_mma": True}, {"byte_planes": True, "early_scales": True},
+                                   {"exact_bytes": True}], ids=lambda e: ",".join(e) or "plain")
+@pytest.mark.parametrize("bits,symmetric", [(4, True), (8, False)])
+def test_gemm_wq_fused_slice_sum(extra: dict, bits: int, symmetric: bool, device: str) -> None:
+    """``fused_sum``: the K slices' last program adds them (no second launch). Right against the
+    reference and equal to the two-launch result, call after call (each launch leaves its tile
+    counters zeroed, so a repeat call, replayed, and one of another shape are right too), with 1
+    and 3 rows and a partial column tile."""
+    from tessera._core.launch import scratch
+
+    gen = torch.Generator().manual_seed(3 * bits)
+    k, n = 192, 40
+    q = quantize_weight(torch.randn(k, n, generator=gen).to(torch.float16).to(device), bits=bits,
+                        group_size=64, symmetric=symmetric)
+    x = torch.randn(3, k, generator=gen).to(torch.float16).to(device)
+    config = WqConfig(16, 32, 64, 3, 4, 4, 1, **extra)
+    with space.forced(config):
+        two_launches = gemm_wq(x, q)
+    with space.forced(dataclasses.replace(config, fused_sum=True)), recording() as calls:
+        first, again, one_row = gemm_wq(x, q), gemm_wq(x, q), gemm_wq(x[:1], q)
+    assert [call.launcher for call in calls] == [gemm_wq_kernels._launch] * 3  # no slice-sum launch
+    _check(x, q, first)
+    _check(x[:1], q, one_row)
+    assert torch.equal(first, two_launches) and torch.equal(again, first)
+    counters = scratch("wq tile counters", 1, torch.int32, x.device, True)
+    assert int(counters.abs().sum()) == 0
+
+
 @pytest.mark.parametrize("exact_bytes,byte_planes", [(True, False), (False, False), (False, True)])
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_gemm_wq_exact_bytes_bf16(exact_bytes: bool, byte_planes: bool, symmetric: bool, device: str) -> None:

@@ -82,6 +82,10 @@ class WqConfig:
     # with byte_planes: each step's scales and zero points loaded a step ahead, off the step's
     # critical path (W8A16 M = 16: 24.7 against 26.2 µs, wq-early-h200-ceac80c.json)
     early_scales: bool = False
+    # with a K split, the last program of each tile to finish adds the slices in slice order
+    # (an acq_rel counter a tile, left zeroed, as stream-K's fixup) instead of a second launch;
+    # untimed on the GPU so far (docs/status.md), so no shipped logic or heuristic picks it
+    fused_sum: bool = False
 
     kernel = "gemm_wq"
 
@@ -89,7 +93,8 @@ class WqConfig:
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} k/{self.split_k} "
                 f"g{self.group_m} w{self.num_warps} s{self.num_stages}{' exact' if self.exact_bytes else ''}"
                 f"{' warp-mma' if self.warp_mma else ''}{' planes' if self.byte_planes else ''}"
-                f"{' early-scales' if self.byte_planes and self.early_scales else ''}")
+                f"{' early-scales' if self.byte_planes and self.early_scales else ''}"
+                f"{' fused-sum' if self.fused_sum else ''}")
 
 
 @dataclass(frozen=True)
@@ -499,13 +504,14 @@ def _store_planes(y_ptr, p0, p1, p2, p3, wn, mask_w, rm, mask_m, stride_yn, stri
 
 @triton.jit
 def _gemm_wq_kernel(
-    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
+    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr, out_ptr, count_ptr,
     M, N, K, k_per_split,
     stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
+    stride_om, stride_on,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
     PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, WARP_MMA: tl.constexpr, BYTE_PLANES: tl.constexpr,
-    EARLY_SCALES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    EARLY_SCALES: tl.constexpr, FUSED_SUM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
@@ -520,7 +526,9 @@ def _gemm_wq_kernel(
     two MMAs over the activations' even and odd rows. 8-bit codes with bf16 activations are
     dequantized in fp32 and rounded to bf16, or with EXACT_BYTES enter exact as well, made in
     fp32 (see EXACT). With BYTE_PLANES (8-bit codes given as int32 words, ``q_ptr``'s column
-    stride 1 word) see :func:`_plane_tile`."""
+    stride 1 word) see :func:`_plane_tile`. ``y_ptr`` is the output, or with a K split the
+    (split, M, N) fp32 slices; with FUSED_SUM the slices' last program adds them into ``out_ptr``
+    (:func:`_last_adds_slices`; ``count_ptr`` a zeroed int32 a tile), else it is unused."""
     dependent_launch(PDL)
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
@@ -567,6 +575,33 @@ def _gemm_wq_kernel(
                                 stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, GROUP, HAS_ZERO,
                                 UPCAST, BLOCK_M, BLOCK_N, BLOCK_K)
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
+    if FUSED_SUM:
+        _last_adds_slices(y_ptr, out_ptr, count_ptr, pid_m, pid_n, M, N, stride_ys, stride_ym, stride_yn,
+                          stride_om, stride_on, BLOCK_M, BLOCK_N)
+
+
+@triton.jit
+def _last_adds_slices(ws_ptr, out_ptr, count_ptr, pid_m, pid_n, M, N, stride_ys, stride_ym, stride_yn,
+                      stride_om, stride_on, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Once this program's slice of the tile is in ``ws``: the program that brings the tile's
+    counter to the number of slices (whichever finishes last) adds them in slice order (fixed:
+    bit-reproducible), stores the tile to ``out`` and zeroes the counter for the next launch. No
+    program waits for another, so any schedule (and the interpreter's one by one) is safe."""
+    tl.debug_barrier()  # every thread's part of the slice stored before the count
+    tile = tl.program_id(0)
+    done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
+    if done == tl.num_programs(1) - 1:
+        tl.store(count_ptr + tile, 0)
+        rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = (rm < M)[:, None] & (rn < N)[None, :]
+        slices = ws_ptr + rm[:, None] * stride_ym + rn[None, :] * stride_yn
+        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for _ in range(0, tl.num_programs(1)):  # written by other programs: read past L1
+            total += tl.load(slices, mask=mask, other=0.0, cache_modifier=".cg")
+            slices += stride_ys
+        out = out_ptr + rm[:, None] * stride_om + rn[None, :] * stride_on
+        tl.store(out, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def _four_bytes_asm(base: int, selectors: tuple[int, int, int, int]) -> str:
@@ -852,15 +887,21 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
             words = words if words is not None else code_words(qweight)
             if words is not None:
                 q, q_strides, planes = words, (words.stride(0), 1), True
-        _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
-                (x, q, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *q_strides,
-                 *scales.stride(), *ys),
+        tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
+        fused = split > 1 and config.fused_sum
+        counts = scratch("wq tile counters", tiles, torch.int32, y.device, True) if fused else target
+        _launch((tiles, split),
+                (x, q, scales, zeros, target, y, counts, m, n, k, k_per_split, *x.stride(), *q_strides,
+                 *scales.stride(), *ys, *y.stride()),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
                                     WARP_MMA=config.warp_mma, BYTE_PLANES=planes,
-                                    EARLY_SCALES=planes and config.early_scales, BLOCK_M=config.block_m,
-                                    BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m, PDL=pdl),
+                                    EARLY_SCALES=planes and config.early_scales, FUSED_SUM=fused,
+                                    BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k,
+                                    GROUP_M=config.group_m, PDL=pdl),
                 config.num_warps,
                 config.num_stages)
+        if fused:
+            return
     if split > 1:
         sum_slices(target, split, y, pdl=pdl)
 
