@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.timing import cold_copies, graph_ms, run_record
+from tessera._core.timing import cold_copies, graph_rounds, run_record
 from tessera.blas import gemm, space
 from tessera.blas.kernels.gemm_tile import TileConfig
 
@@ -119,10 +119,7 @@ def main() -> None:
         cases[name] = cycled(lambda x, y, z, p=per_program, s=stages, w=warps: design(x, y, z, p, s, w))
     for name in list(cases):  # the same calls on one set of operands: they stay in L2 (warm)
         cases[f"{name}, warm L2"] = cases[name][:1]
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(ROUNDS):
-        for name, calls in cases.items():
-            times[name].append(graph_ms(calls))
+    times = graph_rounds(cases, ROUNDS)
     torch_us = {warm: 1e3 * statistics.median(times["torch.bmm" + (", warm L2" if warm else "")])
                 for warm in (False, True)}  # warm rows against torch.bmm warm
     rows = []

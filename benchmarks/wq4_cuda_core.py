@@ -42,7 +42,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import interpreter_enabled
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_rounds, run_record
 from tessera.blas import gemm_wq, quantize_weight
 from tessera.blas.kernels.gemm_wq import sum_slices
 from tessera.blas.quantized import dequantize_weight
@@ -204,10 +204,7 @@ def main() -> None:
             cases[name] = [lambda wd=wd, q=q, a=(split, block_n, warps, per_step, stages, x_split), ws=ws:
                            decode(x, wd, q.scales, *a, ws, y) for wd, q in zip(words, qs, strict=True)]
     if not CPU:
-        times: dict[str, list[float]] = {name: [] for name in cases}
-        for _ in range(ROUNDS):
-            for name, calls in cases.items():
-                times[name].append(graph_ms(calls))
+        times = graph_rounds(cases, ROUNDS)
         torch_us = 1e3 * statistics.median(times["torch.matmul (bf16 weights)"])
         for name, samples in times.items():
             us = 1e3 * statistics.median(samples)

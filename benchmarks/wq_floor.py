@@ -34,7 +34,7 @@ from triton.language.extra.cuda import gdc_wait
 
 from tessera._core import launch
 from tessera._core.device import device_info
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_rounds, run_record
 from tessera.blas import gemm_wq, quantize_weight, space
 from tessera.blas.kernels.gemm_wq import add_slices
 
@@ -96,10 +96,7 @@ def main() -> None:
             cases[f"launch {i + 1} alone: {name}"] = [replayed(calls[i]) for calls in captured]
         if len(captured[0]) == 2 and DEVICE == "cuda":
             cases["both launches, the sum by PDL"] = [with_pdl_sum(calls) for calls in captured]
-        times: dict[str, list[float]] = {name: [] for name in cases}
-        for _ in range(ROUNDS):
-            for name, calls in cases.items():
-                times[name].append(graph_ms(calls))
+        times = graph_rounds(cases, ROUNDS)
         torch_us = 1e3 * statistics.median(times["torch.matmul (bf16 weights)"])
         for name in cases:
             us = 1e3 * statistics.median(times[name])

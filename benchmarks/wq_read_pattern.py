@@ -22,7 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_rounds, run_record
 from tessera.blas import gemm_wq, quantize_weight
 
 N = K = 8192
@@ -103,10 +103,7 @@ def main() -> None:
     cases["read column-major, 128 B, 2 stages"] = [reader(w, sink, 128, False, stages=2) for w in words]
     cases["read column-major, 64 B, 5 stages"] = [reader(w, sink, 64, False, stages=5) for w in words]
     cases["read column-major, 64 B, split 16"] = [reader(w, sink, 64, False, split=16) for w in words]
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(ROUNDS):
-        for name, calls in cases.items():
-            times[name].append(graph_ms(calls))
+    times = graph_rounds(cases, ROUNDS)
     rows = []
     codes_bytes = words[0].numel() * 4
     for name, samples in times.items():

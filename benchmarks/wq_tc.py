@@ -38,7 +38,7 @@ from collections.abc import Callable
 import torch
 
 from tessera._core.device import device_info
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_rounds, run_record
 from tessera.blas import gemm_wq, quantize_weight, space
 from tessera.blas.kernels.gemm_wq import WqConfig
 from tessera.blas.quantized import QuantizedWeight, dequantize_weight
@@ -142,10 +142,7 @@ def main() -> None:
                                      "error": calls})
                     else:
                         cases[(config.short(), layout)] = calls
-            times: dict[tuple[str, str], list[float]] = {key: [] for key in cases}
-            for _ in range(ROUNDS):
-                for key, calls in cases.items():
-                    times[key].append(graph_ms(calls))
+            times = graph_rounds(cases, ROUNDS)
             torch_us = 1e3 * statistics.median(times[("torch.matmul (bf16 weights)", "-")])
             for (name, layout), samples in times.items():
                 us = 1e3 * statistics.median(samples)

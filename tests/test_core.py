@@ -101,3 +101,14 @@ def test_launch_settings_record_what_changes_launches(monkeypatch: pytest.Monkey
     monkeypatch.setenv("TESSERA_PDL", "exit")
     assert timing.launch_settings() == {"TESSERA_PDL": "exit"}
     assert timing.run_record("x")["settings"] == {"TESSERA_PDL": "exit"}
+
+
+def test_graph_rounds_interleaves_the_cases() -> None:
+    """graph_rounds times every case once a round, in the cases' order, for each round (off the
+    GPU each timing is a wall-clock median of the first call: four calls), and keeps each case's
+    samples apart."""
+    order: list[str] = []
+    cases = {name: [lambda name=name: order.append(name)] for name in ("a", "b")}
+    times = timing.graph_rounds(cases, 2)
+    assert list(times) == ["a", "b"] and all(len(samples) == 2 for samples in times.values())
+    assert order == ["a"] * 4 + ["b"] * 4 + ["a"] * 4 + ["b"] * 4

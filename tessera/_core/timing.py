@@ -13,8 +13,9 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
@@ -112,6 +113,19 @@ def graph_ms(calls: Sequence[Callable[[], object]], target_ms: float = 20.0, rep
         end.synchronize()
         per_call.append(start.elapsed_time(end) / count)
     return statistics.median(per_call)
+
+
+Key = TypeVar("Key", bound=Hashable)
+
+
+def graph_rounds(cases: Mapping[Key, Sequence[Callable[[], object]]], rounds: int) -> dict[Key, list[float]]:
+    """Each case's :func:`graph_ms` once a round for ``rounds`` rounds, the cases interleaved (so
+    the clock drift of a GPU at its power limit spreads over all of them): the samples per case."""
+    times: dict[Key, list[float]] = {key: [] for key in cases}
+    for _ in range(rounds):
+        for key, calls in cases.items():
+            times[key].append(graph_ms(calls))
+    return times
 
 
 def _wall_ms(fn: Callable[[], object], repeats: int = 3) -> float:
