@@ -853,7 +853,8 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     """y (M, N) ← x (M, K) · dequant(qweight) with a fused family (``gemm_wq``, or ``gemv_wq`` when
     :func:`code_words` can view the codes — ``words``, if the caller has them already;
     ``config.block_k`` is capped at ``group``). A K split writes (split, M, N) fp32 partials to a
-    kept scratch buffer (``launch.scratch``), which a second launch sums into y."""
+    kept scratch buffer (``launch.scratch``), which a second launch sums into y (or, with
+    ``WqConfig.fused_sum``, the last program of each tile)."""
     m, n = y.shape
     block_k = min(config.block_k, group)
     k_per_split = cdiv(cdiv(k, config.split_k), block_k) * block_k
