@@ -598,7 +598,7 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("kernel,config,key", [
     ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, 3, False, {pdl})"),
     ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3),
-     "(4, 128, False, False, {prmt}, False, False, False, False, 8, 256, 128, 8, {pdl})")])
+     "(4, 128, False, False, {prmt}, False, False, False, False, False, 8, 256, 128, 8, {pdl})")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,
                                                        tmp_path: Path) -> None:
     """A pack build compiles the weight-only kernels for its target, not for the CPU it runs on:
