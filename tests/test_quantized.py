@@ -210,9 +210,10 @@ def test_weight_only_heuristic_on_an_h200() -> None:
 @pytest.mark.parametrize("bits,symmetric", [(4, True), (8, False)])
 def test_gemm_wq_fused_slice_sum(extra: dict, bits: int, symmetric: bool, device: str) -> None:
     """``fused_sum``: the K slices' last program adds them (no second launch). Right against the
-    reference and equal to the two-launch result, call after call (each launch leaves its tile
-    counters zeroed, so a repeat call, replayed, and one of another shape are right too), with 1
-    and 3 rows and a partial column tile."""
+    reference and within an output rounding of the two-launch result (both add the slices by a
+    fixed tree, possibly in another order), call after call (each launch leaves its tile counters
+    zeroed, so a repeat call, replayed, and one of another shape are right too), with 1 and 3
+    rows and a partial column tile."""
     from tessera._core.launch import scratch
 
     gen = torch.Generator().manual_seed(3 * bits)
@@ -228,7 +229,8 @@ def test_gemm_wq_fused_slice_sum(extra: dict, bits: int, symmetric: bool, device
     assert [call.launcher for call in calls] == [gemm_wq_kernels._launch] * 3  # no slice-sum launch
     _check(x, q, first)
     _check(x[:1], q, one_row)
-    assert torch.equal(first, two_launches) and torch.equal(again, first)
+    torch.testing.assert_close(first, two_launches, rtol=2.0**-9, atol=1e-6)
+    assert torch.equal(again, first)
     counters = scratch("wq tile counters", 1, torch.int32, x.device, True)
     assert int(counters.abs().sum()) == 0
 
@@ -598,7 +600,7 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("kernel,config,key", [
     ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, 3, False, {pdl})"),
     ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3),
-     "(4, 128, False, False, {prmt}, False, False, False, False, False, 8, 256, 128, 8, {pdl})")])
+     "(4, 128, False, False, {prmt}, False, False, False, False, False, 1, 1, 8, 256, 128, 8, {pdl})")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,
                                                        tmp_path: Path) -> None:
     """A pack build compiles the weight-only kernels for its target, not for the CPU it runs on:

@@ -510,8 +510,8 @@ def _gemm_wq_kernel(
     stride_om, stride_on,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
     PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, WARP_MMA: tl.constexpr, BYTE_PLANES: tl.constexpr,
-    EARLY_SCALES: tl.constexpr, FUSED_SUM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EARLY_SCALES: tl.constexpr, FUSED_SUM: tl.constexpr, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
@@ -577,31 +577,37 @@ def _gemm_wq_kernel(
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
     if FUSED_SUM:
         _last_adds_slices(y_ptr, out_ptr, count_ptr, pid_m, pid_n, M, N, stride_ys, stride_ym, stride_yn,
-                          stride_om, stride_on, BLOCK_M, BLOCK_N)
+                          stride_om, stride_on, SPLIT_P2, SUM_COLUMNS, BLOCK_M, BLOCK_N)
 
 
 @triton.jit
 def _last_adds_slices(ws_ptr, out_ptr, count_ptr, pid_m, pid_n, M, N, stride_ys, stride_ym, stride_yn,
-                      stride_om, stride_on, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                      stride_om, stride_on, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Once this program's slice of the tile is in ``ws``: the program that brings the tile's
-    counter to the number of slices (whichever finishes last) adds them in slice order (fixed:
-    bit-reproducible), stores the tile to ``out`` and zeroes the counter for the next launch. No
-    program waits for another, so any schedule (and the interpreter's one by one) is safe."""
+    counter to the number of slices (whichever finishes last) adds the tile's slices, SUM_COLUMNS
+    columns at a time (each a (SPLIT_P2, BLOCK_M, SUM_COLUMNS) load, every slice in flight, past
+    L1: other programs wrote them; few enough values a thread to leave the tile's registers as
+    they are), by a fixed tree (bit-reproducible), stores them to ``out`` and zeroes the counter
+    for the next launch. No program waits for another, so any schedule (and the interpreter's
+    one by one) is safe."""
     tl.debug_barrier()  # every thread's part of the slice stored before the count
     tile = tl.program_id(0)
+    split = tl.num_programs(1)
     done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
-    if done == tl.num_programs(1) - 1:
+    if done == split - 1:
         tl.store(count_ptr + tile, 0)
+        s = tl.arange(0, SPLIT_P2)
         rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-        rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-        mask = (rm < M)[:, None] & (rn < N)[None, :]
-        slices = ws_ptr + rm[:, None] * stride_ym + rn[None, :] * stride_yn
-        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for _ in range(0, tl.num_programs(1)):  # written by other programs: read past L1
-            total += tl.load(slices, mask=mask, other=0.0, cache_modifier=".cg")
-            slices += stride_ys
-        out = out_ptr + rm[:, None] * stride_om + rn[None, :] * stride_on
-        tl.store(out, total.to(out_ptr.dtype.element_ty), mask=mask)
+        for c in tl.static_range(0, BLOCK_N, SUM_COLUMNS):
+            rn = pid_n.to(tl.int64) * BLOCK_N + c + tl.arange(0, SUM_COLUMNS)
+            mask = (rm < M)[:, None] & (rn < N)[None, :]
+            slices = (ws_ptr + s[:, None, None].to(tl.int64) * stride_ys + rm[None, :, None] * stride_ym
+                      + rn[None, None, :] * stride_yn)
+            parts = tl.load(slices, mask=(s < split)[:, None, None] & mask[None, :, :], other=0.0,
+                            cache_modifier=".cg")
+            out = out_ptr + rm[:, None] * stride_om + rn[None, :] * stride_on
+            tl.store(out, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def _four_bytes_asm(base: int, selectors: tuple[int, int, int, int]) -> str:
@@ -829,6 +835,7 @@ _launch_gemv = Launcher(_gemv_wq_kernel)
 _launch_dequantize = Launcher(_dequantize_kernel)
 _launch_sum_slices = Launcher(_sum_slices_kernel)
 SUM_ELEMENTS = 4096  # slices × columns one program of _sum_slices_kernel adds (32 per thread)
+FUSED_SUM_VALUES = 2048  # slice values one piece of a fused slice sum loads (_last_adds_slices)
 
 
 def code_words(qweight: torch.Tensor) -> torch.Tensor | None:
@@ -891,12 +898,17 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
         tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
         fused = split > 1 and config.fused_sum
         counts = scratch("wq tile counters", tiles, torch.int32, y.device, True) if fused else target
+        split_p2 = next_power_of_2(split) if fused else 1
+        # the fused sum's pieces: at most FUSED_SUM_VALUES slice values each (16 a thread on 4 warps)
+        sum_columns = (min(config.block_n, max(1, FUSED_SUM_VALUES // (split_p2 * config.block_m)))
+                       if fused else 1)
         _launch((tiles, split),
                 (x, q, scales, zeros, target, y, counts, m, n, k, k_per_split, *x.stride(), *q_strides,
                  *scales.stride(), *ys, *y.stride()),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
                                     WARP_MMA=config.warp_mma, BYTE_PLANES=planes,
                                     EARLY_SCALES=planes and config.early_scales, FUSED_SUM=fused,
+                                    SPLIT_P2=split_p2, SUM_COLUMNS=sum_columns,
                                     BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k,
                                     GROUP_M=config.group_m, PDL=pdl),
                 config.num_warps,
