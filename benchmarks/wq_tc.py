@@ -18,13 +18,16 @@ rounded to bf16 (the default) and ``exact_bytes`` (code − 128 made in fp32, ex
 the codes read as int32 words, one exact-integer MMA per byte plane).
 ``--planes-only``: with ``--byte-planes``, the byte-plane forms only (beside the shipped choice);
 ``--early-scales``: each byte-plane form also with its scales loaded a step ahead (``early_scales``).
+``--decode "BN,BK,SPLIT,WARPS,STAGES;…"``: 8-bit codes, also these CUDA-core decode tiles
+(``gemv_wq``, unit codes).
 ``--fused-sum``: each tile with a K split also with ``fused_sum`` (the slices' last program adds
 them: no slice-sum launch).
 ``--m M`` times that M only, ``--bits B`` those codes only, ``--stored`` the stored layout only,
 ``--tiles "BM,BN,BK,SPLIT,WARPS,STAGES;…"`` these tiles instead of the built-in list.
 
 Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma] [--byte-planes]
-       [--planes-only] [--early-scales] [--fused-sum] [--m M] [--bits B] [--stored] [--tiles LIST]
+       [--planes-only] [--early-scales] [--decode LIST] [--fused-sum] [--m M] [--bits B] [--stored]
+       [--tiles LIST]
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import torch
 from tessera._core.device import device_info
 from tessera._core.timing import graph_rounds, run_record
 from tessera.blas import gemm_wq, quantize_weight, space
-from tessera.blas.kernels.gemm_wq import WqConfig
+from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 from tessera.blas.quantized import QuantizedWeight, dequantize_weight
 
 N = K = 8192
@@ -98,6 +101,14 @@ def _tiles(m: int, quick: bool) -> list[tuple[int, ...]]:
     return TILES[m][:3] if quick else TILES[m]
 
 
+def _decode_tiles() -> list[WqGemvConfig]:
+    """``--decode "BN,BK,SPLIT,WARPS,STAGES;…"``: these ``gemv_wq`` tiles (8-bit codes), with unit
+    codes (bf16 activations)."""
+    spec = sys.argv[sys.argv.index("--decode") + 1]
+    return [WqGemvConfig(*(int(v) for v in tile.split(",")), unit_codes=True)
+            for tile in spec.split(";") if tile.strip()]
+
+
 def main() -> None:
     out, quick, exact = sys.argv[1], "--quick" in sys.argv, "--exact-bytes" in sys.argv
     stored, ms = "--stored" in sys.argv, _option("--m", (1, 16))
@@ -132,6 +143,8 @@ def main() -> None:
                     if "--early-scales" in sys.argv:
                         planes += [dataclasses.replace(t, early_scales=True) for t in planes]
                     tiles = planes if "--planes-only" in sys.argv else [*tiles, *planes]
+                if "--decode" in sys.argv and bits == 8 and layout == "n-major":  # CUDA-core decode tiles
+                    tiles = [*tiles, *_decode_tiles()]
                 if "--fused-sum" in sys.argv:
                     fused = [dataclasses.replace(t, fused_sum=True) for t in tiles if t.split_k > 1]
                     tiles = [*tiles, *fused]

@@ -115,12 +115,14 @@ class WqGemvConfig:
     num_warps: int = 4
     num_stages: int = 3  # steps of codes in flight through shared memory (software pipelining)
     unit_codes: bool = False
+    fused_sum: bool = False  # as WqConfig.fused_sum (untimed on the GPU so far)
 
     kernel = "gemv_wq"
 
     def short(self) -> str:
         return (f"{self.kernel} {self.block_n}x{self.block_k} k/{self.split_k} w{self.num_warps} "
-                f"s{self.num_stages}{' unit' if self.unit_codes else ''}")
+                f"s{self.num_stages}{' unit' if self.unit_codes else ''}"
+                f"{' fused-sum' if self.fused_sum else ''}")
 
 
 @dataclass(frozen=True)
@@ -510,8 +512,8 @@ def _gemm_wq_kernel(
     stride_om, stride_on,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
     PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, WARP_MMA: tl.constexpr, BYTE_PLANES: tl.constexpr,
-    EARLY_SCALES: tl.constexpr, FUSED_SUM: tl.constexpr, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EARLY_SCALES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, FUSED_SUM: tl.constexpr, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
@@ -576,15 +578,16 @@ def _gemm_wq_kernel(
                                 UPCAST, BLOCK_M, BLOCK_N, BLOCK_K)
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
     if FUSED_SUM:
-        _last_adds_slices(y_ptr, out_ptr, count_ptr, pid_m, pid_n, M, N, stride_ys, stride_ym, stride_yn,
-                          stride_om, stride_on, SPLIT_P2, SUM_COLUMNS, BLOCK_M, BLOCK_N)
+        _last_adds_slices(y_ptr, out_ptr, count_ptr, tl.program_id(0), pid_m, pid_n, M, N, stride_ys,
+                          stride_ym, stride_yn, stride_om, stride_on, SPLIT_P2, SUM_COLUMNS, BLOCK_M, BLOCK_N)
 
 
 @triton.jit
-def _last_adds_slices(ws_ptr, out_ptr, count_ptr, pid_m, pid_n, M, N, stride_ys, stride_ym, stride_yn,
-                      stride_om, stride_on, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
+def _last_adds_slices(ws_ptr, out_ptr, count_ptr, tile, pid_m, pid_n, M, N, stride_ys, stride_ym,
+                      stride_yn, stride_om, stride_on, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Once this program's slice of the tile is in ``ws``: the program that brings the tile's
+    """Once this program's slice of its (BLOCK_M, BLOCK_N) tile (at pid_m, pid_n; counter
+    ``tile``; the K slices are grid axis 1) is in ``ws``: the program that brings the tile's
     counter to the number of slices (whichever finishes last) adds the tile's slices, SUM_COLUMNS
     columns at a time (each a (SPLIT_P2, BLOCK_M, SUM_COLUMNS) load, every slice in flight, past
     L1: other programs wrote them; few enough values a thread to leave the tile's registers as
@@ -592,7 +595,6 @@ def _last_adds_slices(ws_ptr, out_ptr, count_ptr, pid_m, pid_n, M, N, stride_ys,
     for the next launch. No program waits for another, so any schedule (and the interpreter's
     one by one) is safe."""
     tl.debug_barrier()  # every thread's part of the slice stored before the count
-    tile = tl.program_id(0)
     split = tl.num_programs(1)
     done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
     if done == split - 1:
@@ -709,11 +711,13 @@ def _gemv_step(q_ptr, x_row, k0, wn, mask_w, z0, z1, z2, z3, stride_qk, stride_x
 
 @triton.jit
 def _gemv_wq_kernel(
-    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
+    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr, out_ptr, count_ptr,
     M, N, K, k_per_split,
     stride_xm, stride_xk, stride_qk, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
+    stride_om, stride_on,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, PRMT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, UNIT: tl.constexpr,
+    FUSED_SUM: tl.constexpr, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Decode on CUDA cores, memory-bound: about three instructions per weight, the codes of the
@@ -734,7 +738,10 @@ def _gemv_wq_kernel(
     units: no longer exact, but a simulation of 2048-deep columns put the error at ≤ 1e-5 of
     Σ|x·w|, 20× below that of weights rounded to bf16. With fp16 x the products would round
     (11 + 16 bits) by 2^-9·|x| each, and 4-bit codes leave the same rounding on a signal 16×
-    smaller: neither launches it."""
+    smaller: neither launches it.
+
+    ``y_ptr``, ``out_ptr``, ``count_ptr`` and FUSED_SUM as in :func:`_gemm_wq_kernel` (a tile
+    here: BLOCK_N columns of one row)."""
     dependent_launch(PDL)
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
@@ -780,6 +787,10 @@ def _gemv_wq_kernel(
     tl.store(out + stride_yn, acc1.to(dtype), mask=mask_w)
     tl.store(out + 2 * stride_yn, acc2.to(dtype), mask=mask_w)
     tl.store(out + 3 * stride_yn, acc3.to(dtype), mask=mask_w)
+    if FUSED_SUM:
+        _last_adds_slices(y_ptr, out_ptr, count_ptr, pid_n + row * tl.num_programs(0), row, pid_n, M, N,
+                          stride_ys, stride_ym, stride_yn, stride_om, stride_on, SPLIT_P2, SUM_COLUMNS, 1,
+                          BLOCK_N)
 
 
 @triton.jit
@@ -861,7 +872,7 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     :func:`code_words` can view the codes — ``words``, if the caller has them already;
     ``config.block_k`` is capped at ``group``). A K split writes (split, M, N) fp32 partials to a
     kept scratch buffer (``launch.scratch``), which a second launch sums into y (or, with
-    ``WqConfig.fused_sum``, the last program of each tile)."""
+    ``fused_sum``, the last program of each tile)."""
     m, n = y.shape
     block_k = min(config.block_k, group)
     k_per_split = cdiv(cdiv(k, config.split_k), block_k) * block_k
@@ -877,17 +888,20 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     # gemm_wq at exit (W4A16 M = 16 1.30 → 1.35×, M = 1 1.99 → 2.02×, W8A16 M = 16 1.19 → 1.21×;
     # early lost 2–10 % on W8A16 M = 16)
     pdl = pdl_mode(y, PDL_EARLY if isinstance(config, WqGemvConfig) else PDL_AT_EXIT)
-    if isinstance(config, WqGemvConfig):
+    gemv = isinstance(config, WqGemvConfig)
+    rows = 1 if gemv else config.block_m  # a tile's rows (the decode family: one row a program)
+    tiles = cdiv(n, config.block_n) * (m if gemv else cdiv(m, config.block_m))
+    counts, fused = _fused_sum(config.fused_sum and split > 1, tiles, split, rows, config.block_n, target, y)
+    if gemv:
         words = words if words is not None else code_words(qweight)
         if words is None:
             raise ValueError("gemv_wq needs codes viewable as int32 words (see code_words)")
+        unit = config.unit_codes and bits == 8 and x.dtype == torch.bfloat16
         _launch_gemv((cdiv(n, config.block_n), split, m),
-                     (x, words, scales, zeros, target, m, n, k, k_per_split, *x.stride(),
-                      words.stride(0), *scales.stride(), *ys),
+                     (x, words, scales, zeros, target, y, counts, m, n, k, k_per_split, *x.stride(),
+                      words.stride(0), *scales.stride(), *ys, *y.stride()),
                      quantization | dict(PRMT=nvidia_target(y), BLOCK_N=config.block_n, BLOCK_K=block_k,
-                                         NUM_STAGES=config.num_stages,
-                                         UNIT=config.unit_codes and bits == 8 and x.dtype == torch.bfloat16,
-                                         PDL=pdl),
+                                         NUM_STAGES=config.num_stages, UNIT=unit, **fused, PDL=pdl),
                      config.num_warps, config.num_stages)
     else:
         q, q_strides, planes = qweight, qweight.stride(), False
@@ -895,28 +909,31 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
             words = words if words is not None else code_words(qweight)
             if words is not None:
                 q, q_strides, planes = words, (words.stride(0), 1), True
-        tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
-        fused = split > 1 and config.fused_sum
-        counts = scratch("wq tile counters", tiles, torch.int32, y.device, True) if fused else target
-        split_p2 = next_power_of_2(split) if fused else 1
-        # the fused sum's pieces: at most FUSED_SUM_VALUES slice values each (16 a thread on 4 warps)
-        sum_columns = (min(config.block_n, max(1, FUSED_SUM_VALUES // (split_p2 * config.block_m)))
-                       if fused else 1)
         _launch((tiles, split),
                 (x, q, scales, zeros, target, y, counts, m, n, k, k_per_split, *x.stride(), *q_strides,
                  *scales.stride(), *ys, *y.stride()),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
                                     WARP_MMA=config.warp_mma, BYTE_PLANES=planes,
-                                    EARLY_SCALES=planes and config.early_scales, FUSED_SUM=fused,
-                                    SPLIT_P2=split_p2, SUM_COLUMNS=sum_columns,
-                                    BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k,
-                                    GROUP_M=config.group_m, PDL=pdl),
+                                    EARLY_SCALES=planes and config.early_scales, BLOCK_M=config.block_m,
+                                    BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m, **fused,
+                                    PDL=pdl),
                 config.num_warps,
                 config.num_stages)
-        if fused:
-            return
-    if split > 1:
+    if split > 1 and not fused["FUSED_SUM"]:  # else the slices' last programs added them
         sum_slices(target, split, y, pdl=pdl)
+
+
+def _fused_sum(fused: bool, tiles: int, split: int, rows: int, block_n: int, target: torch.Tensor,
+               y: torch.Tensor) -> tuple[torch.Tensor, dict[str, object]]:
+    """The fused slice sum's counters (one zeroed int32 a tile, a kept scratch buffer; ``target``
+    when not fused, never read) and constexprs, for :func:`_last_adds_slices`: pieces of at most
+    FUSED_SUM_VALUES slice values (16 a thread on 4 warps)."""
+    if not fused:
+        return target, dict(FUSED_SUM=False, SPLIT_P2=1, SUM_COLUMNS=1)
+    split_p2 = next_power_of_2(split)
+    columns = min(block_n, max(1, FUSED_SUM_VALUES // (split_p2 * rows)))
+    counts = scratch("wq tile counters", tiles, torch.int32, y.device, True)
+    return counts, dict(FUSED_SUM=True, SPLIT_P2=split_p2, SUM_COLUMNS=columns)
 
 
 def sum_slices(ws: torch.Tensor, split: int, y: torch.Tensor, *, pdl: int = PDL_OFF) -> None:
