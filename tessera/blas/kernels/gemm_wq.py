@@ -887,8 +887,8 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     # (docs/architecture.md): gemv_wq early (W8A16 M = 1 1.45 → 1.50× torch; at exit 1.47×),
     # gemm_wq at exit (W4A16 M = 16 1.30 → 1.35×, M = 1 1.99 → 2.02×, W8A16 M = 16 1.19 → 1.21×;
     # early lost 2–10 % on W8A16 M = 16)
-    pdl = pdl_mode(y, PDL_EARLY if isinstance(config, WqGemvConfig) else PDL_AT_EXIT)
     gemv = isinstance(config, WqGemvConfig)
+    pdl = pdl_mode(y, PDL_EARLY if gemv else PDL_AT_EXIT)
     rows = 1 if gemv else config.block_m  # a tile's rows (the decode family: one row a program)
     tiles = cdiv(n, config.block_n) * (m if gemv else cdiv(m, config.block_m))
     counts, fused = _fused_sum(config.fused_sum and split > 1, tiles, split, rows, config.block_n, target, y)
