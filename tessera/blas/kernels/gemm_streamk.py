@@ -144,10 +144,7 @@ def _gemm_streamk_kernel(
             tl.store(ws_ptr + slot.to(tl.int64) * tile_elems + local, acc)
             first = (tile * iters - shared) // per_program  # contributors: the programs covering this tile
             last = (tile * iters + iters - 1 - shared) // per_program
-            tl.debug_barrier()  # every thread's piece stored before the count
-            done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
-            if done == last - first:  # the last piece in: add them all, in contributor order
-                tl.store(count_ptr + tile, 0)  # and leave the counter zeroed for the next launch
+            if last_to_arrive(count_ptr + tile, last - first + 1):  # add them all, in contributor order
                 total_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc.dtype)
                 for q in range(first, last + 1):  # slot 1 unless this tile opens q's range
                     q_slot = 2 * q + tl.where(shared + q * per_program < tile * iters, 1, 0)
@@ -156,6 +153,20 @@ def _gemm_streamk_kernel(
                 epilogue(total_acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, stride_dm,
                          stride_dn, alpha, beta, HAS_C, SCALE_ALPHA)
         it += k_last - k_first
+
+
+@triton.jit
+def last_to_arrive(counter_ptr, contributors):
+    """Whether this program is the last of ``contributors`` to count itself in at ``counter_ptr``
+    (an int32 left zeroed by the last launch): after a barrier (every thread's part stored), one
+    acq_rel add — the last one in sees what the others stored before their adds — and the last
+    one zeroes the counter again for the next launch. No program waits for another."""
+    tl.debug_barrier()
+    done = tl.atomic_add(counter_ptr, 1, sem="acq_rel")
+    last = done == contributors - 1
+    if last:
+        tl.store(counter_ptr, 0)
+    return last
 
 
 _launch = Launcher(_gemm_streamk_kernel)

@@ -52,6 +52,7 @@ from tessera._core.launch import (
     scratch,
 )
 from tessera._core.pdl import dependent_launch
+from tessera.blas.kernels.gemm_streamk import last_to_arrive
 from tessera.blas.kernels.gemm_tile import grouped_tile
 
 
@@ -588,17 +589,14 @@ def _last_adds_slices(ws_ptr, out_ptr, count_ptr, tile, pid_m, pid_n, M, N, stri
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Once this program's slice of its (BLOCK_M, BLOCK_N) tile (at pid_m, pid_n; counter
     ``tile``; the K slices are grid axis 1) is in ``ws``: the program that brings the tile's
-    counter to the number of slices (whichever finishes last) adds the tile's slices, SUM_COLUMNS
-    columns at a time (each a (SPLIT_P2, BLOCK_M, SUM_COLUMNS) load, every slice in flight, past
-    L1: other programs wrote them; few enough values a thread to leave the tile's registers as
-    they are), by a fixed tree (bit-reproducible), stores them to ``out`` and zeroes the counter
-    for the next launch. No program waits for another, so any schedule (and the interpreter's
-    one by one) is safe."""
-    tl.debug_barrier()  # every thread's part of the slice stored before the count
+    counter to the number of slices (whichever finishes last, :func:`last_to_arrive`) adds the
+    tile's slices, SUM_COLUMNS columns at a time (each a (SPLIT_P2, BLOCK_M, SUM_COLUMNS) load,
+    every slice in flight, past L1: other programs wrote them; few enough values a thread to
+    leave the tile's registers as they are), by a fixed tree (bit-reproducible), and stores them
+    to ``out``. No program waits for another, so any schedule (and the interpreter's one by one)
+    is safe."""
     split = tl.num_programs(1)
-    done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
-    if done == split - 1:
-        tl.store(count_ptr + tile, 0)
+    if last_to_arrive(count_ptr + tile, split):
         s = tl.arange(0, SPLIT_P2)
         rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
         for c in tl.static_range(0, BLOCK_N, SUM_COLUMNS):
