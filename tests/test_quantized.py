@@ -17,7 +17,7 @@ import torch
 
 from shipped import shipped_solutions
 from tessera import InvalidArgumentError, UnsupportedError
-from tessera._core.launch import building_for, nvidia_target, recording
+from tessera._core.launch import building_for, nvidia_target, recording, scratch
 from tessera.blas import QuantizedWeight, dequantize_weight, explain, gemm, gemm_wq, quantize_weight, space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION
 from tessera.blas.kernels import gemm_scaled
@@ -220,8 +220,6 @@ def test_gemm_wq_fused_slice_sum(config: WqConfig | WqGemvConfig, bits: int, sym
     (both add the slices by a fixed tree, possibly in another order), call after call (each launch
     leaves its tile counters zeroed, so a repeat call, replayed, and one of another shape are
     right too), with 1 and 3 rows and a partial column tile; 6 slices: a partial power of two."""
-    from tessera._core.launch import scratch
-
     if isinstance(config, WqGemvConfig) and bits == 4:
         pytest.skip("the decode family reads 8-bit codes here (4-bit codes are stored column-major)")
     gen = torch.Generator().manual_seed(3 * bits)
