@@ -20,13 +20,11 @@ the codes read as int32 words, one exact-integer MMA per byte plane).
 ``--early-scales``: each byte-plane form also with its scales loaded a step ahead (``early_scales``).
 ``--decode "BN,BK,SPLIT,WARPS,STAGES;…"``: 8-bit codes, also these CUDA-core decode tiles
 (``gemv_wq``, unit codes).
-``--fused-sum``: each tile with a K split also with ``fused_sum`` (the slices' last program adds
-them: no slice-sum launch).
 ``--m M`` times that M only, ``--bits B`` those codes only, ``--stored`` the stored layout only,
 ``--tiles "BM,BN,BK,SPLIT,WARPS,STAGES;…"`` these tiles instead of the built-in list.
 
 Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma] [--byte-planes]
-       [--planes-only] [--early-scales] [--decode LIST] [--fused-sum] [--m M] [--bits B] [--stored]
+       [--planes-only] [--early-scales] [--decode LIST] [--m M] [--bits B] [--stored]
        [--tiles LIST]
 """
 
@@ -145,9 +143,6 @@ def main() -> None:
                     tiles = planes if "--planes-only" in sys.argv else [*tiles, *planes]
                 if "--decode" in sys.argv and bits == 8 and layout == "n-major":  # CUDA-core decode tiles
                     tiles = [*tiles, *_decode_tiles()]
-                if "--fused-sum" in sys.argv:
-                    fused = [dataclasses.replace(t, fused_sum=True) for t in tiles if t.split_k > 1]
-                    tiles = [*tiles, *fused]
                 for config in tiles:
                     calls = checked(config, x, qs, reference, magnitude)
                     if isinstance(calls, str):

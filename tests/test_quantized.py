@@ -17,7 +17,7 @@ import torch
 
 from shipped import shipped_solutions
 from tessera import InvalidArgumentError, UnsupportedError
-from tessera._core.launch import building_for, nvidia_target, recording, scratch
+from tessera._core.launch import building_for, nvidia_target, recording
 from tessera.blas import QuantizedWeight, dequantize_weight, explain, gemm, gemm_wq, quantize_weight, space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION
 from tessera.blas.kernels import gemm_scaled
@@ -203,42 +203,6 @@ def test_weight_only_heuristic_on_an_h200() -> None:
         assert config(m, "int8_bf16") == planes, m
     assert not config(16, "int8_fp16").byte_planes and not config(17, "int8_bf16").byte_planes
     assert not config(16, "int4_bf16").byte_planes
-
-
-@pytest.mark.parametrize("config", [WqConfig(16, 32, 64, 3, 4, 4, 1),
-                                    WqConfig(16, 32, 64, 3, 4, 4, 1, warp_mma=True),
-                                    WqConfig(16, 32, 64, 3, 4, 4, 1, byte_planes=True, early_scales=True),
-                                    WqConfig(16, 32, 64, 3, 4, 4, 1, exact_bytes=True),
-                                    WqGemvConfig(32, 32, 3, 4),
-                                    WqGemvConfig(64, 16, 6, 1, 2, unit_codes=True)],
-                         ids=lambda c: c.short())
-@pytest.mark.parametrize("bits,symmetric", [(4, True), (8, False)])
-def test_gemm_wq_fused_slice_sum(config: WqConfig | WqGemvConfig, bits: int, symmetric: bool,
-                                 device: str) -> None:
-    """``fused_sum``, both fused families: the K slices' last program adds them (no second
-    launch). Right against the reference and within an output rounding of the two-launch result
-    (both add the slices by a fixed tree, possibly in another order), call after call (each launch
-    leaves its tile counters zeroed, so a repeat call, replayed, and one of another shape are
-    right too), with 1 and 3 rows and a partial column tile; 6 slices: a partial power of two."""
-    if isinstance(config, WqGemvConfig) and bits == 4:
-        pytest.skip("the decode family reads 8-bit codes here (4-bit codes are stored column-major)")
-    gen = torch.Generator().manual_seed(3 * bits)
-    k, n = 192, 40
-    q = quantize_weight(torch.randn(k, n, generator=gen).to(torch.float16).to(device), bits=bits,
-                        group_size=64, symmetric=symmetric)
-    x = torch.randn(3, k, generator=gen).to(torch.float16).to(device)
-    with space.forced(config):
-        two_launches = gemm_wq(x, q)
-    with space.forced(dataclasses.replace(config, fused_sum=True)), recording() as calls:
-        first, again, one_row = gemm_wq(x, q), gemm_wq(x, q), gemm_wq(x[:1], q)
-    main = gemm_wq_kernels._launch_gemv if isinstance(config, WqGemvConfig) else gemm_wq_kernels._launch
-    assert [call.launcher for call in calls] == [main] * 3  # no slice-sum launch
-    _check(x, q, first)
-    _check(x[:1], q, one_row)
-    torch.testing.assert_close(first, two_launches, rtol=2.0**-9, atol=1e-6)
-    assert torch.equal(again, first)
-    counters = scratch("wq tile counters", 1, torch.int32, x.device, True)
-    assert int(counters.abs().sum()) == 0
 
 
 @pytest.mark.parametrize("exact_bytes,byte_planes", [(True, False), (False, False), (False, True)])
@@ -604,10 +568,9 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 
 
 @pytest.mark.parametrize("kernel,config,key", [
-    ("gemv_wq", WqGemvConfig(512, 16, 64, 1),
-     "(4, 128, False, {prmt}, 512, 16, 3, False, False, 1, 1, {pdl})"),
+    ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, 3, False, {pdl})"),
     ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3),
-     "(4, 128, False, False, {prmt}, False, False, False, False, 8, 256, 128, 8, False, 1, 1, {pdl})")])
+     "(4, 128, False, False, {prmt}, False, False, False, False, 8, 256, 128, 8, {pdl})")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,
                                                        tmp_path: Path) -> None:
     """A pack build compiles the weight-only kernels for its target, not for the CPU it runs on:

@@ -52,7 +52,6 @@ from tessera._core.launch import (
     scratch,
 )
 from tessera._core.pdl import dependent_launch
-from tessera.blas.kernels.gemm_streamk import last_to_arrive
 from tessera.blas.kernels.gemm_tile import grouped_tile
 
 
@@ -83,10 +82,6 @@ class WqConfig:
     # with byte_planes: each step's scales and zero points loaded a step ahead, off the step's
     # critical path (W8A16 M = 16: 24.7 against 26.2 µs, wq-early-h200-ceac80c.json)
     early_scales: bool = False
-    # with a K split, the last program of each tile to finish adds the slices in slice order
-    # (an acq_rel counter a tile, left zeroed, as stream-K's fixup) instead of a second launch;
-    # untimed on the GPU so far (docs/status.md), so no shipped logic or heuristic picks it
-    fused_sum: bool = False
 
     kernel = "gemm_wq"
 
@@ -94,8 +89,7 @@ class WqConfig:
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} k/{self.split_k} "
                 f"g{self.group_m} w{self.num_warps} s{self.num_stages}{' exact' if self.exact_bytes else ''}"
                 f"{' warp-mma' if self.warp_mma else ''}{' planes' if self.byte_planes else ''}"
-                f"{' early-scales' if self.byte_planes and self.early_scales else ''}"
-                f"{' fused-sum' if self.fused_sum else ''}")
+                f"{' early-scales' if self.byte_planes and self.early_scales else ''}")
 
 
 @dataclass(frozen=True)
@@ -116,14 +110,12 @@ class WqGemvConfig:
     num_warps: int = 4
     num_stages: int = 3  # steps of codes in flight through shared memory (software pipelining)
     unit_codes: bool = False
-    fused_sum: bool = False  # as WqConfig.fused_sum (untimed on the GPU so far)
 
     kernel = "gemv_wq"
 
     def short(self) -> str:
         return (f"{self.kernel} {self.block_n}x{self.block_k} k/{self.split_k} w{self.num_warps} "
-                f"s{self.num_stages}{' unit' if self.unit_codes else ''}"
-                f"{' fused-sum' if self.fused_sum else ''}")
+                f"s{self.num_stages}{' unit' if self.unit_codes else ''}")
 
 
 @dataclass(frozen=True)
@@ -507,14 +499,13 @@ def _store_planes(y_ptr, p0, p1, p2, p3, wn, mask_w, rm, mask_m, stride_yn, stri
 
 @triton.jit
 def _gemm_wq_kernel(
-    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr, out_ptr, count_ptr,
+    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
     M, N, K, k_per_split,
     stride_xm, stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
-    stride_om, stride_on,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, UPCAST: tl.constexpr,
     PRMT: tl.constexpr, EXACT_BYTES: tl.constexpr, WARP_MMA: tl.constexpr, BYTE_PLANES: tl.constexpr,
     EARLY_SCALES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, FUSED_SUM: tl.constexpr, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
+    GROUP_M: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Computes the transposed tile: Yᵀ = Qᵀ · Xᵀ, the weight the MMA's first operand (taken from
@@ -529,9 +520,7 @@ def _gemm_wq_kernel(
     two MMAs over the activations' even and odd rows. 8-bit codes with bf16 activations are
     dequantized in fp32 and rounded to bf16, or with EXACT_BYTES enter exact as well, made in
     fp32 (see EXACT). With BYTE_PLANES (8-bit codes given as int32 words, ``q_ptr``'s column
-    stride 1 word) see :func:`_plane_tile`. ``y_ptr`` is the output, or with a K split the
-    (split, M, N) fp32 slices; with FUSED_SUM the slices' last program adds them into ``out_ptr``
-    (:func:`_last_adds_slices`; ``count_ptr`` a zeroed int32 a tile), else it is unused."""
+    stride 1 word) see :func:`_plane_tile`."""
     dependent_launch(PDL)
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
@@ -578,36 +567,6 @@ def _gemm_wq_kernel(
                                 stride_xk, stride_qk, stride_qn, stride_sg, stride_sn, GROUP, HAS_ZERO,
                                 UPCAST, BLOCK_M, BLOCK_N, BLOCK_K)
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_n[:, None] & mask_m[None, :])
-    if FUSED_SUM:
-        _last_adds_slices(y_ptr, out_ptr, count_ptr, tl.program_id(0), pid_m, pid_n, M, N, stride_ys,
-                          stride_ym, stride_yn, stride_om, stride_on, SPLIT_P2, SUM_COLUMNS, BLOCK_M, BLOCK_N)
-
-
-@triton.jit
-def _last_adds_slices(ws_ptr, out_ptr, count_ptr, tile, pid_m, pid_n, M, N, stride_ys, stride_ym,
-                      stride_yn, stride_om, stride_on, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Once this program's slice of its (BLOCK_M, BLOCK_N) tile (at pid_m, pid_n; counter
-    ``tile``; the K slices are grid axis 1) is in ``ws``: the program that brings the tile's
-    counter to the number of slices (whichever finishes last, :func:`last_to_arrive`) adds the
-    tile's slices, SUM_COLUMNS columns at a time (each a (SPLIT_P2, BLOCK_M, SUM_COLUMNS) load,
-    every slice in flight, past L1: other programs wrote them; few enough values a thread to
-    leave the tile's registers as they are), by a fixed tree (bit-reproducible), and stores them
-    to ``out``. No program waits for another, so any schedule (and the interpreter's one by one)
-    is safe."""
-    split = tl.num_programs(1)
-    if last_to_arrive(count_ptr + tile, split):
-        s = tl.arange(0, SPLIT_P2)
-        rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-        for c in tl.static_range(0, BLOCK_N, SUM_COLUMNS):
-            rn = pid_n.to(tl.int64) * BLOCK_N + c + tl.arange(0, SUM_COLUMNS)
-            mask = (rm < M)[:, None] & (rn < N)[None, :]
-            slices = (ws_ptr + s[:, None, None].to(tl.int64) * stride_ys + rm[None, :, None] * stride_ym
-                      + rn[None, None, :] * stride_yn)
-            parts = tl.load(slices, mask=(s < split)[:, None, None] & mask[None, :, :], other=0.0,
-                            cache_modifier=".cg")
-            out = out_ptr + rm[:, None] * stride_om + rn[None, :] * stride_on
-            tl.store(out, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def _four_bytes_asm(base: int, selectors: tuple[int, int, int, int]) -> str:
@@ -709,13 +668,11 @@ def _gemv_step(q_ptr, x_row, k0, wn, mask_w, z0, z1, z2, z3, stride_qk, stride_x
 
 @triton.jit
 def _gemv_wq_kernel(
-    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr, out_ptr, count_ptr,
+    x_ptr, q_ptr, s_ptr, z_ptr, y_ptr,
     M, N, K, k_per_split,
     stride_xm, stride_xk, stride_qk, stride_sg, stride_sn, stride_ys, stride_ym, stride_yn,
-    stride_om, stride_on,
     BITS: tl.constexpr, GROUP: tl.constexpr, HAS_ZERO: tl.constexpr, PRMT: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, UNIT: tl.constexpr,
-    FUSED_SUM: tl.constexpr, SPLIT_P2: tl.constexpr, SUM_COLUMNS: tl.constexpr,
     PDL: tl.constexpr,
 ):
     """Decode on CUDA cores, memory-bound: about three instructions per weight, the codes of the
@@ -736,10 +693,7 @@ def _gemv_wq_kernel(
     units: no longer exact, but a simulation of 2048-deep columns put the error at ≤ 1e-5 of
     Σ|x·w|, 20× below that of weights rounded to bf16. With fp16 x the products would round
     (11 + 16 bits) by 2^-9·|x| each, and 4-bit codes leave the same rounding on a signal 16×
-    smaller: neither launches it.
-
-    ``y_ptr``, ``out_ptr``, ``count_ptr`` and FUSED_SUM as in :func:`_gemm_wq_kernel` (a tile
-    here: BLOCK_N columns of one row)."""
+    smaller: neither launches it."""
     dependent_launch(PDL)
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
@@ -785,10 +739,6 @@ def _gemv_wq_kernel(
     tl.store(out + stride_yn, acc1.to(dtype), mask=mask_w)
     tl.store(out + 2 * stride_yn, acc2.to(dtype), mask=mask_w)
     tl.store(out + 3 * stride_yn, acc3.to(dtype), mask=mask_w)
-    if FUSED_SUM:
-        _last_adds_slices(y_ptr, out_ptr, count_ptr, pid_n + row * tl.num_programs(0), row, pid_n, M, N,
-                          stride_ys, stride_ym, stride_yn, stride_om, stride_on, SPLIT_P2, SUM_COLUMNS, 1,
-                          BLOCK_N)
 
 
 @triton.jit
@@ -844,7 +794,6 @@ _launch_gemv = Launcher(_gemv_wq_kernel)
 _launch_dequantize = Launcher(_dequantize_kernel)
 _launch_sum_slices = Launcher(_sum_slices_kernel)
 SUM_ELEMENTS = 4096  # slices × columns one program of _sum_slices_kernel adds (32 per thread)
-FUSED_SUM_VALUES = 2048  # slice values one piece of a fused slice sum loads (_last_adds_slices)
 
 
 def code_words(qweight: torch.Tensor) -> torch.Tensor | None:
@@ -869,8 +818,7 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     """y (M, N) ← x (M, K) · dequant(qweight) with a fused family (``gemm_wq``, or ``gemv_wq`` when
     :func:`code_words` can view the codes — ``words``, if the caller has them already;
     ``config.block_k`` is capped at ``group``). A K split writes (split, M, N) fp32 partials to a
-    kept scratch buffer (``launch.scratch``), which a second launch sums into y (or, with
-    ``fused_sum``, the last program of each tile)."""
+    kept scratch buffer (``launch.scratch``), which a second launch sums into y."""
     m, n = y.shape
     block_k = min(config.block_k, group)
     k_per_split = cdiv(cdiv(k, config.split_k), block_k) * block_k
@@ -885,21 +833,18 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     # (docs/architecture.md): gemv_wq early (W8A16 M = 1 1.45 → 1.50× torch; at exit 1.47×),
     # gemm_wq at exit (W4A16 M = 16 1.30 → 1.35×, M = 1 1.99 → 2.02×, W8A16 M = 16 1.19 → 1.21×;
     # early lost 2–10 % on W8A16 M = 16)
-    gemv = isinstance(config, WqGemvConfig)
-    pdl = pdl_mode(y, PDL_EARLY if gemv else PDL_AT_EXIT)
-    rows = 1 if gemv else config.block_m  # a tile's rows (the decode family: one row a program)
-    tiles = cdiv(n, config.block_n) * (m if gemv else cdiv(m, config.block_m))
-    counts, fused = _fused_sum(config.fused_sum and split > 1, tiles, split, rows, config.block_n, target, y)
-    if gemv:
+    pdl = pdl_mode(y, PDL_EARLY if isinstance(config, WqGemvConfig) else PDL_AT_EXIT)
+    if isinstance(config, WqGemvConfig):
         words = words if words is not None else code_words(qweight)
         if words is None:
             raise ValueError("gemv_wq needs codes viewable as int32 words (see code_words)")
-        unit = config.unit_codes and bits == 8 and x.dtype == torch.bfloat16
         _launch_gemv((cdiv(n, config.block_n), split, m),
-                     (x, words, scales, zeros, target, y, counts, m, n, k, k_per_split, *x.stride(),
-                      words.stride(0), *scales.stride(), *ys, *y.stride()),
+                     (x, words, scales, zeros, target, m, n, k, k_per_split, *x.stride(),
+                      words.stride(0), *scales.stride(), *ys),
                      quantization | dict(PRMT=nvidia_target(y), BLOCK_N=config.block_n, BLOCK_K=block_k,
-                                         NUM_STAGES=config.num_stages, UNIT=unit, **fused, PDL=pdl),
+                                         NUM_STAGES=config.num_stages,
+                                         UNIT=config.unit_codes and bits == 8 and x.dtype == torch.bfloat16,
+                                         PDL=pdl),
                      config.num_warps, config.num_stages)
     else:
         q, q_strides, planes = qweight, qweight.stride(), False
@@ -907,31 +852,17 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
             words = words if words is not None else code_words(qweight)
             if words is not None:
                 q, q_strides, planes = words, (words.stride(0), 1), True
-        _launch((tiles, split),
-                (x, q, scales, zeros, target, y, counts, m, n, k, k_per_split, *x.stride(), *q_strides,
-                 *scales.stride(), *ys, *y.stride()),
+        _launch((cdiv(m, config.block_m) * cdiv(n, config.block_n), split),
+                (x, q, scales, zeros, target, m, n, k, k_per_split, *x.stride(), *q_strides,
+                 *scales.stride(), *ys),
                 quantization | dict(UPCAST=upcast, PRMT=nvidia_target(y), EXACT_BYTES=config.exact_bytes,
                                     WARP_MMA=config.warp_mma, BYTE_PLANES=planes,
                                     EARLY_SCALES=planes and config.early_scales, BLOCK_M=config.block_m,
-                                    BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m, **fused,
-                                    PDL=pdl),
+                                    BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m, PDL=pdl),
                 config.num_warps,
                 config.num_stages)
-    if split > 1 and not fused["FUSED_SUM"]:  # else the slices' last programs added them
+    if split > 1:
         sum_slices(target, split, y, pdl=pdl)
-
-
-def _fused_sum(fused: bool, tiles: int, split: int, rows: int, block_n: int, target: torch.Tensor,
-               y: torch.Tensor) -> tuple[torch.Tensor, dict[str, object]]:
-    """The fused slice sum's counters (one zeroed int32 a tile, a kept scratch buffer; ``target``
-    when not fused, never read) and constexprs, for :func:`_last_adds_slices`: pieces of at most
-    FUSED_SUM_VALUES slice values (16 a thread on 4 warps)."""
-    if not fused:
-        return target, dict(FUSED_SUM=False, SPLIT_P2=1, SUM_COLUMNS=1)
-    split_p2 = next_power_of_2(split)
-    columns = min(block_n, max(1, FUSED_SUM_VALUES // (split_p2 * rows)))
-    counts = scratch("wq tile counters", tiles, torch.int32, y.device, True)
-    return counts, dict(FUSED_SUM=True, SPLIT_P2=split_p2, SUM_COLUMNS=columns)
 
 
 def sum_slices(ws: torch.Tensor, split: int, y: torch.Tensor, *, pdl: int = PDL_OFF) -> None:
