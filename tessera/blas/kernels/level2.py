@@ -21,15 +21,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
-from tessera._core.launch import (
-    PDL_AT_EXIT,
-    PDL_OFF,
-    Launcher,
-    cdiv,
-    next_power_of_2,
-    nvidia_target,
-    pdl_mode,
-)
+from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.level1 import _arg, _wide
 
@@ -93,17 +85,13 @@ class SymvConfig:
     num_warps: int = 4
     longest_first: bool = False
     num_stages: int = 0
-    # each tile's row sums stored from the registers its reduction leaves them in (an inline PTX
-    # store, NVIDIA only): tl.store's coalescing moves them to another layout through shared
-    # memory first, two block-wide barriers a tile (offline SASS of the shipped 8192 tile)
-    direct_store: bool = False
 
     kernel = "symv"
 
     def short(self) -> str:
         return (f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
                 f"{f' s{self.num_stages}' if self.num_stages else ''}"
-                f"{' longest-first' if self.longest_first else ''}{' direct' if self.direct_store else ''}")
+                f"{' longest-first' if self.longest_first else ''}")
 
 
 @dataclass(frozen=True)
@@ -183,25 +171,8 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
 
 
 @triton.jit
-def _store_row_sums(ptr, sums, FP64: tl.constexpr, DIRECT: tl.constexpr):
-    """A tile's row sums (unmasked) to ``ptr``; DIRECT (NVIDIA): by an inline PTX store from the
-    layout the reduction left them in (the lanes holding one row's sum store the same value to
-    the same address: one transaction), not through tl.store, whose coalescing converts them
-    to another layout through shared memory behind two block-wide barriers."""
-    if DIRECT:
-        if FP64:
-            tl.inline_asm_elementwise("mov.u32 $0, 0; st.global.f64 [$1], $2;", "=r,l,d",
-                                      [ptr.to(tl.int64), sums], dtype=tl.int32, is_pure=False, pack=1)
-        else:
-            tl.inline_asm_elementwise("mov.u32 $0, 0; st.global.f32 [$1], $2;", "=r,l,f",
-                                      [ptr.to(tl.int64), sums], dtype=tl.int32, is_pure=False, pack=1)
-    else:
-        tl.store(ptr, sums)
-
-
-@triton.jit
 def _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first, i_end, n, sam,
-                     san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr, DIRECT: tl.constexpr):
+                     san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr):
     """``_symv_kernel``'s tiles above the diagonal, the next tile's loads issued before this
     one's arithmetic (a register prefetch); returns ``mirrored`` with their Aᵀ·x parts added."""
     rows_end = i_end.to(tl.int64) * BS
@@ -215,8 +186,7 @@ def _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r
                             mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0)
         next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
         wide = _wide(tile, FP64)
-        _store_row_sums(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1), FP64,
-                        DIRECT)
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
         mirrored += wide * _wide(x_rows, FP64)[:, None]
         rows, tile, x_rows = next_rows, next_tile, next_x
     return mirrored
@@ -224,8 +194,7 @@ def _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r
 
 @triton.jit
 def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first, i_end, n, sam,
-                    san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr,
-                    DIRECT: tl.constexpr):
+                    san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
     """:func:`_symv_prefetched`'s work with the tiles in flight through shared memory (Triton's
     pipelining, STAGES − 1 ahead). x's 2-byte elements cannot take the asynchronous copies the
     tiles take: the next tile's are loaded a step ahead into registers instead of stalling
@@ -239,16 +208,14 @@ def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r,
         x_next = tl.load(x_ptr + x_start + (rows + BS) * incx, mask=rows + BS < rows_end, other=0)
         wide = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :],
                              other=0), FP64)
-        _store_row_sums(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1), FP64,
-                        DIRECT)
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1))
         mirrored += wide * _wide(x_rows, FP64)[:, None]
     return mirrored
 
 
 @triton.jit
 def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, DIRECT: tl.constexpr,
-                 PDL: tl.constexpr):
+                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1,
     the row this program takes from ``order``; a lower triangle comes with its strides swapped),
     each read once and used twice: A_IJ·x_J, a per-tile row sum, to ws_row[J, I's rows];
@@ -271,10 +238,10 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
     i_end = tl.minimum(i_last, bj)  # the tiles above the diagonal: whole row blocks
     if STAGES > 0:
         mirrored = _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first,
-                                   i_end, n, sam, san, x_start, incx, FP64, BS, STAGES, DIRECT)
+                                   i_end, n, sam, san, x_start, incx, FP64, BS, STAGES)
     else:
         mirrored = _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first,
-                                    i_end, n, sam, san, x_start, incx, FP64, BS, DIRECT)
+                                    i_end, n, sam, san, x_start, incx, FP64, BS)
     if i_last > bj:  # the diagonal tile: its rows are this block's columns
         diagonal = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
                                  mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
@@ -485,15 +452,9 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     (xd, xs, xi), (yd, ys, yi) = x, y
     pdl = pdl_mode(ws_row, SYMV_PDL)
     symv_launch((programs,), (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi),
-                symv_constexprs(config, fp64, a, pdl), config.num_warps, 3)
+                {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}, config.num_warps, 3)
     symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
                        symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl), 4, 3)
-
-
-def symv_constexprs(config: SymvConfig, fp64: bool, a: torch.Tensor, pdl: int) -> dict[str, object]:
-    """``_symv_kernel``'s constexprs; ``direct_store`` takes effect on NVIDIA targets only."""
-    return {"FP64": fp64, "BS": config.tile, "STAGES": config.num_stages,
-            "DIRECT": config.direct_store and nvidia_target(a), "PDL": pdl}
 
 
 def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool,
