@@ -38,6 +38,9 @@ Twenty-eighth session (40e96ec): the one-launch form again, with the longest-fir
 per-block tickets (da8a1a3, removed after this run): 39.4–50.3 µs against the shipped two
 launches' 27.7 (``symv-floor-h200-40e96ec.json``); the tuner's best one-launch candidate was
 26–36 % slower than its best two-launch one at 4096 and 8192.
+Thirtieth session (0df9d0a): the row sums stored by inline PTX from the reduction's layout (no
+shared-memory layout change, none of the two barriers a tile that tl.store's coalescing adds):
+27.5 against 27.6 µs (``symv-floor-h200-0df9d0a.json``); reverted.
 
 Both modes also time symv forced to the shipped tile with the other program order
 (``longest_first``: the programs with the most tiles launched first) and to 64-edge tiles,
