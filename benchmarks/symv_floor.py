@@ -218,7 +218,7 @@ def main() -> None:
     config = space.shape_of("symv", (N,), a)
     tile = config.tile
     blocks = cdiv(N, tile)
-    plan, first = k._symv_plan(blocks, config.per_program, a.device)
+    plan = k._symv_plan(blocks, config.per_program, a.device)
     order = k._symv_order(blocks, config.per_program, config.longest_first, a.device)
     programs = plan.numel() // 3
     ws_row = torch.empty(blocks * N, dtype=torch.float32, device=DEVICE)
@@ -231,7 +231,7 @@ def main() -> None:
                        "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
 
     def finish_only() -> None:
-        k.symv_finish_launch((blocks,), (ws_row, ws_col, first, y, N, blocks, 0, 1, 1.0, 0.0),
+        k.symv_finish_launch((blocks,), (ws_row, ws_col, y, N, blocks, config.per_program, 0, 1, 1.0, 0.0),
                              k.symv_finish_constexprs(config, blocks, True, False, k.pdl_mode(a, k.SYMV_PDL)),
                              4, 3)
 
@@ -242,7 +242,7 @@ def main() -> None:
                                       BROADCAST=broadcast, num_warps=warps, num_stages=stages)
 
     def tiles(bs: int, per_program: int, warps: int) -> Callable[[], object]:
-        p, _ = k._symv_plan(cdiv(N, bs), per_program, a.device)
+        p = k._symv_plan(cdiv(N, bs), per_program, a.device)
         return lambda: _tiles_kernel[(p.numel() // 3,)](a, p, sink, N, BS=bs, num_warps=warps)
 
     def rows(bs: int, width: int, warps: int) -> Callable[[], object]:

@@ -13,7 +13,6 @@ programs handing solved blocks on through flags.
 from __future__ import annotations
 
 import functools
-import itertools
 from dataclasses import dataclass
 
 import torch
@@ -252,28 +251,38 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
 
 
 @triton.jit
-def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, first_ptr, y_ptr, n, blocks, y_start, incy,
+def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y_start, incy,
                         alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
                         BS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr, PDL: tl.constexpr):
-    """y for row block I: the mirrored sums of block column I's programs (COLUMN of them per
-    load), then the row sums of tiles (I, J ≥ I) (RIGHT block columns per load), added by fixed
-    reduction trees in a fixed order (deterministic)."""
+    """y for row block I: the row sums of tiles (I, J ≥ I) (RIGHT block columns per load) and the
+    mirrored sums of block column I's programs (COLUMN of them per load), added by fixed
+    reduction trees in a fixed order (deterministic). The programs of block column I follow
+    those of columns J < I, ⌈(J + 1) / per_program⌉ each (:func:`_symv_programs`), so their
+    first index is computed, not loaded: the first load of each kind leaves at once, in one
+    round trip to memory (the finish is on symv's critical path, after the main launch)."""
     dependent_launch(PDL)
     bi = tl.program_id(0)
     r = tl.arange(0, BS)
     rows = bi.to(tl.int64) * BS + r
     row_ok = rows < n
-    total = tl.zeros((BS,), tl.float64 if FP64 else tl.float32)
-    last = tl.load(first_ptr + bi + 1)
-    for p0 in range(tl.load(first_ptr + bi), last, COLUMN):
+    q, rem = bi // per_program, bi % per_program
+    first = per_program * q * (q + 1) // 2 + rem * (q + 1)  # Σ_{J<I} ⌈(J + 1) / per_program⌉
+    last = first + q + 1
+    right = bi + tl.arange(0, RIGHT)
+    row_parts = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
+                        mask=(right < blocks)[:, None] & row_ok[None, :], other=0)
+    programs = first + tl.arange(0, COLUMN)
+    col_parts = tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
+                        mask=(programs < last)[:, None], other=0)
+    total = tl.sum(row_parts, 0) + tl.sum(col_parts, 0)
+    for j0 in range(bi + RIGHT, blocks, RIGHT):  # more block columns than one load takes
+        right = j0 + tl.arange(0, RIGHT)
+        total += tl.sum(tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
+                                mask=(right < blocks)[:, None] & row_ok[None, :], other=0), 0)
+    for p0 in range(first + COLUMN, last, COLUMN):
         programs = p0 + tl.arange(0, COLUMN)
         total += tl.sum(tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
                                 mask=(programs < last)[:, None], other=0), 0)
-    for j0 in range(bi, blocks, RIGHT):
-        right = j0 + tl.arange(0, RIGHT)
-        part = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
-                       mask=(right < blocks)[:, None] & row_ok[None, :], other=0)
-        total += tl.sum(part, 0)
     _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
 
 
@@ -409,15 +418,9 @@ def _symv_programs(blocks: int, per_program: int) -> list[tuple[int, int, int]]:
 
 
 @functools.lru_cache(maxsize=64)
-def _symv_plan(blocks: int, per_program: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """(plan, first): plan[p] = (J, I0, I1) of program p (:func:`_symv_programs`);
-    first[J] … first[J + 1] − 1 are the programs of block column J."""
-    programs = _symv_programs(blocks, per_program)
-    counts = [0] * (blocks + 1)
-    for j, _, _ in programs:
-        counts[j + 1] += 1
-    return (torch.tensor(programs, dtype=torch.int32, device=device).reshape(-1),
-            torch.tensor(list(itertools.accumulate(counts)), dtype=torch.int32, device=device))
+def _symv_plan(blocks: int, per_program: int, device: torch.device) -> torch.Tensor:
+    """plan[3p : 3p + 3] = (J, I0, I1) of program p (:func:`_symv_programs`)."""
+    return torch.tensor(_symv_programs(blocks, per_program), dtype=torch.int32, device=device).reshape(-1)
 
 
 @functools.lru_cache(maxsize=64)
@@ -443,7 +446,7 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j)."""
     tile = config.tile
     blocks = cdiv(n, tile)
-    plan, first = _symv_plan(blocks, config.per_program, a.device)
+    plan = _symv_plan(blocks, config.per_program, a.device)
     order = _symv_order(blocks, config.per_program, config.longest_first, a.device)
     programs = plan.numel() // 3
     wide = torch.float64 if fp64 else torch.float32
@@ -453,7 +456,7 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     pdl = pdl_mode(ws_row, SYMV_PDL)
     symv_launch((programs,), (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi),
                 {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}, config.num_warps, 3)
-    symv_finish_launch((blocks,), (ws_row, ws_col, first, yd, n, blocks, ys, yi, alpha, beta),
+    symv_finish_launch((blocks,), (ws_row, ws_col, yd, n, blocks, config.per_program, ys, yi, alpha, beta),
                        symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl), 4, 3)
 
 
