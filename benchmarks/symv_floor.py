@@ -230,10 +230,11 @@ def main() -> None:
                       {"FP64": False, "BS": tile, "STAGES": config.num_stages,
                        "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
 
+    finish = k.symv_finish_constexprs(config, blocks, True, False, k.pdl_mode(a, k.SYMV_PDL))
+
     def finish_only() -> None:
-        k.symv_finish_launch((blocks,), (ws_row, ws_col, y, N, blocks, config.per_program, 0, 1, 1.0, 0.0),
-                             k.symv_finish_constexprs(config, blocks, True, False, k.pdl_mode(a, k.SYMV_PDL)),
-                             4, 3)
+        k.symv_finish_launch((cdiv(N, finish["ROWS"]),),
+                             (ws_row, ws_col, y, N, blocks, config.per_program, 0, 1, 1.0, 0.0), finish, 4, 3)
 
     ws_row_tc, ws_col_tc = torch.zeros_like(ws_row), torch.zeros_like(ws_col)
 
@@ -259,6 +260,8 @@ def main() -> None:
     # (tiles a program, warps, stages), 64-edge tiles, longest first
     shapes = ((16, 4, 0), (16, 4, 3), (16, 4, 4), (8, 4, 3))
     variants += [k.SymvConfig(64, per_program, warps, True, stages) for per_program, warps, stages in shapes]
+    # the finish in programs of fewer rows (more programs, fewer partials each)
+    variants += [dataclasses.replace(config, finish_rows=rows) for rows in (32, 16, 8)]
     for variant in dict.fromkeys(v for v in variants if v != config):
         cases[f"forced {variant.short()}"] = functools.partial(forced_symv, variant, a, x, y)
     checks: dict[str, dict[str, float]] = {}

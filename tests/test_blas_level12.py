@@ -788,7 +788,8 @@ def test_symv_launch_order_covers_the_plan_longest_first(blocks: int, per_progra
 
 @pytest.mark.parametrize("shape", [SymvConfig(16, 1, 2), SymvConfig(32, 3, 4), SymvConfig(16, 2, 4, True),
                                    SymvConfig(16, 3, 4, True, 3), SymvConfig(16, 2, 4, False, 3),
-                                   SymvConfig(8, 3, 2), SymvConfig(8, 4, 2, True)],
+                                   SymvConfig(8, 3, 2), SymvConfig(8, 4, 2, True),
+                                   SymvConfig(16, 3, 4, True, 0, 4), SymvConfig(32, 2, 4, False, 3, 8)],
                          ids=lambda c: c.short())
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
 def test_every_symv_config_agrees_with_numpy(shape: SymvConfig, dtype: torch.dtype, device: str) -> None:
@@ -803,6 +804,12 @@ def test_every_symv_config_agrees_with_numpy(shape: SymvConfig, dtype: torch.dty
         got = symv(full.to(dtype).to(device), x.to(dtype), y.clone().to(dtype), alpha=2.0, beta=-1.0)
     tol = 1e-12 if dtype == torch.float64 else 1e-5
     assert np.allclose(f64(got), 2.0 * sym.numpy() @ f64(x) - f64(y), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("rows", [3, -1, 128])
+def test_symv_finish_rows_must_divide_the_tile(rows: int) -> None:
+    with pytest.raises(InvalidArgumentError, match="finish_rows must divide the tile 64"):
+        SymvConfig(64, 8, 4, finish_rows=rows)
 
 
 @pytest.mark.parametrize("shape", [TrsvConfig(16, 4), TrsvConfig(32, 2)], ids=lambda c: c.short())

@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import torch_dtype
+from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.level1 import _arg, _wide
@@ -84,13 +85,21 @@ class SymvConfig:
     num_warps: int = 4
     longest_first: bool = False
     num_stages: int = 0
+    finish_rows: int = 0  # rows a program of the finish launch adds up (0: ``tile``; divides it)
 
     kernel = "symv"
+
+    def __post_init__(self) -> None:
+        if self.finish_rows < 0 or (self.finish_rows and self.tile % self.finish_rows):
+            raise InvalidArgumentError(
+                f"symv finish_rows must divide the tile {self.tile} or be 0, the tile (actual: "
+                f"{self.finish_rows}): a program of the finish launch adds rows of one row block")
 
     def short(self) -> str:
         return (f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
                 f"{f' s{self.num_stages}' if self.num_stages else ''}"
-                f"{' longest-first' if self.longest_first else ''}")
+                f"{' longest-first' if self.longest_first else ''}"
+                f"{f' finish {self.finish_rows}' if self.finish_rows else ''}")
 
 
 @dataclass(frozen=True)
@@ -253,16 +262,19 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
 @triton.jit
 def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y_start, incy,
                         alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
-                        BS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr, PDL: tl.constexpr):
-    """y for row block I: the row sums of tiles (I, J ≥ I) (RIGHT block columns per load) and the
-    mirrored sums of block column I's programs (COLUMN of them per load), added by fixed
-    reduction trees in a fixed order (deterministic). The programs of block column I follow
-    those of columns J < I, ⌈(J + 1) / per_program⌉ each (:func:`_symv_programs`), so their
-    first index is computed, not loaded: the first load of each kind leaves at once, in one
-    round trip to memory (the finish is on symv's critical path, after the main launch)."""
+                        BS: tl.constexpr, ROWS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr,
+                        PDL: tl.constexpr):
+    """y for ROWS rows of row block I (ROWS divides BS): the row sums of tiles (I, J ≥ I) (RIGHT
+    block columns per load) and the mirrored sums of block column I's programs (COLUMN of them
+    per load), added by fixed reduction trees in a fixed order (deterministic). The programs of
+    block column I follow those of columns J < I, ⌈(J + 1) / per_program⌉ each
+    (:func:`_symv_programs`), so their first index is computed, not loaded: the first load of
+    each kind leaves at once, in one round trip to memory (the finish is on symv's critical
+    path, after the main launch)."""
     dependent_launch(PDL)
-    bi = tl.program_id(0)
-    r = tl.arange(0, BS)
+    row0 = tl.program_id(0) * ROWS
+    bi = row0 // BS
+    r = row0 % BS + tl.arange(0, ROWS)  # the rows' places in their row block
     rows = bi.to(tl.int64) * BS + r
     row_ok = rows < n
     q, rem = bi // per_program, bi % per_program
@@ -456,18 +468,22 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tens
     pdl = pdl_mode(ws_row, SYMV_PDL)
     symv_launch((programs,), (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi),
                 {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}, config.num_warps, 3)
-    symv_finish_launch((blocks,), (ws_row, ws_col, yd, n, blocks, config.per_program, ys, yi, alpha, beta),
-                       symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl), 4, 3)
+    finish = symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl)
+    symv_finish_launch((cdiv(n, finish["ROWS"]),),
+                       (ws_row, ws_col, yd, n, blocks, config.per_program, ys, yi, alpha, beta), finish, 4, 3)
 
 
 def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool,
                            pdl: int) -> dict[str, object]:
-    """``_symv_finish_kernel``'s constexprs: it loads at most 8192 partials at a time, so most
-    block rows take one load of each kind; ``pdl``: its PDL mode (``pdl_mode``)."""
-    per_load = max(2, 8192 // config.tile)
+    """``_symv_finish_kernel``'s constexprs (its grid: ⌈n / ROWS⌉ programs): it loads at most
+    8192 partials at a time, so most programs take one load of each kind; ``pdl``: its PDL mode
+    (``pdl_mode``)."""
+    rows = config.finish_rows or config.tile
+    per_load = max(2, 8192 // rows)
     column = next_power_of_2(cdiv(blocks, config.per_program))  # ≥ the programs of a block column
-    return {"BETA_ZERO": beta_zero, "FP64": fp64, "BS": config.tile, "COLUMN": max(2, min(column, per_load)),
-            "RIGHT": max(2, min(next_power_of_2(blocks), per_load)), "PDL": pdl}
+    return {"BETA_ZERO": beta_zero, "FP64": fp64, "BS": config.tile, "ROWS": rows,
+            "COLUMN": max(2, min(column, per_load)), "RIGHT": max(2, min(next_power_of_2(blocks), per_load)),
+            "PDL": pdl}
 
 
 def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int], *,
