@@ -522,8 +522,13 @@ REAL_DTYPES = ("fp16", "bf16", "fp32", "fp64")
 GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128, 256) for w in (4, 8))
 # longest_first won at 8192² (27.6 against 31.9 µs, symv-floor-h200-ceac80c.json); num_stages 2–4
 # (the tiles through shared memory) won at 16384 (tune-symv-h200-3f5302b)
-SYMV_SPACE = tuple(SymvConfig(t, p, w, order, stages) for t in (32, 64, 128) for p in (4, 8, 16)
-                   for w in (4, 8) for order in (False, True) for stages in (0, 2, 3, 4))
+# finish_rows (thirtieth session): the finish in programs of 16 or 8 rows, for the 4-warp 64-edge
+# tiles only (every re-tune since the twenty-seventh session chose those; at 8192² finish 8 24.2
+# against 24.5 µs, symv-floor-h200-3ced280.json)
+SYMV_SPACE = (*(SymvConfig(t, p, w, order, stages) for t in (32, 64, 128) for p in (4, 8, 16)
+                for w in (4, 8) for order in (False, True) for stages in (0, 2, 3, 4)),
+              *(SymvConfig(64, p, 4, order, stages, rows) for p in (4, 8, 16) for order in (False, True)
+                for stages in (0, 2, 3, 4) for rows in (16, 8)))
 TRSV_SPACE = tuple(TrsvConfig(b, w) for b in (32, 64, 128) for w in (4, 8))
 
 
