@@ -516,8 +516,9 @@ LEVEL1_HEURISTIC = VectorConfig(1024, 8, 4)
 # tiles so that tests of a few dozen rows still cover several programs per block row.
 SYMV_INTERPRETER = SymvConfig(16, 2, 4)
 # bf16 8192² on the H200: 64-edge tiles, 16 a program, longest programs first 27.6 µs (8 a program
-# 29.4, planned order 31.9; symv-floor-h200-ceac80c.json)
-SYMV_HEURISTIC = SymvConfig(64, 16, 4, longest_first=True)
+# 29.4, planned order 31.9; symv-floor-h200-ceac80c.json); the finish in programs of 8 rows won
+# the 8192 re-tune at fc9d798 (tune-symv-h200-fc9d798/)
+SYMV_HEURISTIC = SymvConfig(64, 16, 4, longest_first=True, finish_rows=8)
 REAL_DTYPES = ("fp16", "bf16", "fp32", "fp64")
 GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128, 256) for w in (4, 8))
 # longest_first won at 8192² (27.6 against 31.9 µs, symv-floor-h200-ceac80c.json); num_stages 2–4
