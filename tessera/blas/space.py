@@ -516,13 +516,14 @@ LEVEL1_HEURISTIC = VectorConfig(1024, 8, 4)
 # tiles so that tests of a few dozen rows still cover several programs per block row.
 SYMV_INTERPRETER = SymvConfig(16, 2, 4)
 # bf16 8192² on the H200: 64-edge tiles, 16 a program, longest programs first 27.6 µs (8 a program
-# 29.4, planned order 31.9; symv-floor-h200-ceac80c.json); the finish in programs of 8 rows won
-# the 8192 re-tune at fc9d798 (tune-symv-h200-fc9d798/)
-SYMV_HEURISTIC = SymvConfig(64, 16, 4, longest_first=True, finish_rows=8)
+# 29.4, planned order 31.9; symv-floor-h200-ceac80c.json); the finish in programs of 16 rows won
+# the 8192 and 16384 re-tune with A's eviction hints (tune-symv-h200-cd43be6-evict/)
+SYMV_HEURISTIC = SymvConfig(64, 16, 4, longest_first=True, finish_rows=16)
 REAL_DTYPES = ("fp16", "bf16", "fp32", "fp64")
 GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128, 256) for w in (4, 8))
 # longest_first won at 8192² (27.6 against 31.9 µs, symv-floor-h200-ceac80c.json); num_stages 2–4
-# (the tiles through shared memory) won at 16384 (tune-symv-h200-3f5302b)
+# (the tiles through shared memory) won at 16384 (tune-symv-h200-3f5302b) until the register
+# prefetch's loads took eviction hints (tune-symv-h200-cd43be6-evict/)
 # finish_rows (thirtieth session): the finish in programs of 16 or 8 rows, for the 4-warp 64-edge
 # tiles only (every re-tune since the twenty-seventh session chose those; at 8192² finish 8 24.2
 # against 24.5 µs, symv-floor-h200-3ced280.json)
