@@ -67,7 +67,7 @@ import triton.language as tl
 
 from tessera import blas
 from tessera._core.launch import cdiv
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_rounds, run_record
 from tessera.blas import space
 from tessera.blas.kernels import level2 as k
 
@@ -261,7 +261,8 @@ def main() -> None:
     shapes = ((16, 4, 0), (16, 4, 3), (16, 4, 4), (8, 4, 3))
     variants += [k.SymvConfig(64, per_program, warps, True, stages) for per_program, warps, stages in shapes]
     # the finish in programs of fewer rows (more programs, fewer partials each)
-    variants += [dataclasses.replace(config, finish_rows=rows) for rows in (32, 16, 8)]
+    variants += [dataclasses.replace(config, finish_rows=rows) for rows in (32, 16, 8)
+                 if config.tile % rows == 0]
     for variant in dict.fromkeys(v for v in variants if v != config):
         cases[f"forced {variant.short()}"] = functools.partial(forced_symv, variant, a, x, y)
     checks: dict[str, dict[str, float]] = {}
@@ -287,10 +288,7 @@ def main() -> None:
                 cases[name] = design
             else:
                 print("  the design's results are wrong: not timed")
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(ROUNDS):
-        for name, fn in cases.items():
-            times[name].append(graph_ms([fn]))
+    times = graph_rounds({name: [fn] for name, fn in cases.items()}, ROUNDS)
     rows_out = []
     copy_ms = statistics.median(times["copy (triangle bytes)"])
     for name in cases:

@@ -179,6 +179,15 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta
 
 
 @triton.jit
+def _symv_use_tile(ws_row_ptr, mirrored, wide, x_cols, x_rows, rows, bj, n, FP64: tl.constexpr):
+    """A tile above the diagonal used twice: its row sums A_IJ·x_J stored to ws_row[J, its rows]
+    (``evict_last``: the finish reads them back), its A_IJᵀ·x_I part added to ``mirrored``."""
+    tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1),
+             eviction_policy="evict_last")
+    return mirrored + wide * _wide(x_rows, FP64)[:, None]
+
+
+@triton.jit
 def _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first, i_end, n, sam,
                      san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr):
     """``_symv_kernel``'s tiles above the diagonal, the next tile's loads issued before this
@@ -198,10 +207,7 @@ def _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r
                             mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0,
                             eviction_policy="evict_first")
         next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
-        wide = _wide(tile, FP64)
-        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1),
-                 eviction_policy="evict_last")
-        mirrored += wide * _wide(x_rows, FP64)[:, None]
+        mirrored = _symv_use_tile(ws_row_ptr, mirrored, _wide(tile, FP64), x_cols, x_rows, rows, bj, n, FP64)
         rows, tile, x_rows = next_rows, next_tile, next_x
     return mirrored
 
@@ -223,9 +229,7 @@ def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r,
         x_next = tl.load(x_ptr + x_start + (rows + BS) * incx, mask=rows + BS < rows_end, other=0)
         wide = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :],
                              other=0, eviction_policy="evict_first"), FP64)
-        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1),
-                 eviction_policy="evict_last")
-        mirrored += wide * _wide(x_rows, FP64)[:, None]
+        mirrored = _symv_use_tile(ws_row_ptr, mirrored, wide, x_cols, x_rows, rows, bj, n, FP64)
     return mirrored
 
 
@@ -268,6 +272,22 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
 
 
 @triton.jit
+def _symv_row_parts(ws_row_ptr, j0, rows, row_ok, n, blocks, RIGHT: tl.constexpr):
+    """The row sums that block columns j0 … j0 + RIGHT − 1 (those < blocks) left for ``rows``."""
+    right = j0 + tl.arange(0, RIGHT)
+    return tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
+                   mask=(right < blocks)[:, None] & row_ok[None, :], other=0)
+
+
+@triton.jit
+def _symv_col_parts(ws_col_ptr, p0, last, r, BS: tl.constexpr, COLUMN: tl.constexpr):
+    """The mirrored sums that programs p0 … p0 + COLUMN − 1 (those < last) left for places r."""
+    programs = p0 + tl.arange(0, COLUMN)
+    return tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
+                   mask=(programs < last)[:, None], other=0)
+
+
+@triton.jit
 def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y_start, incy,
                         alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
                         BS: tl.constexpr, ROWS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr,
@@ -288,21 +308,13 @@ def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y
     q, rem = bi // per_program, bi % per_program
     first = per_program * q * (q + 1) // 2 + rem * (q + 1)  # Σ_{J<I} ⌈(J + 1) / per_program⌉
     last = first + q + 1
-    right = bi + tl.arange(0, RIGHT)
-    row_parts = tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
-                        mask=(right < blocks)[:, None] & row_ok[None, :], other=0)
-    programs = first + tl.arange(0, COLUMN)
-    col_parts = tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
-                        mask=(programs < last)[:, None], other=0)
+    row_parts = _symv_row_parts(ws_row_ptr, bi, rows, row_ok, n, blocks, RIGHT)  # both in flight at once
+    col_parts = _symv_col_parts(ws_col_ptr, first, last, r, BS, COLUMN)
     total = tl.sum(row_parts, 0) + tl.sum(col_parts, 0)
     for j0 in range(bi + RIGHT, blocks, RIGHT):  # more block columns than one load takes
-        right = j0 + tl.arange(0, RIGHT)
-        total += tl.sum(tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
-                                mask=(right < blocks)[:, None] & row_ok[None, :], other=0), 0)
+        total += tl.sum(_symv_row_parts(ws_row_ptr, j0, rows, row_ok, n, blocks, RIGHT), 0)
     for p0 in range(first + COLUMN, last, COLUMN):
-        programs = p0 + tl.arange(0, COLUMN)
-        total += tl.sum(tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
-                                mask=(programs < last)[:, None], other=0), 0)
+        total += tl.sum(_symv_col_parts(ws_col_ptr, p0, last, r, BS, COLUMN), 0)
     _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
 
 
