@@ -27,3 +27,14 @@ def dependent_launch(PDL: tl.constexpr):
         gdc_wait()
         if PDL == 1:
             gdc_launch_dependents()
+
+
+@triton.jit
+def dependents_may_launch(PDL: tl.constexpr):
+    """In a kernel launched at exit (2): let the next kernel launch now, once every program of
+    this grid has passed here, instead of as they exit — for a kernel whose programs have only
+    their last few loads and stores left. Safe anywhere: the next kernel's ``dependent_launch``
+    still waits for this grid to finish and its writes to be visible. Other modes: nothing (early
+    has let it already, off has no next launch to start)."""
+    if PDL == 2:
+        gdc_launch_dependents()

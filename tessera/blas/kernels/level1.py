@@ -133,16 +133,16 @@ def _squares_trusted(squares, COUNT: tl.constexpr, FP64: tl.constexpr):
 
 @triton.jit
 def _x_block(x_ptr, n, x_start, incx, it, pid, P, COMPLEX: tl.constexpr, FP64: tl.constexpr,
-             BLOCK: tl.constexpr):
+             BLOCK: tl.constexpr, POLICY: tl.constexpr):
     """Block ``it`` of program pid's grid-stride walk (blocks pid, pid + P, …): its element
     indices, their mask, and x there in the arithmetic dtype — real part, imaginary part (for real
-    data the real part again)."""
+    data the real part again); loaded with eviction policy POLICY ("" or "evict_first")."""
     i = (it * P + pid) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
     xi = x_start + i * incx
-    xr = _wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64)
+    xr = _wide(tl.load(x_ptr + xi, mask=mask, other=0, eviction_policy=POLICY), FP64)
     if COMPLEX:
-        xm = _wide(tl.load(x_ptr + xi + 1, mask=mask, other=0), FP64)
+        xm = _wide(tl.load(x_ptr + xi + 1, mask=mask, other=0, eviction_policy=POLICY), FP64)
     else:
         xm = xr
     return i, mask, xr, xm
@@ -156,7 +156,7 @@ def _blue_pass(x_ptr, n, x_start, incx, pid, P, COMPLEX: tl.constexpr, FP64: tl.
     medium = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     big = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     for it in range(ITERS):
-        _, _, xr, xm = _x_block(x_ptr, n, x_start, incx, it, pid, P, COMPLEX, FP64, BLOCK)
+        _, _, xr, xm = _x_block(x_ptr, n, x_start, incx, it, pid, P, COMPLEX, FP64, BLOCK, "")
         small, medium, big = _blue_add(xr, small, medium, big, FP64)
         if COMPLEX:
             small, medium, big = _blue_add(xm, small, medium, big, FP64)
@@ -176,13 +176,19 @@ def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy,
     part[P + p], part[2P + p]. It first sums plain squares (one multiply-add per element, as dot);
     when ``_squares_trusted`` holds — all but vectors with elements near the overflow or
     underflow thresholds — that sum is the medium one and the others are zero; otherwise the
-    program reads its blocks again for Blue's sums."""
+    program reads its blocks again for Blue's sums.
+
+    asum's and nrm2's x is loaded ``evict_first`` (each element is read once, so L2 need not keep
+    it): nrm2 at 2^26 fp32 68.6 → 66.4 µs graph-replayed, 81.5 → 78.6–78.9 flushed (0.97 → 1.00×
+    torch), asum 64.1 → 63.9 and 77.3 → 76.4–76.6. dot's two vectors keep the default: 123.1 →
+    121.9 µs replayed but 136.3 → 139.4–139.8 flushed (l1-hints-h200-7171676/)."""
     pid = tl.program_id(0).to(tl.int64)
     P = tl.num_programs(0).to(tl.int64)
     acc = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
     acc_im = tl.zeros((BLOCK,), tl.float64 if FP64 else tl.float32)
+    POLICY: tl.constexpr = "" if OP == 0 else "evict_first"
     for it in range(ITERS):
-        i, mask, xr, xm = _x_block(x_ptr, n, x_start, incx, it, pid, P, COMPLEX, FP64, BLOCK)
+        i, mask, xr, xm = _x_block(x_ptr, n, x_start, incx, it, pid, P, COMPLEX, FP64, BLOCK, POLICY)
         if OP == 0:
             yi = y_start + i * incy
             yr = _wide(tl.load(y_ptr + yi, mask=mask, other=0), FP64)
@@ -250,7 +256,9 @@ def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.const
     one contiguous chunk of ITERS blocks (the reductions' grid-stride walk showed no gain here
     on the H200: a budget-limited tuning of it, 39 of 61 shapes at 2^26, reached 3500 GB/s
     against the contiguous chunks' 3644, 469c61b). Lanes track the position within the
-    program in 32 bits (BLOCK·ITERS < 2³¹) and add the program's first index once."""
+    program in 32 bits (BLOCK·ITERS < 2³¹) and add the program's first index once. x is loaded
+    ``evict_first``, as asum's: iamax at 2^26 fp32 67.8 → 66.1–66.2 µs graph-replayed, 80.7 →
+    80.2–80.4 flushed (l1-hints-h200-7171676/)."""
     pid = tl.program_id(0).to(tl.int64)
     best = tl.full((BLOCK,), float("-inf") if LARGEST else float("inf"),
                    tl.float64 if FP64 else tl.float32)
@@ -261,9 +269,10 @@ def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, LARGEST: tl.const
         i = pid * (BLOCK * ITERS) + local
         mask = i < n
         xi = x_start + i * incx
-        v = tl.abs(_wide(tl.load(x_ptr + xi, mask=mask, other=0), FP64))
+        v = tl.abs(_wide(tl.load(x_ptr + xi, mask=mask, other=0, eviction_policy="evict_first"), FP64))
         if COMPLEX:
-            v += tl.abs(_wide(tl.load(x_ptr + xi + 1, mask=mask, other=0), FP64))
+            im = tl.load(x_ptr + xi + 1, mask=mask, other=0, eviction_policy="evict_first")
+            v += tl.abs(_wide(im, FP64))
         better = (v > best) if LARGEST else (v < best)
         better = better & mask
         best = tl.where(better, v, best)
