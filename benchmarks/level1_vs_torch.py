@@ -86,8 +86,8 @@ def main() -> None:
                 show(f"{name} block {block} w{warps}", row)
     command = "python benchmarks/level1_vs_torch.py OUT.json" + (" --map-sweep" if sweep else "")
     with open(out, "w") as f:
-        json.dump({**run_record(command), "n": N, "rounds": ROUNDS, "sweep_rounds": SWEEP_ROUNDS, "rows": rows,
-                   "map_shapes": shapes}, f, indent=1)
+        json.dump({**run_record(command), "n": N, "rounds": ROUNDS, "sweep_rounds": SWEEP_ROUNDS,
+                   "rows": rows, "map_shapes": shapes}, f, indent=1)
 
 
 if __name__ == "__main__":
