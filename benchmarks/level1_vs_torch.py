@@ -6,13 +6,13 @@ graph-replayed (``graph_ms``; every operand exceeds the L2 cache, so replays are
 with the L2 flushed before each call (``flushed_ms``), its torch equivalent likewise in the same
 round. ``--map-sweep``: also axpy, scal and copy forced to each element-wise launch shape (block,
 warps; the element-wise kernel takes one block a program), beside torch in the same round (three
-rounds each).
+rounds each), and swap and rot (no torch equivalent); ``--map-shapes "B,W;…"`` these shapes only.
 
 First used (as a helper script of the same loop) for the eviction hints of the thirty-first
 session (``l1-hints-h200-7171676/``); ``--map-sweep`` for the element-wise launch shapes
 (``l1-map-sweep-h200-*.json``).
 
-Usage: python benchmarks/level1_vs_torch.py OUT.json [--map-sweep]
+Usage: python benchmarks/level1_vs_torch.py OUT.json [--map-sweep [--map-shapes "B,W;…"]]
 """
 
 from __future__ import annotations
@@ -54,6 +54,14 @@ def timed(ours: Callable[[], object], theirs: Callable[[], object] | None,
     return row
 
 
+def _map_shapes() -> list[tuple[int, int]]:
+    """``--map-shapes "B,W;…"`` if given, else every shape of MAP_SHAPES."""
+    if "--map-shapes" not in sys.argv:
+        return MAP_SHAPES
+    spec = sys.argv[sys.argv.index("--map-shapes") + 1]
+    return [(int(b), int(w)) for b, w in (shape.split(",") for shape in spec.split(";") if shape.strip())]
+
+
 def show(name: str, row: dict[str, float]) -> None:
     ratio = (f" | vs torch graph {row['graph_vs_torch']:.3f} eager {row['eager_vs_torch']:.3f}"
              if "graph_vs_torch" in row else "")
@@ -66,8 +74,10 @@ def main() -> None:
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     maps = {"axpy": (lambda: blas.axpy(0.5, x, y), lambda: y.add_(x, alpha=0.5)),
             "scal": (lambda: blas.scal(1.0001, x), lambda: x.mul_(1.0001)),
-            "copy": (lambda: blas.copy(x, y), lambda: y.copy_(x))}
-    cases = {**maps, "rot": (lambda: blas.rot(x, y, 0.6, 0.8), None),
+            "copy": (lambda: blas.copy(x, y), lambda: y.copy_(x)),
+            "swap": (lambda: blas.swap(x, y), None),
+            "rot": (lambda: blas.rot(x, y, 0.6, 0.8), None)}
+    cases = {**maps,
              "dot": (lambda: blas.dot(x, y), lambda: torch.dot(x, y)),
              "nrm2": (lambda: blas.nrm2(x), lambda: torch.linalg.vector_norm(x)),
              "asum": (lambda: blas.asum(x), lambda: torch.linalg.vector_norm(x, 1)),
@@ -78,7 +88,7 @@ def main() -> None:
         show(name, rows[name])
     shapes = []
     if sweep:
-        for block, warps in MAP_SHAPES:
+        for block, warps in _map_shapes():
             for name, (ours, theirs) in maps.items():
                 with space.forced(VectorConfig(block, 1, warps)):
                     row = timed(ours, theirs, SWEEP_ROUNDS)
