@@ -94,7 +94,9 @@ def main() -> None:
                     row = timed(ours, theirs, SWEEP_ROUNDS)
                 shapes.append({"routine": name, "block": block, "num_warps": warps, **row})
                 show(f"{name} block {block} w{warps}", row)
-    command = "python benchmarks/level1_vs_torch.py OUT.json" + (" --map-sweep" if sweep else "")
+    shapes_arg = sys.argv[sys.argv.index("--map-shapes") + 1] if "--map-shapes" in sys.argv else None
+    command = "python benchmarks/level1_vs_torch.py OUT.json" + (" --map-sweep" if sweep else "") + (
+        f' --map-shapes "{shapes_arg}"' if shapes_arg else "")
     with open(out, "w") as f:
         json.dump({**run_record(command), "n": N, "rounds": ROUNDS, "sweep_rounds": SWEEP_ROUNDS,
                    "rows": rows, "map_shapes": shapes}, f, indent=1)

@@ -186,6 +186,33 @@ def _wq4_cuda_core_section(path: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _level1_vs_torch_section(path: Path) -> list[str]:
+    """``level1_vs_torch.py``: each level-1 routine beside torch, and the element-wise launch
+    shapes of ``--map-sweep``."""
+    data = json.loads(path.read_text())
+
+    def cells(row: dict) -> str:
+        ratio = (f"{row['graph_vs_torch']:.3f} | {row['eager_vs_torch']:.3f}" if "graph_vs_torch" in row
+                 else "– | –")
+        return f"{1000 * row['graph_ms']:.2f} | {1000 * row['eager_ms']:.2f} | {ratio}"
+
+    lines = [f"## Level 1 beside torch on {data['device']} — `{path.relative_to(ROOT)}`", "",
+             f"{_provenance(data)} {_note(data)}2^26 fp32; graph = replayed from a CUDA graph (cold: "
+             "every operand exceeds L2), flushed = do_bench with the L2 flushed; medians of "
+             f"{data['rounds']} rounds ({data.get('sweep_rounds', data['rounds'])} for the launch "
+             "shapes), torch in the same round.", "",
+             "| routine | graph µs | flushed µs | graph vs torch | flushed vs torch |",
+             "|---|---:|---:|---:|---:|"]
+    lines += [f"| {name} | {cells(row)} |" for name, row in data["rows"].items()]
+    if data.get("map_shapes"):
+        lines += ["", "Element-wise routines forced to a launch shape (block, warps):", "",
+                  "| routine | block | warps | graph µs | flushed µs | graph vs torch | flushed vs torch |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['routine']} | {r['block']} | {r['num_warps']} | {cells(r)} |"
+                  for r in data["map_shapes"]]
+    return [*lines, ""]
+
+
 def _provenance(data: dict, command: str = "") -> str:
     """When, at which revision, with which command (``command`` where the JSON names none) and
     versions a benchmark script's JSON was made."""
@@ -595,6 +622,8 @@ def main() -> None:
     for path in sorted(RESULTS.glob("blas-l12-*.json"), key=lambda p: json.loads(p.read_text())["created"],
                        reverse=True):
         out += _level12_section(path)
+    for path in sorted(RESULTS.glob("l1-map-*.json"), key=_created, reverse=True):
+        out += _level1_vs_torch_section(path)
     for pattern in ("level1-floor-*.json", "symv-floor-*.json"):
         for path in sorted(RESULTS.glob(pattern), key=_created, reverse=True):
             out += _split_floor_section(path)
