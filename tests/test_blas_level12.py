@@ -758,6 +758,59 @@ def test_level1_compiles_offline_for_a_pack() -> None:
         assert len(sidecars) == 9 and all(f.endswith(".hsaco") for f in result["files"][::3])
 
 
+_PTX_CHILD = r"""
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.runtime.jit import JITFunction
+from tessera.blas.kernels.level1 import _reduce_kernel, _extreme_kernel
+from tessera.blas.kernels.level2 import _symv_kernel
+
+
+def ptx(kernel, types, constexprs):
+    jit = JITFunction(kernel.fn)  # compilable even where the interpreter was on
+    signature = dict(zip(jit.arg_names, types)) | {name: "constexpr" for name in constexprs}
+    compiled = triton.compile(ASTSource(jit, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": 4, "num_stages": 3})
+    return compiled.asm["ptx"]
+
+
+reduce_types = ["*fp32", "*fp32", "*fp32"] + ["i32"] * 5
+out = {}
+for name, op in (("dot", 0), ("asum", 1), ("nrm2", 2)):
+    out[name] = ptx(_reduce_kernel, reduce_types,
+                    dict(OP=op, COMPLEX=False, CONJ=False, FP64=False, BLOCK=1024, ITERS=2))
+out["iamax"] = ptx(_extreme_kernel, ["*fp32", "*fp32", "*i64"] + ["i32"] * 3,
+                   dict(LARGEST=True, COMPLEX=False, FP64=False, BLOCK=1024, ITERS=2))
+for mode in (0, 1, 2):
+    symv_types = ["*bf16", "*bf16", "*i32", "*i32", "*fp32", "*fp32"] + ["i32"] * 5
+    out[f"symv-pdl{mode}"] = ptx(_symv_kernel, symv_types, dict(FP64=False, BS=64, STAGES=0, PDL=mode))
+print(json.dumps(out))
+"""
+
+
+def test_measured_memory_hints_reach_the_sm90_code() -> None:
+    """The choices timed on the H200 are in the code compiled for sm_90 (offline): asum's, nrm2's
+    and iamax's loads of x carry L2 evict_first, dot's do not (slower flushed with it); symv's main
+    kernel at exit lets its dependents launch once (after its tile walk), early once (at its start),
+    off never."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", _PTX_CHILD], capture_output=True, text=True, env=env,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ptx = json.loads(done.stdout.strip().splitlines()[-1])
+    for name in ("asum", "nrm2", "iamax"):
+        assert "L2::evict_first" in ptx[name], name
+    assert "evict_first" not in ptx["dot"]
+    triggers = [ptx[f"symv-pdl{mode}"].count("griddepcontrol.launch_dependents") for mode in (0, 1, 2)]
+    assert triggers == [0, 1, 1]
+    at_exit = ptx["symv-pdl2"]
+    assert at_exit.index("griddepcontrol.wait") < at_exit.index("griddepcontrol.launch_dependents")
+    assert "L2::evict_first" in at_exit and "L2::evict_last" in at_exit  # A's tiles; the row sums
+
+
 @pytest.mark.parametrize("shape", [GerConfig(16, 32, 2), GerConfig(64, 16, 4)], ids=lambda c: c.short())
 def test_every_ger_config_agrees_with_numpy(shape: GerConfig, device: str) -> None:
     a = make(45 * 70, torch.float64, device, 30).reshape(45, 70)
