@@ -471,7 +471,7 @@ def _symv_order(blocks: int, per_program: int, longest_first: bool, device: torc
 
 # Both symv launches with PDL at exit: the finish launches as the main kernel's programs exit
 # (8192² bf16 on the H200, graph-timed, two rounds: off 30.5 / 30.6 µs, at exit 29.6 / 29.6, early
-# 32.1 / 32.2; pdl-symv-h200-5e30bb4/), since 7171676 as they leave their tile walk
+# 32.1 / 32.2; pdl-symv-h200-5e30bb4/), since 2cda45c as they leave their tile walk
 # (``dependents_may_launch``). Early measured again then: 22.9 against 21.3 µs at exit.
 SYMV_PDL = PDL_AT_EXIT
 
