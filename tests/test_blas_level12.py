@@ -21,6 +21,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from child import compiler_env
 from tessera import InvalidArgumentError, UnsupportedError, device_info
 from tessera._core import launch
 from tessera.blas import (
@@ -736,9 +737,7 @@ def test_level12_heuristic_logic_documents_load(tmp_path: Path) -> None:
 
 def _precompile(arch: str, jobs: list[dict], out: str) -> list[dict]:
     """Run the pack builder's offline compiler (a child without the interpreter) on ``jobs``."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=env,
+    done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=compiler_env(),
                           input=json.dumps({"arch": arch, "out": out, "jobs": jobs}),
                           capture_output=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -795,10 +794,8 @@ def test_measured_memory_hints_reach_the_sm90_code() -> None:
     and iamax's loads of x carry L2 evict_first, dot's do not (slower flushed with it); symv's main
     kernel at exit lets its dependents launch once (after its tile walk), early once (at its start),
     off never."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", _PTX_CHILD], capture_output=True, text=True, env=env,
-                          timeout=600, check=False)
+    done = subprocess.run([sys.executable, "-c", _PTX_CHILD], capture_output=True, text=True,
+                          env=compiler_env(), timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     ptx = json.loads(done.stdout.strip().splitlines()[-1])
     for name in ("asum", "nrm2", "iamax"):

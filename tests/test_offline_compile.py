@@ -9,12 +9,12 @@ module process-wide, and compiling needs it off.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+
+from child import compiler_env
 
 TARGETS = [("hip", "gfx1103", 32), ("hip", "gfx942", 64), ("cuda", 90, 32)]
 DTYPES = ["fp16", "bf16", "fp32", "fp64"]
@@ -52,11 +52,8 @@ print(json.dumps(results))
 
 @pytest.fixture(scope="module")
 def compiled_sizes() -> dict[str, int | str]:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    root = Path(__file__).resolve().parents[1]
-    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
     result = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(TARGETS), json.dumps(DTYPES)],
-                            capture_output=True, text=True, env=env, timeout=900, check=False)
+                            capture_output=True, text=True, env=compiler_env(), timeout=900, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

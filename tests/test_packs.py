@@ -17,6 +17,7 @@ import torch
 import triton
 import yaml
 
+from child import compiler_env
 from reference import assert_gemm_close
 from tessera import PackError
 from tessera.blas import explain, gemm
@@ -290,10 +291,8 @@ def keys(call):
 
 
 def _binder_keys(script: str) -> list:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-c", _KEYS_PREAMBLE + script], capture_output=True, text=True,
-                          env=env, timeout=300, check=False)
+                          env=compiler_env(), timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from child import compiler_env
 from shipped import shipped_solutions
 from tessera import InvalidArgumentError, UnsupportedError
 from tessera._core.launch import building_for, nvidia_target, recording
@@ -579,8 +579,7 @@ def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: obj
     key, and ``launch_pdl`` in the binary's metadata)."""
     job = {"library": "blas", "op": "gemm_wq", "kernel": kernel, "dtype": "int4_bf16",
            "config": dataclasses.asdict(config)}
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    env = compiler_env()
     for arch, prmt, suffix in (("sm_90", True, "cubin"), ("gfx1103", False, "hsaco")):
         out = tmp_path / arch
         out.mkdir()
