@@ -218,21 +218,23 @@ def main() -> None:
     config = space.shape_of("symv", (N,), a)
     tile = config.tile
     blocks = cdiv(N, tile)
-    num_sms = torch.cuda.get_device_properties(0).multi_processor_count if DEVICE == "cuda" else 8
-    main_only, finish_only = k.symv_launches(a, N, 1, N, (x, 0, 1), (y, 0, 1), 1.0, 0.0, fp64=False,
-                                             config=config, num_sms=num_sms)
-    # the tile floors and the tensor-core design walk the column chunks of 8 tiles a program
-    plan = k._symv_plan(blocks, config.per_program or 8, a.device)
+    plan = k._symv_plan(blocks, config.per_program, a.device)
+    order = k._symv_order(blocks, config.per_program, config.longest_first, a.device)
     programs = plan.numel() // 3
     ws_row = torch.empty(blocks * N, dtype=torch.float32, device=DEVICE)
     ws_col = torch.empty(programs * tile, dtype=torch.float32, device=DEVICE)
     sink = torch.empty(1 << 16, dtype=torch.float32, device=DEVICE)
-    order = k._symv_order(blocks, config.per_program or 8, False, a.device)
 
-    def chunk_main() -> None:  # the shipped tile's main launch over those chunks (the designs' reference)
+    def main_only() -> None:
         k.symv_launch((programs,), (a, x, plan, order, ws_row, ws_col, N, N, 1, 0, 1),
                       {"FP64": False, "BS": tile, "STAGES": config.num_stages,
                        "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
+
+    finish = k.symv_finish_constexprs(config, blocks, True, False, k.pdl_mode(a, k.SYMV_PDL))
+
+    def finish_only() -> None:
+        k.symv_finish_launch((cdiv(N, finish["ROWS"]),),
+                             (ws_row, ws_col, y, N, blocks, config.per_program, 0, 1, 1.0, 0.0), finish, 4, 3)
 
     ws_row_tc, ws_col_tc = torch.zeros_like(ws_row), torch.zeros_like(ws_col)
 
@@ -254,17 +256,13 @@ def main() -> None:
         "main launch alone": main_only,
         "finish launch alone": finish_only,
     }
-    variants = ([dataclasses.replace(config, longest_first=not config.longest_first)] if config.per_program
-                else [])
+    variants = [dataclasses.replace(config, longest_first=not config.longest_first)]
     # (tiles a program, warps, stages), 64-edge tiles, longest first
     shapes = ((16, 4, 0), (16, 4, 3), (16, 4, 4), (8, 4, 3))
     variants += [k.SymvConfig(64, per_program, warps, True, stages) for per_program, warps, stages in shapes]
     # the finish in programs of fewer rows (more programs, fewer partials each)
     variants += [dataclasses.replace(config, finish_rows=rows) for rows in (32, 16, 8)
                  if config.tile % rows == 0]
-    # the balanced walk: per_sm equal programs a multiprocessor in one wave (thirty-second session)
-    variants += [k.SymvConfig(64, 0, 4, False, 0, 16, per_sm) for per_sm in (4, 3)]
-    variants.append(k.SymvConfig(64, 16, 4, True, 0, 16))
     for variant in dict.fromkeys(v for v in variants if v != config):
         cases[f"forced {variant.short()}"] = functools.partial(forced_symv, variant, a, x, y)
     checks: dict[str, dict[str, float]] = {}
@@ -283,7 +281,7 @@ def main() -> None:
             name = (f"design: tensor-core main launch (tiles above the diagonal), w{warps} s{stages}"
                     + (", x_J in every column" if broadcast else ""))
             design = functools.partial(dot_main, broadcast, warps, stages)
-            checks[name] = tensor_core_check(chunk_main, design, ws_row, ws_col, ws_row_tc, ws_col_tc, plan,
+            checks[name] = tensor_core_check(main_only, design, ws_row, ws_col, ws_row_tc, ws_col_tc, plan,
                                              tile, blocks)
             print(f"{name} against the shipped main launch: {checks[name]}")
             if max(checks[name].values()) <= 1e-3:  # a wrong design's time means nothing

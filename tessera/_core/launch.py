@@ -170,21 +170,8 @@ def _device_sm_version(index: int) -> int:
 
 def launch_options(constexprs: dict[str, Any]) -> dict[str, Any]:
     """Compile options a launch implies besides warps and stages: ``launch_pdl`` for a launch
-    whose ``PDL`` mode is not off; ``maxnreg`` for one whose ``MAX_REGISTERS`` constexpr is set
-    (registers a thread, so that a number of programs fit a multiprocessor: NVIDIA only; as a
-    constexpr it is part of every cache key and pack record of the launch)."""
-    options: dict[str, Any] = {"launch_pdl": True} if constexprs.get("PDL") else {}
-    if constexprs.get("MAX_REGISTERS"):
-        options["maxnreg"] = constexprs["MAX_REGISTERS"]
-    return options
-
-
-def register_cap(programs_per_sm: int, num_warps: int, t: torch.Tensor) -> int:
-    """A ``MAX_REGISTERS`` value that lets ``programs_per_sm`` programs of ``num_warps`` warps
-    share an NVIDIA multiprocessor's 65536 registers (whole allocation units of 8 a thread); 0
-    (no cap) where they fit under the 255 a thread may use anyway or ``t`` is not for NVIDIA."""
-    cap = 65536 // (programs_per_sm * num_warps * 32) // 8 * 8
-    return cap if nvidia_target(t) and cap < 255 else 0
+    whose ``PDL`` mode is not off."""
+    return {"launch_pdl": True} if constexprs.get("PDL") else {}
 
 
 @dataclass(frozen=True)

@@ -119,8 +119,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
         return y_vec.tensor
     sam, san = (a.stride(1), a.stride(0)) if lower else (a.stride(0), a.stride(1))  # lower = upper of Aᵀ
     k.launch_symv(a, sam, san, n, x_vec.kernel_args(), y_vec.kernel_args(), alpha, beta,
-                  fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a),
-                  num_sms=device_info(a.device).multiprocessors or 8)
+                  fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a))
     return y_vec.tensor
 
 

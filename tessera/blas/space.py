@@ -527,15 +527,10 @@ GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128
 # finish_rows (thirtieth session): the finish in programs of 16 or 8 rows, for the 4-warp 64-edge
 # tiles only (every re-tune since the twenty-seventh session chose those; at 8192² finish 8 24.2
 # against 24.5 µs, symv-floor-h200-3ced280.json)
-# per_sm (thirty-second session): the balanced walk, one wave of equal programs that may span block
-# columns, against the column chunks' uneven programs (8192²: 16 a program longest first 3164 GB/s,
-# in planned order 2677, 8 a program 2863; tune-symv-h200-cd43be6-evict/)
 SYMV_SPACE = (*(SymvConfig(t, p, w, order, stages) for t in (32, 64, 128) for p in (4, 8, 16)
                 for w in (4, 8) for order in (False, True) for stages in (0, 2, 3, 4)),
               *(SymvConfig(64, p, 4, order, stages, rows) for p in (4, 8, 16) for order in (False, True)
-                for stages in (0, 2, 3, 4) for rows in (16, 8)),
-              *(SymvConfig(64, 0, 4, False, stages, rows, per_sm) for per_sm in (2, 3, 4) for stages in (0, 3)
-                for rows in (0, 16, 8)))
+                for stages in (0, 2, 3, 4) for rows in (16, 8)))
 TRSV_SPACE = tuple(TrsvConfig(b, w) for b in (32, 64, 128) for w in (4, 8))
 
 

@@ -501,7 +501,7 @@ LEVEL2_PRESETS: dict[str, dict[str, list[tuple[int, ...]]]] = {
     "trsv": {"default": [(4096,), (8192,), (16384,)], "tiny": [(40,), (100,)]},
 }
 LEVEL2_TINY_SPACES = {"ger": (GerConfig(16, 32, 2), GerConfig(32, 16, 4)),
-                      "symv": (SymvConfig(16, 1, 2), SymvConfig(16, 3, 4), SymvConfig(16, 0, 2, per_sm=1)),
+                      "symv": (SymvConfig(16, 1, 2), SymvConfig(16, 3, 4)),
                       "trsv": (TrsvConfig(16, 2), TrsvConfig(32, 4))}
 
 

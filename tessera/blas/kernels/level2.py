@@ -13,8 +13,6 @@ programs handing solved blocks on through flags.
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -23,7 +21,7 @@ import triton.language as tl
 
 from tessera._core.device import torch_dtype
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode, register_cap
+from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
 from tessera._core.pdl import dependent_launch, dependents_may_launch
 from tessera.blas.kernels.level1 import _arg, _wide
 
@@ -75,15 +73,12 @@ class GerConfig:
 
 @dataclass(frozen=True)
 class SymvConfig:
-    """Launch parameters of symv's main launch: square tiles of edge ``tile``, the stored tiles
-    walked block column by block column, down each. ``per_program`` > 0: each program takes up to
-    that many tiles of one block column (:func:`_symv_kernel`), ``longest_first`` launching the
-    programs with the most tiles first (each block column's short remainder last), so the grid's
-    tail is short programs rather than full ones of the last block columns. ``per_program`` 0:
-    ``per_sm`` programs a multiprocessor, one wave, each an equal share of the walk that may span
-    block columns (:func:`_symv_balanced_kernel`). ``num_stages`` 0 prefetches the next tile into
-    registers; 2 or more let Triton's software pipelining keep ``num_stages − 1`` tiles in flight
-    through shared memory (asynchronous copies)."""
+    """Launch parameters of :func:`_symv_kernel`: square tiles of edge ``tile``, ``per_program``
+    stored tiles of a block column per program; ``longest_first`` launches the programs with
+    the most tiles first (each block column's short remainder last), so the grid's tail is
+    short programs rather than full ones of the last block columns. ``num_stages`` 0 prefetches
+    the next tile into registers; 2 or more let Triton's software pipelining keep
+    ``num_stages − 1`` tiles in flight through shared memory (asynchronous copies)."""
 
     tile: int = 64
     per_program: int = 8
@@ -91,7 +86,6 @@ class SymvConfig:
     longest_first: bool = False
     num_stages: int = 0
     finish_rows: int = 0  # rows a program of the finish launch adds up (0: ``tile``; divides it)
-    per_sm: int = 0  # programs a multiprocessor of the balanced walk (with per_program 0 only)
 
     kernel = "symv"
 
@@ -100,18 +94,9 @@ class SymvConfig:
             raise InvalidArgumentError(
                 f"symv finish_rows must divide the tile {self.tile} or be 0, the tile (actual: "
                 f"{self.finish_rows}): a program of the finish launch adds rows of one row block")
-        if (self.per_program > 0) == (self.per_sm > 0) or min(self.per_program, self.per_sm) < 0:
-            raise InvalidArgumentError(
-                f"symv takes tiles a program (per_program > 0, per_sm 0) or programs a multiprocessor "
-                f"(per_sm > 0, per_program 0) (actual: per_program {self.per_program}, per_sm "
-                f"{self.per_sm}): give one of them")
-        if self.per_sm and self.longest_first:
-            raise InvalidArgumentError("symv's balanced walk (per_sm > 0) has no program order to choose: "
-                                       "longest_first must be False")
 
     def short(self) -> str:
-        share = f"x{self.per_program}" if self.per_program else f"balanced {self.per_sm}/SM"
-        return (f"{self.kernel} tile {self.tile} {share} w{self.num_warps}"
+        return (f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
                 f"{f' s{self.num_stages}' if self.num_stages else ''}"
                 f"{' longest-first' if self.longest_first else ''}"
                 f"{f' finish {self.finish_rows}' if self.finish_rows else ''}")
@@ -249,16 +234,22 @@ def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r,
 
 
 @triton.jit
-def _symv_column(a_ptr, x_ptr, ws_row_ptr, ws_col_ptr, slot, bj, i_first, i_last, trigger, n, sam,
-                 san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr,
-                 PDL: tl.constexpr):
-    """Tiles (i_first, bj) … (i_last − 1, bj) of the upper triangle's block column bj, each read
-    once and used twice: A_IJ·x_J, a per-tile row sum, to ws_row[J, I's rows]; A_IJᵀ·x_I, the
-    mirrored part, accumulated element-wise over the tiles and summed once into ws_col[slot].
-    Walking down a block column keeps the per-tile reduction along a tile's rows (within a warp
-    when the columns are contiguous) and the cross-warp one out of the loop. The diagonal tile
-    (the column's last) is read through a triangle mask, the tiles above it through a column mask
-    only (16-byte loads). ``trigger``: let the finish launch once the walk is done."""
+def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
+                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
+    """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1,
+    the row this program takes from ``order``; a lower triangle comes with its strides swapped),
+    each read once and used twice: A_IJ·x_J, a per-tile row sum, to ws_row[J, I's rows];
+    A_IJᵀ·x_I, the mirrored part, accumulated element-wise over the program's tiles and summed
+    once into ws_col[plan row]. Walking down a block column keeps the per-tile reduction along a
+    tile's rows (within a warp when the columns are contiguous) and the cross-warp one out of the
+    loop. The diagonal tile (the column's last) is read through a triangle mask, the tiles above
+    it through a column mask only (16-byte loads). The stored triangle's other side is never
+    read; :func:`_symv_finish_kernel` adds the parts."""
+    dependent_launch(PDL)
+    row = tl.load(order_ptr + tl.program_id(0))
+    bj = tl.load(plan_ptr + 3 * row)
+    i_first = tl.load(plan_ptr + 3 * row + 1)
+    i_last = tl.load(plan_ptr + 3 * row + 2)
     r = tl.arange(0, BS)
     cols = bj.to(tl.int64) * BS + r
     col_ok = cols < n
@@ -273,56 +264,14 @@ def _symv_column(a_ptr, x_ptr, ws_row_ptr, ws_col_ptr, slot, bj, i_first, i_last
                                     i_end, n, sam, san, x_start, incx, FP64, BS)
     # the finish launches once every program has walked its tiles, while the last ones finish
     # theirs (8192² bf16: 21.3 / 21.4 → 21.1–21.2 µs over three processes, symv-late-h200-7171676/)
-    if trigger:
-        dependents_may_launch(PDL)
+    dependents_may_launch(PDL)
     if i_last > bj:  # the diagonal tile: its rows are this block's columns
         diagonal = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
                                  mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
                                  other=0), FP64)  # the stored triangle only
         tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
         mirrored += tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None]
-    tl.store(ws_col_ptr + slot.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
-
-
-@triton.jit
-def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
-    """Tiles (I0, J) … (I1 − 1, J) of block column J (plan row = J, I0, I1, the row this program
-    takes from ``order``; a lower triangle comes with its strides swapped) through
-    :func:`_symv_column`, the mirrored sum to ws_col[plan row]. The stored triangle's other side
-    is never read; :func:`_symv_finish_kernel` adds the parts."""
-    dependent_launch(PDL)
-    row = tl.load(order_ptr + tl.program_id(0))
-    bj = tl.load(plan_ptr + 3 * row)
-    i_first = tl.load(plan_ptr + 3 * row + 1)
-    i_last = tl.load(plan_ptr + 3 * row + 2)
-    _symv_column(a_ptr, x_ptr, ws_row_ptr, ws_col_ptr, row, bj, i_first, i_last, True, n, sam, san, x_start,
-                 incx, FP64, BS, STAGES, PDL)
-
-
-@triton.jit
-def _symv_balanced_kernel(a_ptr, x_ptr, plan_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                          FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr,
-                          MAX_REGISTERS: tl.constexpr):
-    """Program p's equal share of the stored tiles in walk order (block column by block column,
-    down each; :func:`_symv_balanced_plan`): from tile (I0, J0) to tile (I1 − 1, J1), plan row
-    p = (J0, I0, J1, I1), one :func:`_symv_column` per block column it touches, the mirrored sum
-    of column J to ws_col[p + J] (both grow along the walk, so no two parts share a slot). One
-    wave of equal programs: no program waits for a multiprocessor, none runs alone at the end.
-    MAX_REGISTERS: the launch's register cap (``launch.register_cap``; the loop over columns
-    takes 167 registers uncapped, 3 programs a multiprocessor, and 128 capped with no spills,
-    offline sm_90)."""
-    dependent_launch(PDL)
-    p = tl.program_id(0)
-    j_first = tl.load(plan_ptr + 4 * p)
-    i_first = tl.load(plan_ptr + 4 * p + 1)
-    j_last = tl.load(plan_ptr + 4 * p + 2)
-    i_last = tl.load(plan_ptr + 4 * p + 3)
-    for step in range(j_last - j_first + 1):
-        bj = j_first + step  # a tensor in the interpreter too
-        _symv_column(a_ptr, x_ptr, ws_row_ptr, ws_col_ptr, p + bj, bj, tl.where(bj == j_first, i_first, 0),
-                     tl.where(bj == j_last, i_last, bj + 1), bj == j_last, n, sam, san, x_start, incx, FP64,
-                     BS, STAGES, PDL)
+    tl.store(ws_col_ptr + row.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
 
 
 @triton.jit
@@ -342,34 +291,26 @@ def _symv_col_parts(ws_col_ptr, p0, last, r, BS: tl.constexpr, COLUMN: tl.conste
 
 
 @triton.jit
-def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, share, y_start, incy,
+def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y_start, incy,
                         alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
                         BS: tl.constexpr, ROWS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr,
-                        BALANCED: tl.constexpr, PDL: tl.constexpr):
+                        PDL: tl.constexpr):
     """y for ROWS rows of row block I (ROWS divides BS): the row sums of tiles (I, J ≥ I) (RIGHT
-    block columns per load) and the mirrored sums of block column I (COLUMN of them per load),
-    added by fixed reduction trees in a fixed order (deterministic). Where block column I's
-    mirrored sums are is computed, not loaded, so the first load of each kind leaves at once, in
-    one round trip to memory (the finish is on symv's critical path, after the main launch):
-    ``share`` tiles a program of :func:`_symv_kernel`, whose programs of column I follow those
-    of columns J < I, ⌈(J + 1) / share⌉ each (:func:`_symv_programs`); or (BALANCED) the
-    programs of :func:`_symv_balanced_kernel`, ``share`` of them, whose parts of column I are at
-    p + I for the programs p holding its tiles."""
+    block columns per load) and the mirrored sums of block column I's programs (COLUMN of them
+    per load), added by fixed reduction trees in a fixed order (deterministic). The programs of
+    block column I follow those of columns J < I, ⌈(J + 1) / per_program⌉ each
+    (:func:`_symv_programs`), so their first index is computed, not loaded: the first load of
+    each kind leaves at once, in one round trip to memory (the finish is on symv's critical
+    path, after the main launch)."""
     dependent_launch(PDL)
     row0 = tl.program_id(0) * ROWS
     bi = row0 // BS
     r = row0 % BS + tl.arange(0, ROWS)  # the rows' places in their row block
     rows = bi.to(tl.int64) * BS + r
     row_ok = rows < n
-    if BALANCED:  # column I's tiles are t … t + I of the walk; program p holds ⌊pT/P⌋ … ⌊(p+1)T/P⌋ − 1
-        tiles = blocks * (blocks + 1) // 2
-        t = bi.to(tl.int64) * (bi + 1) // 2
-        first = ((t + 1) * share - 1) // tiles + bi  # the program holding tile t, + I
-        last = ((t + bi + 1) * share - 1) // tiles + bi + 1  # the one holding tile t + I, + I + 1
-    else:
-        q, rem = bi // share, bi % share
-        first = share * q * (q + 1) // 2 + rem * (q + 1)  # Σ_{J<I} ⌈(J + 1) / share⌉
-        last = first + q + 1
+    q, rem = bi // per_program, bi % per_program
+    first = per_program * q * (q + 1) // 2 + rem * (q + 1)  # Σ_{J<I} ⌈(J + 1) / per_program⌉
+    last = first + q + 1
     row_parts = _symv_row_parts(ws_row_ptr, bi, rows, row_ok, n, blocks, RIGHT)  # both in flight at once
     col_parts = _symv_col_parts(ws_col_ptr, first, last, r, BS, COLUMN)
     total = tl.sum(row_parts, 0) + tl.sum(col_parts, 0)
@@ -463,7 +404,6 @@ gemv_launch = Launcher(_gemv_kernel)
 gemv_finish_launch = Launcher(_gemv_finish_kernel)
 ger_launch = Launcher(_ger_kernel)
 symv_launch = Launcher(_symv_kernel)
-symv_balanced_launch = Launcher(_symv_balanced_kernel)
 symv_finish_launch = Launcher(_symv_finish_kernel)
 trsv_launch = Launcher(_trsv_kernel)
 
@@ -529,30 +469,6 @@ def _symv_order(blocks: int, per_program: int, longest_first: bool, device: torc
     return torch.tensor(rows, dtype=torch.int32, device=device)
 
 
-def symv_balanced_programs(blocks: int, per_sm: int, num_sms: int) -> int:
-    """Programs of the balanced walk over ``blocks`` block columns: ``per_sm`` a multiprocessor,
-    at most one a stored tile (so that every program holds at least one)."""
-    return max(1, min(per_sm * num_sms, blocks * (blocks + 1) // 2))
-
-
-@functools.lru_cache(maxsize=64)
-def _symv_balanced_plan(blocks: int, programs: int, device: torch.device) -> torch.Tensor:
-    """plan[4p : 4p + 4] = (J0, I0, J1, I1) of :func:`_symv_balanced_kernel`'s program p: tiles
-    ⌊pT/P⌋ … ⌊(p+1)T/P⌋ − 1 of the T stored tiles in walk order (tile t = (I, J) with
-    t = J(J+1)/2 + I), the first being (I0, J0) and the last (I1 − 1, J1)."""
-    tiles = blocks * (blocks + 1) // 2
-
-    def place(t: int) -> tuple[int, int]:
-        j = (math.isqrt(8 * t + 1) - 1) // 2  # the largest J with J(J+1)/2 ≤ t
-        return j, t - j * (j + 1) // 2
-
-    plan: list[int] = []
-    for p in range(programs):
-        (j0, i0), (j1, i1) = place(p * tiles // programs), place((p + 1) * tiles // programs - 1)
-        plan += [j0, i0, j1, i1 + 1]
-    return torch.tensor(plan, dtype=torch.int32, device=device)
-
-
 # Both symv launches with PDL at exit: the finish launches as the main kernel's programs exit
 # (8192² bf16 on the H200, graph-timed, two rounds: off 30.5 / 30.6 µs, at exit 29.6 / 29.6, early
 # 32.1 / 32.2; pdl-symv-h200-5e30bb4/), since 2cda45c as they leave their tile walk
@@ -560,72 +476,37 @@ def _symv_balanced_plan(blocks: int, programs: int, device: torch.device) -> tor
 SYMV_PDL = PDL_AT_EXIT
 
 
-def symv_launches(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int],
-                  y: tuple[torch.Tensor, int, int], alpha: float, beta: float, *, fp64: bool,
-                  config: SymvConfig, num_sms: int) -> tuple[Callable[[], None], Callable[[], None]]:
-    """symv's two launches (the main one, then the finish) as calls over one workspace, for
-    y ← α A·x + β y with A's upper triangle at a + i·sam + j·san (i ≤ j): :func:`launch_symv`
-    makes both, benchmarks time them apart."""
-    tile = config.tile
-    blocks = cdiv(n, tile)
-    wide = torch.float64 if fp64 else torch.float32
-    ws_row = torch.empty(blocks * n, dtype=wide, device=a.device)  # [J, rows of blocks I ≤ J]
-    (xd, xs, xi), (yd, ys, yi) = x, y
-    pdl = pdl_mode(ws_row, SYMV_PDL)
-    constexprs = {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}
-    if config.per_sm:
-        programs = symv_balanced_programs(blocks, config.per_sm, num_sms)
-        plan = _symv_balanced_plan(blocks, programs, a.device)
-        ws_col = torch.empty((programs + blocks) * tile, dtype=wide, device=a.device)  # [p + J]
-
-        capped = constexprs | {"MAX_REGISTERS": register_cap(config.per_sm, config.num_warps, ws_row)}
-
-        def main() -> None:
-            symv_balanced_launch((programs,), (a, xd, plan, ws_row, ws_col, n, sam, san, xs, xi), capped,
-                                 config.num_warps, 3)
-        share = programs
-    else:
-        plan = _symv_plan(blocks, config.per_program, a.device)
-        order = _symv_order(blocks, config.per_program, config.longest_first, a.device)
-        programs = plan.numel() // 3
-        ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
-
-        def main() -> None:
-            symv_launch((programs,), (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi), constexprs,
-                        config.num_warps, 3)
-        share = config.per_program
-    finish_constexprs = symv_finish_constexprs(config, blocks, programs, beta == 0.0, fp64, pdl)
-
-    def finish() -> None:
-        symv_finish_launch((cdiv(n, finish_constexprs["ROWS"]),),
-                           (ws_row, ws_col, yd, n, blocks, share, ys, yi, alpha, beta), finish_constexprs,
-                           4, 3)
-    return main, finish
-
-
 def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int],
                 y: tuple[torch.Tensor, int, int], alpha: float, beta: float, *, fp64: bool,
-                config: SymvConfig, num_sms: int) -> None:
+                config: SymvConfig) -> None:
     """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j)."""
-    main, finish = symv_launches(a, sam, san, n, x, y, alpha, beta, fp64=fp64, config=config, num_sms=num_sms)
-    main()
-    finish()
+    tile = config.tile
+    blocks = cdiv(n, tile)
+    plan = _symv_plan(blocks, config.per_program, a.device)
+    order = _symv_order(blocks, config.per_program, config.longest_first, a.device)
+    programs = plan.numel() // 3
+    wide = torch.float64 if fp64 else torch.float32
+    ws_row = torch.empty(blocks * n, dtype=wide, device=a.device)  # [J, rows of blocks I ≤ J]
+    ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
+    (xd, xs, xi), (yd, ys, yi) = x, y
+    pdl = pdl_mode(ws_row, SYMV_PDL)
+    symv_launch((programs,), (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi),
+                {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}, config.num_warps, 3)
+    finish = symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl)
+    symv_finish_launch((cdiv(n, finish["ROWS"]),),
+                       (ws_row, ws_col, yd, n, blocks, config.per_program, ys, yi, alpha, beta), finish, 4, 3)
 
 
-def symv_finish_constexprs(config: SymvConfig, blocks: int, programs: int, beta_zero: bool, fp64: bool,
+def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool,
                            pdl: int) -> dict[str, object]:
-    """``_symv_finish_kernel``'s constexprs (its grid: ⌈n / ROWS⌉ programs) after a main launch of
-    ``programs`` programs: it loads at most 8192 partials at a time, so most programs take one
-    load of each kind; ``pdl``: its PDL mode (``pdl_mode``)."""
+    """``_symv_finish_kernel``'s constexprs (its grid: ⌈n / ROWS⌉ programs): it loads at most
+    8192 partials at a time, so most programs take one load of each kind; ``pdl``: its PDL mode
+    (``pdl_mode``)."""
     rows = config.finish_rows or config.tile
     per_load = max(2, 8192 // rows)
-    if config.per_sm:  # a block column's tiles span at most this many balanced programs
-        column = cdiv(blocks, blocks * (blocks + 1) // 2 // programs) + 1
-    else:
-        column = cdiv(blocks, config.per_program)  # the programs of the longest block column
+    column = next_power_of_2(cdiv(blocks, config.per_program))  # ≥ the programs of a block column
     return {"BETA_ZERO": beta_zero, "FP64": fp64, "BS": config.tile, "ROWS": rows,
-            "COLUMN": max(2, min(next_power_of_2(column), per_load)),
-            "RIGHT": max(2, min(next_power_of_2(blocks), per_load)), "BALANCED": bool(config.per_sm),
+            "COLUMN": max(2, min(column, per_load)), "RIGHT": max(2, min(next_power_of_2(blocks), per_load)),
             "PDL": pdl}
 
 
@@ -665,8 +546,7 @@ def representative_launch(op: str, config: GemvConfig | GemvGemmConfig | GerConf
         launch_ger(a, (x, 0, 1), (y, 0, 1), 1.5, fp64=fp64, config=config)
     elif isinstance(config, SymvConfig):
         for beta in (0.0, 1.0):
-            launch_symv(a, size, 1, size, (x, 0, 1), (y, 0, 1), 1.0, beta, fp64=fp64, config=config,
-                        num_sms=num_sms)
+            launch_symv(a, size, 1, size, (x, 0, 1), (y, 0, 1), 1.0, beta, fp64=fp64, config=config)
     else:
         for lower in (False, True):
             for unit in (False, True):
