@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import triton
 
 from child import compiler_env
 from shipped import shipped_solutions
@@ -576,7 +577,8 @@ def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: obj
     """A pack build compiles the weight-only kernels for its target, not for the CPU it runs on:
     inline PTX (byte permutes; the exact-integer codes) for sm_90, shifts and masks for gfx1103
     (PRMT in the launch key), and programmatic dependent launch for sm_90 only (PDL, last in the
-    key, and ``launch_pdl`` in the binary's metadata)."""
+    key, and ``launch_pdl`` in the binary's metadata), the main kernel letting its slice sum
+    launch (PREEXIT: gemv_wq at its start, gemm_wq after its K loop)."""
     job = {"library": "blas", "op": "gemm_wq", "kernel": kernel, "dtype": "int4_bf16",
            "config": dataclasses.asdict(config)}
     env = compiler_env()
@@ -597,6 +599,12 @@ def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: obj
         metadata = json.loads((out / sidecar["metadata"]).read_text())
         assert metadata.get("launch_pdl", False) == bool(pdl), metadata.get("launch_pdl")
         assert any(f.endswith(suffix) for f in result["files"])
+        if suffix == "cubin":
+            tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+            cubin = out / sidecar_name.replace(".launch.json", ".cubin")
+            sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True,
+                                  check=True).stdout
+            assert "PREEXIT" in sass
 
 
 def _launch_keys(calls: list) -> set:
