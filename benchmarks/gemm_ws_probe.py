@@ -1,14 +1,21 @@
-"""Probe: Triton's Hopper warp specialization (autoWS) on a persistent 16-bit GEMM.
+"""Probe: Triton's Hopper warp specialization (autoWS) on persistent 16-bit and fp8 GEMMs.
 
 Triton 3.6 warp-specializes a loop marked ``warp_specialize=True`` on sm_90 only when the kernel
 has 4 warps and builds its TMA descriptors on the device (``tl.make_tensor_descriptor``): it then
 adds a producer warp group and runs two consumer warp groups (12 warps, ``setmaxnreg``). With 8
 warps the mark changes nothing, and host-built descriptors fail in the pass (offline sm_90
-compiles, docs/architecture.md). This times such kernels beside torch.matmul and the shipped
-``gemm``, graph-replayed over cold operand copies, the cases interleaved per round.
+compiles, docs/architecture.md). This times such kernels beside the vendor (torch.matmul; for
+fp8 e4m3 ``torch._scaled_mm`` with fast accumulation, B column-major, bf16 out) and the shipped
+``gemm``, each result checked against the vendor's first, graph-replayed over cold operand
+copies, the cases interleaved per round. Measured at 636e8d3 and dropped
+(``benchmarks/results/ws-probe-h200-636e8d3/``: no configuration beat the shipped kernels, and
+the specialized ones with pointer stores returned wrong results).
 
-Usage: python benchmarks/gemm_ws_probe.py OUT.json [--sizes 8192,4096] [--dtypes bf16,fp16]
-       [--rounds 3] [--configs BMxBNxBK:stages:group:split:ws,...]
+A configuration is ``BMxBNxBK:stages:group:split:ws`` — split 1 or 2: D stored through a
+descriptor whole or in column halves, 0: pointer stores; ws 1: 4 warps, specialized; 0: 8 warps.
+
+Usage: python benchmarks/gemm_ws_probe.py OUT.json [--sizes 8192,4096] [--dtypes bf16,fp16,fp8]
+       [--rounds 3] [--configs CONFIG,...]
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ def _ws_gemm_kernel(a_ptr, b_ptr, d_ptr, scale_ptr, M, N, K, NUM_SMS: tl.constex
 
 
 def _alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+    """Global scratch for the descriptors the kernel builds (``triton.set_allocator``)."""
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
