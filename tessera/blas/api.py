@@ -32,6 +32,7 @@ from tessera.blas.kernels.gemm_splitk import SplitKConfig, launch_gemm_splitk
 from tessera.blas.kernels.gemm_streamk import StreamKConfig, launch_gemm_streamk
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile
 from tessera.blas.kernels.gemm_tma import launch_gemm_tma, tma_supported
+from tessera.blas.kernels.gemm_ws import WsConfig, launch_gemm_ws, ws_supported
 from tessera.blas.quantized import QUANTIZED_INPUTS, plan_scaled
 from tessera.tuning import logic
 
@@ -410,7 +411,8 @@ def _plan(
         and (space.tma_capable(info) or (info.backend == "interpreter" and a.dtype != torch.bfloat16))
         and tma_supported(op_a, op_b, out)
     )  # the interpreter's bf16 dot is wrong and only the tile family upcasts around it
-    problem = space.GemmProblem(m, n, k, batch, key, tma_ok)
+    ws_ok = tma_ok and space.ws_capable(info) and ws_supported(op_a, op_b, c_view, out, alpha)
+    problem = space.GemmProblem(m, n, k, batch, key, tma_ok, ws_ok)
     choice = space.select(problem, info)
     if allocate and log.modes():
         _log_call(problem, choice, a, b, trans_a, trans_b, batched)
@@ -434,6 +436,8 @@ def _launch(plan: _GemmPlan) -> None:
             precision=plan.precision, upcast=interpreter_enabled() and a.dtype == torch.bfloat16,
             num_sms=plan.multiprocessors, config=config,
         )
+    elif isinstance(config, WsConfig):
+        launch_gemm_ws(_as_2d(a), _as_2d(b), _as_2d(d), num_sms=plan.multiprocessors, config=config)
     elif isinstance(config, SplitKConfig):
         launch_gemm_splitk(
             a, b, c, d, plan.batch, plan.alpha, plan.beta, precision=plan.precision,

@@ -23,11 +23,13 @@ from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
+from tessera.blas.kernels.gemm_ws import WsConfig
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.tuning import logic
 
-Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WqConfig | WqGemvConfig | WqDequantConfig
+Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WsConfig | WqConfig | WqGemvConfig
+          | WqDequantConfig
           | ScaledConfig | GemvConfig | GemvGemmConfig | GerConfig | SymvConfig | TrsvConfig | VectorConfig)
 SIZE_KEYS = ("m", "n", "k", "batch")
 
@@ -46,6 +48,7 @@ class GemmProblem:
     batch: int
     dtype: str
     tma_ok: bool  # operands meet the descriptor rules and the batch is 1
+    ws_ok: bool = False  # and the warp-specialized family takes them (``gemm_ws.ws_supported``, sm_90)
 
 
 @dataclass(frozen=True)
@@ -93,15 +96,23 @@ STREAMK_SPACE: tuple[StreamKConfig, ...] = tuple(
     for tma in (False, True)
 )
 
+# The warp-specialized Gluon family (sm_90, 16-bit, no C, alpha 1): chosen through logic files. Around
+# the configurations timed by benchmarks/gemm_gluon_probe.py (128×256×64 3 stages best at 8192³).
+WS_SPACE: tuple[WsConfig, ...] = (
+    WsConfig(128, 256, 64, 8, 8, 3), WsConfig(128, 256, 64, 16, 8, 3), WsConfig(128, 256, 64, 4, 8, 3),
+    WsConfig(128, 256, 32, 8, 8, 6), WsConfig(256, 128, 64, 8, 8, 3), WsConfig(256, 128, 32, 8, 8, 6),
+    WsConfig(128, 128, 64, 8, 4, 4), WsConfig(128, 128, 64, 8, 4, 5),
+)
+
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
 # sweeps, the tuner); a quantized op's config leaves float GEMMs (gemm_wq's own included) alone.
 forced = logic.Override()
-GEMM_CONFIGS = (TileConfig, TmaConfig, SplitKConfig, StreamKConfig)
+GEMM_CONFIGS = (TileConfig, TmaConfig, SplitKConfig, StreamKConfig, WsConfig)
 
 
 def uses_tma(config: object) -> bool:
     """Whether ``config`` loads through tensor descriptors (a problem must be ``tma_ok`` for it)."""
-    return isinstance(config, TmaConfig) or getattr(config, "tma", False)
+    return isinstance(config, (TmaConfig, WsConfig)) or getattr(config, "tma", False)
 
 
 def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
@@ -109,6 +120,8 @@ def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
     if type(forced.config) in GEMM_CONFIGS:
         if uses_tma(forced.config) and not problem.tma_ok:
             return Choice(TileConfig(64, 64, 32), "forced TMA config does not fit this layout")
+        if isinstance(forced.config, WsConfig) and not problem.ws_ok:
+            return Choice(TileConfig(64, 64, 32), "forced warp-specialized config does not fit this call")
         if isinstance(forced.config, StreamKConfig) and problem.batch != 1:
             return Choice(TileConfig(64, 64, 32), "forced stream-K config takes no batch")
         return Choice(forced.config, "forced")
@@ -122,6 +135,7 @@ def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory:
     match, reasons = logic.lookup(arch, "blas", "gemm", problem.dtype,
                                   (problem.m, problem.n, problem.k, problem.batch),
                                   usable=lambda cfg: (problem.tma_ok or not uses_tma(cfg))
+                                  and (problem.ws_ok or not isinstance(cfg, WsConfig))
                                   and (problem.batch == 1 or not isinstance(cfg, StreamKConfig)))
     if match is not None:
         return Choice(match.config, match.describe())
@@ -170,6 +184,11 @@ def _sm_version(backend: str, arch: str) -> int:
 def tma_capable(device: DeviceInfo) -> bool:
     """The TMA family can run here (CUDA sm_90 or newer)."""
     return _sm_version(device.backend, device.arch) >= 90
+
+
+def ws_capable(device: DeviceInfo) -> bool:
+    """The warp-specialized family can run here: CUDA sm_90 exactly (wgmma is Hopper's)."""
+    return _sm_version(device.backend, device.arch) == 90
 
 
 def descriptors_run(device: DeviceInfo) -> bool:
@@ -255,7 +274,7 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
 
 logic.register_op("blas", "gemm", SIZE_KEYS,
                   {"gemm_tile": TileConfig, "gemm_tma": TmaConfig, "gemm_splitk": SplitKConfig,
-                   "gemm_streamk": StreamKConfig},
+                   "gemm_streamk": StreamKConfig, "gemm_ws": WsConfig},
                   heuristic=heuristic_logic)
 
 

@@ -25,6 +25,7 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
                   "gemm_tma": "tessera.blas.kernels.gemm_tma",
                   "gemm_splitk": "tessera.blas.kernels.gemm_splitk",
                   "gemm_streamk": "tessera.blas.kernels.gemm_streamk",
+                  "gemm_ws": "tessera.blas.kernels.gemm_ws",
                   "gemm_wq": "tessera.blas.kernels.gemm_wq", "gemv_wq": "tessera.blas.kernels.gemm_wq",
                   "gemm_wq_dequant": "tessera.blas.kernels.gemm_wq",
                   "gemm_scaled": "tessera.blas.kernels.gemm_scaled",
@@ -37,7 +38,7 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
 
 
 # Hopper tensor descriptors (sm_90 or newer): these families, and configurations with ``tma`` set
-TMA_FAMILIES = ("gemm_tma", "gemm_scaled_tma")
+TMA_FAMILIES = ("gemm_tma", "gemm_scaled_tma", "gemm_ws")
 
 
 def _target(arch: str, warp_size: int) -> object:
@@ -54,6 +55,7 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
 
     import triton
     from triton.compiler import ASTSource, make_backend
+    from triton.experimental.gluon._runtime import GluonASTSource
 
     from tessera._core.launch import function_name, jit_specialization
     from tessera.tuning.binaries import SIDECAR
@@ -61,7 +63,8 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
     kernel = call.launcher.kernel
     signature, constants, attrs, options = jit_specialization(
         kernel, call.args, call.constexprs, call.num_warps, call.num_stages, make_backend(target))
-    compiled = triton.compile(ASTSource(kernel, signature, constants, attrs), target=target,
+    source = GluonASTSource if getattr(kernel, "is_gluon", lambda: False)() else ASTSource
+    compiled = triton.compile(source(kernel, signature, constants, attrs), target=target,
                               options=dataclasses.asdict(options))
     suffix = "cubin" if target.backend == "cuda" else "hsaco"
     binary, metadata = out / f"{stem}.{suffix}", out / f"{stem}.json"
