@@ -30,6 +30,7 @@ import triton.language as tl
 
 from tessera._core.timing import cold_copies, graph_rounds, run_record
 from tessera.blas import explain, gemm
+from tessera.blas.space import Choice
 
 
 @triton.jit
@@ -98,6 +99,22 @@ def ws_gemm(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, cfg: tuple[int, .
     return d
 
 
+def timed_rows(cases: dict[str, list], rounds: int, dtype_name: str, size: int) -> list[dict]:
+    """Each case's median graph-replayed time (the cases interleaved over ``rounds``) and its ratio
+    to the ``torch`` case, for a size³ GEMM: result rows, each also printed."""
+    times = graph_rounds(cases, rounds)
+    flops = 2 * size**3
+    vendor = statistics.median(times["torch"])
+    rows = []
+    for name, samples in times.items():
+        ms = statistics.median(samples)
+        rows.append({"dtype": dtype_name, "size": size, "case": name, "ms_graph": ms, "samples": samples,
+                     "tflops": flops / ms / 1e9, "vs_torch": vendor / ms})
+        print(f"{dtype_name} {size} {name:32s} {ms * 1e3:9.1f} us {flops / ms / 1e9:7.1f} TF/s "
+              f"{vendor / ms:6.3f}x torch", flush=True)
+    return rows
+
+
 def _parse(text: str) -> tuple[int, ...]:
     tile, stages, group, split, ws = text.split(":")
     bm, bn, bk = (int(v) for v in tile.split("x"))
@@ -108,14 +125,25 @@ DEFAULT = ("256x128x64:3:8:1:1,256x128x64:4:8:2:1,128x256x64:3:8:1:1,128x256x64:
            "128x128x64:4:8:1:1,128x128x64:5:8:1:1,256x128x64:3:8:1:0,128x256x64:3:8:1:0")
 
 
-def main() -> None:
+def shipped_row(dtype_name: str, size: int, choice: Choice | None) -> dict:
+    """The row naming what ``gemm`` chose for the problem (``explain``'s choice)."""
+    return {"dtype": dtype_name, "size": size, "case": "shipped kernel",
+            "kernel": None if choice is None else choice.config.short()}
+
+
+def probe_arguments(default_configs: str) -> argparse.Namespace:
+    """The GEMM probes' command line: OUT.json, sizes, dtypes, rounds, configurations."""
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--sizes", default="8192,4096")
     parser.add_argument("--dtypes", default="bf16,fp16")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--configs", default=DEFAULT)
-    args = parser.parse_args()
+    parser.add_argument("--configs", default=default_configs)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = probe_arguments(DEFAULT)
     triton.set_allocator(_alloc)
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     configs = [_parse(c) for c in args.configs.split(",")]
@@ -162,21 +190,12 @@ def main() -> None:
                     continue
                 cases[name] = [lambda x=x, y=y, z=z, cfg=cfg, s=product_scale:
                                ws_gemm(x, y, z, cfg, num_sms, s) for x, y, z in sets]
-            times = graph_rounds(cases, args.rounds)
-            flops = 2 * size**3
-            vendor = statistics.median(times["torch"])
-            for name, samples in times.items():
-                ms = statistics.median(samples)
-                rows.append({"dtype": dtype_name, "size": size, "case": name, "ms_graph": ms,
-                             "samples": samples, "tflops": flops / ms / 1e9, "vs_torch": vendor / ms})
-                print(f"{dtype_name} {size} {name:32s} {ms * 1e3:9.1f} us {flops / ms / 1e9:7.1f} TF/s "
-                      f"{vendor / ms:6.3f}x torch", flush=True)
+            rows += timed_rows(cases, args.rounds, dtype_name, size)
             for name, why in errors.items():
                 rows.append({"dtype": dtype_name, "size": size, "case": name, "error": why})
                 print(f"{dtype_name} {size} {name:32s} {why}", flush=True)
             choice = explain(a, b, scale_a=one, scale_b=one, fast_accum=True) if fp8 else explain(a, b)
-            rows.append({"dtype": dtype_name, "size": size, "case": "shipped kernel",
-                         "kernel": None if choice is None else choice.config.short()})
+            rows.append(shipped_row(dtype_name, size, choice))
     with open(args.out, "w") as f:
         json.dump({**record, "rows": rows}, f, indent=1)
 
