@@ -29,8 +29,8 @@ from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, S
 from tessera.tuning import logic
 
 Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WsConfig | WqConfig | WqGemvConfig
-          | WqDequantConfig
-          | ScaledConfig | GemvConfig | GemvGemmConfig | GerConfig | SymvConfig | TrsvConfig | VectorConfig)
+          | WqDequantConfig | ScaledConfig | GemvConfig | GemvGemmConfig | GerConfig | SymvConfig | TrsvConfig
+          | VectorConfig)
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).

@@ -55,7 +55,9 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
 
     import triton
     from triton.compiler import ASTSource, make_backend
-    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon._runtime import (
+        GluonASTSource,  # what gluon.jit compiles from (no public name)
+    )
 
     from tessera._core.launch import function_name, jit_specialization
     from tessera.tuning.binaries import SIDECAR
