@@ -10,7 +10,11 @@ against torch.matmul first (not timed if wrong), then timed with torch.matmul an
 ``benchmarks/results/gluon-probe-h200-e504ee4/``. Run from the repository root with it on
 ``PYTHONPATH`` (it shares ``gemm_ws_probe.timed_rows``).
 
-Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096] [--dtypes bf16,fp16]
+``--dtypes fp8``: fp8 e4m3 A times column-major B, per-tensor scale, bf16 out, through the
+family's launch directly, against ``torch._scaled_mm(use_fast_accum=True)`` and the shipped
+scaled GEMM (fast accumulation).
+
+Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096] [--dtypes bf16,fp16,fp8]
        [--rounds 3] [--configs BMxBNxBK:stages:warps:group,...]
 """
 
@@ -20,10 +24,9 @@ import json
 
 import torch
 
-from benchmarks.gemm_ws_probe import probe_arguments, shipped_row, timed_rows
-from tessera._core.timing import cold_copies, run_record
+from benchmarks.gemm_ws_probe import probe_arguments, problems, shipped_row, timed_rows
 from tessera.blas import explain, gemm, space
-from tessera.blas.kernels.gemm_ws import WsConfig
+from tessera.blas.kernels.gemm_ws import WsConfig, launch_gemm_ws
 
 
 def _parse(text: str) -> WsConfig:
@@ -37,35 +40,37 @@ def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return gemm(a, b)
 
 
+def _fp8(config: WsConfig, a: torch.Tensor, b: torch.Tensor, one: torch.Tensor) -> torch.Tensor:
+    """fp8 A (row-major) times B (column-major), bf16 out, through the family's launch directly
+    (``gemm`` does not route fp8 to it)."""
+    d = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=torch.bfloat16)
+    launch_gemm_ws(a, b, d, num_sms=torch.cuda.get_device_properties(0).multi_processor_count, config=config,
+                   scale=one)
+    return d
+
+
 DEFAULT = "128x256x64:3:8:8,128x256x64:3:8:16,128x256x32:6:8:8,256x128x64:3:8:8,128x128x64:4:4:8"
 
 
 def main() -> None:
-    args = probe_arguments(DEFAULT)
+    args, record = probe_arguments(DEFAULT, "benchmarks/gemm_gluon_probe.py")
     configs = [_parse(c) for c in args.configs.split(",")]
-    record = run_record("python benchmarks/gemm_gluon_probe.py " + " ".join(
-        f"--{k} {v}" for k, v in vars(args).items() if k != "out"))
     rows = []
-    for dtype_name in args.dtypes.split(","):
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
-        for size in (int(s) for s in args.sizes.split(",")):
-            a = torch.randn(size, size, device="cuda").to(dtype)
-            b = torch.randn(size, size, device="cuda").to(dtype)
-            want = torch.matmul(a, b).float()
-            scale = float(want.abs().max())
-            sets = cold_copies((a, b))
-            cases = {"torch": [lambda x=x, y=y: torch.matmul(x, y) for x, y in sets],
-                     "shipped": [lambda x=x, y=y: gemm(x, y) for x, y in sets]}
-            for config in configs:
-                err = float((_forced(config, a, b).float() - want).abs().max()) / scale
-                if err > 0.02:
-                    rows.append({"dtype": dtype_name, "size": size, "case": config.short(),
-                                 "error": f"wrong: max |diff| {err:.3g} of max |torch|"})
-                    print(dtype_name, size, config.short(), rows[-1]["error"], flush=True)
-                    continue
-                cases[config.short()] = [lambda x=x, y=y, c=config: _forced(c, x, y) for x, y in sets]
-            rows += timed_rows(cases, args.rounds, dtype_name, size)
-            rows.append(shipped_row(dtype_name, size, explain(a, b)))
+    one = torch.ones((), device="cuda")
+    for dtype_name, fp8, size, a, b, want, scale, sets, cases in problems(args, one):
+        for config in configs:
+            got = _fp8(config, a, b, one) if fp8 else _forced(config, a, b)
+            err = float((got.float() - want).abs().max()) / scale
+            if err > 0.02:
+                rows.append({"dtype": dtype_name, "size": size, "case": config.short(),
+                             "error": f"wrong: max |diff| {err:.3g} of max |torch|"})
+                print(dtype_name, size, config.short(), rows[-1]["error"], flush=True)
+                continue
+            cases[config.short()] = [(lambda x=x, y=y, c=config: _fp8(c, x, y, one)) if fp8 else
+                                     (lambda x=x, y=y, c=config: _forced(c, x, y)) for x, y in sets]
+        rows += timed_rows(cases, args.rounds, dtype_name, size)
+        rows.append(shipped_row(dtype_name, size, explain(a, b, scale_a=one, scale_b=one, fast_accum=True)
+                                if fp8 else explain(a, b)))
     with open(args.out, "w") as f:
         json.dump({**record, "rows": rows}, f, indent=1)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections.abc import Iterator
 
 import torch
 import triton
@@ -131,71 +132,88 @@ def shipped_row(dtype_name: str, size: int, choice: Choice | None) -> dict:
             "kernel": None if choice is None else choice.config.short()}
 
 
-def probe_arguments(default_configs: str) -> argparse.Namespace:
-    """The GEMM probes' command line: OUT.json, sizes, dtypes, rounds, configurations."""
+def vendor_cases(dtype: torch.dtype, size: int, one: torch.Tensor) -> tuple:
+    """(a, b, the vendor's fp32 result, cold operand copies, {"torch", "shipped"} call lists) for a
+    size³ GEMM: 16-bit against torch.matmul; fp8 e4m3 (B column-major, what 8-bit tensor cores and
+    ``torch._scaled_mm`` take; per-tensor scales of one, bf16 out) against ``torch._scaled_mm``
+    with fast accumulation, the shipped ``gemm`` in the same mode."""
+    a = torch.randn(size, size, device="cuda").to(dtype)
+    b = torch.randn(size, size, device="cuda").to(dtype)
+    if dtype.itemsize == 1:
+        b = b.t()
+        want = torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float32)
+        pairs = cold_copies((a, b))
+        scaled = {"scale_a": one, "scale_b": one}
+        return a, b, want, pairs, {
+            "torch": [lambda x=x, y=y: torch._scaled_mm(x, y, **scaled, out_dtype=torch.bfloat16,
+                                                         use_fast_accum=True) for x, y in pairs],
+            "shipped": [lambda x=x, y=y: gemm(x, y, **scaled, fast_accum=True) for x, y in pairs]}
+    pairs = cold_copies((a, b))
+    return a, b, torch.matmul(a, b).float(), pairs, {
+        "torch": [lambda x=x, y=y: torch.matmul(x, y) for x, y in pairs],
+        "shipped": [lambda x=x, y=y: gemm(x, y) for x, y in pairs]}
+
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}
+
+
+def probe_arguments(default_configs: str, script: str) -> tuple[argparse.Namespace, dict]:
+    """The GEMM probes' command line (OUT.json, sizes, dtypes, rounds, configurations) and the
+    result file's opening fields (``run_record``)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--sizes", default="8192,4096")
     parser.add_argument("--dtypes", default="bf16,fp16")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--configs", default=default_configs)
-    return parser.parse_args()
+    args = parser.parse_args()
+    return args, run_record(f"python {script} " + " ".join(
+        f"--{k} {v}" for k, v in vars(args).items() if k != "out"))
+
+
+def problems(args: argparse.Namespace, one: torch.Tensor) -> Iterator[tuple]:
+    """Per dtype and size of the command line: (dtype name, fp8?, size, a, b, the vendor's result,
+    its largest magnitude, cold operand copies, the vendor's and the shipped call lists)."""
+    for dtype_name in args.dtypes.split(","):
+        for size in (int(s) for s in args.sizes.split(",")):
+            a, b, want, pairs, cases = vendor_cases(DTYPES[dtype_name], size, one)
+            yield dtype_name, dtype_name == "fp8", size, a, b, want, float(want.abs().max()), pairs, cases
 
 
 def main() -> None:
-    args = probe_arguments(DEFAULT)
+    args, record = probe_arguments(DEFAULT, "benchmarks/gemm_ws_probe.py")
     triton.set_allocator(_alloc)
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     configs = [_parse(c) for c in args.configs.split(",")]
-    record = run_record("python benchmarks/gemm_ws_probe.py " + " ".join(
-        f"--{k} {v}" for k, v in vars(args).items() if k != "out"))
     rows = []
     one = torch.ones((), device="cuda")
-    for dtype_name in args.dtypes.split(","):
-        fp8 = dtype_name == "fp8"
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}[dtype_name]
-        for size in (int(s) for s in args.sizes.split(",")):
-            a = torch.randn(size, size, device="cuda").to(dtype)
-            b = torch.randn(size, size, device="cuda").to(dtype)
-            if fp8:  # B column-major, what fp8 tensor cores and torch._scaled_mm take
-                b = b.t()
-            sets = cold_copies((a, b, torch.empty(size, size, device="cuda", dtype=torch.bfloat16)))
-            if fp8:
-                want = torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float32)
-                cases = {"torch": [lambda x=x, y=y: torch._scaled_mm(
-                    x, y, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True)
-                    for x, y, _ in sets],
-                    "shipped": [lambda x=x, y=y: gemm(x, y, scale_a=one, scale_b=one, fast_accum=True)
-                                for x, y, _ in sets]}
-            else:
-                want = torch.matmul(a, b).float()
-                cases = {"torch": [lambda x=x, y=y: torch.matmul(x, y) for x, y, _ in sets],
-                         "shipped": [lambda x=x, y=y: gemm(x, y) for x, y, _ in sets]}
-            scale = float(want.abs().max())
-            product_scale = one if fp8 else None
-            errors = {}
-            for cfg in configs:
-                store = f"split{cfg[5]}" if cfg[5] else "ptr"
-                warps = "ws" if cfg[6] else "w8"
-                name = "x".join(map(str, cfg[:3])) + f" s{cfg[3]} g{cfg[4]} {store} {warps}"
-                d = torch.empty(size, size, device="cuda", dtype=torch.bfloat16 if fp8 else dtype)
-                try:
-                    got = ws_gemm(a, b, d, cfg, num_sms, product_scale).float()
-                except Exception as exc:  # noqa: BLE001 - a probe reports what failed and goes on
-                    errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-                    continue
-                err = float((got - want).abs().max()) / scale
-                if err > 0.02:
-                    errors[name] = f"wrong: max |diff| {err:.3g} of max |torch|"
-                    continue
-                cases[name] = [lambda x=x, y=y, z=z, cfg=cfg, s=product_scale:
-                               ws_gemm(x, y, z, cfg, num_sms, s) for x, y, z in sets]
-            rows += timed_rows(cases, args.rounds, dtype_name, size)
-            for name, why in errors.items():
-                rows.append({"dtype": dtype_name, "size": size, "case": name, "error": why})
-                print(f"{dtype_name} {size} {name:32s} {why}", flush=True)
-            choice = explain(a, b, scale_a=one, scale_b=one, fast_accum=True) if fp8 else explain(a, b)
-            rows.append(shipped_row(dtype_name, size, choice))
+    for dtype_name, fp8, size, a, b, want, scale, pairs, cases in problems(args, one):
+        out_dtype = torch.bfloat16 if fp8 else a.dtype
+        sets = [(x, y, torch.empty(size, size, device="cuda", dtype=out_dtype)) for x, y in pairs]
+        product_scale = one if fp8 else None
+        errors = {}
+        for cfg in configs:
+            store = f"split{cfg[5]}" if cfg[5] else "ptr"
+            warps = "ws" if cfg[6] else "w8"
+            name = "x".join(map(str, cfg[:3])) + f" s{cfg[3]} g{cfg[4]} {store} {warps}"
+            d = torch.empty(size, size, device="cuda", dtype=out_dtype)
+            try:
+                got = ws_gemm(a, b, d, cfg, num_sms, product_scale).float()
+            except Exception as exc:  # noqa: BLE001 - a probe reports what failed and goes on
+                errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                continue
+            err = float((got - want).abs().max()) / scale
+            if err > 0.02:
+                errors[name] = f"wrong: max |diff| {err:.3g} of max |torch|"
+                continue
+            cases[name] = [lambda x=x, y=y, z=z, cfg=cfg, s=product_scale:
+                           ws_gemm(x, y, z, cfg, num_sms, s) for x, y, z in sets]
+        rows += timed_rows(cases, args.rounds, dtype_name, size)
+        for name, why in errors.items():
+            rows.append({"dtype": dtype_name, "size": size, "case": name, "error": why})
+            print(f"{dtype_name} {size} {name:32s} {why}", flush=True)
+        choice = explain(a, b, scale_a=one, scale_b=one, fast_accum=True) if fp8 else explain(a, b)
+        rows.append(shipped_row(dtype_name, size, choice))
     with open(args.out, "w") as f:
         json.dump({**record, "rows": rows}, f, indent=1)
 

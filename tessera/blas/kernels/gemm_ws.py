@@ -45,6 +45,7 @@ _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_globa
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 
 _GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
+_DESCRIPTOR_DTYPES = {**_GL_DTYPES, torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
 LOADER_REGISTERS = gl.constexpr(24)  # the loader warp's registers after setmaxnreg (it holds addresses only)
 
 
@@ -80,11 +81,11 @@ class WsConfig:
 
 
 @gluon.constexpr_function
-def _accumulator_layout(block_m, block_n, num_warps):
+def _accumulator_layout(block_m, block_n, num_warps, operand_dtype):
     """wgmma's accumulator layout: the warps stacked along M (16 rows each an instruction, 4 a
-    warp group), one instruction as wide as the tile."""
+    warp group), one instruction as wide as the tile and 32 bytes of K deep."""
     return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                     instr_shape=[16, block_n, 16])
+                                     instr_shape=[16, block_n, 256 // operand_dtype.primitive_bitwidth])
 
 
 @gluon.constexpr_function
@@ -105,7 +106,7 @@ def _tile_origin(tile, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M
 
 
 @gluon.jit
-def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES):
+def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, scale_ptr, M, N, K, GROUP_M, STAGES):
     """The loader warp: for every K step of every tile of this program, wait until the stage is
     free (``empty``), then copy A's and B's tiles into it, completing on ``ready``."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
@@ -138,15 +139,16 @@ def _hand_back(empty, s, STAGES):
 
 
 @gluon.jit
-def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES):
+def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, scale_ptr, M, N, K, GROUP_M, STAGES):
     """The default partition: each stage's wgmma queued behind the last, then a wait for the last
-    only (one in flight), its stage handed back; the tile stored through D's descriptor, the store
-    overlapping the next tile's first steps."""
+    only (one in flight), its stage handed back; the tile (fp8 operands: times the scale at
+    ``scale_ptr``) stored through D's descriptor, the store overlapping the next tile's first steps."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
     BN: gl.constexpr = d_desc.block_type.shape[1]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     B_COL_MAJOR: gl.constexpr = _b_col_major(b_desc, BK)
-    layout: gl.constexpr = _accumulator_layout(BM, BN, gl.num_warps())
+    layout: gl.constexpr = _accumulator_layout(BM, BN, gl.num_warps(), a_desc.dtype)
+    SCALED: gl.constexpr = a_desc.dtype.primitive_bitwidth == 8
     d_smem = gl.allocate_shared_memory(d_desc.dtype, d_desc.block_type.shape, d_desc.layout)
     num_m = gl.cdiv(M, BM)
     num_n = gl.cdiv(N, BN)
@@ -168,6 +170,8 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, G
             step += 1
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         _hand_back(empty, step % STAGES, STAGES)  # the tile's last stage
+        if SCALED:
+            acc = acc * gl.load(scale_ptr)
         tma.store_wait(pendings=0)  # the previous tile's store has left d_smem
         d_smem.store(acc.to(d_desc.dtype))
         fence_async_shared()
@@ -176,7 +180,7 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, G
 
 
 @gluon.jit
-def _gemm_ws_kernel(a_desc, b_desc, d_desc, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr):
+def _gemm_ws_kernel(a_desc, b_desc, d_desc, scale_ptr, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr):
     """D = A·B: the stage ring and its barriers, then the loader warp beside the multiplying warps
     (the partitions take GROUP_M and STAGES as values: constants do not reach them as such, which
     is why B's layout is read from its descriptor's block, :func:`_b_col_major`)."""
@@ -188,7 +192,7 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, M, N, K, GROUP_M: gl.constexpr, STAG
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
-    args = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES)
+    args = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, scale_ptr, M, N, K, GROUP_M, STAGES)
     gl.warp_specialize([(_multiplier, args), (_loader, args)], [1], [LOADER_REGISTERS])
 
 
@@ -213,16 +217,19 @@ def ws_shared_memory(config: WsConfig, element_bytes: int = 2) -> int:
 
 
 def _descriptor(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
-    layout = gl.NVMMASharedLayout.get_default_for(block, _GL_DTYPES[t.dtype])
+    layout = gl.NVMMASharedLayout.get_default_for(block, _DESCRIPTOR_DTYPES[t.dtype])
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
 _launch = Launcher(_gemm_ws_kernel)
 
 
-def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms: int,
-                   config: WsConfig) -> None:
-    """D = A·B on 2-D views that pass :func:`ws_supported`: one program a multiprocessor at most."""
+def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms: int, config: WsConfig,
+                   scale: torch.Tensor | None = None) -> None:
+    """D = A·B on 2-D views that pass :func:`ws_supported`: one program a multiprocessor at most.
+    Also fp8 A (row-major) and B (column-major: wgmma takes 8-bit operands K-major only) with D =
+    ``scale``·A·B (a one-element fp32 tensor, the per-tensor scales' product), the form
+    ``benchmarks/gemm_gluon_probe.py --fp8`` times; ``gemm`` does not route fp8 here (yet)."""
     m, k = a.shape
     n = b.shape[1]
     b_col = is_col_major(b)
@@ -231,7 +238,7 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     _launch((min(num_sms, tiles),),
             (_descriptor(a, [config.block_m, config.block_k]), b_desc,
-             _descriptor(d, [config.block_m, config.block_n]), m, n, k),
+             _descriptor(d, [config.block_m, config.block_n]), d if scale is None else scale, m, n, k),
             dict(GROUP_M=config.group_m, STAGES=config.num_stages), config.num_warps, 1)
 
 
