@@ -59,12 +59,15 @@ def main() -> None:
     one = torch.ones((), device="cuda")
     for dtype_name, fp8, size, a, b, want, scale, sets, cases in problems(args, one):
         for config in configs:
-            got = _fp8(config, a, b, one) if fp8 else _forced(config, a, b)
-            err = float((got.float() - want).abs().max()) / scale
-            if err > 0.02:
-                rows.append({"dtype": dtype_name, "size": size, "case": config.short(),
-                             "error": f"wrong: max |diff| {err:.3g} of max |torch|"})
-                print(dtype_name, size, config.short(), rows[-1]["error"], flush=True)
+            try:
+                got = _fp8(config, a, b, one) if fp8 else _forced(config, a, b)
+                err = float((got.float() - want).abs().max()) / scale
+                why = f"wrong: max |diff| {err:.3g} of max |torch|" if err > 0.02 else None
+            except Exception as exc:  # noqa: BLE001 - a probe reports what failed and goes on
+                why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:200]}"
+            if why is not None:
+                rows.append({"dtype": dtype_name, "size": size, "case": config.short(), "error": why})
+                print(dtype_name, size, config.short(), why, flush=True)
                 continue
             cases[config.short()] = [(lambda x=x, y=y, c=config: _fp8(c, x, y, one)) if fp8 else
                                      (lambda x=x, y=y, c=config: _forced(c, x, y)) for x, y in sets]
