@@ -16,7 +16,7 @@ import torch
 from child import compiler_env
 from tessera import InvalidArgumentError
 from tessera._core.device import DeviceInfo, device_info
-from tessera._core.launch import recording
+from tessera._core.launch import building_for, capture, recording
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels import gemm_ws
 from tessera.blas.kernels.gemm_ws import WsConfig, ws_shared_memory, ws_supported
@@ -89,6 +89,22 @@ def test_a_call_off_the_gpu_never_takes_it(device: str) -> None:
         assert not isinstance(explain(a.half(), a.t().half()).config, WsConfig)
 
 
+@pytest.mark.parametrize("b_col_major", [False, True], ids=["b-row-major", "x@W.t()"])
+@pytest.mark.parametrize("shape", [(8192, 8192, 8192), (4000, 12000, 1000)], ids=str)
+def test_pack_launches_are_a_real_calls(b_col_major: bool, shape: tuple[int, int, int]) -> None:
+    """A large call's launch has the key of one of the launches a pack precompiles for the family
+    (``representative_launch``), so an installed pack serves it without compiling."""
+    config = WsConfig()
+    with capture() as representative, building_for("cuda", "sm_90"):
+        gemm_ws.representative_launch("gemm", config, "bf16", 132)
+    m, n, k = shape
+    a = torch.empty(m, k, dtype=torch.bfloat16)
+    b = torch.empty(n, k, dtype=a.dtype).t() if b_col_major else torch.empty(k, n, dtype=a.dtype)
+    with capture() as real, building_for("cuda", "sm_90"):
+        gemm_ws.launch_gemm_ws(a, b, torch.empty(m, n, dtype=torch.bfloat16), num_sms=132, config=config)
+    assert real[0].key() in {call.key() for call in representative}
+
+
 def _precompile(request: dict) -> subprocess.CompletedProcess:
     """The pack builder's offline compiler in a child without the interpreter."""
     return subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=compiler_env(),
@@ -96,9 +112,9 @@ def _precompile(request: dict) -> subprocess.CompletedProcess:
 
 
 def test_compiles_offline_for_sm90() -> None:
-    """A pack build for sm_90 compiles the family's representative launches (B row- and
-    column-major, aligned and edge problems) with the running Triton — 3.9 in CI, whose Gluon
-    renamed the TMA copies and the barrier (the aliases in gemm_ws)."""
+    """A pack build for sm_90 compiles the family's 16 representative launches (B row- and
+    column-major; M, N, K multiples of 16 or only of 8) with the running Triton — 3.9 in CI,
+    whose Gluon renamed the TMA copies and the barrier (the aliases in gemm_ws)."""
     job = {"library": "blas", "op": "gemm", "kernel": "gemm_ws", "dtype": "bf16",
            "config": {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_warps": 8,
                       "num_stages": 3}}
@@ -109,7 +125,7 @@ def test_compiles_offline_for_sm90() -> None:
         assert result["status"] == "ok", result
         sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
                     if f.endswith(".launch.json")]
-        assert len(sidecars) >= 2 and all(s["function"].endswith(":_gemm_ws_kernel") for s in sidecars)
+        assert len(sidecars) == 16 and all(s["function"].endswith(":_gemm_ws_kernel") for s in sidecars)
         metadata = json.loads((Path(out) / sidecars[0]["metadata"]).read_text())
         assert metadata["num_warps"] == 12  # 8 multiplying warps, the loader warp's group
     refused = _precompile({"arch": "gfx942", "out": "/nonexistent", "jobs": [job]})

@@ -20,6 +20,7 @@ partition barrier differently: the aliases below take whichever the running Trit
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -244,10 +245,10 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
 
 def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes with ``config`` for problems of a full wave or more (the grid,
-    the SM count, is a launch argument): B row-major, and column-major (x @ W.t()); M and N
-    aligned to the tile or not, K a multiple of 16 or only of 8 (run under ``launch.capture()``)."""
+    the SM count, is a launch argument): B row-major and column-major (x @ W.t()), each of M, N
+    and K a multiple of 16 or only of 8 — every specialization a 16-byte-row call can have (run
+    under ``launch.capture()``)."""
     rows, cols = full_wave_shape(config.block_m, config.block_n, num_sms)
-    for m, n, k, b_col in ((rows, cols, 1024, False), (rows - 8, cols - 8, 1000, False),
-                           (rows, cols, 1024, True), (rows - 8, cols, 1024, True)):
+    for b_col, m, n, k in itertools.product((False, True), (rows, rows - 8), (cols, cols - 8), (1024, 1000)):
         a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col)
         launch_gemm_ws(a, b, d, num_sms=num_sms, config=config)
