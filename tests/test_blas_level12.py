@@ -21,7 +21,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from child import compiler_env
+from child import compiler_env, precompile
 from tessera import InvalidArgumentError, UnsupportedError, device_info
 from tessera._core import launch
 from tessera.blas import (
@@ -735,22 +735,13 @@ def test_level12_heuristic_logic_documents_load(tmp_path: Path) -> None:
                                                                                 "hip").config]
 
 
-def _precompile(arch: str, jobs: list[dict], out: str) -> list[dict]:
-    """Run the pack builder's offline compiler (a child without the interpreter) on ``jobs``."""
-    done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=compiler_env(),
-                          input=json.dumps({"arch": arch, "out": out, "jobs": jobs}),
-                          capture_output=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.strip().splitlines()[-len(jobs):]]
-
-
 def test_level1_compiles_offline_for_a_pack() -> None:
     """A pack build precompiles each level-1 op's routines for the target (one file set per distinct
     launch: the nrm2 finishing kernel, alike for both representative lengths, once)."""
     job = {"library": "blas", "op": "level1_reduce", "kernel": "level1", "dtype": "complex64",
            "config": dataclasses.asdict(VectorConfig(256, 2, 2))}
     with tempfile.TemporaryDirectory() as out:
-        [result] = _precompile("gfx1103", [job], out)
+        [result] = precompile("gfx1103", [job], out)
         assert result["status"] == "ok", result
         sidecars = [f for f in result["files"] if f.endswith(".launch.json")]
         # dot (plain and conjugated), asum, nrm2 for two lengths, and one nrm2 finish
@@ -916,7 +907,7 @@ def test_level2_compiles_offline_for_a_pack() -> None:
             {"library": "blas", "op": "gemv", "kernel": "gemv_gemm", "dtype": "bf16_t",
              "config": dataclasses.asdict(GemvGemmConfig())}]
     with tempfile.TemporaryDirectory() as out:
-        results = _precompile("sm_90", jobs, out)
+        results = precompile("sm_90", jobs, out)
         assert [r["status"] for r in results] == ["ok", "ok", "ok"], results
         counts = [sum(f.endswith(".cubin") for f in r["files"]) for r in results]
         assert counts == [4, 3, 0]  # trsv: 4 variants; symv: the kernel, then the finish with β = 0 and ≠ 0

@@ -5,15 +5,13 @@ results against an fp64 reference over edge tiles, odd sizes and both layouts of
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
-from child import compiler_env
+from child import precompile
 from tessera import InvalidArgumentError
 from tessera._core.device import DeviceInfo, device_info
 from tessera._core.launch import building_for, capture, recording
@@ -105,12 +103,6 @@ def test_pack_launches_are_a_real_calls(b_col_major: bool, shape: tuple[int, int
     assert real[0].key() in {call.key() for call in representative}
 
 
-def _precompile(request: dict) -> subprocess.CompletedProcess:
-    """The pack builder's offline compiler in a child without the interpreter."""
-    return subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=compiler_env(),
-                          input=json.dumps(request), capture_output=True, timeout=900, check=False)
-
-
 def test_compiles_offline_for_sm90() -> None:
     """A pack build for sm_90 compiles the family's 16 representative launches (B row- and
     column-major; M, N, K multiples of 16 or only of 8) with the running Triton — 3.9 in CI,
@@ -119,17 +111,15 @@ def test_compiles_offline_for_sm90() -> None:
            "config": {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_warps": 8,
                       "num_stages": 3}}
     with tempfile.TemporaryDirectory() as out:
-        done = _precompile({"arch": "sm_90", "out": out, "jobs": [job]})
-        assert done.returncode == 0, done.stderr[-3000:]
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        [result] = precompile("sm_90", [job], out)
         assert result["status"] == "ok", result
         sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
                     if f.endswith(".launch.json")]
         assert len(sidecars) == 16 and all(s["function"].endswith(":_gemm_ws_kernel") for s in sidecars)
         metadata = json.loads((Path(out) / sidecars[0]["metadata"]).read_text())
         assert metadata["num_warps"] == 12  # 8 multiplying warps, the loader warp's group
-    refused = _precompile({"arch": "gfx942", "out": "/nonexistent", "jobs": [job]})
-    assert json.loads(refused.stdout.strip().splitlines()[-1])["status"] == "failed"
+    [refused] = precompile("gfx942", [job], "/nonexistent")
+    assert refused["status"] == "failed"
 
 
 @pytest.mark.gpu

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 import torch
 import triton
 
-from child import compiler_env
+from child import precompile
 from shipped import shipped_solutions
 from tessera import InvalidArgumentError, UnsupportedError
 from tessera._core.launch import building_for, nvidia_target, recording
@@ -581,15 +580,10 @@ def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: obj
     launch (PREEXIT: gemv_wq at its start, gemm_wq after its K loop)."""
     job = {"library": "blas", "op": "gemm_wq", "kernel": kernel, "dtype": "int4_bf16",
            "config": dataclasses.asdict(config)}
-    env = compiler_env()
     for arch, prmt, suffix in (("sm_90", True, "cubin"), ("gfx1103", False, "hsaco")):
         out = tmp_path / arch
         out.mkdir()
-        done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"], text=True, env=env,
-                              input=json.dumps({"arch": arch, "out": str(out), "jobs": [job]}),
-                              capture_output=True, timeout=600, check=False)
-        assert done.returncode == 0, done.stderr[-3000:]
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        [result] = precompile(arch, [job], out)
         assert result["status"] == "ok", result
         sidecar_name = next(f for f in result["files"] if f.endswith(".launch.json"))
         sidecar = json.loads((out / sidecar_name).read_text())

@@ -39,7 +39,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import representative_operands
-from tessera.blas.kernels.gemm_tma import descriptor_ok, full_wave_shape, is_col_major
+from tessera.blas.kernels.gemm_tma import full_wave_shape, is_col_major, tma_supported
 
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # 3.9 / 3.6
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
@@ -204,10 +204,8 @@ def ws_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: to
     (the caller checks the device and the batch)."""
     return (
         a.dtype in _GL_DTYPES and b.dtype == a.dtype and d.dtype == a.dtype
-        and c is None and alpha == 1.0
-        and min(a.shape[-2], a.shape[-1], b.shape[-1]) >= 16
-        and a.stride(-1) == 1 and d.stride(-1) == 1
-        and descriptor_ok(a) and descriptor_ok(b) and descriptor_ok(d)
+        and c is None and alpha == 1.0 and a.stride(-1) == 1
+        and tma_supported(a, b, d)  # the descriptor family's rules: sizes, 16-byte rows, D row-major
     )
 
 
