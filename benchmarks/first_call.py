@@ -1,12 +1,13 @@
-"""First-call latency of a bf16 4096³ GEMM in fresh processes: torch.matmul vs Tessera.
+"""First-call latency of a bf16 GEMM (4096³ unless ``--size``) in fresh processes: torch.matmul vs Tessera.
 
 Each measurement is a new Python process that creates the CUDA context and the operands first
 (not timed), then times the first call and a second one (synchronized, wall clock). Tessera runs
 (a) with the installed pack (precompiled kernels: the call must compile nothing) and (b) without a
 pack, with Triton's cache as it is and with an empty one (a cold JIT compile). Triton compilations
 are counted by wrapping ``triton.compile`` in the child. ``--b-col-major``: B is a transposed view
-(a linear layer's x @ W.t()).
-Usage: python benchmarks/first_call.py OUT.json [--repeats N] [--b-col-major]   (child: ... --child MODE)
+(a linear layer's x @ W.t()). ``--size 8192`` takes the shipped sm_90 logic's ``gemm_ws`` row.
+Usage: python benchmarks/first_call.py OUT.json [--repeats N] [--b-col-major] [--size N]
+       (child: ... --child MODE)
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 MODES = ("torch", "tessera")
 
 
-def child(mode: str, profile: bool = False, b_col_major: bool = False) -> None:
+def child(mode: str, profile: bool = False, b_col_major: bool = False, size: int = 4096) -> None:
     import cProfile
     import pstats
 
@@ -41,8 +42,8 @@ def child(mode: str, profile: bool = False, b_col_major: bool = False) -> None:
     front.compile = back.compile = counting
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
-    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
     b = b.t() if b_col_major else b
     if mode == "torch":
         op = torch.matmul
@@ -71,15 +72,15 @@ def child(mode: str, profile: bool = False, b_col_major: bool = False) -> None:
     result = {"first_ms": times[0], "second_ms": times[1], "steady_ms": steady,
               "triton_compiles": compiles[0], "relative_error": error}
     if mode == "tessera":
-        from tessera.blas.kernels import gemm_tile, gemm_tma
+        from tessera.blas.kernels import gemm_tile, gemm_tma, gemm_ws
 
-        result["pack_loads"] = gemm_tma._launch.pack_loads + gemm_tile._launch.pack_loads
-        result["kernel"] = blas.explain(a, b).config.__class__.__name__
+        result["pack_loads"] = sum(k._launch.pack_loads for k in (gemm_tma, gemm_tile, gemm_ws))
+        result["kernel"] = blas.explain(a, b).config.short()
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def run_child(mode: str, env: dict[str, str], b_col_major: bool = False) -> dict:
-    flags = ["--b-col-major"] if b_col_major else []
+def run_child(mode: str, env: dict[str, str], b_col_major: bool = False, size: int = 4096) -> dict:
+    flags = ["--b-col-major", "--size", str(size)] if b_col_major else ["--size", str(size)]
     done = subprocess.run([sys.executable, __file__, "--child", mode, *flags], capture_output=True, text=True,
                           env=env, timeout=600, check=False)
     for line in done.stdout.splitlines():
@@ -95,9 +96,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="child: print a cProfile of the first call")
     parser.add_argument("--b-col-major", action="store_true", help="B a transposed view (x @ W.t())")
+    parser.add_argument("--size", type=int, default=4096, help="M = N = K")
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.profile, args.b_col_major)
+        child(args.child, args.profile, args.b_col_major, args.size)
         return
     from tessera.tuning.packs import list_packs
 
@@ -111,12 +113,12 @@ def main() -> None:
     setups["tessera, no pack, Triton cache warm"] = ("tessera", {**base, "TESSERA_HOME": empty_home})
     rows = []
     for name, (mode, env) in setups.items():
-        runs = [run_child(mode, env, args.b_col_major) for _ in range(args.repeats)]
+        runs = [run_child(mode, env, args.b_col_major, args.size) for _ in range(args.repeats)]
         rows.append({"setup": name, "runs": runs,
                      "first_ms": statistics.median(r["first_ms"] for r in runs)})
     cold = [run_child("tessera", {**base, "TESSERA_HOME": empty_home,
                                   "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="triton-cold-")},
-                      args.b_col_major)
+                      args.b_col_major, args.size)
             for _ in range(args.repeats)]
     rows.append({"setup": "tessera, no pack, Triton cache empty", "runs": cold,
                  "first_ms": statistics.median(r["first_ms"] for r in cold)})
@@ -136,7 +138,8 @@ def main() -> None:
         with open(args.out, "w") as f:
             json.dump({"device": info.name, "arch": info.arch, "versions": info.versions,
                        "git": git_revision(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "problem": "bf16 4096x4096x4096" + (", B column-major" if args.b_col_major else ""),
+                       "problem": f"bf16 {args.size}x{args.size}x{args.size}"
+                                  + (", B column-major" if args.b_col_major else ""),
                        "rows": rows}, f, indent=1)
 
 

@@ -5,11 +5,15 @@ results against an fp64 reference over edge tiles, odd sizes and both layouts of
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from child import precompile
 from tessera import InvalidArgumentError
@@ -18,7 +22,8 @@ from tessera._core.launch import building_for, capture, recording
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels import gemm_ws
 from tessera.blas.kernels.gemm_ws import WsConfig, ws_shared_memory, ws_supported
-from tessera.tuning import logic
+from tessera.cli import main
+from tessera.tuning import logic, packs
 
 H200 = DeviceInfo(arch="sm_90", backend="cuda", name="NVIDIA H200", multiprocessors=132, warp_size=32,
                   shared_memory_per_block=232448, peak_tflops={}, memory_bandwidth_tbs=None)
@@ -158,3 +163,33 @@ def test_gpu_shipped_logic_takes_it_at_8192() -> None:
     assert isinstance(explain(a, a).config, WsConfig)
     got, want = gemm(a, a).double(), a.double() @ a.double()
     assert ((got - want).abs() <= 2.0**-7 * want.abs() + 1e-5 * (a.double().abs() @ a.double().abs())).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("b_col_major", [False, True], ids=["b-row-major", "x@W.t()"])
+def test_gpu_pack_serves_the_first_call_without_compiling(b_col_major: bool, tmp_path: Path) -> None:
+    """A pack built from the shipped bf16 logic's gemm_ws row (8192³), installed: a fresh process's
+    first 8192³ call loads the family's precompiled binary (zero Triton compilations, at least one
+    pack load) and is right."""
+    if not space.ws_capable(device_info()):
+        pytest.skip("needs an sm_90 GPU")
+    doc = yaml.safe_load((SHIPPED / "blas.gemm.bf16.yaml").read_text())
+    [row] = [r for r in doc["table"] if (r["m"], r["n"], r["k"], r["batch"]) == (8192, 8192, 8192, 1)]
+    [solution] = [s for s in doc["solutions"] if s["id"] == row["solution"]]
+    assert solution["kernel"] == "gemm_ws", solution
+    doc["solutions"], doc["table"] = [{**solution, "id": 0}], [{**row, "solution": 0}]
+    (tmp_path / "logic").mkdir()
+    (tmp_path / "logic" / "blas.gemm.bf16.yaml").write_text(yaml.safe_dump(doc))
+    built = packs.build_pack("sm_90", tmp_path / "p.tar.gz", logic_dir=tmp_path / "logic", precompile=True)
+    assert all(r["status"] == "ok" for r in built.manifest["support"]), built.manifest["support"]
+    assert main(["pack", "install", str(built.path)]) == 0
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "first_call.py"
+    flags = ["--size", "8192", *(["--b-col-major"] if b_col_major else [])]
+    done = subprocess.run([sys.executable, str(script), "--child", "tessera", *flags], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(script.parents[1])), timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(next(line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")))
+    assert result["kernel"] == WsConfig().short(), result
+    assert result["triton_compiles"] == 0 and result["pack_loads"] >= 1, result
+    assert result["relative_error"] < 1e-2, result
