@@ -10,12 +10,12 @@ against torch.matmul first (not timed if wrong), then timed with torch.matmul an
 ``benchmarks/results/gluon-probe-h200-e504ee4/``. Run from the repository root with it on
 ``PYTHONPATH`` (it shares ``gemm_ws_probe.timed_rows``).
 
-``--dtypes fp8``: fp8 e4m3 A times column-major B, per-tensor scale, bf16 out, through the
-family's launch directly, against ``torch._scaled_mm(use_fast_accum=True)`` and the shipped
-scaled GEMM (fast accumulation).
+``--dtypes fp8``: fp8 e4m3 A times column-major B, per-tensor scales, bf16 out, fast accumulation,
+through ``gemm`` with the scaled use of the family (``ScaledWsConfig``) forced, against
+``torch._scaled_mm(use_fast_accum=True)`` and the shipped choice.
 
 Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096] [--dtypes bf16,fp16,fp8]
-       [--rounds 3] [--configs BMxBNxBK:stages:warps:group,...]
+       [--rounds 3] [--configs BMxBNxBK:stages:warps:group[:split],...]
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ import torch
 
 from benchmarks.gemm_ws_probe import probe_arguments, problems, shipped_row, timed_rows
 from tessera.blas import explain, gemm, space
-from tessera.blas.kernels.gemm_ws import WsConfig, launch_gemm_ws
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 
 
-def _parse(text: str) -> WsConfig:
-    tile, stages, warps, group = text.split(":")
+def _parse(text: str, fp8: bool) -> WsConfig:
+    tile, stages, warps, group, *split = text.split(":")
     bm, bn, bk = (int(v) for v in tile.split("x"))
-    return WsConfig(bm, bn, bk, int(group), int(warps), int(stages))
+    return (ScaledWsConfig if fp8 else WsConfig)(bm, bn, bk, int(group), int(warps), int(stages),
+                                                 int(split[0]) if split else 1)
 
 
 def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -41,12 +42,9 @@ def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _fp8(config: WsConfig, a: torch.Tensor, b: torch.Tensor, one: torch.Tensor) -> torch.Tensor:
-    """fp8 A (row-major) times B (column-major), bf16 out, through the family's launch directly
-    (``gemm`` does not route fp8 to it)."""
-    d = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=torch.bfloat16)
-    launch_gemm_ws(a, b, d, num_sms=torch.cuda.get_device_properties(0).multi_processor_count, config=config,
-                   scale=one)
-    return d
+    """fp8 A (row-major) times B (column-major), per-tensor scales, bf16 out, fast accumulation."""
+    with space.forced(config):
+        return gemm(a, b, scale_a=one, scale_b=one, fast_accum=True)
 
 
 DEFAULT = "128x256x64:3:8:8,128x256x64:3:8:16,128x256x32:6:8:8,256x128x64:3:8:8,128x128x64:4:4:8"
@@ -54,12 +52,16 @@ DEFAULT = "128x256x64:3:8:8,128x256x64:3:8:16,128x256x32:6:8:8,256x128x64:3:8:8,
 
 def main() -> None:
     args, record = probe_arguments(DEFAULT, "benchmarks/gemm_gluon_probe.py")
-    configs = [_parse(c) for c in args.configs.split(",")]
     rows = []
     one = torch.ones((), device="cuda")
     for dtype_name, fp8, size, a, b, want, scale, sets, cases in problems(args, one):
-        for config in configs:
+        scaled = dict(scale_a=one, scale_b=one, fast_accum=True) if fp8 else {}
+        for config in (_parse(c, fp8) for c in args.configs.split(",")):
+            with space.forced(config):
+                taken = explain(a, b, **scaled).config
             try:
+                if taken != config:
+                    raise RuntimeError(f"the call does not take the family: it ran {taken.short()}")
                 got = _fp8(config, a, b, one) if fp8 else _forced(config, a, b)
                 err = float((got.float() - want).abs().max()) / scale
                 why = f"wrong: max |diff| {err:.3g} of max |torch|" if err > 0.02 else None
@@ -72,8 +74,7 @@ def main() -> None:
             cases[config.short()] = [(lambda x=x, y=y, c=config: _fp8(c, x, y, one)) if fp8 else
                                      (lambda x=x, y=y, c=config: _forced(c, x, y)) for x, y in sets]
         rows += timed_rows(cases, args.rounds, dtype_name, size)
-        rows.append(shipped_row(dtype_name, size, explain(a, b, scale_a=one, scale_b=one, fast_accum=True)
-                                if fp8 else explain(a, b)))
+        rows.append(shipped_row(dtype_name, size, explain(a, b, **scaled)))
     with open(args.out, "w") as f:
         json.dump({**record, "rows": rows}, f, indent=1)
 

@@ -1,6 +1,7 @@
-"""The warp-specialized Gluon GEMM family (``gemm_ws``): who may take it, its shipped logic rows,
-its offline compile for sm_90 (Triton's interpreter cannot run Gluon), and on the H200 its
-results against an fp64 reference over edge tiles, odd sizes and both layouts of B."""
+"""The warp-specialized Gluon GEMM family (``gemm_ws``, and its scaled fp8 use ``gemm_scaled_ws``):
+who may take it, its shipped logic rows, its offline compile for sm_90 (Triton's interpreter
+cannot run Gluon), and on the H200 its results against an fp64 reference over edge tiles, odd
+sizes, both layouts of B, D in halves, and fp8 scales per tensor, row and column with a bias."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ from tessera import InvalidArgumentError
 from tessera._core.device import DeviceInfo, device_info
 from tessera._core.launch import building_for, capture, recording
 from tessera.blas import explain, gemm, space
-from tessera.blas.kernels import gemm_ws
-from tessera.blas.kernels.gemm_ws import WsConfig, ws_shared_memory, ws_supported
+from tessera.blas.accuracy import FP8_FAST_ACCUMULATION
+from tessera.blas.kernels import gemm_scaled, gemm_ws
+from tessera.blas.kernels.gemm_scaled import launch_gemm_scaled
+from tessera.blas.kernels.gemm_tma import shared_memory_bytes
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, scaled_ws_supported, ws_supported
 from tessera.cli import main
 from tessera.tuning import logic, packs
 
@@ -32,21 +36,29 @@ SHIPPED = Path(__file__).resolve().parents[1] / "tessera" / "logic" / "sm_90"
 
 @pytest.mark.parametrize("fields", [dict(num_warps=2), dict(block_n=512), dict(block_k=256),
                                     dict(block_m=64, num_warps=8), dict(num_stages=1), dict(block_n=96),
-                                    dict(group_m=0)], ids=str)
+                                    dict(group_m=0), dict(epilogue_split=4)], ids=str)
 def test_config_rules(fields: dict) -> None:
-    """wgmma's accumulator (16 rows a warp, at most 256 columns) and B's layout read from its
-    descriptor block (block_k < block_n) bound the configurations."""
+    """wgmma's accumulator (16 rows a warp, at most 256 columns), B's layout read from its
+    descriptor block (block_k < block_n) and D whole or in halves bound the configurations."""
     with pytest.raises(InvalidArgumentError, match="gemm_ws takes 4 or 8 warps"):
         WsConfig(**fields)
+    with pytest.raises(InvalidArgumentError, match="gemm_scaled_ws takes 4 or 8 warps"):
+        ScaledWsConfig(**fields)
     assert WsConfig().short() == "gemm_ws 128x256x64 g8 w8 s3"
+    halves = ScaledWsConfig(num_stages=4, epilogue_split=2)
+    assert halves.short() == "gemm_scaled_ws 128x256x128 g8 w8 s4 split2"
 
 
-def test_shared_memory_of_the_shipped_tile_fits_the_h200() -> None:
-    """Three 128×256×64 bf16 stages (144 KiB) and D's tile (64 KiB): under the H200's 227 KiB,
-    as the offline compile measured (213052 bytes with the barriers and the layout scratch)."""
-    assert ws_shared_memory(WsConfig()) == 3 * (128 + 256) * 64 * 2 + 128 * 256 * 2
-    assert ws_shared_memory(WsConfig()) < 232448
-    assert ws_shared_memory(WsConfig(num_stages=4)) > 232448
+def test_shared_memory_of_the_tiles_fits_the_h200() -> None:
+    """Three 128×256×64 bf16 stages (144 KiB) and D's tile (64 KiB): under the H200's 227 KiB, as
+    the offline compile measured (213052 bytes with the barriers); a fourth stage fits only with D
+    in halves (229444 bytes), as for fp8's 128-deep steps."""
+    def needed(config: WsConfig) -> int:
+        return shared_memory_bytes(config, config.num_stages, 2 if config.block_k == 64 else 1, 2)
+
+    assert needed(WsConfig()) == 3 * (128 + 256) * 64 * 2 + 128 * 256 * 2 < 232448
+    for family in (WsConfig, ScaledWsConfig):
+        assert needed(family(num_stages=4)) > 232448 > needed(family(num_stages=4, epilogue_split=2)) + 1024
 
 
 def test_who_the_family_takes() -> None:
@@ -65,6 +77,38 @@ def test_who_the_family_takes() -> None:
     assert space.ws_capable(H200)
     assert not space.ws_capable(DeviceInfo("sm_100", "cuda", "B200", 148, 32, 232448, {}, None))
     assert not space.ws_capable(DeviceInfo("gfx942", "hip", "MI300X", 304, 64, 65536, {}, None))
+
+
+@pytest.mark.parametrize("elem", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
+def test_who_the_scaled_use_takes(elem: torch.dtype) -> None:
+    """fp8 with fast accumulation, A row-major and B column-major (wgmma reads 8-bit operands
+    K-major only), D row-major bf16, fp16 or fp32, 16-byte rows; not int8, not the precise mode."""
+    a, b = torch.empty(64, 48, dtype=elem), torch.empty(32, 48, dtype=elem).t()
+    for out in (torch.bfloat16, torch.float16, torch.float32):
+        assert scaled_ws_supported(a, b, torch.empty(64, 32, dtype=out), True)
+    d = torch.empty(64, 32, dtype=torch.bfloat16)
+    assert not scaled_ws_supported(a, b, d, False)  # the precise mode
+    assert not scaled_ws_supported(a, b.contiguous(), d, True)  # B row-major
+    assert not scaled_ws_supported(a.t().contiguous().t(), b, d, True)  # A column-major
+    assert not scaled_ws_supported(a, b, torch.empty(64, 32, dtype=torch.int32), True)
+    i8 = torch.empty(64, 48, dtype=torch.int8)
+    assert not scaled_ws_supported(i8, torch.empty(32, 48, dtype=torch.int8).t(), d, True)
+
+
+@pytest.mark.parametrize("dtype", ["fp8e4m3_fast", "fp8e5m2_fast"])
+def test_scaled_selection_takes_the_family_only_where_it_fits(dtype: str) -> None:
+    """The heuristic and the shipped logic give large fast-accumulation fp8 calls the family when
+    it takes them (ws_ok), the descriptor family otherwise; a forced gemm_scaled_ws configuration
+    on a call it does not take falls back to the selection."""
+    for fits in (True, False):
+        problem = space.MnkProblem(8192, 8192, 8192, dtype, True, fits)
+        choice = space.select_mnk("gemm_scaled", problem, H200)
+        assert isinstance(choice.config, ScaledWsConfig) == fits, choice.reason
+        with space.forced(ScaledWsConfig(num_stages=4, epilogue_split=2)):
+            forced = space.select_mnk("gemm_scaled", problem, H200)
+        assert (forced.reason == "forced") == fits and isinstance(forced.config, ScaledWsConfig) == fits
+    small = space.select_mnk("gemm_scaled", space.MnkProblem(64, 8192, 8192, dtype, True, True), H200)
+    assert not isinstance(small.config, ScaledWsConfig), small.reason
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -108,22 +152,49 @@ def test_pack_launches_are_a_real_calls(b_col_major: bool, shape: tuple[int, int
     assert real[0].key() in {call.key() for call in representative}
 
 
+@pytest.mark.parametrize("b_col_major", [False, True], ids=["b-row-major", "x@W.t()"])
+@pytest.mark.parametrize("m,n", [(8192, 8192), (4000, 12008)], ids=str)
+def test_scaled_pack_launches_are_a_real_calls(b_col_major: bool, m: int, n: int) -> None:
+    """A large fp8 call with per-tensor scales (B column-major, or row-major and copied K-major
+    first) launches with the key of one of the scaled use's representative launches."""
+    config = ScaledWsConfig()
+    with capture() as representative, building_for("cuda", "sm_90"):
+        gemm_scaled.representative_launch("gemm_scaled", config, "fp8e4m3_fast", 132)
+    assert len(representative) == 4
+    a = torch.empty(m, 1024, dtype=torch.float8_e4m3fn)
+    b = (torch.empty(n, 1024, dtype=a.dtype).t() if b_col_major
+         else torch.empty(1024, n, dtype=a.dtype))
+    one = torch.empty(1, dtype=torch.float32)
+    with capture() as real, building_for("cuda", "sm_90"):
+        launch_gemm_scaled(a, b, one, one, None, torch.empty(m, n, dtype=torch.bfloat16), config=config,
+                           fast_accum=True, num_sms=132)
+    assert real[-1].key() in {call.key() for call in representative}
+
+
 def test_compiles_offline_for_sm90() -> None:
     """A pack build for sm_90 compiles the family's 16 representative launches (B row- and
-    column-major; M, N, K multiples of 16 or only of 8) with the running Triton — 3.9 in CI,
-    whose Gluon renamed the TMA copies and the barrier (the aliases in gemm_ws)."""
-    job = {"library": "blas", "op": "gemm", "kernel": "gemm_ws", "dtype": "bf16",
-           "config": {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_warps": 8,
-                      "num_stages": 3}}
+    column-major; M, N, K multiples of 16 or only of 8), D in halves on 4 stages, and the scaled
+    fp8 use's 4 (M, N multiples of 16 or only of 8) with the running Triton — 3.9 in CI, whose
+    Gluon renamed the TMA copies and the barrier (the aliases in gemm_ws)."""
+    tile = {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_warps": 8}
+    jobs = [{"library": "blas", "op": "gemm", "kernel": "gemm_ws", "dtype": "bf16",
+             "config": {**tile, "num_stages": 3}},
+            {"library": "blas", "op": "gemm", "kernel": "gemm_ws", "dtype": "fp16",
+             "config": {**tile, "num_stages": 4, "epilogue_split": 2}},
+            {"library": "blas", "op": "gemm_scaled", "kernel": "gemm_scaled_ws", "dtype": "fp8e4m3_fast",
+             "config": {**tile, "block_k": 128, "num_stages": 4, "epilogue_split": 2}}]
     with tempfile.TemporaryDirectory() as out:
-        [result] = precompile("sm_90", [job], out)
-        assert result["status"] == "ok", result
-        sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
-                    if f.endswith(".launch.json")]
-        assert len(sidecars) == 16 and all(s["function"].endswith(":_gemm_ws_kernel") for s in sidecars)
-        metadata = json.loads((Path(out) / sidecars[0]["metadata"]).read_text())
-        assert metadata["num_warps"] == 12  # 8 multiplying warps, the loader warp's group
-    [refused] = precompile("gfx942", [job], "/nonexistent")
+        results = precompile("sm_90", jobs, out)
+        for job, result, launches, function in zip(jobs, results, (16, 16, 4), ("_gemm_ws_kernel",) * 3,
+                                                   strict=True):
+            assert result["status"] == "ok", (job, result)
+            sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
+                        if f.endswith(".launch.json")]
+            assert len(sidecars) == launches and all(s["function"].endswith(f":{function}") for s in sidecars)
+            metadata = json.loads((Path(out) / sidecars[0]["metadata"]).read_text())
+            assert metadata["num_warps"] == 12  # 8 multiplying warps, the loader warp's group
+            assert metadata["shared"] <= 232448, job  # 4 stages fit beside D's half-sized buffer
+    [refused] = precompile("gfx942", jobs[:1], "/nonexistent")
     assert refused["status"] == "failed"
 
 
@@ -151,6 +222,58 @@ def test_gpu_results_against_fp64(config: WsConfig, dtype: torch.dtype) -> None:
             bound = 2.0**-7 * want.abs() + 1e-5 * (a.double().abs() @ b.double().abs()) + 1e-6
             assert ((got.double() - want).abs() <= bound).all(), (m, n, k, b.stride())
             assert torch.equal(again, got)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [ScaledWsConfig(), ScaledWsConfig(num_stages=4, epilogue_split=2),
+                                    ScaledWsConfig(128, 128, 64, 8, 4, 8)], ids=lambda c: c.short())
+@pytest.mark.parametrize("elem", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
+def test_gpu_scaled_results_against_fp64(config: ScaledWsConfig, elem: torch.dtype) -> None:
+    """fp8 with fast accumulation through ``gemm``: edge tiles, K tails, more tiles than programs;
+    per-tensor scales, per-row / per-column ones with a bias, bf16 / fp16 / fp32 results, B
+    column-major and row-major (copied K-major first); each within the output's rounding plus the
+    fast accumulation's bound of the fp64 product, and each call through the family."""
+    if not space.ws_capable(device_info()):
+        pytest.skip("needs an sm_90 GPU")
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    unit = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}
+    for m, n, k in ((300, 520, 144), (128, 256, 128), (1031, 2056, 1008), (4096, 4096, 512)):
+        a = torch.randn(m, k, device="cuda", generator=gen).to(elem)
+        b_col = torch.randn(n, k, device="cuda", generator=gen).to(elem).t()
+        rows = torch.rand(m, device="cuda", generator=gen) + 0.5
+        cols = torch.rand(n, device="cuda", generator=gen) + 0.5
+        bias = torch.randn(n, device="cuda", generator=gen).to(torch.bfloat16)
+        per_tensor = (torch.tensor([0.5], device="cuda"), torch.tensor(3.0, device="cuda"))
+        cases = [(b_col, *per_tensor, None, torch.bfloat16), (b_col, rows, cols, bias, torch.float16),
+                 (b_col.contiguous(), rows, cols, None, torch.float32)]
+        for b, sa, sb, bias_t, out_dtype in cases:
+            with space.forced(config), recording() as calls:
+                got = gemm(a, b, scale_a=sa, scale_b=sb, bias=bias_t, out_dtype=out_dtype, fast_accum=True)
+            assert gemm_ws._launch in [c.launcher for c in calls], (m, n, k, out_dtype)
+            scale = sa.double().reshape(-1, 1) * sb.double().reshape(1, -1)
+            want = (a.double() @ b.double()) * scale + (0 if bias_t is None else bias_t.double())
+            magnitude = (a.double().abs() @ b.double().abs()) * scale
+            bound = unit[out_dtype] * want.abs() + FP8_FAST_ACCUMULATION * magnitude + 1e-6
+            assert ((got.double() - want).abs() <= bound).all(), (m, n, k, out_dtype, config.short())
+
+
+@pytest.mark.gpu
+def test_gpu_halves_of_d_are_right() -> None:
+    """16-bit D stored in two column halves on 4 stages (edge tiles, both layouts of B)."""
+    if not space.ws_capable(device_info()):
+        pytest.skip("needs an sm_90 GPU")
+    config = WsConfig(num_stages=4, epilogue_split=2)
+    gen = torch.Generator(device="cuda").manual_seed(9)
+    for m, n, k in ((300, 520, 136), (1031, 2056, 1000)):
+        a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+        for b in (torch.randn(k, n, device="cuda", generator=gen).to(a.dtype),
+                  torch.randn(n, k, device="cuda", generator=gen).to(a.dtype).t()):
+            with space.forced(config), recording() as calls:
+                got = gemm(a, b)
+            assert [c.launcher for c in calls] == [gemm_ws._launch]
+            want = a.double() @ b.double()
+            bound = 2.0**-7 * want.abs() + 1e-5 * (a.double().abs() @ b.double().abs()) + 1e-6
+            assert ((got.double() - want).abs() <= bound).all(), (m, n, k, b.stride())
 
 
 @pytest.mark.gpu

@@ -53,6 +53,7 @@ from tessera.blas.kernels.gemm_wq import (
     launch_gemm_wq,
     reads_words,
 )
+from tessera.blas.kernels.gemm_ws import scaled_ws_supported
 from tessera.tuning import logic
 
 BITS = (4, 8)
@@ -354,6 +355,8 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
         return out, None
     key = key + FAST_SUFFIX if fast_accum else key
     info = device_info(device)
-    tma_ok = space.descriptors_run(info) and scaled_tma_supported(*k_major(a, b, materialize=False), out)
-    choice = space.select_mnk("gemm_scaled", space.MnkProblem(m, n, k, key, tma_ok), info)
+    operands = k_major(a, b, materialize=False)
+    tma_ok = space.descriptors_run(info) and scaled_tma_supported(*operands, out)
+    ws_ok = tma_ok and scaled and space.ws_capable(info) and scaled_ws_supported(*operands, out, fast_accum)
+    choice = space.select_mnk("gemm_scaled", space.MnkProblem(m, n, k, key, tma_ok, ws_ok), info)
     return out, (a, b, sa, sb, bias_t, choice, info.multiprocessors or 0)

@@ -23,7 +23,7 @@ from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
-from tessera.blas.kernels.gemm_ws import WsConfig
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.tuning import logic
@@ -308,7 +308,7 @@ WQ_FALLBACK = WqConfig(16, 64, 64, 1, 8, 4, 3)
 
 # the configuration types of each op that select_mnk serves (any of its families may be forced)
 MNK_CONFIGS: dict[str, tuple[type, ...]] = {"gemm_wq": (WqConfig, WqGemvConfig, WqDequantConfig),
-                                            "gemm_scaled": (ScaledConfig, ScaledTmaConfig)}
+                                            "gemm_scaled": (ScaledConfig, ScaledTmaConfig, ScaledWsConfig)}
 
 
 @dataclass(frozen=True)
@@ -320,13 +320,16 @@ class MnkProblem:
     k: int
     dtype: str  # int4_bf16 … for gemm_wq; fp8e4m3, fp8e5m2, int8 for gemm_scaled
     tma_ok: bool = False  # gemm_scaled: the operands' layouts and the device take gemm_scaled_tma
+    ws_ok: bool = False  # and gemm_scaled_ws takes them (sm_90, fp8 with fast accumulation, scaled)
 
 
 def select_mnk(op: str, problem: MnkProblem, device: DeviceInfo) -> Choice:
     """The configuration of a quantized GEMM (``op`` gemm_wq or gemm_scaled): a forced config of
-    that family, else the logic files, else the op's heuristic."""
+    that family (unless it is a warp-specialized one the call does not fit), else the logic files
+    (their rows the call fits), else the op's heuristic."""
     if forced.config is not None and isinstance(forced.config, MNK_CONFIGS[op]):
-        return Choice(forced.config, "forced")
+        if problem.ws_ok or not isinstance(forced.config, ScaledWsConfig):
+            return Choice(forced.config, "forced")
     return _select_mnk_cached(op, problem, device.backend, device.arch, device.multiprocessors or 0,
                               logic.generation())
 
@@ -335,7 +338,8 @@ def select_mnk(op: str, problem: MnkProblem, device: DeviceInfo) -> Choice:
 def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sms: int,
                        _generation: int) -> Choice:
     match, reasons = logic.lookup(arch, "blas", op, problem.dtype, (problem.m, problem.n, problem.k),
-                                  usable=lambda cfg: problem.tma_ok or not uses_tma(cfg))
+                                  usable=lambda cfg: (problem.tma_ok or not uses_tma(cfg))
+                                  and (problem.ws_ok or not isinstance(cfg, ScaledWsConfig)))
     if match is not None:
         return Choice(match.config, match.describe())
     choice = MNK_HEURISTICS[op](problem, backend, sms)
@@ -444,13 +448,20 @@ SCALED_SPACE: tuple[ScaledConfig | ScaledTmaConfig, ...] = tuple(
     for split in ((1,) if bm == bn else (2, 4))
     for s in (3, 4)
     for flat in (False, True)
+) + (  # sm_90, fp8 with fast accumulation: the warp-specialized Gluon kernel (D in halves: a 4th stage)
+    ScaledWsConfig(128, 256, 128, 8, 8, 3), ScaledWsConfig(128, 256, 128, 16, 8, 3),
+    ScaledWsConfig(128, 256, 128, 8, 8, 4, 2), ScaledWsConfig(128, 256, 64, 8, 8, 6),
+    ScaledWsConfig(128, 256, 64, 8, 8, 8, 2), ScaledWsConfig(256, 128, 64, 8, 8, 6),
+    ScaledWsConfig(128, 128, 64, 8, 4, 8),
 )
 
 
 def _scaled_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
-    """Large problems take the tiles measured best at 8192³ on the H200: fp8 on the persistent
-    descriptor family where the layouts allow (fast accumulation 128x256x128 flattened, 1.02×
-    torch._scaled_mm; default 256x128x128, 0.83× against the pointer family's 0.70×;
+    """Large problems take the tiles measured best at 8192³ on the H200: fp8 with fast accumulation
+    on sm_90 the warp-specialized Gluon kernel, 128x256x128 on 3 stages, where it takes the call
+    (1.034× torch._scaled_mm where gemm_scaled_tma took 0.997×, gluon-probe-h200-e504ee4/); fp8 on
+    the persistent descriptor family where the layouts allow (fast accumulation 128x256x128
+    flattened, 1.02× torch._scaled_mm; default 256x128x128, 0.83× against the pointer family's 0.70×;
     persistent-sweep-h200-20c50f1.json), else the pointer family (fp8 fast 128x256x128, default
     256x128x128, 4 stages; benchmarks/quantized.py); int8 the descriptor family's 128x256x128
     with D stored in quarters, so 4 stages fit beside an int32 D (1.34× / 1.32× torch._int_mm in
@@ -461,6 +472,9 @@ def _scaled_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     if problem.m <= 64 or problem.n <= 64:
         return Choice(ScaledConfig(64, 64, 128, 8, 4, 3), "small M or N: 64x64 tiles")
     fast = problem.dtype.endswith("_fast")
+    if problem.ws_ok:
+        return Choice(ScaledWsConfig(128, 256, 128, 8, 8, 3),
+                      "fp8, fast accumulation, sm_90: warp-specialized Gluon kernel, 128x256 tiles")
     if problem.dtype.startswith("fp8") and problem.tma_ok:
         if fast:
             return Choice(ScaledTmaConfig(128, 256, 128, 8, 8, 4, False, 2, True),
@@ -490,7 +504,8 @@ def heuristic_scaled_logic(device: DeviceInfo) -> list[dict]:
 
 
 logic.register_op("blas", "gemm_scaled", WQ_SIZE_KEYS,
-                  {"gemm_scaled": ScaledConfig, "gemm_scaled_tma": ScaledTmaConfig},
+                  {"gemm_scaled": ScaledConfig, "gemm_scaled_tma": ScaledTmaConfig,
+                   "gemm_scaled_ws": ScaledWsConfig},
                   heuristic=heuristic_scaled_logic)
 MNK_HEURISTICS = {"gemm_wq": _wq_heuristic, "gemm_scaled": _scaled_heuristic}
 

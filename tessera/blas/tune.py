@@ -16,13 +16,13 @@ from tessera._core.timing import cold_copies, graph_ms, on_gpu
 from tessera.blas import space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_reference
 from tessera.blas.api import gemm
-from tessera.blas.kernels.gemm_scaled import ScaledConfig, ScaledTmaConfig, element_dtype
+from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX, ScaledConfig, ScaledTmaConfig, element_dtype
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig, shared_memory_bytes
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
-from tessera.blas.kernels.gemm_ws import WsConfig, ws_shared_memory
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.blas.level1 import axpy, dot, iamax, nrm2
@@ -85,7 +85,7 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
     if isinstance(config, WsConfig):  # 16-bit, one 2-D problem, Hopper's wgmma
         limit = device.shared_memory_per_block
         return (batch == 1 and dtype in ("bf16", "fp16") and space.ws_capable(device)
-                and (limit is None or ws_shared_memory(config) + 1024 <= limit))
+                and (limit is None or shared_memory_bytes(config, config.num_stages, 2, 2) + 1024 <= limit))
     if isinstance(config, TmaConfig):
         if batch != 1 or dtype == "fp64" or not space.tma_capable(device):
             return False
@@ -289,9 +289,11 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             early = [dataclasses.replace(c, early_scales=True) for c in planes]
             configs = [*configs, *planes, *early, *units]
         tma = space.descriptors_run(device)
-        # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice
+        ws = space.ws_capable(device) and dtype.startswith("fp8") and dtype.endswith(FAST_SUFFIX)
+        # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice;
+        # a warp-specialized one the call does not fit would run the selection's choice instead
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
-                and (tma or not space.uses_tma(c))
+                and (tma or not space.uses_tma(c)) and (ws or not isinstance(c, ScaledWsConfig))
                 and c.block_n <= _pow2_at_least(n)
                 and (op != "gemm_wq" or getattr(c, "block_k", 0) <= _group_for(k))
                 and not (isinstance(c, WqGemvConfig) and (m > GEMV_MAX_ROWS or n % 4))]  # words

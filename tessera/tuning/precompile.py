@@ -30,6 +30,7 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
                   "gemm_wq_dequant": "tessera.blas.kernels.gemm_wq",
                   "gemm_scaled": "tessera.blas.kernels.gemm_scaled",
                   "gemm_scaled_tma": "tessera.blas.kernels.gemm_scaled",
+                  "gemm_scaled_ws": "tessera.blas.kernels.gemm_scaled",
                   "gemv": "tessera.blas.kernels.level2", "gemv_gemm": "tessera.blas.kernels.level2",
                   "ger": "tessera.blas.kernels.level2", "symv": "tessera.blas.kernels.level2",
                   "trsv": "tessera.blas.kernels.level2", "level1": "tessera.blas.kernels.level1",
@@ -38,7 +39,7 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
 
 
 # Hopper tensor descriptors (sm_90 or newer): these families, and configurations with ``tma`` set
-TMA_FAMILIES = ("gemm_tma", "gemm_scaled_tma", "gemm_ws")
+TMA_FAMILIES = ("gemm_tma", "gemm_scaled_tma", "gemm_ws", "gemm_scaled_ws")
 
 
 def _target(arch: str, warp_size: int) -> object:

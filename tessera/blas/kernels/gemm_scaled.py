@@ -14,14 +14,17 @@ by default; with ``fast_accum`` it is left to Triton (no bound on sm_90: cuBLAS'
 8-bit tensor-core MMAs read shared-memory operands K-major only: on CUDA a large problem with a
 row-major B (or column-major A) is given a K-major scratch copy first (see :func:`k_major`).
 
-Two families: ``gemm_scaled`` (pointer loads, one program per tile, any strides, every backend)
-and ``gemm_scaled_tma`` (Hopper: persistent programs, tensor-descriptor loads and stores, as
+Three families: ``gemm_scaled`` (pointer loads, one program per tile, any strides, every backend),
+``gemm_scaled_tma`` (Hopper: persistent programs, tensor-descriptor loads and stores, as
 ``gemm_tma``), which takes K-major operands with 16-byte aligned rows and a row-major D; any
-other problem given a ``gemm_scaled_tma`` configuration runs the pointer family with its tiles.
+other problem given a ``gemm_scaled_tma`` configuration runs the pointer family with its tiles;
+and ``gemm_scaled_ws`` (sm_90, fp8 with fast accumulation: the warp-specialized Gluon kernel of
+``gemm_ws``), which selection gives only the calls it takes (``MnkProblem.ws_ok``).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -42,6 +45,7 @@ from tessera.blas.kernels.gemm_tma import (
     tile_counts,
     tma_supported,
 )
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, launch_gemm_ws
 
 
 @dataclass(frozen=True)
@@ -186,13 +190,18 @@ def scaled_tma_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> b
 
 def launch_gemm_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor | None,
                        scale_b: torch.Tensor | None, bias: torch.Tensor | None, d: torch.Tensor, *,
-                       config: ScaledConfig | ScaledTmaConfig, fast_accum: bool = False,
+                       config: ScaledConfig | ScaledTmaConfig | ScaledWsConfig, fast_accum: bool = False,
                        num_sms: int = 0) -> None:
     """d (M, N) ← a (M, K) @ b (K, N), scaled when scales are given; a scale is a 1-element or
     per-row (per-column) 1-D float32 tensor. ``fast_accum`` (fp8) lets each K block accumulate in
     the tensor cores' narrower accumulator. A ``ScaledTmaConfig`` runs persistent on ``num_sms``
-    programs when :func:`scaled_tma_supported`, else the pointer family with the same tiles."""
+    programs when :func:`scaled_tma_supported`, else the pointer family with the same tiles; a
+    ``ScaledWsConfig`` runs the warp-specialized kernel (selection gives it only calls it takes,
+    ``gemm_ws.scaled_ws_supported`` on sm_90)."""
     a, b = k_major(a, b)
+    if isinstance(config, ScaledWsConfig):
+        launch_gemm_ws(a, b, d, num_sms=num_sms, config=config, scale_a=scale_a, scale_b=scale_b, bias=bias)
+        return
     m, k = a.shape
     n = b.shape[1]
     integer = a.dtype == torch.int8
@@ -238,24 +247,27 @@ def element_dtype(dtype: str) -> tuple[torch.dtype, bool]:
     return TORCH_DTYPES[dtype.removesuffix(FAST_SUFFIX)], fast
 
 
-def representative_sizes(config: ScaledConfig | ScaledTmaConfig, num_sms: int) -> tuple[int, int, int]:
+def representative_sizes(config: ScaledConfig | ScaledTmaConfig | ScaledWsConfig,
+                         num_sms: int) -> tuple[int, int, int]:
     """(M, N, K) of the aligned problem a pack compiles ``config`` for: 1024³, or for the persistent
-    family at least one tile per multiprocessor (:func:`full_wave_shape`)."""
-    if isinstance(config, ScaledTmaConfig):
+    families at least one tile per multiprocessor (:func:`full_wave_shape`)."""
+    if isinstance(config, (ScaledTmaConfig, ScaledWsConfig)):
         return (*full_wave_shape(config.block_m, config.block_n, num_sms), 1024)
     return 1024, 1024, 1024
 
 
-def representative_launch(op: str, config: ScaledConfig | ScaledTmaConfig, dtype: str, num_sms: int) -> None:
+def representative_launch(op: str, config: ScaledConfig | ScaledTmaConfig | ScaledWsConfig, dtype: str,
+                          num_sms: int) -> None:
     """The launches ``gemm`` makes for the sizes of :func:`representative_sizes`, B column-major,
-    M aligned and not (token counts): with per-tensor scales and a bf16 result, and for int8 also
-    unscaled with the exact int32 result (run under ``tessera._core.launch.capture()``)."""
-    rows, n, k = representative_sizes(config, num_sms)
+    M aligned and not (token counts; the warp-specialized family, whose sizes are specialized
+    launch arguments, also N a multiple of 8 only): with per-tensor scales and a bf16 result, and
+    for int8 also unscaled with the exact int32 result (run under ``tessera._core.launch.capture()``)."""
+    rows, cols, k = representative_sizes(config, num_sms)
     elem, fast = element_dtype(dtype)
-    b = torch.empty(n, k, dtype=elem).t()
     scale = torch.empty(1, dtype=torch.float32)
-    for m in (rows, rows - 24):
-        a = torch.empty(m, k, dtype=elem)
+    widths = (cols, cols - 8) if isinstance(config, ScaledWsConfig) else (cols,)
+    for m, n in itertools.product((rows, rows - 24), widths):
+        a, b = torch.empty(m, k, dtype=elem), torch.empty(n, k, dtype=elem).t()
         launch_gemm_scaled(a, b, scale, scale, None, torch.empty(m, n, dtype=torch.bfloat16),
                            config=config, fast_accum=fast, num_sms=num_sms)
         if elem == torch.int8:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 import triton
@@ -171,7 +172,18 @@ def _gemm_tma_kernel(
         store_tile(d_desc, off_m, off_n, acc.to(d_desc.dtype), BLOCK_M, BLOCK_N, EPILOGUE_SPLIT)
 
 
-def fitting_stages(config: TmaConfig, in_bytes: int, out_bytes: int, d: torch.Tensor) -> int:
+class StagedTiles(Protocol):
+    """What :func:`fitting_stages` and :func:`shared_memory_bytes` read of a configuration (this
+    family's and the warp-specialized one's)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_stages: int
+    epilogue_split: int
+
+
+def fitting_stages(config: StagedTiles, in_bytes: int, out_bytes: int, d: torch.Tensor) -> int:
     """``config.num_stages``, or fewer when its operand stages and the epilogue's store buffer
     would not fit the shared memory of ``d``'s device: an output wider than the one a
     configuration was tuned with (fp32 D from 16- or 8-bit inputs: 128×256 tiles with 4 stages
@@ -186,7 +198,7 @@ def fitting_stages(config: TmaConfig, in_bytes: int, out_bytes: int, d: torch.Te
     return max(1, min(config.num_stages, (limit - epilogue - 1024) // stage))  # 1 KiB: barriers
 
 
-def shared_memory_bytes(config: TmaConfig, stages: int, in_bytes: int, out_bytes: int) -> int:
+def shared_memory_bytes(config: StagedTiles, stages: int, in_bytes: int, out_bytes: int) -> int:
     """Shared memory of a descriptor-family launch: ``stages`` A and B tiles of ``in_bytes``
     elements, and the epilogue's store buffer (one column slice of D) of ``out_bytes``."""
     pipeline = stages * (config.block_m + config.block_n) * config.block_k * in_bytes

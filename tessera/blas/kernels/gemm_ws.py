@@ -13,9 +13,16 @@ Triton's automatic warp specialization of ``tl.range`` loops measured no gain on
 results with pointer stores (``benchmarks/gemm_ws_probe.py``); these explicit partitions were first
 timed by ``benchmarks/gemm_gluon_probe.py`` (docs/architecture.md).
 
-Needs: CUDA sm_90 (wgmma), 2-D 16-bit A row-major and B either way, D row-major of A's dtype, no C,
-alpha 1, 16-byte aligned rows (:func:`ws_supported`). Triton 3.6 and 3.9 name the TMA copies and the
-partition barrier differently: the aliases below take whichever the running Triton has.
+Two uses, one kernel: ``gemm`` (``WsConfig``, op ``gemm``) on 16-bit A row-major and B either way,
+D row-major of A's dtype, no C, alpha 1 (:func:`ws_supported`); and the scaled fp8 GEMM with fast
+accumulation (``ScaledWsConfig``, op ``gemm_scaled``: A row-major, B column-major since wgmma reads
+8-bit operands K-major only, D = A·B · scale_a · scale_b + bias in bf16, fp16 or fp32, the scales
+per tensor or per row of A / column of B; :func:`scaled_ws_supported`). Both need CUDA sm_90
+(wgmma) and 16-byte aligned rows. ``epilogue_split`` 2 stores D's tile in two column halves
+through one half-sized buffer, which leaves room for one more operand stage.
+
+Triton 3.6 and 3.9 name the TMA copies and the partition barrier differently: the aliases below
+take whichever the running Triton has.
 """
 
 from __future__ import annotations
@@ -39,14 +46,20 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import representative_operands
-from tessera.blas.kernels.gemm_tma import full_wave_shape, is_col_major, tma_supported
+from tessera.blas.kernels.gemm_tma import (
+    fitting_stages,
+    full_wave_shape,
+    is_col_major,
+    tma_supported,
+)
 
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # 3.9 / 3.6
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 
 _GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
-_DESCRIPTOR_DTYPES = {**_GL_DTYPES, torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
+_FP8_DTYPES = {torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
+_DESCRIPTOR_DTYPES = {**_GL_DTYPES, **_FP8_DTYPES, torch.float32: gl.float32}
 LOADER_REGISTERS = gl.constexpr(24)  # the loader warp's registers after setmaxnreg (it holds addresses only)
 
 
@@ -54,7 +67,9 @@ LOADER_REGISTERS = gl.constexpr(24)  # the loader warp's registers after setmaxn
 class WsConfig:
     """Launch parameters of :func:`_gemm_ws_kernel`: a (block_m × block_n) output tile a step of
     block_k, ``num_warps`` multiplying warps (4 or 8: one or two warp groups stacked along M),
-    ``num_stages`` operand stages in shared memory; one loader warp besides."""
+    ``num_stages`` operand stages in shared memory (fewer where they and D's buffer would not fit
+    the GPU's shared memory), D stored whole or in ``epilogue_split`` column halves; one loader
+    warp besides."""
 
     block_m: int = 128
     block_n: int = 256
@@ -62,6 +77,7 @@ class WsConfig:
     group_m: int = 8
     num_warps: int = 8
     num_stages: int = 3
+    epilogue_split: int = 1
 
     kernel = "gemm_ws"
 
@@ -69,16 +85,28 @@ class WsConfig:
         sizes = (self.block_m, self.block_n, self.block_k)
         if self.num_warps not in (4, 8) or any(s & (s - 1) or s < 16 for s in sizes) \
                 or not self.block_k < self.block_n <= 256 or self.block_m % (16 * self.num_warps) \
-                or self.num_stages < 2 or self.group_m < 1:
+                or self.num_stages < 2 or self.group_m < 1 or self.epilogue_split not in (1, 2):
             raise InvalidArgumentError(
-                f"gemm_ws takes 4 or 8 warps, power-of-two blocks of at least 16 with block_k < block_n "
-                f"≤ 256 and block_m a multiple of 16 rows a warp, 2 or more stages and group_m ≥ 1 "
-                f"(actual: {self.short()}): wgmma's accumulator is 16 rows a warp and at most 256 "
-                f"columns, and B's descriptor block tells its layout by block_k ≠ block_n")
+                f"{self.kernel} takes 4 or 8 warps, power-of-two blocks of at least 16 with block_k < "
+                f"block_n ≤ 256 and block_m a multiple of 16 rows a warp, 2 or more stages, group_m ≥ 1 "
+                f"and epilogue_split 1 or 2 (actual: {self.short()}): wgmma's accumulator is 16 rows a "
+                f"warp and at most 256 columns, and B's descriptor block tells its layout by "
+                f"block_k ≠ block_n")
 
     def short(self) -> str:
+        split = f" split{self.epilogue_split}" if self.epilogue_split > 1 else ""
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
-                f"w{self.num_warps} s{self.num_stages}")
+                f"w{self.num_warps} s{self.num_stages}{split}")
+
+
+@dataclass(frozen=True)
+class ScaledWsConfig(WsConfig):
+    """:class:`WsConfig` for op ``gemm_scaled`` (fp8 with fast accumulation), its own family name
+    in logic files; 128-deep K steps by default (32 bytes a row and wgmma instruction)."""
+
+    block_k: int = 128
+
+    kernel = "gemm_scaled_ws"
 
 
 @gluon.constexpr_function
@@ -96,6 +124,13 @@ def _b_col_major(b_desc, block_k):
     return b_desc.block_type.shape[1] == block_k
 
 
+@gluon.constexpr_function
+def _block_n(b_desc, block_k):
+    """The tile's columns, from B's descriptor block ((BN, BK) column-major, (BK, BN) row-major):
+    D's block may be a column half of it."""
+    return b_desc.block_type.shape[0] if b_desc.block_type.shape[1] == block_k else b_desc.block_type.shape[1]
+
+
 @gluon.jit
 def _tile_origin(tile, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M):
     """(row, column) of output tile ``tile`` in grouped order, as ``gemm_tma.persistent_tile``
@@ -107,12 +142,12 @@ def _tile_origin(tile, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M
 
 
 @gluon.jit
-def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, scale_ptr, M, N, K, GROUP_M, STAGES):
+def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES):
     """The loader warp: for every K step of every tile of this program, wait until the stage is
     free (``empty``), then copy A's and B's tiles into it, completing on ``ready``."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
-    BN: gl.constexpr = d_desc.block_type.shape[1]
     BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = _block_n(b_desc, BK)
     B_COL_MAJOR: gl.constexpr = _b_col_major(b_desc, BK)
     num_m = gl.cdiv(M, BM)
     num_n = gl.cdiv(N, BN)
@@ -140,13 +175,50 @@ def _hand_back(empty, s, STAGES):
 
 
 @gluon.jit
-def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, scale_ptr, M, N, K, GROUP_M, STAGES):
+def _scaled(acc, off_m, off_n, M, N, epilogue, layout: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr):
+    """fp8: ``acc · scale_a[rows] · scale_b[columns] + bias[columns]`` (a stride 0 broadcasts a
+    per-tensor scale; ``epilogue`` is (scale_a, scale_b, bias or None, stride_a, stride_b))."""
+    sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb = epilogue
+    rows = off_m + gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+    cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    sa = gl.load(sa_ptr + rows * stride_sa, mask=rows < M, other=0.0)
+    sb = gl.load(sb_ptr + cols * stride_sb, mask=cols < N, other=0.0)
+    acc = acc * gl.expand_dims(sa, 1) * gl.expand_dims(sb, 0)
+    if bias_ptr is not None:
+        acc = acc + gl.expand_dims(gl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(gl.float32), 0)
+    return acc
+
+
+@gluon.jit
+def _store(d_desc, d_smem, out, off_m, off_n, BM: gl.constexpr, BN: gl.constexpr):
+    """The tile into D through its descriptor (clipped to the matrix): whole, or, where D's block
+    is half the tile, its left and right halves one after the other through the one buffer. Each
+    waits for the buffer's previous store to have left it; the last store overlaps what follows."""
+    if d_desc.block_type.shape[1] == BN:
+        tma.store_wait(pendings=0)
+        d_smem.store(out)
+        fence_async_shared()
+        _tma_store(d_desc, [off_m, off_n], d_smem)
+    else:
+        left, right = gl.reshape(out, [BM, 2, BN // 2]).permute(0, 2, 1).split()
+        tma.store_wait(pendings=0)
+        d_smem.store(left)
+        fence_async_shared()
+        _tma_store(d_desc, [off_m, off_n], d_smem)
+        tma.store_wait(pendings=0)
+        d_smem.store(right)
+        fence_async_shared()
+        _tma_store(d_desc, [off_m, off_n + BN // 2], d_smem)
+
+
+@gluon.jit
+def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES):
     """The default partition: each stage's wgmma queued behind the last, then a wait for the last
-    only (one in flight), its stage handed back; the tile (fp8 operands: times the scale at
-    ``scale_ptr``) stored through D's descriptor, the store overlapping the next tile's first steps."""
+    only (one in flight), its stage handed back; the tile (fp8 operands: scaled, :func:`_scaled`)
+    stored through D's descriptor, the store overlapping the next tile's first steps."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
-    BN: gl.constexpr = d_desc.block_type.shape[1]
     BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = _block_n(b_desc, BK)
     B_COL_MAJOR: gl.constexpr = _b_col_major(b_desc, BK)
     layout: gl.constexpr = _accumulator_layout(BM, BN, gl.num_warps(), a_desc.dtype)
     SCALED: gl.constexpr = a_desc.dtype.primitive_bitwidth == 8
@@ -172,19 +244,17 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, scale_ptr,
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         _hand_back(empty, step % STAGES, STAGES)  # the tile's last stage
         if SCALED:
-            acc = acc * gl.load(scale_ptr)
-        tma.store_wait(pendings=0)  # the previous tile's store has left d_smem
-        d_smem.store(acc.to(d_desc.dtype))
-        fence_async_shared()
-        _tma_store(d_desc, [off_m, off_n], d_smem)
+            acc = _scaled(acc, off_m, off_n, M, N, epilogue, layout, BM, BN)
+        _store(d_desc, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
     tma.store_wait(pendings=0)
 
 
 @gluon.jit
-def _gemm_ws_kernel(a_desc, b_desc, d_desc, scale_ptr, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr):
-    """D = A·B: the stage ring and its barriers, then the loader warp beside the multiplying warps
-    (the partitions take GROUP_M and STAGES as values: constants do not reach them as such, which
-    is why B's layout is read from its descriptor's block, :func:`_b_col_major`)."""
+def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb, M, N, K,
+                    GROUP_M: gl.constexpr, STAGES: gl.constexpr):
+    """D = A·B (fp8: scaled, plus a bias unless ``bias_ptr`` is None): the stage ring and its
+    barriers, then the loader warp beside the multiplying warps (B's layout and the tile's width
+    are read from the descriptors' blocks, :func:`_b_col_major`, :func:`_block_n`)."""
     dtype: gl.constexpr = a_desc.dtype
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
@@ -193,15 +263,16 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, scale_ptr, M, N, K, GROUP_M: gl.cons
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
-    args = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, scale_ptr, M, N, K, GROUP_M, STAGES)
+    epilogue = (sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb)
+    args = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES)
     gl.warp_specialize([(_multiplier, args), (_loader, args)], [1], [LOADER_REGISTERS])
 
 
 def ws_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
                  alpha: float) -> bool:
-    """Whether 2-D views ``a`` (M,K), ``b`` (K,N), ``d`` (M,N) fit this family: 16-bit A and B of
-    one dtype, D of it too, A and D row-major, B either way, 16-byte aligned rows, no C, alpha 1
-    (the caller checks the device and the batch)."""
+    """Whether 2-D views ``a`` (M,K), ``b`` (K,N), ``d`` (M,N) fit the 16-bit use: A and B of one
+    dtype, D of it too, A and D row-major, B either way, 16-byte aligned rows, no C, alpha 1 (the
+    caller checks the device and the batch)."""
     return (
         a.dtype in _GL_DTYPES and b.dtype == a.dtype and d.dtype == a.dtype
         and c is None and alpha == 1.0 and a.stride(-1) == 1
@@ -209,10 +280,15 @@ def ws_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: to
     )
 
 
-def ws_shared_memory(config: WsConfig, element_bytes: int = 2) -> int:
-    """Shared memory of a launch: the operand stages and D's tile (the barriers aside)."""
-    stages = config.num_stages * (config.block_m + config.block_n) * config.block_k
-    return (stages + config.block_m * config.block_n) * element_bytes
+def scaled_ws_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, fast_accum: bool) -> bool:
+    """Whether the scaled fp8 use takes ``a`` (M, K), ``b`` (K, N), ``d`` (M, N) as they are (after
+    ``gemm_scaled.k_major``): fp8 with fast accumulation (the kernel adds each wgmma into the
+    accumulator as the tensor cores do; the precise mode's fp32 partial sums are the other
+    families'), A row-major and B column-major (K-major), D row-major bf16, fp16 or fp32, and the
+    descriptor rules (the caller checks the device)."""
+    return (fast_accum and a.dtype in _FP8_DTYPES and b.dtype == a.dtype
+            and d.dtype in (*_GL_DTYPES, torch.float32) and a.stride(1) == 1 and b.stride(0) == 1
+            and tma_supported(a, b, d))
 
 
 def _descriptor(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
@@ -224,28 +300,34 @@ _launch = Launcher(_gemm_ws_kernel)
 
 
 def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms: int, config: WsConfig,
-                   scale: torch.Tensor | None = None) -> None:
-    """D = A·B on 2-D views that pass :func:`ws_supported`: one program a multiprocessor at most.
-    Also fp8 A (row-major) and B (column-major: wgmma takes 8-bit operands K-major only) with D =
-    ``scale``·A·B (a one-element fp32 tensor, the per-tensor scales' product), the form
-    ``benchmarks/gemm_gluon_probe.py --fp8`` times; ``gemm`` does not route fp8 here (yet)."""
+                   scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None,
+                   bias: torch.Tensor | None = None) -> None:
+    """D = A·B on 2-D views that pass :func:`ws_supported`, or, with fp8 operands that pass
+    :func:`scaled_ws_supported`, D = A·B · scale_a · scale_b (+ bias), a scale being a one-element
+    or a per-row (per-column) float32 tensor. One program a multiprocessor at most; the stages cut
+    to what fits beside D's buffer (``gemm_tma.fitting_stages``)."""
     m, k = a.shape
     n = b.shape[1]
     b_col = is_col_major(b)
     b_desc = (_descriptor(b.t(), [config.block_n, config.block_k]) if b_col
               else _descriptor(b, [config.block_k, config.block_n]))
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
+    scaled = scale_a is not None
+    sa, sb = (scale_a, scale_b) if scaled else (d, d)
+    strides = [0 if t.numel() == 1 else t.stride(0) for t in (sa, sb)] if scaled else [0, 0]
+    stages = fitting_stages(config, a.element_size(), d.element_size(), d)
     _launch((min(num_sms, tiles),),
             (_descriptor(a, [config.block_m, config.block_k]), b_desc,
-             _descriptor(d, [config.block_m, config.block_n]), d if scale is None else scale, m, n, k),
-            dict(GROUP_M=config.group_m, STAGES=config.num_stages), config.num_warps, 1)
+             _descriptor(d, [config.block_m, config.block_n // config.epilogue_split]), sa, sb, bias,
+             *strides, m, n, k),
+            dict(GROUP_M=config.group_m, STAGES=stages), config.num_warps, 1)
 
 
 def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes with ``config`` for problems of a full wave or more (the grid,
     the SM count, is a launch argument): B row-major and column-major (x @ W.t()), each of M, N
     and K a multiple of 16 or only of 8 — every specialization a 16-byte-row call can have (run
-    under ``launch.capture()``)."""
+    under ``launch.capture()``). The scaled use's launches are ``gemm_scaled``'s."""
     rows, cols = full_wave_shape(config.block_m, config.block_n, num_sms)
     for b_col, m, n, k in itertools.product((False, True), (rows, rows - 8), (cols, cols - 8), (1024, 1000)):
         a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col)
