@@ -449,10 +449,9 @@ SCALED_SPACE: tuple[ScaledConfig | ScaledTmaConfig, ...] = tuple(
     for s in (3, 4)
     for flat in (False, True)
 ) + (  # sm_90, fp8 with fast accumulation: the warp-specialized Gluon kernel (D in halves: a 4th stage)
-    ScaledWsConfig(128, 256, 128, 8, 8, 3), ScaledWsConfig(128, 256, 128, 16, 8, 3),
+    *(ScaledWsConfig(128, 256, 128, g, 8, 3) for g in (4, 8, 16, 32)),
     ScaledWsConfig(128, 256, 128, 8, 8, 4, 2), ScaledWsConfig(128, 256, 64, 8, 8, 6),
-    ScaledWsConfig(128, 256, 64, 8, 8, 8, 2), ScaledWsConfig(256, 128, 64, 8, 8, 6),
-    ScaledWsConfig(128, 128, 64, 8, 4, 8),
+    ScaledWsConfig(256, 128, 64, 8, 8, 6), ScaledWsConfig(128, 128, 64, 8, 4, 8),
 )
 
 
