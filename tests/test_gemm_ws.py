@@ -200,9 +200,7 @@ def test_compiles_offline_for_sm90() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [WsConfig(), WsConfig(128, 128, 64, 8, 4, 4),
-                                    WsConfig(256, 128, 32, 4, 8, 6), WsConfig(late_store=True),
-                                    WsConfig(num_stages=4, epilogue_split=2, late_store=True)],
-                         ids=lambda c: c.short())
+                                    WsConfig(256, 128, 32, 4, 8, 6)], ids=lambda c: c.short())
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_gpu_results_against_fp64(config: WsConfig, dtype: torch.dtype) -> None:
     """Edge tiles in M and N, K not a multiple of the step (TMA's zero fill), a single tile, more
@@ -228,8 +226,7 @@ def test_gpu_results_against_fp64(config: WsConfig, dtype: torch.dtype) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [ScaledWsConfig(), ScaledWsConfig(num_stages=4, epilogue_split=2),
-                                    ScaledWsConfig(128, 128, 64, 8, 4, 8), ScaledWsConfig(late_store=True)],
-                         ids=lambda c: c.short())
+                                    ScaledWsConfig(128, 128, 64, 8, 4, 8)], ids=lambda c: c.short())
 @pytest.mark.parametrize("elem", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
 def test_gpu_scaled_results_against_fp64(config: ScaledWsConfig, elem: torch.dtype) -> None:
     """fp8 with fast accumulation through ``gemm``: edge tiles, K tails, more tiles than programs;

@@ -78,7 +78,6 @@ class WsConfig:
     num_warps: int = 8
     num_stages: int = 3
     epilogue_split: int = 1
-    late_store: bool = False
 
     kernel = "gemm_ws"
 
@@ -96,9 +95,8 @@ class WsConfig:
 
     def short(self) -> str:
         split = f" split{self.epilogue_split}" if self.epilogue_split > 1 else ""
-        late = " late" if self.late_store else ""
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
-                f"w{self.num_warps} s{self.num_stages}{split}{late}")
+                f"w{self.num_warps} s{self.num_stages}{split}")
 
 
 @dataclass(frozen=True)
@@ -144,11 +142,9 @@ def _tile_origin(tile, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M
 
 
 @gluon.jit
-def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES,
-            LATE_STORE):
+def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES):
     """The loader warp: for every K step of every tile of this program, wait until the stage is
-    free (``empty``), then copy A's and B's tiles into it, completing on ``ready`` (``epilogue``
-    and LATE_STORE are the multiplier's)."""
+    free (``empty``), then copy A's and B's tiles into it, completing on ``ready``."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = _block_n(b_desc, BK)
@@ -216,25 +212,10 @@ def _store(d_desc, d_smem, out, off_m, off_n, BM: gl.constexpr, BN: gl.constexpr
 
 
 @gluon.jit
-def _issue(a_bufs, b_bufs, ready, step, acc, B_COL_MAJOR: gl.constexpr, STAGES):
-    """Wait for stage ``step``'s operands, queue its wgmma behind the ones in flight."""
-    s = step % STAGES
-    mbarrier.wait(ready.index(s), (step // STAGES) & 1)
-    if B_COL_MAJOR:
-        acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), acc, is_async=True)
-    else:
-        acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s), acc, is_async=True)
-    return acc
-
-
-@gluon.jit
-def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES,
-                LATE_STORE):
+def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES):
     """The default partition: each stage's wgmma queued behind the last, then a wait for the last
     only (one in flight), its stage handed back; the tile (fp8 operands: scaled, :func:`_scaled`)
-    stored through D's descriptor, the store overlapping the next tile's first steps. LATE_STORE
-    keeps the finished tile in registers (in D's dtype) until the next tile's first wgmma is queued
-    and writes it to shared memory while that runs, so the tensor cores do not wait for it."""
+    stored through D's descriptor, the store overlapping the next tile's first steps."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = _block_n(b_desc, BK)
@@ -244,45 +225,33 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, 
     d_smem = gl.allocate_shared_memory(d_desc.dtype, d_desc.block_type.shape, d_desc.layout)
     num_m = gl.cdiv(M, BM)
     num_n = gl.cdiv(N, BN)
-    first = gl.program_id(0)
     step = 0
-    done = gl.zeros((BM, BN), d_desc.dtype, layout)  # LATE_STORE: the previous tile, not stored yet
-    done_m = 0
-    done_n = 0
-    for tile in range(first, num_m * num_n, gl.num_programs(0)):
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
         off_m, off_n = _tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
-        acc = _issue(a_bufs, b_bufs, ready, step, warpgroup_mma_init(gl.zeros((BM, BN), gl.float32, layout)),
-                     B_COL_MAJOR, STAGES)
-        if LATE_STORE:
-            if tile != first:
-                _store(d_desc, d_smem, done, done_m, done_n, BM, BN)
-        acc = warpgroup_mma_init(warpgroup_mma_wait(num_outstanding=1, deps=(acc,)))
-        step += 1
-        for _k in range(BK, K, BK):
-            acc = _issue(a_bufs, b_bufs, ready, step, acc, B_COL_MAJOR, STAGES)
+        acc = warpgroup_mma_init(gl.zeros((BM, BN), gl.float32, layout))
+        for k in range(0, K, BK):
+            s = step % STAGES
+            mbarrier.wait(ready.index(s), (step // STAGES) & 1)
+            if B_COL_MAJOR:
+                acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), acc, is_async=True)
+            else:
+                acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s), acc, is_async=True)
             acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-            _hand_back(empty, step % STAGES, STAGES)
+            if k > 0:
+                _hand_back(empty, s, STAGES)
             acc = warpgroup_mma_init(acc)  # the loop carries the accumulator's type
             step += 1
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         _hand_back(empty, step % STAGES, STAGES)  # the tile's last stage
         if SCALED:
             acc = _scaled(acc, off_m, off_n, M, N, epilogue, layout, BM, BN)
-        if LATE_STORE:
-            done = acc.to(d_desc.dtype)
-            done_m = off_m
-            done_n = off_n
-        else:
-            _store(d_desc, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
-    if LATE_STORE:
-        if first < num_m * num_n:
-            _store(d_desc, d_smem, done, done_m, done_n, BM, BN)
+        _store(d_desc, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
     tma.store_wait(pendings=0)
 
 
 @gluon.jit
 def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb, M, N, K,
-                    GROUP_M: gl.constexpr, STAGES: gl.constexpr, LATE_STORE: gl.constexpr):
+                    GROUP_M: gl.constexpr, STAGES: gl.constexpr):
     """D = A·B (fp8: scaled, plus a bias unless ``bias_ptr`` is None): the stage ring and its
     barriers, then the loader warp beside the multiplying warps (B's layout and the tile's width
     are read from the descriptors' blocks, :func:`_b_col_major`, :func:`_block_n`)."""
@@ -295,8 +264,7 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
     epilogue = (sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb)
-    args = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES,
-            LATE_STORE)
+    args = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES)
     gl.warp_specialize([(_multiplier, args), (_loader, args)], [1], [LOADER_REGISTERS])
 
 
@@ -352,7 +320,7 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
             (_descriptor(a, [config.block_m, config.block_k]), b_desc,
              _descriptor(d, [config.block_m, config.block_n // config.epilogue_split]), sa, sb, bias,
              *strides, m, n, k),
-            dict(GROUP_M=config.group_m, STAGES=stages, LATE_STORE=config.late_store), config.num_warps, 1)
+            dict(GROUP_M=config.group_m, STAGES=stages), config.num_warps, 1)
 
 
 def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -> None:
