@@ -75,8 +75,10 @@ def operand_rows() -> list[dict]:
     for name, target, ours, theirs, vendor in cases:
         row = {"problem": name, "size": size, "target": target, "vendor": vendor}
         try:
-            mine = [flushed_ms(ours) for _ in range(3)]
-            other = [flushed_ms(theirs) for _ in range(3)]
+            mine, other = [], []
+            for _ in range(3):  # alternated: a GPU at its power limit drifts between passes
+                mine.append(flushed_ms(ours))
+                other.append(flushed_ms(theirs))
             row.update(ms=statistics.median(mine), vendor_ms=statistics.median(other))
             row["vs_vendor"] = row["vendor_ms"] / row["ms"]
             row["tflops"] = 2 * size**3 / row["ms"] / 1e9
