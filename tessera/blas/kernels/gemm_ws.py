@@ -44,8 +44,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import Launcher, cdiv, scratch
-from tessera.blas.kernels.gemm_streamk import MAX_PIECES
+from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tile import representative_operands
 from tessera.blas.kernels.gemm_tma import (
     fitting_stages,
@@ -79,7 +78,6 @@ class WsConfig:
     num_warps: int = 8
     num_stages: int = 3
     epilogue_split: int = 1
-    stream_k: bool = False
 
     kernel = "gemm_ws"
 
@@ -98,7 +96,7 @@ class WsConfig:
     def short(self) -> str:
         split = f" split{self.epilogue_split}" if self.epilogue_split > 1 else ""
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
-                f"w{self.num_warps} s{self.num_stages}{split}{' sk' if self.stream_k else ''}")
+                f"w{self.num_warps} s{self.num_stages}{split}")
 
 
 @dataclass(frozen=True)
@@ -144,61 +142,28 @@ def _tile_origin(tile, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M
 
 
 @gluon.jit
-def _shared_range(dp_tiles, per_program, total_iters, iters):
-    """Stream-K: the K-iterations this program takes of the tiles after the full waves, as indices
-    into all tiles' iterations (tile · iters + k): [start, end)."""
-    start = dp_tiles * iters + gl.program_id(0) * per_program
-    return start, gl.minimum(start + per_program, total_iters)
-
-
-@gluon.jit
-def _load_steps(a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_first, k_last, step, STAGES,
-                B_COL_MAJOR: gl.constexpr, BK: gl.constexpr):
-    """K-iterations k_first … k_last − 1 of the tile at (off_m, off_n): for each, wait until the
-    ring's next stage is free (``empty``), then copy A's and B's tiles into it, completing on
-    ``ready``; the ring position after them."""
-    for ki in range(k_first, k_last):
-        s = step % STAGES
-        mbarrier.wait(empty.index(s), ((step // STAGES) & 1) ^ 1)  # a fresh stage passes at once
-        mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-        _tma_load(a_desc, [off_m, ki * BK], ready.index(s), a_bufs.index(s))
-        if B_COL_MAJOR:
-            _tma_load(b_desc, [off_n, ki * BK], ready.index(s), b_bufs.index(s))
-        else:
-            _tma_load(b_desc, [ki * BK, off_n], ready.index(s), b_bufs.index(s))
-        step += 1
-    return step
-
-
-@gluon.jit
-def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, schedule, M, N, K, GROUP_M,
-            STAGES):
-    """The loader warp: every K step of every tile of this program — its whole tiles, then (stream-K)
-    its share of the last tiles' iterations — in the multiplier's order (``epilogue`` is its)."""
+def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES):
+    """The loader warp: for every K step of every tile of this program, wait until the stage is
+    free (``empty``), then copy A's and B's tiles into it, completing on ``ready``."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = _block_n(b_desc, BK)
     B_COL_MAJOR: gl.constexpr = _b_col_major(b_desc, BK)
-    _, count_ptr, dp_tiles, per_program = schedule
-    STREAM_K: gl.constexpr = count_ptr.dtype.element_ty == gl.int32
     num_m = gl.cdiv(M, BM)
     num_n = gl.cdiv(N, BN)
-    iters = gl.cdiv(K, BK)
     step = 0
-    for tile in range(gl.program_id(0), dp_tiles, gl.num_programs(0)):
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
         off_m, off_n = _tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
-        step = _load_steps(a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, 0, iters, step, STAGES,
-                           B_COL_MAJOR, BK)
-    if STREAM_K:
-        it, end = _shared_range(dp_tiles, per_program, num_m * num_n * iters, iters)
-        while it < end:
-            tile = it // iters
-            k_first = it % iters
-            k_last = gl.minimum(iters, k_first + (end - it))
-            off_m, off_n = _tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
-            step = _load_steps(a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_first, k_last,
-                               step, STAGES, B_COL_MAJOR, BK)
-            it += k_last - k_first
+        for k in range(0, K, BK):
+            s = step % STAGES
+            mbarrier.wait(empty.index(s), ((step // STAGES) & 1) ^ 1)  # a fresh stage passes at once
+            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            _tma_load(a_desc, [off_m, k], ready.index(s), a_bufs.index(s))
+            if B_COL_MAJOR:
+                _tma_load(b_desc, [off_n, k], ready.index(s), b_bufs.index(s))
+            else:
+                _tma_load(b_desc, [k, off_n], ready.index(s), b_bufs.index(s))
+            step += 1
 
 
 @gluon.jit
@@ -247,114 +212,49 @@ def _store(d_desc, d_smem, out, off_m, off_n, BM: gl.constexpr, BN: gl.constexpr
 
 
 @gluon.jit
-def _mma_steps(a_bufs, b_bufs, ready, empty, acc, step, count, STAGES, B_COL_MAJOR: gl.constexpr):
-    """``count`` K steps into ``acc`` from the ring: each stage's wgmma queued behind the last, then
-    a wait for the last only (one in flight) and the stage before handed back; the tile's last
-    stage handed back after its wgmma. (acc, the ring position after them)."""
-    for i in range(count):
-        s = step % STAGES
-        mbarrier.wait(ready.index(s), (step // STAGES) & 1)
-        if B_COL_MAJOR:
-            acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), acc, is_async=True)
-        else:
-            acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s), acc, is_async=True)
-        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-        if i > 0:
-            _hand_back(empty, s, STAGES)
-        acc = warpgroup_mma_init(acc)  # the loop carries the accumulator's type
-        step += 1
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-    _hand_back(empty, step % STAGES, STAGES)
-    return acc, step
-
-
-@gluon.jit
-def _piece(ws_ptr, slot, layout: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr):
-    """Pointers to workspace slot ``slot``'s fp32 tile, in the accumulator's layout (each thread
-    stores and loads its own elements; built where used, so they hold no registers in the loop)."""
-    rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
-    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-    return ws_ptr + slot.to(gl.int64) * (BM * BN) + (gl.expand_dims(rows, 1) * BN + gl.expand_dims(cols, 0))
-
-
-@gluon.jit
-def _finish(acc, off_m, off_n, M, N, epilogue, d_desc, d_smem, layout: gl.constexpr, BM: gl.constexpr,
-            BN: gl.constexpr, SCALED: gl.constexpr):
-    """A finished fp32 tile into D (fp8 operands: scaled first, :func:`_scaled`)."""
-    if SCALED:
-        acc = _scaled(acc, off_m, off_n, M, N, epilogue, layout, BM, BN)
-    _store(d_desc, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
-
-
-@gluon.jit
-def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, schedule, M, N, K, GROUP_M,
-                STAGES):
-    """The default partition: each of this program's whole tiles multiplied from the ring
-    (:func:`_mma_steps`) and stored, the store overlapping the next tile's first steps. Stream-K
-    (the tiles after ``dp_tiles``, their iterations shared evenly over the programs, as
-    ``gemm_streamk``): a piece of a tile goes to a workspace slot, (program, 0) for the program's
-    first segment and (program, 1) for its last, then one acq_rel add to the tile's counter; the
-    program that brings the counter to the tile's number of contributors adds their pieces in
-    contributor order (bit-reproducible), stores the tile and zeroes the counter for the next
-    launch. No program waits for another."""
+def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES):
+    """The default partition: each stage's wgmma queued behind the last, then a wait for the last
+    only (one in flight), its stage handed back; the tile (fp8 operands: scaled, :func:`_scaled`)
+    stored through D's descriptor, the store overlapping the next tile's first steps."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = _block_n(b_desc, BK)
     B_COL_MAJOR: gl.constexpr = _b_col_major(b_desc, BK)
     layout: gl.constexpr = _accumulator_layout(BM, BN, gl.num_warps(), a_desc.dtype)
     SCALED: gl.constexpr = a_desc.dtype.primitive_bitwidth == 8
-    ws_ptr, count_ptr, dp_tiles, per_program = schedule
-    STREAM_K: gl.constexpr = count_ptr.dtype.element_ty == gl.int32
     d_smem = gl.allocate_shared_memory(d_desc.dtype, d_desc.block_type.shape, d_desc.layout)
     num_m = gl.cdiv(M, BM)
     num_n = gl.cdiv(N, BN)
-    iters = gl.cdiv(K, BK)
     step = 0
-    for tile in range(gl.program_id(0), dp_tiles, gl.num_programs(0)):
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
         off_m, off_n = _tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
-        acc, step = _mma_steps(a_bufs, b_bufs, ready, empty, warpgroup_mma_init(gl.zeros((BM, BN), gl.float32,
-                               layout)), step, iters, STAGES, B_COL_MAJOR)
-        _finish(acc, off_m, off_n, M, N, epilogue, d_desc, d_smem, layout, BM, BN, SCALED)
-    if STREAM_K:
-        start, end = _shared_range(dp_tiles, per_program, num_m * num_n * iters, iters)
-        shared = dp_tiles * iters
-        it = start
-        while it < end:
-            tile = it // iters
-            k_first = it % iters
-            k_last = gl.minimum(iters, k_first + (end - it))
-            off_m, off_n = _tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
-            acc, step = _mma_steps(a_bufs, b_bufs, ready, empty, warpgroup_mma_init(
-                gl.zeros((BM, BN), gl.float32, layout)), step, k_last - k_first, STAGES, B_COL_MAJOR)
-            if (k_first == 0) & (k_last == iters):  # the whole tile is this program's
-                _finish(acc, off_m, off_n, M, N, epilogue, d_desc, d_smem, layout, BM, BN, SCALED)
+        acc = warpgroup_mma_init(gl.zeros((BM, BN), gl.float32, layout))
+        for k in range(0, K, BK):
+            s = step % STAGES
+            mbarrier.wait(ready.index(s), (step // STAGES) & 1)
+            if B_COL_MAJOR:
+                acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), acc, is_async=True)
             else:
-                slot = 2 * gl.program_id(0) + (it != start).to(gl.int32)
-                gl.store(_piece(ws_ptr, slot, layout, BM, BN), acc)
-                first = (tile * iters - shared) // per_program  # the programs covering this tile
-                last = (tile * iters + iters - 1 - shared) // per_program
-                _partition_barrier()  # every thread's part stored before the count
-                if gl.atomic_add(count_ptr + tile, 1, sem="acq_rel") == last - first:
-                    gl.store(count_ptr + tile, 0)
-                    total = gl.zeros((BM, BN), gl.float32, layout)
-                    for q in range(first, last + 1):  # slot 1 unless this tile opens q's range
-                        q_slot = 2 * q + (shared + q * per_program < tile * iters).to(gl.int32)
-                        total += gl.load(_piece(ws_ptr, q_slot, layout, BM, BN), cache_modifier=".cg")
-                    _finish(total, off_m, off_n, M, N, epilogue, d_desc, d_smem, layout, BM, BN, SCALED)
-            it += k_last - k_first
+                acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+            if k > 0:
+                _hand_back(empty, s, STAGES)
+            acc = warpgroup_mma_init(acc)  # the loop carries the accumulator's type
+            step += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        _hand_back(empty, step % STAGES, STAGES)  # the tile's last stage
+        if SCALED:
+            acc = _scaled(acc, off_m, off_n, M, N, epilogue, layout, BM, BN)
+        _store(d_desc, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
     tma.store_wait(pendings=0)
 
 
-@gluon.jit(do_not_specialize=["dp_tiles", "per_program"])  # the schedule: one binary for any
-def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb, ws_ptr, count_ptr,
-                    M, N, K, dp_tiles, per_program, GROUP_M: gl.constexpr, STAGES: gl.constexpr):
+@gluon.jit
+def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb, M, N, K,
+                    GROUP_M: gl.constexpr, STAGES: gl.constexpr):
     """D = A·B (fp8: scaled, plus a bias unless ``bias_ptr`` is None): the stage ring and its
     barriers, then the loader warp beside the multiplying warps (B's layout and the tile's width
-    are read from the descriptors' blocks, :func:`_b_col_major`, :func:`_block_n`). The first
-    ``dp_tiles`` tiles go whole; the rest (stream-K, compiled in where ``count_ptr`` is an int32
-    one: a zeroed counter a tile) are shared, ``per_program`` K-iterations a program, their pieces
-    in ``ws_ptr`` (two fp32 tiles a program). Constants passed to the partitions arrive as runtime
-    values (Triton 3.6), hence the layouts, widths and modes read from argument types.)"""
+    are read from the descriptors' blocks, :func:`_b_col_major`, :func:`_block_n`)."""
     dtype: gl.constexpr = a_desc.dtype
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
@@ -364,9 +264,7 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
     epilogue = (sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb)
-    schedule = (ws_ptr, count_ptr, dp_tiles, per_program)
-    args = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, schedule, M, N, K, GROUP_M,
-            STAGES)
+    args = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES)
     gl.warp_specialize([(_multiplier, args), (_loader, args)], [1], [LOADER_REGISTERS])
 
 
@@ -407,33 +305,21 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
     """D = A·B on 2-D views that pass :func:`ws_supported`, or, with fp8 operands that pass
     :func:`scaled_ws_supported`, D = A·B · scale_a · scale_b (+ bias), a scale being a one-element
     or a per-row (per-column) float32 tensor. One program a multiprocessor at most; the stages cut
-    to what fits beside D's buffer (``gemm_tma.fitting_stages``). ``config.stream_k``: the tiles
-    past the last full wave shared as ``gemm_streamk`` shares them (the same schedule and scratch)."""
+    to what fits beside D's buffer (``gemm_tma.fitting_stages``)."""
     m, k = a.shape
     n = b.shape[1]
     b_col = is_col_major(b)
     b_desc = (_descriptor(b.t(), [config.block_n, config.block_k]) if b_col
               else _descriptor(b, [config.block_k, config.block_n]))
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
-    iters = cdiv(k, config.block_k)
-    programs, dp_tiles, per_program = min(num_sms, tiles), tiles, 0
-    ws, counts = d, d  # stream-K off: D (never int32) as the counters' stand-in compiles it out
-    if config.stream_k and tiles % num_sms:
-        dp_tiles = tiles - tiles % num_sms  # full waves of whole tiles; the rest is shared
-        shared = (tiles - dp_tiles) * iters
-        per_program = max(cdiv(shared, num_sms), cdiv(iters, MAX_PIECES))
-        programs = num_sms if dp_tiles else max(1, cdiv(shared, per_program))
-        pieces = 2 * programs * config.block_m * config.block_n
-        ws = scratch("streamk pieces", pieces, torch.float32, a.device, False)
-        counts = scratch("streamk counters", tiles, torch.int32, a.device, True)  # left zeroed by each launch
     scaled = scale_a is not None
     sa, sb = (scale_a, scale_b) if scaled else (d, d)
     strides = [0 if t.numel() == 1 else t.stride(0) for t in (sa, sb)] if scaled else [0, 0]
     stages = fitting_stages(config, a.element_size(), d.element_size(), d)
-    _launch((programs,),
+    _launch((min(num_sms, tiles),),
             (_descriptor(a, [config.block_m, config.block_k]), b_desc,
              _descriptor(d, [config.block_m, config.block_n // config.epilogue_split]), sa, sb, bias,
-             *strides, ws, counts, m, n, k, dp_tiles, per_program),
+             *strides, m, n, k),
             dict(GROUP_M=config.group_m, STAGES=stages), config.num_warps, 1)
 
 
