@@ -15,7 +15,7 @@ through ``gemm`` with the scaled use of the family (``ScaledWsConfig``) forced, 
 ``torch._scaled_mm(use_fast_accum=True)`` and the shipped choice.
 
 Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096] [--dtypes bf16,fp16,fp8]
-       [--rounds 3] [--configs BMxBNxBK:stages:warps:group[:split[:sk]],...]   (sk: stream-K)
+       [--rounds 3] [--configs BMxBNxBK:stages:warps:group[:split],...]
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 def _parse(text: str, fp8: bool) -> WsConfig:
     tile, stages, warps, group, *rest = text.split(":")
     bm, bn, bk = (int(v) for v in tile.split("x"))
-    if rest[1:] not in ([], ["sk"]):
-        raise ValueError(f"configuration {text!r}: expected BMxBNxBK:stages:warps:group[:split[:sk]]")
+    if len(rest) > 1:
+        raise ValueError(f"configuration {text!r}: expected BMxBNxBK:stages:warps:group[:split]")
     return (ScaledWsConfig if fp8 else WsConfig)(bm, bn, bk, int(group), int(warps), int(stages),
-                                                 int(rest[0]) if rest else 1, rest[1:] == ["sk"])
+                                                 int(rest[0]) if rest else 1)
 
 
 def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
