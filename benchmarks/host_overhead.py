@@ -27,10 +27,12 @@ from tessera._core.launch import Launcher
 from tessera._core.timing import git_revision, per_call_us
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.copy import column_major_copy
+from tessera.blas.kernels.gemm_scaled import ScaledTmaConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig
 
 
 def launch_anatomy(a: torch.Tensor, b: torch.Tensor, configs: dict[str, space.Config]) -> dict[str, float]:
@@ -97,11 +99,19 @@ def main() -> None:
                    torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16))  # split-K: two launches
     tile, tma = TileConfig(64, 64, 64, 8, 4, 1), TmaConfig(64, 64, 64, 8, 4, 2)
     streamk = StreamKConfig(64, 64, 64, 0, 4, 3, True)  # replayed: its scratch buffers are kept per stream
+    a8 = torch.randn(256, 256, device="cuda").to(torch.float8_e4m3fn)  # fp8: no repeat-call recipe
+    b8, one = torch.randn(256, 256, device="cuda").to(torch.float8_e4m3fn).t(), torch.ones((), device="cuda")
 
     def forced(config: space.Config) -> Callable[[], object]:
         def call() -> object:
             with space.forced(config):
                 return gemm(a, b)
+        return call
+
+    def fp8(config: space.Config) -> Callable[[], object]:
+        def call() -> object:
+            with space.forced(config):
+                return gemm(a8, b8, scale_a=one, scale_b=one, fast_accum=True)
         return call
 
     samples: dict[str, list[float]] = {}
@@ -133,6 +143,13 @@ def main() -> None:
         torch.backends.cuda.matmul.allow_tf32 = allowed
         samples.setdefault("tessera.blas.explain (validation + selection only)", []).append(
             per_call_us(lambda: explain(a, b)))
+        samples.setdefault("tessera.gemm fp8 256^3 fast, warp-specialized (gemm_scaled_ws)", []).append(
+            per_call_us(fp8(ScaledWsConfig(128, 256, 128, 8, 8, 3))))
+        samples.setdefault("tessera.gemm fp8 256^3 fast, descriptor family (gemm_scaled_tma)", []).append(
+            per_call_us(fp8(ScaledTmaConfig(128, 256, 128, 8, 8, 4, False, 2, True))))
+        samples.setdefault("torch._scaled_mm fp8 256^3 fast", []).append(per_call_us(
+            lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                     use_fast_accum=True)))
     x, y = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")
     v = torch.randn(64, device="cuda", dtype=torch.bfloat16)
     w = torch.empty(64, device="cuda", dtype=torch.bfloat16)
@@ -178,6 +195,7 @@ def main() -> None:
         print(f"{name:<52} {us:8.1f} us/call")
     profiled = {"tile family": forced(tile), "TMA family": forced(tma),
                 "tf32 1024^3": lambda: gemm(f32_a, f32_b, precision="tf32"),
+                "fp8 warp-specialized": fp8(ScaledWsConfig(128, 256, 128, 8, 8, 3)),
                 "gemm_wq byte planes, out= (no replay)": wq_forced(planes, x16, out16)}
     for name, call in profiled.items():
         profiler = cProfile.Profile()
