@@ -448,6 +448,52 @@ def test_scaled_gemm_against_fp64(dtype: torch.dtype, per_row: bool, out_dtype: 
     assert bool((err <= unit * want.abs() + accumulation * magnitude + 1e-6).all()), (err / magnitude).max()
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.float8_e4m3fn])
+def test_scaled_repeat_calls_replay_their_launches(dtype: torch.dtype, device: str) -> None:
+    """A repeat fp8/int8 call (same signature: operands, scales, bias, which of them share memory)
+    replays the first call's launch on the new tensors, with no validation or selection: right for
+    new values; one scale object for both scales, or B row-major, is another signature."""
+    from tessera.blas import quantized
+
+    gen = torch.Generator().manual_seed(12)
+    m, k, n = 40, 64, 48
+
+    def operands() -> tuple[torch.Tensor, ...]:
+        if dtype == torch.int8:
+            a, bt = (torch.randint(-100, 100, s, generator=gen, dtype=torch.int8) for s in ((m, k), (n, k)))
+        else:
+            a, bt = (torch.randn(s, generator=gen).to(dtype) for s in ((m, k), (n, k)))
+        sa, sb = torch.rand(m, generator=gen) + 0.5, torch.rand(1, generator=gen) + 0.5
+        bias = torch.randn(n, generator=gen).to(torch.bfloat16)
+        return tuple(t.to(device) for t in (a, bt.t(), sa, sb, bias))  # B column-major: read as it is
+
+    def check(a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Tensor, bias: torch.Tensor,
+              got: torch.Tensor) -> None:
+        want = (a.double() @ b.double()) * sa.double()[:, None] * sb.double() + bias.double()
+        magnitude = (a.double().abs() @ b.double().abs()) * sa.double()[:, None] * sb.double()
+        accumulation = FP8_ACCUMULATION if dtype != torch.int8 and device != "cpu" else 1e-5
+        bound = 2.0**-7 * want.abs() + accumulation * magnitude + 1e-6
+        assert bool(((got.double() - want).abs() <= bound).all())
+
+    quantized.SCALED_RECIPES.clear()
+    first = operands()
+    a, b, sa, sb, bias = first
+    check(*first, gemm(a, b, scale_a=sa, scale_b=sb, bias=bias))
+    assert len(quantized.SCALED_RECIPES) == 1
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(quantized, "plan_scaled", None)  # a repeat signature must not validate again
+        patch.setattr(space, "select_mnk", None)  # … nor select again
+        for _ in range(2):
+            a, b, sa, sb, bias = fresh = operands()
+            check(*fresh, gemm(a, b, scale_a=sa, scale_b=sb, bias=bias))
+    one = torch.ones(1, device=device)
+    check(a, b, one.expand(m), one, bias, gemm(a, b, scale_a=one, scale_b=one, bias=bias))  # shared scale
+    assert len(quantized.SCALED_RECIPES) == 2
+    row_major = b.contiguous()  # another signature (M < 128: read as it is, no K-major copy)
+    check(a, row_major, sa, sb, bias, gemm(a, row_major, scale_a=sa, scale_b=sb, bias=bias))
+    assert len(quantized.SCALED_RECIPES) == 3
+
+
 @pytest.mark.parametrize("config", [ScaledTmaConfig(32, 32, 32, 2, 4, 1),
                                     ScaledTmaConfig(32, 32, 32, 2, 4, 1, False, 2, True),
                                     ScaledTmaConfig(32, 64, 32, 2, 4, 1, False, 4)],

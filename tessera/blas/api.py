@@ -33,7 +33,13 @@ from tessera.blas.kernels.gemm_streamk import StreamKConfig, launch_gemm_streamk
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile
 from tessera.blas.kernels.gemm_tma import launch_gemm_tma, tma_supported
 from tessera.blas.kernels.gemm_ws import WsConfig, launch_gemm_ws, ws_supported
-from tessera.blas.quantized import QUANTIZED_INPUTS, plan_scaled
+from tessera.blas.quantized import (
+    QUANTIZED_INPUTS,
+    SCALED_RECIPES,
+    plan_scaled,
+    remember_scaled,
+    scaled_signature,
+)
 from tessera.tuning import logic
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -136,9 +142,18 @@ def gemm(
     Returns the result (``out`` when given).
     """
     signature = None
-    if (c is None and (out is None or type(out) is torch.Tensor) and scale_a is None and scale_b is None
-            and bias is None and fast_accum is False and type(a) is torch.Tensor and type(b) is torch.Tensor
-            and type(alpha) in _REALS and type(beta) in _REALS and not log.modes()):
+    plain = (type(a) is torch.Tensor and type(b) is torch.Tensor and c is None and type(alpha) in _REALS
+             and type(beta) in _REALS and not log.modes())
+    if plain and a.dtype in QUANTIZED_INPUTS:
+        if (out is None and alpha == 1.0 and beta == 0.0 and fast_accum in (False, True)
+                and all(t is None or type(t) is torch.Tensor for t in (scale_a, scale_b, bias))):
+            signature = scaled_signature(a, b, trans_a, trans_b, out_dtype, scale_a, scale_b, bias,
+                                         fast_accum)
+            scaled_recipe = SCALED_RECIPES.get(signature)
+            if scaled_recipe is not None:  # validated and selected before for exactly this signature
+                return scaled_recipe.run(a, b, trans_a, trans_b, (scale_a, scale_b, bias))
+    elif (plain and (out is None or type(out) is torch.Tensor) and scale_a is None and scale_b is None
+          and bias is None and fast_accum is False):
         signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, out)
         recipe = _RECIPES.get(signature)
         if recipe is not None:  # validated and selected before for exactly this signature
@@ -149,8 +164,11 @@ def gemm(
                                       out_dtype, out, fast_accum, allocate=True)
         if scaled is not None:
             op_a, op_b, sa, sb, bias_t, choice, num_sms = scaled
-            launch_gemm_scaled(op_a, op_b, sa, sb, bias_t, out, config=choice.config, fast_accum=fast_accum,
-                               num_sms=num_sms)
+            with launch.recording() as calls:
+                launch_gemm_scaled(op_a, op_b, sa, sb, bias_t, out, config=choice.config,
+                                   fast_accum=fast_accum, num_sms=num_sms)
+            if signature is not None:
+                remember_scaled(signature, calls, op_a, op_b, out, (sa, sb, bias_t))
         return out
     _check_not_quantized_args(a, scale_a, scale_b, bias, fast_accum)
     out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,

@@ -192,10 +192,71 @@ _RECIPES: dict[tuple, _WqRecipe] = {}
 _RECIPES_MAX = 512
 
 
+def _tensor_key(t: torch.Tensor | None) -> tuple | None:
+    """What a launch's binary and arguments depend on of a tensor (None: absent)."""
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16)
+
+
 def _signature(x: torch.Tensor, q: QuantizedWeight) -> tuple:
     tensors = (x, q.codes, q.scales) if q.zeros is None else (x, q.codes, q.scales, q.zeros)
-    return (*((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16) for t in tensors),
-            q.zeros is None, q.bits, q.group_size, q.shape, space.forced.config, logic.generation())
+    return (*map(_tensor_key, tensors), q.zeros is None, q.bits, q.group_size, q.shape, space.forced.config,
+            logic.generation())
+
+
+# fp8/int8 ``gemm`` calls without ``out`` keep a recipe too (api.gemm looks it up) when their
+# launches replay (operands read as they are, no K-major copy): besides the operands' layouts,
+# the scales' and the bias's, and which of those share memory (a launch argument maps to one
+# operand only), are part of the signature.
+@dataclass(frozen=True)
+class _ScaledRecipe:
+    """A quantized-input GEMM's output and launches, repeatable on new operands of its signature."""
+
+    out_shape: tuple[int, ...]
+    out_dtype: torch.dtype
+    replays: tuple[launch.Replay, ...]
+
+    def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool,
+            extras: tuple[torch.Tensor | None, ...]) -> torch.Tensor:
+        d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
+        operands = (a.t() if trans_a else a, b.t() if trans_b else b, d, *_distinct(extras))
+        for replay in self.replays:
+            replay(operands)
+        return d
+
+
+SCALED_RECIPES: dict[tuple, _ScaledRecipe] = {}
+
+
+def _distinct(tensors: tuple[torch.Tensor | None, ...]) -> tuple[torch.Tensor, ...]:
+    """The given tensors (None left out) without repeats of the same memory, in order."""
+    kept: dict[int, torch.Tensor] = {}
+    for t in tensors:
+        if t is not None:
+            kept.setdefault(t.data_ptr(), t)
+    return tuple(kept.values())
+
+
+def scaled_signature(a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool,
+                     out_dtype: torch.dtype | None, scale_a: torch.Tensor | None,
+                     scale_b: torch.Tensor | None, bias: torch.Tensor | None, fast_accum: bool) -> tuple:
+    """Everything a quantized-input ``gemm`` call's validation, selection and launches depend on."""
+    extras = (scale_a, scale_b, bias)
+    shared = tuple(None if t is None else next(i for i, u in enumerate(extras) if u is not None
+                                               and u.data_ptr() == t.data_ptr()) for t in extras)
+    return (*map(_tensor_key, (a, b, *extras)), trans_a, trans_b, out_dtype, fast_accum, shared,
+            space.forced.config, logic.generation())
+
+
+def remember_scaled(signature: tuple, calls: list[launch.Call], a: torch.Tensor, b: torch.Tensor,
+                    d: torch.Tensor, extras: tuple[torch.Tensor | None, ...]) -> None:
+    """Store the recipe of a first call (``a``, ``b`` as launched, the scales and bias as passed
+    to the launch) whose recorded launches can all be replayed."""
+    replays = launch.Replay.each_of(calls, (a, b, d, *_distinct(extras)))
+    if replays is None:
+        return
+    if len(SCALED_RECIPES) >= _RECIPES_MAX:
+        SCALED_RECIPES.clear()
+    SCALED_RECIPES[signature] = _ScaledRecipe(tuple(d.shape), d.dtype, replays)
 
 
 def _main_operands(x2: torch.Tensor, q: QuantizedWeight, words: bool, y: torch.Tensor) -> tuple:
@@ -331,6 +392,8 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
     device = check_same_device({"a": a, "b": b} if out is None else {"a": a, "b": b, "out": out})
     sa = _scale("scale_a", scale_a, m, "row", device) if scaled else None
     sb = _scale("scale_b", scale_b, n, "column", device) if scaled else None
+    if scale_b is scale_a and sa is not None and sb is not None and sb.shape == sa.shape:
+        sb = sa  # one view for one tensor: a repeat call's replay maps each launch argument to one operand
     bias_t = None
     if bias is not None:
         bias_t = as_tensor("bias", bias)

@@ -27,6 +27,7 @@ take whichever the running Triton has.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -291,9 +292,15 @@ def scaled_ws_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, fast_
             and tma_supported(a, b, d))
 
 
+@functools.lru_cache(maxsize=64)
+def _shared_layout(block: tuple[int, int], dtype: torch.dtype) -> gl.NVMMASharedLayout:
+    """The swizzled shared-memory layout of a descriptor block (built once: its constructor costs
+    microseconds a call)."""
+    return gl.NVMMASharedLayout.get_default_for(list(block), _DESCRIPTOR_DTYPES[dtype])
+
+
 def _descriptor(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
-    layout = gl.NVMMASharedLayout.get_default_for(block, _DESCRIPTOR_DTYPES[t.dtype])
-    return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), block, _shared_layout(tuple(block), t.dtype))
 
 
 _launch = Launcher(_gemm_ws_kernel)
