@@ -232,7 +232,8 @@ def test_gpu_scaled_results_against_fp64(config: ScaledWsConfig, elem: torch.dty
     """fp8 with fast accumulation through ``gemm``: edge tiles, K tails, more tiles than programs;
     per-tensor scales, per-row / per-column ones with a bias, bf16 / fp16 / fp32 results, B
     column-major and row-major (copied K-major first); each within the output's rounding plus the
-    fast accumulation's bound of the fp64 product, and each call through the family."""
+    fast accumulation's bound of the fp64 product, each call through the family, and a repeat
+    call on a new A (its recipe's replay where B is read as it is) as right."""
     if not space.ws_capable(device_info()):
         pytest.skip("needs an sm_90 GPU")
     gen = torch.Generator(device="cuda").manual_seed(7)
@@ -246,15 +247,20 @@ def test_gpu_scaled_results_against_fp64(config: ScaledWsConfig, elem: torch.dty
         per_tensor = (torch.tensor([0.5], device="cuda"), torch.tensor(3.0, device="cuda"))
         cases = [(b_col, *per_tensor, None, torch.bfloat16), (b_col, rows, cols, bias, torch.float16),
                  (b_col.contiguous(), rows, cols, None, torch.float32)]
+        fresh = torch.randn(m, k, device="cuda", generator=gen).to(elem)  # a repeat call's new A
         for b, sa, sb, bias_t, out_dtype in cases:
-            with space.forced(config), recording() as calls:
-                got = gemm(a, b, scale_a=sa, scale_b=sb, bias=bias_t, out_dtype=out_dtype, fast_accum=True)
+            args = dict(scale_a=sa, scale_b=sb, bias=bias_t, out_dtype=out_dtype, fast_accum=True)
+            with space.forced(config):
+                with recording() as calls:
+                    got = gemm(a, b, **args)
+                again = gemm(fresh, b, **args)  # replayed where its launch maps to the operands
             assert gemm_ws._launch in [c.launcher for c in calls], (m, n, k, out_dtype)
             scale = sa.double().reshape(-1, 1) * sb.double().reshape(1, -1)
-            want = (a.double() @ b.double()) * scale + (0 if bias_t is None else bias_t.double())
-            magnitude = (a.double().abs() @ b.double().abs()) * scale
-            bound = unit[out_dtype] * want.abs() + FP8_FAST_ACCUMULATION * magnitude + 1e-6
-            assert ((got.double() - want).abs() <= bound).all(), (m, n, k, out_dtype, config.short())
+            for x, y in ((a, got), (fresh, again)):
+                want = (x.double() @ b.double()) * scale + (0 if bias_t is None else bias_t.double())
+                magnitude = (x.double().abs() @ b.double().abs()) * scale
+                bound = unit[out_dtype] * want.abs() + FP8_FAST_ACCUMULATION * magnitude + 1e-6
+                assert ((y.double() - want).abs() <= bound).all(), (m, n, k, out_dtype, config.short())
 
 
 @pytest.mark.gpu
