@@ -458,7 +458,8 @@ SCALED_SPACE: tuple[ScaledConfig | ScaledTmaConfig, ...] = tuple(
 def _scaled_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     """Large problems take the tiles measured best at 8192³ on the H200: fp8 with fast accumulation
     on sm_90 the warp-specialized Gluon kernel, 128x256x128 on 3 stages, where it takes the call
-    (1.034× torch._scaled_mm where gemm_scaled_tma took 0.997×, gluon-probe-h200-e504ee4/); fp8 on
+    (1.024–1.038× torch._scaled_mm fast in four graph-timed probes where gemm_scaled_tma took
+    1.001–1.008×, gluon-probe-h200-77d697b/ … -8d97fd4/); fp8 on
     the persistent descriptor family where the layouts allow (fast accumulation 128x256x128
     flattened, 1.02× torch._scaled_mm; default 256x128x128, 0.83× against the pointer family's 0.70×;
     persistent-sweep-h200-20c50f1.json), else the pointer family (fp8 fast 128x256x128, default

@@ -254,8 +254,10 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, 
 def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb, M, N, K,
                     GROUP_M: gl.constexpr, STAGES: gl.constexpr):
     """D = A·B (fp8: scaled, plus a bias unless ``bias_ptr`` is None): the stage ring and its
-    barriers, then the loader warp beside the multiplying warps (B's layout and the tile's width
-    are read from the descriptors' blocks, :func:`_b_col_major`, :func:`_block_n`)."""
+    barriers, then the loader warp beside the multiplying warps. Constants passed to the
+    partitions arrive there as runtime values (an ``if`` on one compiles both branches), so B's
+    layout and the tile's width are read from the descriptors' blocks (:func:`_b_col_major`,
+    :func:`_block_n`) and the scaling from A's dtype; None stays None."""
     dtype: gl.constexpr = a_desc.dtype
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
