@@ -283,6 +283,25 @@ def test_retiming_defeats_the_winners_curse(tmp_path: Path) -> None:
     assert seen[((64, 64, 64, 1), CONFIGS[0])] == 3 and seen[((64, 64, 64, 1), CONFIGS[2])] == 1
 
 
+def test_retimes_interleave_the_top_candidates(tmp_path: Path) -> None:
+    """The re-times run in rounds (each top candidate once a round), so clock drift over the run
+    falls on all of them alike; a resumed run owes only the re-times not journaled yet."""
+    order: list[TileConfig] = []
+    figures = {CONFIGS[0]: 30.0, CONFIGS[1]: 20.0, CONFIGS[2]: 10.0}
+
+    def measure(problem: tuple[int, ...], config: TileConfig) -> float:
+        order.append(config)
+        return figures[config]
+
+    op = TunableOp("blas", "gemm", "interpreter", "fp32", [(64, 64, 64, 1)], lambda p: CONFIGS[:3],
+                   lambda p, c: None, measure)
+    Tuner(op, tmp_path, progress=False, retime_top=2, retimes=2).run()
+    assert order[3:] == [CONFIGS[0], CONFIGS[1], CONFIGS[0], CONFIGS[1]]
+    order.clear()
+    Tuner(op, tmp_path, resume=True, progress=False, retime_top=2, retimes=3).run()
+    assert order == [CONFIGS[0], CONFIGS[1]]
+
+
 def test_resume_with_a_smaller_space(tmp_path: Path) -> None:
     """Journaled configs that are no longer candidates are neither re-timed nor a crash."""
     Tuner(fake_op(), tmp_path, progress=False).run()

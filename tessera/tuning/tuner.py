@@ -9,8 +9,8 @@ rename) under a file lock, so two tuners sharing a directory never corrupt a fil
 
 Single timings are noisy, and the best of many noisy timings is biased upward (the winner's curse,
 seen on the H200: a tuned pick re-measured 2 % under the default). So after a problem's sweep the
-top ``retime_top`` candidates are timed ``retimes`` more times, and the choice is the candidate
-with the best median over all its timings.
+top ``retime_top`` candidates are timed ``retimes`` more times, in interleaved rounds, and the
+choice is the candidate with the best median over all its timings.
 """
 
 from __future__ import annotations
@@ -144,14 +144,15 @@ class Tuner:
         return True
 
     def _retime_plan(self, problem: tuple[int, ...]) -> list[Any]:
-        """Configs to time again for ``problem`` (the current top ones, minus re-times done)."""
+        """Configs to time again for ``problem`` (the current top ones, minus re-times done), in
+        rounds: each round times every one of them once, so a GPU whose clock drifts (one at its
+        power limit heats over a run) drifts under all of them alike."""
         by_key = {config_key(c): c for c in self.op.candidates(problem)}
         figures = {k: v for k, v in self._figures().get(problem, {}).items() if k in by_key}
         top = sorted(figures, key=lambda key: -_median(figures[key]))[: self.retime_top]
-        plan = []
-        for key in top:
-            plan += [by_key[key]] * max(0, 1 + self.retimes - len(figures[key]))
-        return plan
+        owed = {key: max(0, 1 + self.retimes - len(figures[key])) for key in top}
+        return [by_key[key] for round_ in range(max(owed.values(), default=0))
+                for key in top if owed[key] > round_]
 
     def _evaluate(self, problem: tuple[int, ...], config: Any) -> dict[str, Any]:
         entry: dict[str, Any] = {"sizes": list(problem), "config": config_key(config)}
