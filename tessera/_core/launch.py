@@ -422,12 +422,20 @@ def _with_base(desc: Any, base: torch.Tensor | None) -> Any:
     return clone
 
 
+def layout_key(t: torch.Tensor | None) -> tuple | None:
+    """What a recorded launch's binary and arguments depend on of a tensor it took (None:
+    absent): a repeat call whose tensors have the same keys can replay it (:class:`Replay`)."""
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16)
+
+
 def _slot(t: torch.Tensor, operands: Sequence[torch.Tensor]) -> tuple[int, bool] | None:
     """Which operand ``t`` is — (index, transposed) — or None when it is none of them or could be
-    more than one (operands sharing memory)."""
+    more than one (operands sharing memory). A view with the operand's memory, shape, strides and
+    dtype (one scale tensor reshaped twice) is that operand."""
     found = None
     for i, op in enumerate(operands):
-        if t is op:
+        if t is op or (t.data_ptr() == op.data_ptr() and t.dtype == op.dtype and t.shape == op.shape
+                       and t.stride() == op.stride()):
             transposed = False
         elif (t.data_ptr() == op.data_ptr() and op.dim() == 2 and t.shape == op.t().shape
               and t.stride() == op.t().stride()):

@@ -255,10 +255,8 @@ _RECIPES: dict[tuple, _Recipe] = {}
 def _signature(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, trans_a: bool, trans_b: bool,
                out_dtype: torch.dtype | None, precision: str, out: torch.Tensor | None) -> tuple:
     """Everything _plan's decisions depend on (out last: None, or its layout)."""
-    return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % 16, b.shape, b.stride(), b.dtype,
-            b.device, b.data_ptr() % 16, alpha, beta, trans_a, trans_b, out_dtype, precision,
-            space.forced.config, logic.generation(),
-            None if out is None else (out.shape, out.stride(), out.dtype, out.device, out.data_ptr() % 16))
+    return (*launch.layout_key(a), *launch.layout_key(b), alpha, beta, trans_a, trans_b, out_dtype, precision,
+            space.forced.config, logic.generation(), launch.layout_key(out))
 
 
 def _check_not_quantized_args(a: torch.Tensor, scale_a: object, scale_b: object, bias: object,

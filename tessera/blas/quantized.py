@@ -192,15 +192,10 @@ _RECIPES: dict[tuple, _WqRecipe] = {}
 _RECIPES_MAX = 512
 
 
-def _tensor_key(t: torch.Tensor | None) -> tuple | None:
-    """What a launch's binary and arguments depend on of a tensor (None: absent)."""
-    return None if t is None else (t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16)
-
-
 def _signature(x: torch.Tensor, q: QuantizedWeight) -> tuple:
     tensors = (x, q.codes, q.scales) if q.zeros is None else (x, q.codes, q.scales, q.zeros)
-    return (*map(_tensor_key, tensors), q.zeros is None, q.bits, q.group_size, q.shape, space.forced.config,
-            logic.generation())
+    return (*map(launch.layout_key, tensors), q.zeros is None, q.bits, q.group_size, q.shape,
+            space.forced.config, logic.generation())
 
 
 # fp8/int8 ``gemm`` calls without ``out`` keep a recipe too (api.gemm looks it up) when their
@@ -243,7 +238,7 @@ def scaled_signature(a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: b
     extras = (scale_a, scale_b, bias)
     shared = tuple(None if t is None else next(i for i, u in enumerate(extras) if u is not None
                                                and u.data_ptr() == t.data_ptr()) for t in extras)
-    return (*map(_tensor_key, (a, b, *extras)), trans_a, trans_b, out_dtype, fast_accum, shared,
+    return (*map(launch.layout_key, (a, b, *extras)), trans_a, trans_b, out_dtype, fast_accum, shared,
             space.forced.config, logic.generation())
 
 
@@ -392,8 +387,6 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
     device = check_same_device({"a": a, "b": b} if out is None else {"a": a, "b": b, "out": out})
     sa = _scale("scale_a", scale_a, m, "row", device) if scaled else None
     sb = _scale("scale_b", scale_b, n, "column", device) if scaled else None
-    if scale_b is scale_a and sa is not None and sb is not None and sb.shape == sa.shape:
-        sb = sa  # one view for one tensor: a repeat call's replay maps each launch argument to one operand
     bias_t = None
     if bias is not None:
         bias_t = as_tensor("bias", bias)
