@@ -15,7 +15,7 @@ through ``gemm`` with the scaled use of the family (``ScaledWsConfig``) forced, 
 ``torch._scaled_mm(use_fast_accum=True)`` and the shipped choice.
 
 Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096] [--dtypes bf16,fp16,fp8]
-       [--rounds 3] [--configs BMxBNxBK:stages:warps:group[:split],...]
+       [--rounds 3] [--configs BMxBNxBK:stages:warps:group[:split][:pp],...]  (pp: ping-pong)
 """
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 def _parse(text: str, fp8: bool) -> WsConfig:
     tile, stages, warps, group, *rest = text.split(":")
     bm, bn, bk = (int(v) for v in tile.split("x"))
+    pingpong = rest[-1:] == ["pp"]
+    rest = rest[:-1] if pingpong else rest
     if len(rest) > 1:
-        raise ValueError(f"configuration {text!r}: expected BMxBNxBK:stages:warps:group[:split]")
+        raise ValueError(f"configuration {text!r}: expected BMxBNxBK:stages:warps:group[:split][:pp]")
     return (ScaledWsConfig if fp8 else WsConfig)(bm, bn, bk, int(group), int(warps), int(stages),
-                                                 int(rest[0]) if rest else 1)
+                                                 int(rest[0]) if rest else 1, pingpong)
 
 
 def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

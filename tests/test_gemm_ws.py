@@ -34,9 +34,9 @@ H200 = DeviceInfo(arch="sm_90", backend="cuda", name="NVIDIA H200", multiprocess
 SHIPPED = Path(__file__).resolve().parents[1] / "tessera" / "logic" / "sm_90"
 
 
-@pytest.mark.parametrize("fields", [dict(num_warps=2), dict(block_n=512), dict(block_k=256),
+@pytest.mark.parametrize("fields", [dict(num_warps=2), dict(block_n=512), dict(block_k=512),
                                     dict(block_m=64, num_warps=8), dict(num_stages=1), dict(block_n=96),
-                                    dict(group_m=0), dict(epilogue_split=4)], ids=str)
+                                    dict(group_m=0), dict(epilogue_split=4), dict(pingpong=True)], ids=str)
 def test_config_rules(fields: dict) -> None:
     """wgmma's accumulator (16 rows a warp, at most 256 columns), B's layout read from its
     descriptor block (block_k < block_n) and D whole or in halves bound the configurations."""
@@ -47,6 +47,10 @@ def test_config_rules(fields: dict) -> None:
     assert WsConfig().short() == "gemm_ws 128x256x64 g8 w8 s3"
     halves = ScaledWsConfig(num_stages=4, epilogue_split=2)
     assert halves.short() == "gemm_scaled_ws 128x256x128 g8 w8 s4 split2"
+    square = ScaledWsConfig(128, 128, 128, 8, 4, 5, pingpong=True)  # fp8's B is K-major: block_k = block_n
+    assert square.short() == "gemm_scaled_ws 128x128x128 g8 w4 s5 pingpong"
+    with pytest.raises(InvalidArgumentError, match="block_k < block_n"):
+        WsConfig(128, 128, 128, 8, 4, 5, pingpong=True)  # 16-bit B's layout would be ambiguous
 
 
 def test_shared_memory_of_the_tiles_fits_the_h200() -> None:
@@ -57,6 +61,8 @@ def test_shared_memory_of_the_tiles_fits_the_h200() -> None:
         return shared_memory_bytes(config, config.num_stages, 2 if config.block_k == 64 else 1, 2)
 
     assert needed(WsConfig()) == 3 * (128 + 256) * 64 * 2 + 128 * 256 * 2 < 232448
+    pingpong = ScaledWsConfig(128, 128, 128, 8, 4, 5, pingpong=True)  # a D buffer each warp group
+    assert needed(pingpong) == 5 * 256 * 128 + 2 * 128 * 128 * 2 < 232448 - 1024
     for family in (WsConfig, ScaledWsConfig):
         assert needed(family(num_stages=4)) > 232448 > needed(family(num_stages=4, epilogue_split=2)) + 1024
 
@@ -182,17 +188,20 @@ def test_compiles_offline_for_sm90() -> None:
             {"library": "blas", "op": "gemm", "kernel": "gemm_ws", "dtype": "fp16",
              "config": {**tile, "num_stages": 4, "epilogue_split": 2}},
             {"library": "blas", "op": "gemm_scaled", "kernel": "gemm_scaled_ws", "dtype": "fp8e4m3_fast",
-             "config": {**tile, "block_k": 128, "num_stages": 4, "epilogue_split": 2}}]
+             "config": {**tile, "block_k": 128, "num_stages": 4, "epilogue_split": 2}},
+            {"library": "blas", "op": "gemm_scaled", "kernel": "gemm_scaled_ws", "dtype": "fp8e4m3_fast",
+             "config": {**tile, "block_n": 128, "block_k": 128, "num_warps": 4, "num_stages": 5,
+                        "pingpong": True}}]
     with tempfile.TemporaryDirectory() as out:
         results = precompile("sm_90", jobs, out)
-        for job, result, launches, function in zip(jobs, results, (16, 16, 4), ("_gemm_ws_kernel",) * 3,
+        for job, result, launches, function in zip(jobs, results, (16, 16, 4, 4), ("_gemm_ws_kernel",) * 4,
                                                    strict=True):
             assert result["status"] == "ok", (job, result)
             sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
                         if f.endswith(".launch.json")]
             assert len(sidecars) == launches and all(s["function"].endswith(f":{function}") for s in sidecars)
             metadata = json.loads((Path(out) / sidecars[0]["metadata"]).read_text())
-            assert metadata["num_warps"] == 12  # 8 multiplying warps, the loader warp's group
+            assert metadata["num_warps"] == 12  # 8 multiplying warps (two groups of 4), the loader's group
             assert metadata["shared"] <= 232448, job  # 4 stages fit beside D's half-sized buffer
     [refused] = precompile("gfx942", jobs[:1], "/nonexistent")
     assert refused["status"] == "failed"
@@ -200,7 +209,8 @@ def test_compiles_offline_for_sm90() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [WsConfig(), WsConfig(128, 128, 64, 8, 4, 4),
-                                    WsConfig(256, 128, 32, 4, 8, 6)], ids=lambda c: c.short())
+                                    WsConfig(256, 128, 32, 4, 8, 6),
+                                    WsConfig(128, 128, 64, 8, 4, 4, pingpong=True)], ids=lambda c: c.short())
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_gpu_results_against_fp64(config: WsConfig, dtype: torch.dtype) -> None:
     """Edge tiles in M and N, K not a multiple of the step (TMA's zero fill), a single tile, more
@@ -226,7 +236,10 @@ def test_gpu_results_against_fp64(config: WsConfig, dtype: torch.dtype) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [ScaledWsConfig(), ScaledWsConfig(num_stages=4, epilogue_split=2),
-                                    ScaledWsConfig(128, 128, 64, 8, 4, 8)], ids=lambda c: c.short())
+                                    ScaledWsConfig(128, 128, 64, 8, 4, 8),
+                                    ScaledWsConfig(128, 128, 128, 8, 4, 5, pingpong=True),
+                                    ScaledWsConfig(64, 256, 128, 4, 4, 4, pingpong=True)],
+                         ids=lambda c: c.short())
 @pytest.mark.parametrize("elem", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
 def test_gpu_scaled_results_against_fp64(config: ScaledWsConfig, elem: torch.dtype) -> None:
     """fp8 with fast accumulation through ``gemm``: edge tiles, K tails, more tiles than programs;

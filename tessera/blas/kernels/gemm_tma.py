@@ -45,6 +45,7 @@ class TmaConfig:
     flatten: bool = False  # pipeline tile and K loops as one: the next tile's loads overlap this epilogue
 
     kernel = "gemm_tma"
+    store_buffers = 1  # D's tile buffers in shared memory (:func:`shared_memory_bytes`)
 
     def __post_init__(self) -> None:
         if self.epilogue_split not in EPILOGUE_SPLITS:
@@ -181,6 +182,7 @@ class StagedTiles(Protocol):
     block_k: int
     num_stages: int
     epilogue_split: int
+    store_buffers: int
 
 
 def fitting_stages(config: StagedTiles, in_bytes: int, out_bytes: int, d: torch.Tensor) -> int:
@@ -200,9 +202,10 @@ def fitting_stages(config: StagedTiles, in_bytes: int, out_bytes: int, d: torch.
 
 def shared_memory_bytes(config: StagedTiles, stages: int, in_bytes: int, out_bytes: int) -> int:
     """Shared memory of a descriptor-family launch: ``stages`` A and B tiles of ``in_bytes``
-    elements, and the epilogue's store buffer (one column slice of D) of ``out_bytes``."""
+    elements, and the epilogue's store buffers (one column slice of D each) of ``out_bytes``."""
     pipeline = stages * (config.block_m + config.block_n) * config.block_k * in_bytes
-    return pipeline + config.block_m * config.block_n // config.epilogue_split * out_bytes
+    store = config.block_m * config.block_n // config.epilogue_split * out_bytes
+    return pipeline + config.store_buffers * store
 
 
 def descriptor(t: torch.Tensor, col_major: bool, block_rows: int, block_cols: int) -> TensorDescriptor:

@@ -62,15 +62,19 @@ _GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 _FP8_DTYPES = {torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
 _DESCRIPTOR_DTYPES = {**_GL_DTYPES, **_FP8_DTYPES, torch.float32: gl.float32}
 LOADER_REGISTERS = gl.constexpr(24)  # the loader warp's registers after setmaxnreg (it holds addresses only)
+PINGPONG_REGISTERS = gl.constexpr(232)  # the second warp group's with pingpong (a 128×128 fp32 tile: 128)
 
 
 @dataclass(frozen=True)
 class WsConfig:
     """Launch parameters of :func:`_gemm_ws_kernel`: a (block_m × block_n) output tile a step of
     block_k, ``num_warps`` multiplying warps (4 or 8: one or two warp groups stacked along M),
-    ``num_stages`` operand stages in shared memory (fewer where they and D's buffer would not fit
+    ``num_stages`` operand stages in shared memory (fewer where they and D's buffers would not fit
     the GPU's shared memory), D stored whole or in ``epilogue_split`` column halves; one loader
-    warp besides."""
+    warp besides. ``pingpong``: two warp groups of 4 warps, each multiplying whole tiles of its
+    own, in turn, so that one stores its tile while the other's wgmma run (CUTLASS's ping-pong
+    schedule; the cooperative default has both warp groups on one tile, the tensor cores idle
+    while they store it)."""
 
     block_m: int = 128
     block_n: int = 256
@@ -79,35 +83,47 @@ class WsConfig:
     num_warps: int = 8
     num_stages: int = 3
     epilogue_split: int = 1
+    pingpong: bool = False
 
     kernel = "gemm_ws"
+    b_k_major = False  # whether B always comes column-major (then block_k may equal block_n)
 
     def __post_init__(self) -> None:
         sizes = (self.block_m, self.block_n, self.block_k)
+        deep_enough = self.block_k <= self.block_n if self.b_k_major else self.block_k < self.block_n
         if self.num_warps not in (4, 8) or any(s & (s - 1) or s < 16 for s in sizes) \
-                or not self.block_k < self.block_n <= 256 or self.block_m % (16 * self.num_warps) \
-                or self.num_stages < 2 or self.group_m < 1 or self.epilogue_split not in (1, 2):
+                or not (deep_enough and self.block_n <= 256) or self.block_m % (16 * self.num_warps) \
+                or self.num_stages < 2 or self.group_m < 1 or self.epilogue_split not in (1, 2) \
+                or (self.pingpong and self.num_warps != 4):
             raise InvalidArgumentError(
-                f"{self.kernel} takes 4 or 8 warps, power-of-two blocks of at least 16 with block_k < "
-                f"block_n ≤ 256 and block_m a multiple of 16 rows a warp, 2 or more stages, group_m ≥ 1 "
-                f"and epilogue_split 1 or 2 (actual: {self.short()}): wgmma's accumulator is 16 rows a "
-                f"warp and at most 256 columns, and B's descriptor block tells its layout by "
-                f"block_k ≠ block_n")
+                f"{self.kernel} takes 4 or 8 warps (4 with pingpong: one warp group a tile), "
+                f"power-of-two blocks of at least 16 with block_k < block_n ≤ 256 (fp8: block_k ≤ "
+                f"block_n) and block_m a "
+                f"multiple of 16 rows a warp, 2 or more stages, group_m ≥ 1 and epilogue_split 1 or 2 "
+                f"(actual: {self.short()}): wgmma's accumulator is 16 rows a warp and at most 256 "
+                f"columns, and B's descriptor block tells its layout by block_k ≠ block_n")
+
+    @property
+    def store_buffers(self) -> int:
+        """D's tile buffers in shared memory: one for each warp group with a tile of its own."""
+        return 2 if self.pingpong else 1
 
     def short(self) -> str:
         split = f" split{self.epilogue_split}" if self.epilogue_split > 1 else ""
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
-                f"w{self.num_warps} s{self.num_stages}{split}")
+                f"w{self.num_warps} s{self.num_stages}{split}{' pingpong' if self.pingpong else ''}")
 
 
 @dataclass(frozen=True)
 class ScaledWsConfig(WsConfig):
     """:class:`WsConfig` for op ``gemm_scaled`` (fp8 with fast accumulation), its own family name
-    in logic files; 128-deep K steps by default (32 bytes a row and wgmma instruction)."""
+    in logic files; 128-deep K steps by default (32 bytes a row and wgmma instruction). B is
+    always K-major, so block_k may equal block_n."""
 
     block_k: int = 128
 
     kernel = "gemm_scaled_ws"
+    b_k_major = True
 
 
 @gluon.constexpr_function
@@ -120,16 +136,17 @@ def _accumulator_layout(block_m, block_n, num_warps, operand_dtype):
 
 @gluon.constexpr_function
 def _b_col_major(b_desc, block_k):
-    """Whether B comes column-major: its descriptor's block is (BN, BK) rows of K, not (BK, BN)
-    (block_n > block_k keeps the two apart, ``WsConfig``)."""
-    return b_desc.block_type.shape[1] == block_k
+    """Whether B comes column-major: always with 8-bit operands (wgmma reads them K-major only),
+    else when its descriptor's block is (BN, BK) rows of K, not (BK, BN) (block_n > block_k keeps
+    the two apart, ``WsConfig``)."""
+    return b_desc.dtype.primitive_bitwidth == 8 or b_desc.block_type.shape[1] == block_k
 
 
 @gluon.constexpr_function
 def _block_n(b_desc, block_k):
     """The tile's columns, from B's descriptor block ((BN, BK) column-major, (BK, BN) row-major):
     D's block may be a column half of it."""
-    return b_desc.block_type.shape[0] if b_desc.block_type.shape[1] == block_k else b_desc.block_type.shape[1]
+    return b_desc.block_type.shape[0] if _b_col_major(b_desc, block_k) else b_desc.block_type.shape[1]
 
 
 @gluon.jit
@@ -143,9 +160,9 @@ def _tile_origin(tile, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M
 
 
 @gluon.jit
-def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES):
-    """The loader warp: for every K step of every tile of this program, wait until the stage is
-    free (``empty``), then copy A's and B's tiles into it, completing on ``ready``."""
+def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES):
+    """The loader warp: for every K step of every tile of this program, in order, wait until the
+    stage is free (``empty``), then copy A's and B's tiles into it, completing on ``ready``."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = _block_n(b_desc, BK)
@@ -213,10 +230,15 @@ def _store(d_desc, d_smem, out, off_m, off_n, BM: gl.constexpr, BN: gl.constexpr
 
 
 @gluon.jit
-def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES):
-    """The default partition: each stage's wgmma queued behind the last, then a wait for the last
-    only (one in flight), its stage handed back; the tile (fp8 operands: scaled, :func:`_scaled`)
-    stored through D's descriptor, the store overlapping the next tile's first steps."""
+def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
+                STAGES, group, groups):
+    """A multiplying partition, ``group`` of ``groups`` (1, or 2 taking the program's tiles in
+    turn): each stage's wgmma queued behind the last, then a wait for the last only (one in
+    flight), its stage handed back; the tile (fp8 operands: scaled, :func:`_scaled`) stored
+    through D's descriptor, the store overlapping the next tile's first steps — or, in turn, the
+    other group's wgmma. A group starts a tile once the one before it has seen its last stage
+    arrive (``turns``): the stages come in the program's tile order, and a wait on a stage's
+    ``ready`` phase two ahead of it would pass at once."""
     BM: gl.constexpr = d_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = _block_n(b_desc, BK)
@@ -226,9 +248,15 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, 
     d_smem = gl.allocate_shared_memory(d_desc.dtype, d_desc.block_type.shape, d_desc.layout)
     num_m = gl.cdiv(M, BM)
     num_n = gl.cdiv(N, BN)
-    step = 0
-    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+    k_steps = gl.cdiv(K, BK)
+    step = group * k_steps  # the stages of the tiles before this group's first
+    turn = group - 1  # the arrivals on turns[group] this group's next tile waits for, less one
+    for tile in range(gl.program_id(0) + group * gl.num_programs(0), num_m * num_n,
+                      groups * gl.num_programs(0)):
         off_m, off_n = _tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
+        if turn >= 0:
+            mbarrier.wait(turns.index(group), turn & 1)
+        turn += 1
         acc = warpgroup_mma_init(gl.zeros((BM, BN), gl.float32, layout))
         for k in range(0, K, BK):
             s = step % STAGES
@@ -242,8 +270,11 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, 
                 _hand_back(empty, s, STAGES)
             acc = warpgroup_mma_init(acc)  # the loop carries the accumulator's type
             step += 1
+        if groups > 1:
+            mbarrier.arrive(turns.index((group + 1) % groups), count=1)  # its stages have all come
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         _hand_back(empty, step % STAGES, STAGES)  # the tile's last stage
+        step += (groups - 1) * k_steps
         if SCALED:
             acc = _scaled(acc, off_m, off_n, M, N, epilogue, layout, BM, BN)
         _store(d_desc, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
@@ -252,9 +283,10 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, 
 
 @gluon.jit
 def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb, M, N, K,
-                    GROUP_M: gl.constexpr, STAGES: gl.constexpr):
+                    GROUP_M: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
     """D = A·B (fp8: scaled, plus a bias unless ``bias_ptr`` is None): the stage ring and its
-    barriers, then the loader warp beside the multiplying warps. Constants passed to the
+    barriers, then the loader warp beside the multiplying warps (``PINGPONG``: beside two warp
+    groups of the kernel's 4 warps, taking tiles in turn). Constants passed to the
     partitions arrive there as runtime values (an ``if`` on one compiles both branches), so B's
     layout and the tile's width are read from the descriptors' blocks (:func:`_b_col_major`,
     :func:`_block_n`) and the scaling from A's dtype; None stays None."""
@@ -263,12 +295,25 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
+    for i in gl.static_range(2):
+        mbarrier.init(turns.index(i), count=1)
     epilogue = (sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb)
-    args = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES)
-    gl.warp_specialize([(_multiplier, args), (_loader, args)], [1], [LOADER_REGISTERS])
+    loads = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES)
+    if PINGPONG:
+        first = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
+                 STAGES, 0, 2)
+        second = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
+                  STAGES, 1, 2)
+        gl.warp_specialize([(_multiplier, first), (_multiplier, second), (_loader, loads)], [4, 1],
+                           [PINGPONG_REGISTERS, LOADER_REGISTERS])
+    else:
+        only = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
+                STAGES, 0, 1)
+        gl.warp_specialize([(_multiplier, only), (_loader, loads)], [1], [LOADER_REGISTERS])
 
 
 def ws_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
@@ -329,7 +374,7 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
             (_descriptor(a, [config.block_m, config.block_k]), b_desc,
              _descriptor(d, [config.block_m, config.block_n // config.epilogue_split]), sa, sb, bias,
              *strides, m, n, k),
-            dict(GROUP_M=config.group_m, STAGES=stages), config.num_warps, 1)
+            dict(GROUP_M=config.group_m, STAGES=stages, PINGPONG=config.pingpong), config.num_warps, 1)
 
 
 def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -> None:
