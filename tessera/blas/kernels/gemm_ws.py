@@ -254,7 +254,7 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epi
     for tile in range(gl.program_id(0) + group * gl.num_programs(0), num_m * num_n,
                       groups * gl.num_programs(0)):
         off_m, off_n = _tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
-        if turn >= 0:
+        if groups > 1 and turn >= 0:  # alone, a group never waits
             mbarrier.wait(turns.index(group), turn & 1)
         turn += 1
         acc = warpgroup_mma_init(gl.zeros((BM, BN), gl.float32, layout))
