@@ -14,7 +14,7 @@ against torch.matmul first (not timed if wrong), then timed with torch.matmul an
 through ``gemm`` with the scaled use of the family (``ScaledWsConfig``) forced, against
 ``torch._scaled_mm(use_fast_accum=True)`` and the shipped choice.
 
-Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096] [--dtypes bf16,fp16,fp8]
+Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096,MxNxK] [--dtypes bf16,fp16,fp8]
        [--rounds 3] [--configs BMxBNxBK:stages:warps:group[:split][:pp],...]  (pp: ping-pong)
 """
 

@@ -14,7 +14,7 @@ the specialized ones with pointer stores returned wrong results).
 A configuration is ``BMxBNxBK:stages:group:split:ws`` — split 1 or 2: D stored through a
 descriptor whole or in column halves, 0: pointer stores; ws 1: 4 warps, specialized; 0: 8 warps.
 
-Usage: python benchmarks/gemm_ws_probe.py OUT.json [--sizes 8192,4096] [--dtypes bf16,fp16,fp8]
+Usage: python benchmarks/gemm_ws_probe.py OUT.json [--sizes 8192,4096,MxNxK] [--dtypes bf16,fp16,fp8]
        [--rounds 3] [--configs CONFIG,...]
 """
 
@@ -100,11 +100,20 @@ def ws_gemm(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, cfg: tuple[int, .
     return d
 
 
-def timed_rows(cases: dict[str, list], rounds: int, dtype_name: str, size: int) -> list[dict]:
+def dims(size: int | str) -> tuple[int, int, int]:
+    """(M, N, K) of a probe size: n for n³, or "MxNxK"."""
+    if isinstance(size, int):
+        return size, size, size
+    m, n, k = (int(v) for v in size.split("x"))
+    return m, n, k
+
+
+def timed_rows(cases: dict[str, list], rounds: int, dtype_name: str, size: int | str) -> list[dict]:
     """Each case's median graph-replayed time (the cases interleaved over ``rounds``) and its ratio
-    to the ``torch`` case, for a size³ GEMM: result rows, each also printed."""
+    to the ``torch`` case, for a GEMM of ``size`` (:func:`dims`): result rows, each also printed."""
     times = graph_rounds(cases, rounds)
-    flops = 2 * size**3
+    m, n, k = dims(size)
+    flops = 2 * m * n * k
     vendor = statistics.median(times["torch"])
     rows = []
     for name, samples in times.items():
@@ -126,21 +135,22 @@ DEFAULT = ("256x128x64:3:8:1:1,256x128x64:4:8:2:1,128x256x64:3:8:1:1,128x256x64:
            "128x128x64:4:8:1:1,128x128x64:5:8:1:1,256x128x64:3:8:1:0,128x256x64:3:8:1:0")
 
 
-def shipped_row(dtype_name: str, size: int, choice: Choice | None) -> dict:
+def shipped_row(dtype_name: str, size: int | str, choice: Choice | None) -> dict:
     """The row naming what ``gemm`` chose for the problem (``explain``'s choice)."""
     return {"dtype": dtype_name, "size": size, "case": "shipped kernel",
             "kernel": None if choice is None else choice.config.short()}
 
 
-def vendor_cases(dtype: torch.dtype, size: int, one: torch.Tensor) -> tuple:
+def vendor_cases(dtype: torch.dtype, size: int | str, one: torch.Tensor) -> tuple:
     """(a, b, the vendor's fp32 result, cold operand copies, {"torch", "shipped"} call lists) for a
-    size³ GEMM: 16-bit against torch.matmul; fp8 e4m3 (B column-major, what 8-bit tensor cores and
-    ``torch._scaled_mm`` take; per-tensor scales of one, bf16 out) against ``torch._scaled_mm``
-    with fast accumulation, the shipped ``gemm`` in the same mode."""
-    a = torch.randn(size, size, device="cuda").to(dtype)
-    b = torch.randn(size, size, device="cuda").to(dtype)
+    GEMM of ``size`` (:func:`dims`): 16-bit against torch.matmul; fp8 e4m3 (B column-major, what
+    8-bit tensor cores and ``torch._scaled_mm`` take; per-tensor scales of one, bf16 out) against
+    ``torch._scaled_mm`` with fast accumulation, the shipped ``gemm`` in the same mode."""
+    m, n, k = dims(size)
+    a = torch.randn(m, k, device="cuda").to(dtype)
+    b = torch.randn(k, n, device="cuda").to(dtype)
     if dtype.itemsize == 1:
-        b = b.t()
+        b = torch.randn(n, k, device="cuda").to(dtype).t()
         want = torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float32)
         pairs = cold_copies((a, b))
         scaled = {"scale_a": one, "scale_b": one}
@@ -172,10 +182,11 @@ def probe_arguments(default_configs: str, script: str) -> tuple[argparse.Namespa
 
 
 def problems(args: argparse.Namespace, one: torch.Tensor) -> Iterator[tuple]:
-    """Per dtype and size of the command line: (dtype name, fp8?, size, a, b, the vendor's result,
-    its largest magnitude, cold operand copies, the vendor's and the shipped call lists)."""
+    """Per dtype and size of the command line (n for n³, or MxNxK): (dtype name, fp8?, size, a, b,
+    the vendor's result, its largest magnitude, cold operand copies, the vendor's and the shipped
+    call lists)."""
     for dtype_name in args.dtypes.split(","):
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in (s if "x" in s else int(s) for s in args.sizes.split(",")):
             a, b, want, pairs, cases = vendor_cases(DTYPES[dtype_name], size, one)
             yield dtype_name, dtype_name == "fp8", size, a, b, want, float(want.abs().max()), pairs, cases
 
@@ -189,14 +200,14 @@ def main() -> None:
     one = torch.ones((), device="cuda")
     for dtype_name, fp8, size, a, b, want, scale, pairs, cases in problems(args, one):
         out_dtype = torch.bfloat16 if fp8 else a.dtype
-        sets = [(x, y, torch.empty(size, size, device="cuda", dtype=out_dtype)) for x, y in pairs]
+        sets = [(x, y, torch.empty(*dims(size)[:2], device="cuda", dtype=out_dtype)) for x, y in pairs]
         product_scale = one if fp8 else None
         errors = {}
         for cfg in configs:
             store = f"split{cfg[5]}" if cfg[5] else "ptr"
             warps = "ws" if cfg[6] else "w8"
             name = "x".join(map(str, cfg[:3])) + f" s{cfg[3]} g{cfg[4]} {store} {warps}"
-            d = torch.empty(size, size, device="cuda", dtype=out_dtype)
+            d = torch.empty(*dims(size)[:2], device="cuda", dtype=out_dtype)
             try:
                 got = ws_gemm(a, b, d, cfg, num_sms, product_scale).float()
             except Exception as exc:  # noqa: BLE001 - a probe reports what failed and goes on
