@@ -117,6 +117,23 @@ def test_scaled_selection_takes_the_family_only_where_it_fits(dtype: str) -> Non
     assert not isinstance(small.config, ScaledWsConfig), small.reason
 
 
+def test_shipped_small_k_rows_take_the_ping_pong_tile_where_it_fits() -> None:
+    """The shipped fp8 row at 8192²×1024 is the ping-pong tile (it won there, the cooperative one
+    at 8192³); a call it does not take falls to the descriptor family; bf16 at 8192²×1024 gets
+    its own gemm_ws row."""
+    short_k = space.select_mnk("gemm_scaled", space.MnkProblem(8192, 8192, 1024, "fp8e4m3_fast", True, True),
+                               H200)
+    assert short_k.config == ScaledWsConfig(128, 128, 128, 8, 4, 6, 2, pingpong=True), short_k.reason
+    full_k = space.select_mnk("gemm_scaled", space.MnkProblem(8192, 8192, 8192, "fp8e4m3_fast", True, True),
+                              H200)
+    assert isinstance(full_k.config, ScaledWsConfig) and not full_k.config.pingpong
+    refused = space.select_mnk("gemm_scaled", space.MnkProblem(8192, 8192, 1024, "fp8e4m3_fast", True, False),
+                               H200)
+    assert not isinstance(refused.config, ScaledWsConfig), refused.reason
+    bf16 = space.select(space.GemmProblem(8192, 8192, 1024, 1, "bf16", True, True), H200)
+    assert bf16.config == WsConfig(128, 256, 64, 4, 8, 3), bf16.reason
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 def test_shipped_rows_go_to_the_family_only_where_it_fits(dtype: str) -> None:
     """The sm_90 logic's 8192³ row names gemm_ws: a call the family takes gets it; one it does not
