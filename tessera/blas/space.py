@@ -102,7 +102,7 @@ WS_SPACE: tuple[WsConfig, ...] = (
     WsConfig(128, 256, 64, 8, 8, 3), WsConfig(128, 256, 64, 16, 8, 3), WsConfig(128, 256, 64, 4, 8, 3),
     WsConfig(128, 256, 32, 8, 8, 6), WsConfig(256, 128, 64, 8, 8, 3), WsConfig(256, 128, 32, 8, 8, 6),
     WsConfig(128, 128, 64, 8, 4, 4), WsConfig(128, 128, 64, 8, 4, 5),
-    WsConfig(128, 128, 64, 8, 4, 5, pingpong=True),  # 0.986× torch at 8192³ (a probe, not a grid run)
+    WsConfig(128, 128, 64, 8, 4, 5, pingpong=True),  # probes: 0.986× torch at 8192³, 1.028× at 8192²×1024
 )
 
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
@@ -453,7 +453,8 @@ SCALED_SPACE: tuple[ScaledConfig | ScaledTmaConfig, ...] = tuple(
     *(ScaledWsConfig(128, 256, 128, g, 8, 3) for g in (4, 8, 16, 32)),
     ScaledWsConfig(128, 256, 128, 8, 8, 4, 2), ScaledWsConfig(128, 256, 64, 8, 8, 6),
     ScaledWsConfig(256, 128, 64, 8, 8, 6), ScaledWsConfig(128, 128, 64, 8, 4, 8),
-    # ping-pong: 0.974–0.990× _scaled_mm at 8192³ against the cooperative 1.032× (gluon-probe-h200-d6b93bc)
+    # ping-pong: 0.974–0.990× _scaled_mm at 8192³ against the cooperative 1.032×, 1.037× against
+    # 0.967× at 8192²×1024 (gluon-probe-h200-d6b93bc/, -bd6198f/)
     ScaledWsConfig(128, 128, 128, 8, 4, 6, 2, pingpong=True),
 )
 

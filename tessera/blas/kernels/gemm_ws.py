@@ -62,7 +62,7 @@ _GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 _FP8_DTYPES = {torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
 _DESCRIPTOR_DTYPES = {**_GL_DTYPES, **_FP8_DTYPES, torch.float32: gl.float32}
 LOADER_REGISTERS = gl.constexpr(24)  # the loader warp's registers after setmaxnreg (it holds addresses only)
-PINGPONG_REGISTERS = gl.constexpr(232)  # the second warp group's with pingpong (a 128×128 fp32 tile: 128)
+PINGPONG_REGISTERS = gl.constexpr(232)  # the worker warp group's with pingpong (its 128×128 fp32 tile: 128)
 
 
 @dataclass(frozen=True)
@@ -98,10 +98,10 @@ class WsConfig:
             raise InvalidArgumentError(
                 f"{self.kernel} takes 4 or 8 warps (4 with pingpong: one warp group a tile), "
                 f"power-of-two blocks of at least 16 with block_k < block_n ≤ 256 (fp8: block_k ≤ "
-                f"block_n) and block_m a "
-                f"multiple of 16 rows a warp, 2 or more stages, group_m ≥ 1 and epilogue_split 1 or 2 "
-                f"(actual: {self.short()}): wgmma's accumulator is 16 rows a warp and at most 256 "
-                f"columns, and B's descriptor block tells its layout by block_k ≠ block_n")
+                f"block_n) and block_m a multiple of 16 rows a warp, 2 or more stages, group_m ≥ 1 "
+                f"and epilogue_split 1 or 2 (actual: {self.short()}): wgmma's accumulator is 16 rows a "
+                f"warp and at most 256 columns, and a 16-bit B's descriptor block tells its layout by "
+                f"block_k ≠ block_n")
 
     @property
     def store_buffers(self) -> int:
