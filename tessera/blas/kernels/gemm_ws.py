@@ -303,17 +303,16 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
         mbarrier.init(turns.index(i), count=1)
     epilogue = (sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb)
     loads = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES)
+    GROUPS: gl.constexpr = 2 if PINGPONG else 1
+    first = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M, STAGES,
+             0, GROUPS)
     if PINGPONG:
-        first = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
-                 STAGES, 0, 2)
         second = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
-                  STAGES, 1, 2)
+                  STAGES, 1, GROUPS)
         gl.warp_specialize([(_multiplier, first), (_multiplier, second), (_loader, loads)], [4, 1],
                            [PINGPONG_REGISTERS, LOADER_REGISTERS])
     else:
-        only = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
-                STAGES, 0, 1)
-        gl.warp_specialize([(_multiplier, only), (_loader, loads)], [1], [LOADER_REGISTERS])
+        gl.warp_specialize([(_multiplier, first), (_loader, loads)], [1], [LOADER_REGISTERS])
 
 
 def ws_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
