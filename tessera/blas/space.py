@@ -116,15 +116,24 @@ def uses_tma(config: object) -> bool:
     return isinstance(config, (TmaConfig, WsConfig)) or getattr(config, "tma", False)
 
 
+def _misfit(problem: GemmProblem, config: object) -> str | None:
+    """Why a float GEMM configuration (forced, or a logic file's) cannot run ``problem``; None
+    when it can."""
+    if uses_tma(config) and not problem.tma_ok:
+        return "TMA config does not fit this layout"
+    if isinstance(config, WsConfig) and not problem.ws_ok:
+        return "warp-specialized config does not fit this call"
+    if isinstance(config, StreamKConfig) and problem.batch != 1:
+        return "stream-K config takes no batch"
+    return None
+
+
 def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
     """Pick the kernel family and configuration for ``problem`` on ``device``."""
     if type(forced.config) in GEMM_CONFIGS:
-        if uses_tma(forced.config) and not problem.tma_ok:
-            return Choice(TileConfig(64, 64, 32), "forced TMA config does not fit this layout")
-        if isinstance(forced.config, WsConfig) and not problem.ws_ok:
-            return Choice(TileConfig(64, 64, 32), "forced warp-specialized config does not fit this call")
-        if isinstance(forced.config, StreamKConfig) and problem.batch != 1:
-            return Choice(TileConfig(64, 64, 32), "forced stream-K config takes no batch")
+        why = _misfit(problem, forced.config)
+        if why is not None:
+            return Choice(TileConfig(64, 64, 32), f"forced {why}")
         return Choice(forced.config, "forced")
     return _select_cached(problem, device.backend, device.arch, device.shared_memory_per_block,
                           logic.generation())
@@ -135,9 +144,7 @@ def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory:
                    _logic_generation: int) -> Choice:
     match, reasons = logic.lookup(arch, "blas", "gemm", problem.dtype,
                                   (problem.m, problem.n, problem.k, problem.batch),
-                                  usable=lambda cfg: (problem.tma_ok or not uses_tma(cfg))
-                                  and (problem.ws_ok or not isinstance(cfg, WsConfig))
-                                  and (problem.batch == 1 or not isinstance(cfg, StreamKConfig)))
+                                  usable=lambda cfg: _misfit(problem, cfg) is None)
     if match is not None:
         return Choice(match.config, match.describe())
     choice = _select_heuristic(problem, backend, arch, shared_memory)
