@@ -18,9 +18,10 @@ exactly that. Symmetric: scale = max|w| / (2^(bits − 1) − 1) over the group,
 + 2^(bits − 1). Asymmetric: scale = (max − min) / (2^bits − 1), zero = round(−min / scale).
 ``gemm_wq(x, qweight)`` returns ``x @ dequantize_weight(qweight)`` in x's dtype, fp32 accumulation:
 small and medium M on tensor cores, the codes turned into MMA operands in registers (``gemm_wq``;
-4-bit codes as exact integers, every group's sum scaled once), 8-bit decode on CUDA cores
-(``gemv_wq``), large M dequantizing the weight once into a 16-bit scratch for the float GEMM
-(``gemm_wq_dequant``); logic files choose, like every GEMM.
+4-bit codes as exact integers, every group's sum scaled once; on sm_90 symmetric 4-bit weights
+and up to 32 rows also the warp-specialized Gluon kernel ``gemm_wq_ws``), 8-bit decode on CUDA
+cores (``gemv_wq``), large M dequantizing the weight once into a 16-bit scratch for the float
+GEMM (``gemm_wq_dequant``); logic files choose, like every GEMM.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from tessera.blas.kernels.gemm_wq import (
     launch_gemm_wq,
     reads_words,
 )
+from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, launch_gemm_wq_ws, wq_ws_supported
 from tessera.blas.kernels.gemm_ws import scaled_ws_supported
 from tessera.tuning import logic
 
@@ -311,7 +313,9 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     y2 = out.view(m, n)
     info = device_info(x.device)
     dtype = f"int{q.bits}_{ACTIVATIONS[x.dtype]}"
-    config = space.select_mnk("gemm_wq", space.MnkProblem(m, n, k, dtype), info).config
+    ws_ok = (space.ws_capable(info) and not interpreter_enabled()
+             and wq_ws_supported(x2, q.codes, q.scales, q.zeros, q.bits, q.group_size))
+    config = space.select_mnk("gemm_wq", space.MnkProblem(m, n, k, dtype, ws_ok=ws_ok), info).config
     if isinstance(config, WqGemvConfig) and q.words is None:  # N not a multiple of 4 …
         config = space.WQ_FALLBACK
     if isinstance(config, WqDequantConfig):
@@ -322,10 +326,14 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
         gemm(x2, weight, out=y2)
     else:
         with launch.recording() if signature is not None else contextlib.nullcontext([]) as calls:
-            launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
-                           upcast=interpreter_enabled(), config=config, words=q.words)
+            if isinstance(config, WqWsConfig):
+                launch_gemm_wq_ws(x2, q.codes, q.scales, q.group_size, y2, config,
+                                  info.shared_memory_per_block)
+            else:
+                launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
+                               upcast=interpreter_enabled(), config=config, words=q.words)
         if signature is not None:
-            words = reads_words(config, q.bits) and q.words is not None
+            words = not isinstance(config, WqWsConfig) and reads_words(config, q.bits) and q.words is not None
             _remember(signature, calls, x2, q, y2, words, tuple(out.shape))
     return out
 

@@ -23,14 +23,15 @@ from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
+from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
 from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.tuning import logic
 
 Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WsConfig | WqConfig | WqGemvConfig
-          | WqDequantConfig | ScaledConfig | GemvConfig | GemvGemmConfig | GerConfig | SymvConfig | TrsvConfig
-          | VectorConfig)
+          | WqDequantConfig | WqWsConfig | ScaledConfig | GemvConfig | GemvGemmConfig | GerConfig | SymvConfig
+          | TrsvConfig | VectorConfig)
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -290,7 +291,7 @@ logic.register_op("blas", "gemm", SIZE_KEYS,
 # ``int4_bf16``), sizes (m, n, k). BLOCK_K is capped at the quantization group when launched.
 WQ_SIZE_KEYS = ("m", "n", "k")
 WQ_DTYPES = ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")
-WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
+WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig | WqWsConfig, ...] = (
     # BLOCK_K: K rows per step (4-bit: half as many code rows); 512 columns a warp keep each thread's
     # sums in its registers, 256 on one warp split a row over two lanes (twice the programs); 5-6
     # stages keep as many bytes in flight with half the slices (1024×8 K/32 on 5 stages won the
@@ -307,6 +308,10 @@ WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig, ...] = (
       for halves in ((False, True) if bm == 16 else (False,))  # warp_mma: two 8-row halves
       if bm <= 32 or split == 1),
     WqDequantConfig(32, 128, 4), WqDequantConfig(16, 256, 4),
+    # sm_90, symmetric 4-bit codes, up to 32 rows: the warp-specialized Gluon decode kernel
+    # (W4A16 16×8192²: 4 warp groups on 8 stages 15.8 µs, 3 on 8 16.9, the 16-row tile 19.0;
+    # 1×8192²: 3 on 8 14.5, 4 on 8 15.1, the decode tile 14.2–14.7; wq-ws-h200-dc4f9e3/)
+    *(WqWsConfig(s, c) for s, c in ((8, 4), (8, 3), (6, 3), (4, 4), (8, 2))),
 )
 
 
@@ -315,8 +320,13 @@ WQ_FALLBACK = WqConfig(16, 64, 64, 1, 8, 4, 3)
 
 
 # the configuration types of each op that select_mnk serves (any of its families may be forced)
-MNK_CONFIGS: dict[str, tuple[type, ...]] = {"gemm_wq": (WqConfig, WqGemvConfig, WqDequantConfig),
-                                            "gemm_scaled": (ScaledConfig, ScaledTmaConfig, ScaledWsConfig)}
+MNK_CONFIGS: dict[str, tuple[type, ...]] = {
+    "gemm_wq": (WqConfig, WqGemvConfig, WqDequantConfig, WqWsConfig),
+    "gemm_scaled": (ScaledConfig, ScaledTmaConfig, ScaledWsConfig)}
+
+
+# the warp-specialized families, which take a call only where MnkProblem.ws_ok says so
+WS_MNK_CONFIGS = (ScaledWsConfig, WqWsConfig)
 
 
 @dataclass(frozen=True)
@@ -328,7 +338,9 @@ class MnkProblem:
     k: int
     dtype: str  # int4_bf16 … for gemm_wq; fp8e4m3, fp8e5m2, int8 for gemm_scaled
     tma_ok: bool = False  # gemm_scaled: the operands' layouts and the device take gemm_scaled_tma
-    ws_ok: bool = False  # and gemm_scaled_ws takes them (sm_90, fp8 with fast accumulation, scaled)
+    # and the warp-specialized family takes them: gemm_scaled_ws (sm_90, fp8 with fast
+    # accumulation, scaled), gemm_wq_ws (sm_90, the weight and x as ``gemm_wq_ws.wq_ws_supported``)
+    ws_ok: bool = False
 
 
 def select_mnk(op: str, problem: MnkProblem, device: DeviceInfo) -> Choice:
@@ -336,7 +348,7 @@ def select_mnk(op: str, problem: MnkProblem, device: DeviceInfo) -> Choice:
     that family (unless it is a warp-specialized one the call does not fit), else the logic files
     (their rows the call fits), else the op's heuristic."""
     if forced.config is not None and isinstance(forced.config, MNK_CONFIGS[op]):
-        if problem.ws_ok or not isinstance(forced.config, ScaledWsConfig):
+        if problem.ws_ok or not isinstance(forced.config, WS_MNK_CONFIGS):
             return Choice(forced.config, "forced")
     return _select_mnk_cached(op, problem, device.backend, device.arch, device.multiprocessors or 0,
                               logic.generation())
@@ -347,7 +359,7 @@ def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sm
                        _generation: int) -> Choice:
     match, reasons = logic.lookup(arch, "blas", op, problem.dtype, (problem.m, problem.n, problem.k),
                                   usable=lambda cfg: (problem.tma_ok or not uses_tma(cfg))
-                                  and (problem.ws_ok or not isinstance(cfg, ScaledWsConfig)))
+                                  and (problem.ws_ok or not isinstance(cfg, WS_MNK_CONFIGS)))
     if match is not None:
         return Choice(match.config, match.describe())
     choice = MNK_HEURISTICS[op](problem, backend, sms)
@@ -382,6 +394,9 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return split
 
     four_bit = problem.dtype.startswith("int4")
+    if problem.ws_ok and 8 < m <= 32:  # W4A16 16×8192²: 15.8 µs against the 16-row tile's 19.0
+        return Choice(WqWsConfig(8, 4), "sm_90, symmetric 4-bit codes, 9–32 rows: warp-specialized "
+                      "Gluon kernel, 4 warp groups")
     if four_bit and m <= 16:  # 2.25× / 1.73× torch (quantized-h200-77dda0e.json; 16 rows in 8-row halves)
         config = (WqConfig(8, 256, 128, 1, 8, 8, 3) if m <= 8
                   else WqConfig(16, 128, 64, 1, 8, 4, 3, warp_mma=True))  # tune-wq16-h200-46ae292
@@ -435,7 +450,8 @@ def heuristic_wq_logic(device: DeviceInfo) -> list[dict]:
 
 
 logic.register_op("blas", "gemm_wq", WQ_SIZE_KEYS,
-                  {"gemm_wq": WqConfig, "gemv_wq": WqGemvConfig, "gemm_wq_dequant": WqDequantConfig},
+                  {"gemm_wq": WqConfig, "gemv_wq": WqGemvConfig, "gemm_wq_dequant": WqDequantConfig,
+                   "gemm_wq_ws": WqWsConfig},
                   heuristic=heuristic_wq_logic)
 
 

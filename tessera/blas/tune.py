@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from tessera._core.device import DeviceInfo, device_info, torch_dtype
+from tessera._core.device import DeviceInfo, device_info, interpreter_enabled, torch_dtype
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import compile_only
 from tessera._core.timing import cold_copies, graph_ms, on_gpu
@@ -22,6 +22,7 @@ from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig, shared_memory_bytes
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
+from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, wq_ws_supported
 from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
@@ -290,11 +291,14 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
             configs = [*configs, *planes, *early, *units]
         tma = space.descriptors_run(device)
         ws = space.ws_capable(device) and dtype.startswith("fp8") and dtype.endswith(FAST_SUFFIX)
+        # the weight-only Gluon kernel: the operands above (symmetric codes) where it takes them
+        wq_ws = (space.ws_capable(device) and op == "gemm_wq" and not interpreter_enabled()
+                 and wq_ws_supported(*_wq_ws_view(operands(problem)[0])))
         # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice;
         # a warp-specialized one the call does not fit would run the selection's choice instead
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
                 and (tma or not space.uses_tma(c)) and (ws or not isinstance(c, ScaledWsConfig))
-                and c.block_n <= _pow2_at_least(n)
+                and (wq_ws if isinstance(c, WqWsConfig) else getattr(c, "block_n", 0) <= _pow2_at_least(n))
                 and (op != "gemm_wq" or getattr(c, "block_k", 0) <= _group_for(k))
                 and not (isinstance(c, WqGemvConfig) and (m > GEMV_MAX_ROWS or n % 4))]  # words
 
@@ -319,6 +323,12 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
 
     return TunableOp("blas", op, device.arch, dtype, list(problems), candidates, check, measure,
                      runtime=runtime_of(device), warm=_parallel_warm(run))
+
+
+def _wq_ws_view(args: tuple) -> tuple:
+    """``wq_ws_supported``'s arguments for a ``gemm_wq`` call's (x, weight)."""
+    x, q = args
+    return x.reshape(-1, x.shape[-1]), q.codes, q.scales, q.zeros, q.bits, q.group_size
 
 
 def _cold_sets(args: tuple) -> list[tuple]:

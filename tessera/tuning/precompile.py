@@ -28,6 +28,7 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
                   "gemm_ws": "tessera.blas.kernels.gemm_ws",
                   "gemm_wq": "tessera.blas.kernels.gemm_wq", "gemv_wq": "tessera.blas.kernels.gemm_wq",
                   "gemm_wq_dequant": "tessera.blas.kernels.gemm_wq",
+                  "gemm_wq_ws": "tessera.blas.kernels.gemm_wq_ws",
                   "gemm_scaled": "tessera.blas.kernels.gemm_scaled",
                   "gemm_scaled_tma": "tessera.blas.kernels.gemm_scaled",
                   "gemm_scaled_ws": "tessera.blas.kernels.gemm_scaled",
@@ -39,7 +40,7 @@ FAMILY_MODULES = {"gemm_tile": "tessera.blas.kernels.gemm_tile",
 
 
 # Hopper tensor descriptors (sm_90 or newer): these families, and configurations with ``tma`` set
-TMA_FAMILIES = ("gemm_tma", "gemm_scaled_tma", "gemm_ws", "gemm_scaled_ws")
+TMA_FAMILIES = ("gemm_tma", "gemm_scaled_tma", "gemm_ws", "gemm_scaled_ws", "gemm_wq_ws")
 
 
 def _target(arch: str, warp_size: int) -> object:

@@ -1,0 +1,182 @@
+"""The warp-specialized W4A16 decode kernel (``gemm_wq_ws``, Gluon, sm_90): its configuration and
+the calls it takes (CPU), its selection (only where it takes the call), its offline sm_90 build
+with the running Triton, and on the GPU its results against x @ dequantized weight in fp64 —
+directly, through ``gemm_wq`` and replayed."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from child import precompile
+from tessera import InvalidArgumentError
+from tessera._core.device import DeviceInfo, device_info
+from tessera._core.launch import recording
+from tessera.blas import dequantize_weight, gemm_wq, quantize_weight, space
+from tessera.blas.kernels import gemm_wq_ws
+from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, fitting_stages, wq_ws_supported
+
+H200 = DeviceInfo("sm_90", "cuda", "NVIDIA H200", 132, 32, 232448, {}, None)
+
+
+def test_config_rules_and_names() -> None:
+    assert WqWsConfig().short() == "gemm_wq_ws s8 c4"
+    assert WqWsConfig(4, 2).short() == "gemm_wq_ws s4 c2"
+    for stages, consumers in ((1, 3), (33, 3), (8, 1), (8, 5)):
+        with pytest.raises(InvalidArgumentError, match="gemm_wq_ws takes 2 to 32 stages"):
+            WqWsConfig(stages, consumers)
+
+
+def _weight(k: int, n: int, bits: int = 4, group: int = 128, symmetric: bool = True,
+            dtype: torch.dtype = torch.bfloat16, device: str = "cpu", seed: int = 3) -> object:
+    gen = torch.Generator().manual_seed(seed)
+    w = (torch.randn(k, n, generator=gen) * 0.05).to(dtype).to(device)
+    return quantize_weight(w, bits=bits, group_size=group, symmetric=symmetric)
+
+
+def _takes(x: torch.Tensor, q: object) -> bool:
+    return wq_ws_supported(x, q.codes, q.scales, q.zeros, q.bits, q.group_size)
+
+
+def test_which_calls_it_takes() -> None:
+    """Symmetric 4-bit codes in quantize_weight's column-major layout, group 64 or 128, 1 … 32
+    rows of 16-bit activations with 16-byte rows, N a multiple of 64, K of 256 — nothing else."""
+    q = _weight(512, 192)
+    for m in (1, 7, 16, 32):
+        assert _takes(torch.zeros(m, 512, dtype=torch.bfloat16), q), m
+    assert _takes(torch.zeros(4, 512, dtype=torch.float16), _weight(512, 192, dtype=torch.float16, group=64))
+    x = torch.zeros(4, 512, dtype=torch.bfloat16)
+    assert not _takes(torch.zeros(33, 512, dtype=torch.bfloat16), q)  # more than 32 rows
+    assert not _takes(x, _weight(512, 192, bits=8))
+    assert not _takes(x, _weight(512, 192, symmetric=False))
+    assert not _takes(x, _weight(512, 192, group=32))
+    assert not _takes(x, _weight(512, 96))  # N not a multiple of 64
+    assert not _takes(torch.zeros(4, 384, dtype=torch.bfloat16), _weight(384, 192))  # K not of 256
+    assert not _takes(torch.zeros(4, 512, dtype=torch.float16), q)  # scales in another dtype
+    assert not _takes(torch.zeros(512, 4, dtype=torch.bfloat16).t(), q)  # x column-major
+    assert not _takes(torch.zeros(4, 513, dtype=torch.bfloat16)[:, 1:], q)  # rows not 16-byte aligned
+    row_major = _weight(512, 192)
+    row_major = type(row_major)(row_major.codes.contiguous(), row_major.scales, None, 4, 128, (512, 192))
+    assert not _takes(x, row_major)  # 4-bit codes stored row-major
+
+
+def test_stages_fit_the_shared_memory() -> None:
+    """A stage holds 8 KiB of codes and four (M_PAD × 64) activation boxes; the warp groups'
+    sums sit beside them. 8 stages fit the H200 up to 32 rows; a smaller memory takes fewer."""
+    config = WqWsConfig(8, 4)
+    for m in (1, 16, 32):
+        assert fitting_stages(config, m, 232448) == 8, m
+    assert fitting_stages(config, 32, 101376) == 3  # (101376 − 3·64·32·4 − 1024) // 24 KiB
+    assert fitting_stages(config, 32, 16384) == 2  # never fewer than two
+    assert fitting_stages(config, 32, None) == 8
+
+
+def test_selected_only_where_it_takes_the_call() -> None:
+    """The heuristic takes it for 9–32 rows where the call fits (ws_ok), the other families
+    otherwise; a forced gemm_wq_ws configuration or a logic row naming it never reaches a call it
+    does not take."""
+    pick = space.MNK_HEURISTICS["gemm_wq"]
+    for m in (9, 16, 32):
+        assert pick(space.MnkProblem(m, 8192, 8192, "int4_bf16", ws_ok=True), "cuda", 132).config == \
+            WqWsConfig(8, 4), m
+        assert not isinstance(pick(space.MnkProblem(m, 8192, 8192, "int4_bf16"), "cuda", 132).config,
+                              WqWsConfig)
+    assert not isinstance(pick(space.MnkProblem(1, 8192, 8192, "int4_bf16", ws_ok=True), "cuda", 132).config,
+                          WqWsConfig)  # one row: the decode tile is as fast (14.2–14.7 against 14.5 µs)
+    with space.forced(WqWsConfig(4, 2)):
+        problem = space.MnkProblem(16, 8192, 8192, "int4_bf16")
+        assert not isinstance(space.select_mnk("gemm_wq", problem, H200).config, WqWsConfig)
+        problem = space.MnkProblem(16, 8192, 8192, "int4_bf16", ws_ok=True)
+        assert space.select_mnk("gemm_wq", problem, H200).config == WqWsConfig(4, 2)
+    for m in (1, 16, 32):  # the shipped logic: a row of it is taken only where ws_ok
+        choice = space.select_mnk("gemm_wq", space.MnkProblem(m, 8192, 8192, "int4_bf16"), H200)
+        assert not isinstance(choice.config, WqWsConfig), (m, choice)
+
+
+def test_compiles_offline_for_sm90() -> None:
+    """A pack build for sm_90 compiles the family's 6 representative launches (M_PAD 8, 16, 32;
+    groups 128 and 64) with the running Triton — 3.9 in CI, 3.6 on the H200 — the stages fitted
+    to the H200's shared memory, one loader warp's group beside 2 to 4 multiplying groups."""
+    jobs = [{"library": "blas", "op": "gemm_wq", "kernel": "gemm_wq_ws", "dtype": dtype,
+             "config": {"num_stages": 8, "consumers": consumers}}
+            for dtype, consumers in (("int4_bf16", 4), ("int4_fp16", 3), ("int4_bf16", 2))]
+    with tempfile.TemporaryDirectory() as out:
+        results = precompile("sm_90", jobs, out)
+        for job, result, warps in zip(jobs, results, (20, 16, 12), strict=True):
+            assert result["status"] == "ok", (job, result)
+            sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
+                        if f.endswith(".launch.json")]
+            assert len(sidecars) == 6 and all(s["function"].endswith(":_gemm_wq_ws_kernel") for s in sidecars)
+            for sidecar in sidecars:
+                metadata = json.loads((Path(out) / sidecar["metadata"]).read_text())
+                assert metadata["num_warps"] == warps, job
+                assert metadata["shared"] <= 232448, job
+    [refused] = precompile("gfx942", jobs[:1], "/nonexistent")
+    assert refused["status"] == "failed"
+
+
+def _reference_check(x: torch.Tensor, q: object, y: torch.Tensor) -> None:
+    """y against x @ W in fp64 (W the exact dequantized weight): the output's rounding plus fp32
+    accumulation."""
+    xd = x.double().cpu()
+    wd = dequantize_weight(q, torch.float64).cpu()
+    ref, magnitude = xd @ wd, xd.abs() @ wd.abs()
+    unit = 2.0**-8 if x.dtype == torch.bfloat16 else 2.0**-11
+    err = (y.double().cpu() - ref).abs()
+    ok = err <= unit * ref.abs() + 1e-5 * magnitude + 1e-6
+    assert bool(ok.all()), (err / magnitude.clamp_min(1e-9)).max()
+
+
+def _gpu() -> None:
+    if not torch.cuda.is_available() or not space.ws_capable(device_info()):
+        pytest.skip("needs an sm_90 GPU (wgmma, TMA)")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [WqWsConfig(8, 4), WqWsConfig(8, 3), WqWsConfig(4, 2)],
+                         ids=lambda c: c.short())
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("m,n,k,group", [(1, 64, 256, 128), (5, 192, 512, 64), (16, 4096, 1280, 64),
+                                         (32, 320, 2048, 128), (9, 8192, 8192, 128)])
+def test_gpu_results_against_fp64(config: WqWsConfig, dtype: torch.dtype, m: int, n: int, k: int,
+                                  group: int) -> None:
+    """Every activation width (M_PAD 8, 16, 32), fewer steps than warp groups (K = 256, 512),
+    odd step counts, both groups and activation dtypes, launched directly."""
+    _gpu()
+    q = _weight(k, n, group=group, dtype=dtype, device="cuda")
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(m)).to(dtype).cuda()
+    y = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
+    gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, group, y, config,
+                                 device_info().shared_memory_per_block)
+    _reference_check(x, q, y)
+
+
+@pytest.mark.gpu
+def test_gpu_through_gemm_wq_and_replayed() -> None:
+    """gemm_wq takes the kernel where it is forced and fits (a leading batch dimension, 3-D x),
+    keeps a recipe, and its replay on new operands is right; a call it does not take (asymmetric
+    codes) runs another family under the same forced configuration."""
+    from tessera.blas import quantized
+
+    _gpu()
+    q = _weight(1024, 256, device="cuda")
+    quantized._RECIPES.clear()
+    with space.forced(WqWsConfig(4, 3)):
+        for seed in (1, 2):
+            gen = torch.Generator().manual_seed(seed)
+            x = torch.randn(2, 6, 1024, generator=gen).to(torch.bfloat16).cuda()
+            with recording() as calls:
+                y = gemm_wq(x, q)
+            _reference_check(x.reshape(12, 1024), q, y.reshape(12, 256))
+            if seed == 1:
+                assert [c.launcher for c in calls] == [gemm_wq_ws._launch]
+        assert len(quantized._RECIPES) == 1
+        asymmetric = _weight(1024, 256, symmetric=False, device="cuda")
+        with recording() as calls:
+            y = gemm_wq(x, asymmetric)
+        assert gemm_wq_ws._launch not in [c.launcher for c in calls]
+        _reference_check(x.reshape(12, 1024), asymmetric, y.reshape(12, 256))
