@@ -14,10 +14,10 @@ groups add their sums through shared memory into the first's, which stores the t
 
 Symmetric 4-bit codes, group 64 or 128, N a multiple of 64, K of 256, 1 … 32 activation rows
 (:func:`wq_ws_supported`); other weights take ``gemm_wq``. Designed and measured on the H200
-(``benchmarks/wq_ws_probe.py``; ``benchmarks/results/wq-ws-h200-dc4f9e3/`` has the steps,
-among them a 2.2 µs floor of the stream alone over the ~10.8 µs it takes at 8192²). ptxas
-pipelines the register-operand wgmma only with enough registers (below ~168 a thread with four
-in flight it serializes them, C7511): 2 to 4 warp groups.
+(``benchmarks/wq_ws_probe.py``; ``benchmarks/results/wq-ws-h200-dc4f9e3/`` has the design
+steps, among them the stream alone — the arithmetic skipped — at 10.8 µs of the 14.5–15.8 µs a
+call takes at 8192²). ptxas serializes register-operand wgmma when registers run short (C7511);
+more warp groups measured faster all the same, up to 4.
 """
 
 from __future__ import annotations
