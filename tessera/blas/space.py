@@ -309,8 +309,8 @@ WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig | WqWsConfig, ...] = (
       if bm <= 32 or split == 1),
     WqDequantConfig(32, 128, 4), WqDequantConfig(16, 256, 4),
     # sm_90, symmetric 4-bit codes, up to 32 rows: the warp-specialized Gluon decode kernel
-    # (W4A16 16×8192²: 4 warp groups on 8 stages 15.8 µs, 3 on 8 16.9, the 16-row tile 19.0;
-    # 1×8192²: 3 on 8 14.5, 4 on 8 15.1, the decode tile 14.2–14.7; wq-ws-h200-dc4f9e3/)
+    # (W4A16 8192², 8 stages: 3 warp groups 13.5 µs at M = 1 and 14.7 at 16, 4 groups 14.3 / 15.1,
+    # 2 groups 14.8 / 16.0; the decode and 16-row tiles 14.7 / 19.0; wq-ws-h200-dc4f9e3/ step 9)
     *(WqWsConfig(s, c) for s, c in ((8, 4), (8, 3), (6, 3), (4, 4), (8, 2))),
 )
 
@@ -394,9 +394,9 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return split
 
     four_bit = problem.dtype.startswith("int4")
-    if problem.ws_ok and 8 < m <= 32:  # W4A16 16×8192²: 15.8 µs against the 16-row tile's 19.0
-        return Choice(WqWsConfig(8, 4), "sm_90, symmetric 4-bit codes, 9–32 rows: warp-specialized "
-                      "Gluon kernel, 4 warp groups")
+    if problem.ws_ok:  # W4A16 8192²: 13.5 / 14.7 µs at M = 1 / 16 against 14.7 / 19.0 (wq-ws-h200-dc4f9e3/)
+        return Choice(WqWsConfig(8, 3), "sm_90, symmetric 4-bit codes, up to 32 rows: warp-specialized "
+                      "Gluon kernel, 3 warp groups")
     if four_bit and m <= 16:  # 2.25× / 1.73× torch (quantized-h200-77dda0e.json; 16 rows in 8-row halves)
         config = (WqConfig(8, 256, 128, 1, 8, 8, 3) if m <= 8
                   else WqConfig(16, 128, 64, 1, 8, 4, 3, warp_mma=True))  # tune-wq16-h200-46ae292

@@ -16,8 +16,9 @@ Symmetric 4-bit codes, group 64 or 128, N a multiple of 64, K of 256, 1 … 32 a
 (:func:`wq_ws_supported`); other weights take ``gemm_wq``. Designed and measured on the H200
 (``benchmarks/wq_ws_probe.py``; ``benchmarks/results/wq-ws-h200-dc4f9e3/`` has the design
 steps, among them the stream alone — the arithmetic skipped — at 10.8 µs of the 14.5–15.8 µs a
-call takes at 8192²). ptxas serializes register-operand wgmma when registers run short (C7511);
-more warp groups measured faster all the same, up to 4.
+call takes at 8192²). ptxas serializes register-operand wgmma when registers run short (C7511):
+with 4 warp groups (96 registers a thread) it does, with 3 (128) only where a group's quarters
+do not chain into one sum.
 """
 
 from __future__ import annotations
@@ -48,11 +49,11 @@ class WqWsConfig:
     """Launch parameters of :func:`_gemm_wq_ws_kernel`: ``num_stages`` steps of codes and
     activations in flight through shared memory (fewer where they would not fit,
     :func:`fitting_stages`), ``consumers`` multiplying warp groups (2 to 4) taking the steps in
-    turn. W4A16 8192²: 4 groups, 8 stages at M = 16 (15.8 µs, the 16-row tile 19.0); 3 at M = 1
-    (14.5 µs, the decode tile 14.2–14.7)."""
+    turn. W4A16 8192², 8 stages: 3 groups 13.5 µs at M = 1 and 14.7 at M = 16, 4 groups 14.3 /
+    15.1, 2 groups 14.8 / 16.0 (the Triton tiles: 14.7 / 19.0)."""
 
     num_stages: int = 8
-    consumers: int = 4
+    consumers: int = 3
 
     kernel = "gemm_wq_ws"
 
@@ -113,6 +114,7 @@ _ASM_BF16 = gl.constexpr(_nibble_pair_asm(0x4300))
 _ASM_FP16 = gl.constexpr(_nibble_pair_asm(0x6400))
 
 
+
 @gluon.jit
 def _operand(c_half, a_layout: gl.constexpr, byte_layout: gl.constexpr, dtype: gl.constexpr):
     """(64 columns × 32 bytes) of codes from shared memory as wgmma's (64 × 64) first operand:
@@ -130,35 +132,39 @@ def _operand(c_half, a_layout: gl.constexpr, byte_layout: gl.constexpr, dtype: g
 
 
 @gluon.jit
-def _quarter(c_bufs, x_bufs, s, h: gl.constexpr, zero, a_layout: gl.constexpr, byte_layout: gl.constexpr,
-             dtype: gl.constexpr):
+def _quarter(c_bufs, x_bufs, s, h: gl.constexpr, acc, a_layout: gl.constexpr, byte_layout: gl.constexpr,
+             dtype: gl.constexpr, ADD: gl.constexpr):
     """Quarter ``h`` (64 K rows) of stage ``s``: its codes as wgmma's first operand, the wgmma
     with the quarter's activations issued (asynchronous)."""
     a = _operand(c_bufs.index(s).slice(32 * h, 32, dim=1), a_layout, byte_layout, dtype)
-    return warpgroup_mma(a, x_bufs.index(4 * s + h).permute((1, 0)), zero, use_acc=False, is_async=True)
+    x = x_bufs.index(4 * s + h).permute((1, 0))
+    return warpgroup_mma(a, x, acc, use_acc=ADD, is_async=True)
 
 
 @gluon.jit
-def _scale(s_ptr, i, h: gl.constexpr, cols, stride_sg, GROUP):
+def _scale(s_ptr, i, h: gl.constexpr, cols, stride_sg, GROUP: gl.constexpr):
     """The fp32 scales of quarter ``h`` (64 K rows) of step ``i``."""
     return gl.load(s_ptr + ((i * 256 + h * 64) // GROUP) * stride_sg + cols).to(gl.float32)
 
 
 @gluon.jit
-def _multiplier(c_bufs, x_bufs, ready, empty, done, red, s_ptr, y_ptr, M, N, k_steps, stride_sg, stride_ym,
-                GROUP, STAGES, group, groups):
+def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg,
+                stride_ym, STAGES, group, groups):
     """A multiplying warp group (``group`` of ``groups``): steps group, group + groups, …; a step's
     four quarters' wgmma issued as their codes become operands, then waited for together, each
-    quarter's sum scaled by its columns' scales (loaded a step ahead). The other groups' sums are
-    added through shared memory into group 0's, which stores the tile."""
+    group's sum scaled by its columns' scales (loaded a step ahead; with groups of 128 rows two
+    quarters chain into one sum, which keeps ptxas's wgmma pipelined with 3 warp groups at 16
+    rows). The other warp groups' sums are added through shared memory into group 0's, which
+    stores the tile. The quantization group comes as ``consts``'s shape: a constant passed to a
+    partition arrives as a runtime value, a shape as a constant."""
     M_PAD: gl.constexpr = x_bufs.shape[1]
     DTYPE: gl.constexpr = x_bufs.dtype
+    GROUP: gl.constexpr = 64 * consts.shape[1]
     acc_layout: gl.constexpr = _acc_layout(M_PAD)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     byte_layout: gl.constexpr = _byte_layout()
     col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
-    off_n = gl.program_id(0) * 64
-    cols = off_n + gl.arange(0, 64, layout=col_layout)
+    cols = gl.program_id(0) * 64 + gl.arange(0, 64, layout=col_layout)
     acc = gl.zeros([64, M_PAD], gl.float32, acc_layout)
     zero = gl.zeros([64, M_PAD], gl.float32, acc_layout)
     first = gl.minimum(group, k_steps - 1)  # a group with no step loads a real row, unused
@@ -174,15 +180,25 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, s_ptr, y_ptr, M, N, k_s
         n2 = _scale(s_ptr, i_next, 2, cols, stride_sg, GROUP)
         n3 = _scale(s_ptr, i_next, 3, cols, stride_sg, GROUP)
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        t0 = _quarter(c_bufs, x_bufs, s, 0, zero, a_layout, byte_layout, DTYPE)
-        t1 = _quarter(c_bufs, x_bufs, s, 1, zero, a_layout, byte_layout, DTYPE)
-        t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, byte_layout, DTYPE)
-        t3 = _quarter(c_bufs, x_bufs, s, 3, zero, a_layout, byte_layout, DTYPE)
-        p0, p1, p2, p3 = warpgroup_mma_wait(num_outstanding=0, deps=(t0, t1, t2, t3))
-        _partition_barrier()  # every warp of the group is done with the stage
-        mbarrier.arrive(empty.index(s), count=1)
-        acc = acc + p0 * gl.expand_dims(s0, 1) + p1 * gl.expand_dims(s1, 1)
-        acc = acc + p2 * gl.expand_dims(s2, 1) + p3 * gl.expand_dims(s3, 1)
+        if GROUP == 128:  # a group's two quarters into one sum
+            t0 = _quarter(c_bufs, x_bufs, s, 0, zero, a_layout, byte_layout, DTYPE, False)
+            t0 = _quarter(c_bufs, x_bufs, s, 1, t0, a_layout, byte_layout, DTYPE, True)
+            t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, byte_layout, DTYPE, False)
+            t2 = _quarter(c_bufs, x_bufs, s, 3, t2, a_layout, byte_layout, DTYPE, True)
+            p0, p2 = warpgroup_mma_wait(num_outstanding=0, deps=(t0, t2))
+            _partition_barrier()  # every warp of the group is done with the stage
+            mbarrier.arrive(empty.index(s), count=1)
+            acc = acc + p0 * gl.expand_dims(s0, 1) + p2 * gl.expand_dims(s2, 1)
+        else:
+            t0 = _quarter(c_bufs, x_bufs, s, 0, zero, a_layout, byte_layout, DTYPE, False)
+            t1 = _quarter(c_bufs, x_bufs, s, 1, zero, a_layout, byte_layout, DTYPE, False)
+            t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, byte_layout, DTYPE, False)
+            t3 = _quarter(c_bufs, x_bufs, s, 3, zero, a_layout, byte_layout, DTYPE, False)
+            p0, p1, p2, p3 = warpgroup_mma_wait(num_outstanding=0, deps=(t0, t1, t2, t3))
+            _partition_barrier()  # every warp of the group is done with the stage
+            mbarrier.arrive(empty.index(s), count=1)
+            acc = acc + p0 * gl.expand_dims(s0, 1) + p1 * gl.expand_dims(s1, 1)
+            acc = acc + p2 * gl.expand_dims(s2, 1) + p3 * gl.expand_dims(s3, 1)
         s0, s1, s2, s3 = n0, n1, n2, n3
     if group > 0:
         red.index(group - 1).store(acc)
@@ -194,21 +210,24 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, s_ptr, y_ptr, M, N, k_s
             for g in range(groups - 1):
                 acc = acc + red.index(g).load(acc_layout)
         rows = gl.arange(0, M_PAD, layout=gl.SliceLayout(0, acc_layout))
-        out_cols = off_n + gl.arange(0, 64, layout=col_layout)
+        out_cols = gl.program_id(0) * 64 + gl.arange(0, 64, layout=col_layout)
         out = y_ptr + gl.expand_dims(rows, 0) * stride_ym + gl.expand_dims(out_cols, 1)
         gl.store(out, acc.to(y_ptr.dtype.element_ty), mask=gl.expand_dims(rows < M, 0))
 
 
 @gluon.jit
-def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, N, K, stride_sg, stride_ym, GROUP: gl.constexpr,
+def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym, GROUP: gl.constexpr,
                        STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
-    """Y = X · dequant(Q) for one 64-column block (see the module docstring)."""
+    """Y = X · dequant(Q) for one 64-column block (see the module docstring): the stage ring and
+    its barriers, the loader warp and the multiplying warp groups."""
     M_PAD: gl.constexpr = x_desc.block_type.shape[0]
     c_bufs = gl.allocate_shared_memory(gl.uint8, [STAGES] + c_desc.block_type.shape, c_desc.layout)  # noqa: RUF005
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [4 * STAGES] + x_desc.block_type.shape,  # noqa: RUF005
                                        x_desc.layout)
     red = gl.allocate_shared_memory(gl.float32, [CONSUMERS - 1, 64, M_PAD],
                                     gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0]))
+    consts = gl.allocate_shared_memory(gl.int8, [1, GROUP // 64],
+                                       gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0]))
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     done = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
@@ -219,23 +238,23 @@ def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, N, K, stride_sg, stride_
     k_steps = K // 256
     loads = (c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_steps, STAGES)
     regs: gl.constexpr = _worker_registers(CONSUMERS)
-    g0 = (c_bufs, x_bufs, ready, empty, done, red, s_ptr, y_ptr, M, N, k_steps, stride_sg,
-          stride_ym, GROUP, STAGES, 0, CONSUMERS)
-    g1 = (c_bufs, x_bufs, ready, empty, done, red, s_ptr, y_ptr, M, N, k_steps, stride_sg,
-          stride_ym, GROUP, STAGES, 1, CONSUMERS)
+    g0 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg, stride_ym,
+          STAGES, 0, CONSUMERS)
+    g1 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg, stride_ym,
+          STAGES, 1, CONSUMERS)
     if CONSUMERS == 2:
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_loader, loads)], [4, 1],
                            [regs, LOADER_REGISTERS])
     elif CONSUMERS == 3:
-        g2 = (c_bufs, x_bufs, ready, empty, done, red, s_ptr, y_ptr, M, N, k_steps, stride_sg,
-              stride_ym, GROUP, STAGES, 2, CONSUMERS)
+        g2 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg,
+              stride_ym, STAGES, 2, CONSUMERS)
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_multiplier, g2), (_loader, loads)],
                            [4, 4, 1], [regs, regs, LOADER_REGISTERS])
     else:
-        g2 = (c_bufs, x_bufs, ready, empty, done, red, s_ptr, y_ptr, M, N, k_steps, stride_sg,
-              stride_ym, GROUP, STAGES, 2, CONSUMERS)
-        g3 = (c_bufs, x_bufs, ready, empty, done, red, s_ptr, y_ptr, M, N, k_steps, stride_sg,
-              stride_ym, GROUP, STAGES, 3, CONSUMERS)
+        g2 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg,
+              stride_ym, STAGES, 2, CONSUMERS)
+        g3 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg,
+              stride_ym, STAGES, 3, CONSUMERS)
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_multiplier, g2), (_multiplier, g3),
                             (_loader, loads)], [4, 4, 4, 1], [regs, regs, regs, LOADER_REGISTERS])
 
@@ -297,7 +316,7 @@ def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor
     n = codes.shape[1]
     c_desc = _descriptor(codes.t(), [BLOCK_N, STEP_BYTES], gl.uint8)
     x_desc = _descriptor(x, [_m_pad(m), 64], _ACTIVATIONS[x.dtype])
-    _launch((cdiv(n, BLOCK_N),), (c_desc, x_desc, scales, y, m, n, k, scales.stride(0), y.stride(0)),
+    _launch((cdiv(n, BLOCK_N),), (c_desc, x_desc, scales, y, m, k, scales.stride(0), y.stride(0)),
             dict(GROUP=group, STAGES=fitting_stages(config, m, shared_memory), CONSUMERS=config.consumers),
             4, 1)
 
