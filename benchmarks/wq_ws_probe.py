@@ -20,7 +20,7 @@ import statistics
 import torch
 
 from tessera._core.device import device_info
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_rounds, run_record
 from tessera.blas import dequantize_weight, gemm_wq, quantize_weight
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, launch_gemm_wq_ws, wq_ws_supported
 
@@ -86,10 +86,7 @@ def main() -> None:
             calls[config.short()] = [lambda q=q, y=y, f=launch: f(q, y) for q, y in zip(qs, ys, strict=True)]
         if args.check_only:
             continue
-        samples: dict[str, list[float]] = {name: [] for name in calls}
-        for _ in range(ROUNDS):
-            for name, fns in calls.items():
-                samples[name].append(1e3 * graph_ms(fns))
+        samples = {name: [1e3 * ms for ms in values] for name, values in graph_rounds(calls, ROUNDS).items()}
         torch_us = statistics.median(samples["torch.matmul"])
         for name, values in samples.items():
             us = statistics.median(values)

@@ -367,13 +367,14 @@ def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sm
 
 
 def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
-    """Until tuned logic exists, the families benchmarks/quantized.py, wq_tc.py and the gemv_wq
-    sweeps measured best on the H200 (N = K = 8192): 4-bit weights up to 16 rows on tensor cores
-    (256 weight rows by 8 tokens, or 128 by 16 as two halves of 8; K split until about 512 threads
-    per multiprocessor), 8-bit ones on CUDA cores for one row (512 columns on one warp, K split in
-    slices of at least 128 rows until about eight programs per multiprocessor; unit codes with
-    bf16 activations), with bf16 activations up to 16 rows on tensor cores as byte planes (128
-    weight rows by 16 tokens, the scales a step ahead); fused
+    """Until tuned logic exists, the families benchmarks/quantized.py, wq_tc.py, wq_ws_probe.py and
+    the gemv_wq sweeps measured best on the H200 (N = K = 8192): on sm_90, symmetric 4-bit weights
+    up to 32 rows the warp-specialized Gluon kernel (``ws_ok``); elsewhere 4-bit weights up to 16
+    rows on tensor cores (256 weight rows by 8 tokens, or 128 by 16 as two halves of 8; K split
+    until about 512 threads per multiprocessor), 8-bit ones on CUDA cores for one row (512
+    columns on one warp, K split in slices of at least 128 rows until about eight programs per
+    multiprocessor; unit codes with bf16 activations), with bf16 activations up to 16 rows on
+    tensor cores as byte planes (128 weight rows by 16 tokens, the scales a step ahead); fused
     tensor-core tiles (64 weight rows by 16 tokens, K split until about two programs per
     multiprocessor) up to 32 rows, larger fused tiles up to 512, dequantize-then-GEMM beyond (0.97×
     bf16 torch.matmul at M = 4096, 0.77× at 1024, where fused tiles reach 0.4–0.6×)."""

@@ -9,8 +9,8 @@ into registers in the layout of wgmma's first operand — byte j of a column hol
 2j + 1, the two halves of one operand register — turns each byte into two 16-bit floats
 code − 8 (a multiply, a LOP3 and a packed subtraction, exact: :func:`_nibble_pair_asm`) and
 multiplies on the tensor cores with the activations as the second operand, M_PAD (8, 16 or 32)
-wide. Each quarter's fp32 sum is scaled once by its columns' scales. At the end the other warp
-groups add their sums through shared memory into the first's, which stores the tile.
+wide. Each quantization group's fp32 sum is scaled once by its columns' scales. At the end the
+other warp groups add their sums through shared memory into the first's, which stores the tile.
 
 Symmetric 4-bit codes, group 64 or 128, N a multiple of 64, K of 256, 1 … 32 activation rows
 (:func:`wq_ws_supported`); other weights take ``gemm_wq``. Designed and measured on the H200
@@ -34,6 +34,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from tessera._core.device import offline_device
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import Launcher, build_arch, cdiv
+from tessera.blas.kernels.gemm_ws import stage_barriers
 
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # 3.9 / 3.6
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
@@ -100,8 +101,8 @@ def _nibble_pair_asm(bias: int) -> str:
     high one in $1, each minus the zero point 8: byte · 0x1001 puts the high nibble at bits 16–19,
     one LOP3 keeps both nibbles under the bits of ``bias`` (128 in bf16, 1024 in fp16: the float
     bias + nibble, exact) and one packed subtraction takes bias + 8 off both (exact: small
-    integers). Taking bias + 8 off by a second wgmma instead measured slower (ptxas serialized
-    the wgmma, step 8 of the design results)."""
+    integers). Taking bias + 8 off by a second wgmma with a constant operand instead cost more
+    instructions and made ptxas serialize the wgmma (step 8 of the design results)."""
     kind = "bf16x2" if bias == 0x4300 else "f16x2"
     minus = 0x4308 if bias == 0x4300 else 0x6408  # bias + 8
     sub = f"sub.rn.{kind}" if kind == "bf16x2" else "sub.f16x2"
@@ -112,7 +113,6 @@ def _nibble_pair_asm(bias: int) -> str:
 
 _ASM_BF16 = gl.constexpr(_nibble_pair_asm(0x4300))
 _ASM_FP16 = gl.constexpr(_nibble_pair_asm(0x6400))
-
 
 
 @gluon.jit
@@ -228,12 +228,8 @@ def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym,
                                     gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0]))
     consts = gl.allocate_shared_memory(gl.int8, [1, GROUP // 64],
                                        gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0]))
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ready, empty = stage_barriers(STAGES)
     done = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=1)
     mbarrier.init(done.index(0), count=CONSUMERS - 1)
     k_steps = K // 256
     loads = (c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_steps, STAGES)

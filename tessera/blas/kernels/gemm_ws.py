@@ -282,6 +282,18 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epi
 
 
 @gluon.jit
+def stage_barriers(STAGES: gl.constexpr):
+    """A ring of ``STAGES`` shared-memory stages' mbarriers, initialized for one arrival each:
+    ``ready`` (the loader's copies have landed) and ``empty`` (the consumers are done with it)."""
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    return ready, empty
+
+
+@gluon.jit
 def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb, M, N, K,
                     GROUP_M: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
     """D = A·B (fp8: scaled, plus a bias unless ``bias_ptr`` is None): the stage ring and its
@@ -293,12 +305,8 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
     dtype: gl.constexpr = a_desc.dtype
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ready, empty = stage_barriers(STAGES)
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=1)
     for i in gl.static_range(2):
         mbarrier.init(turns.index(i), count=1)
     epilogue = (sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb)
