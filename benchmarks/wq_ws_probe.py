@@ -19,7 +19,6 @@ import statistics
 
 import torch
 
-from tessera._core.device import device_info
 from tessera._core.timing import graph_rounds, run_record
 from tessera.blas import dequantize_weight, gemm_wq, quantize_weight
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, launch_gemm_wq_ws, wq_ws_supported
@@ -46,7 +45,6 @@ def main() -> None:
     gen = torch.Generator(device="cuda").manual_seed(7)
     weights = [(torch.randn(k, n, device="cuda", generator=gen) * 0.02).to(dtype) for _ in range(COPIES)]
     qs = [quantize_weight(w, bits=4, group_size=args.group) for w in weights]
-    smem = device_info(torch.device("cuda")).shared_memory_per_block
     rows = []
     for m in (int(r) for r in args.rows.split(",")):
         x = torch.randn(m, k, device="cuda", generator=gen).to(dtype)
@@ -61,7 +59,7 @@ def main() -> None:
             assert wq_ws_supported(x, qs[0].codes, qs[0].scales, None, 4, args.group)
 
             def launch(q: object, y: torch.Tensor, c: WqWsConfig = config, x: torch.Tensor = x) -> None:
-                launch_gemm_wq_ws(x, q.codes, q.scales, args.group, y, c, smem)
+                launch_gemm_wq_ws(x, q.codes, q.scales, args.group, y, c)
 
             y = torch.empty(m, n, dtype=dtype, device="cuda")
             launch(qs[0], y)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from tessera._core import launch
-from tessera._core.device import device_info, interpreter_enabled
+from tessera._core.device import DeviceInfo, device_info, interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
     as_tensor,
@@ -275,6 +275,13 @@ def _remember(signature: tuple, calls: list[launch.Call], x2: torch.Tensor, q: Q
     _RECIPES[signature] = _WqRecipe(out_shape, m, x2.shape[1], n, words, replays)
 
 
+def wq_ws_ok(x2: torch.Tensor, q: QuantizedWeight, device: DeviceInfo) -> bool:
+    """Whether the warp-specialized Gluon family (``gemm_wq_ws``) takes ``x2 @ q`` on ``device``:
+    an sm_90 GPU (not the interpreter) and the operands as :func:`wq_ws_supported` wants them."""
+    return (space.ws_capable(device) and not interpreter_enabled()
+            and wq_ws_supported(x2, q.codes, q.scales, q.zeros, q.bits, q.group_size))
+
+
 def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ dequantize_weight(qweight)`` for fp16/bf16 ``x`` of shape (…, K): (…, N) in x's dtype.
     8-bit weights with bf16 activations on tensor cores, and the large-M path, round each
@@ -313,9 +320,8 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     y2 = out.view(m, n)
     info = device_info(x.device)
     dtype = f"int{q.bits}_{ACTIVATIONS[x.dtype]}"
-    ws_ok = (space.ws_capable(info) and not interpreter_enabled()
-             and wq_ws_supported(x2, q.codes, q.scales, q.zeros, q.bits, q.group_size))
-    config = space.select_mnk("gemm_wq", space.MnkProblem(m, n, k, dtype, ws_ok=ws_ok), info).config
+    config = space.select_mnk("gemm_wq", space.MnkProblem(m, n, k, dtype, ws_ok=wq_ws_ok(x2, q, info)),
+                              info).config
     if isinstance(config, WqGemvConfig) and q.words is None:  # N not a multiple of 4 …
         config = space.WQ_FALLBACK
     if isinstance(config, WqDequantConfig):
@@ -327,13 +333,12 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     else:
         with launch.recording() if signature is not None else contextlib.nullcontext([]) as calls:
             if isinstance(config, WqWsConfig):
-                launch_gemm_wq_ws(x2, q.codes, q.scales, q.group_size, y2, config,
-                                  info.shared_memory_per_block)
+                launch_gemm_wq_ws(x2, q.codes, q.scales, q.group_size, y2, config)
             else:
                 launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
                                upcast=interpreter_enabled(), config=config, words=q.words)
         if signature is not None:
-            words = not isinstance(config, WqWsConfig) and reads_words(config, q.bits) and q.words is not None
+            words = reads_words(config, q.bits) and q.words is not None
             _remember(signature, calls, x2, q, y2, words, tuple(out.shape))
     return out
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from tessera._core.device import DeviceInfo, device_info, interpreter_enabled, torch_dtype
+from tessera._core.device import DeviceInfo, device_info, torch_dtype
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import compile_only
 from tessera._core.timing import cold_copies, graph_ms, on_gpu
@@ -22,13 +22,13 @@ from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig, shared_memory_bytes
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
-from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, wq_ws_supported
+from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
 from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.blas.level1 import axpy, dot, iamax, nrm2
 from tessera.blas.level2 import gemv, ger, symv, trsv
-from tessera.blas.quantized import QuantizedWeight, dequantize_weight, gemm_wq, quantize_weight
+from tessera.blas.quantized import QuantizedWeight, dequantize_weight, gemm_wq, quantize_weight, wq_ws_ok
 from tessera.tuning.tuner import TunableOp, runtime_of
 
 LLM_NK = ((4096, 4096), (8192, 8192), (14336, 4096), (4096, 14336))
@@ -292,8 +292,7 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
         tma = space.descriptors_run(device)
         ws = space.ws_capable(device) and dtype.startswith("fp8") and dtype.endswith(FAST_SUFFIX)
         # the weight-only Gluon kernel: the operands above (symmetric codes) where it takes them
-        wq_ws = (space.ws_capable(device) and op == "gemm_wq" and not interpreter_enabled()
-                 and wq_ws_supported(*_wq_ws_view(operands(problem)[0])))
+        wq_ws = op == "gemm_wq" and wq_ws_ok(*_wq_ws_view(operands(problem)[0]), device)
         # BLOCK_K beyond the quantization group would launch capped: the same kernel measured twice;
         # a warp-specialized one the call does not fit would run the selection's choice instead
         return [c for c in configs if getattr(c, "block_m", 1) <= _pow2_at_least(m)
@@ -326,9 +325,9 @@ def quantized_tunable(dtype: str, problems: Sequence[tuple[int, int, int]], spac
 
 
 def _wq_ws_view(args: tuple) -> tuple:
-    """``wq_ws_supported``'s arguments for a ``gemm_wq`` call's (x, weight)."""
+    """``wq_ws_ok``'s operands for a ``gemm_wq`` call's (x, weight): x as the 2-D view it launches."""
     x, q = args
-    return x.reshape(-1, x.shape[-1]), q.codes, q.scales, q.zeros, q.bits, q.group_size
+    return x.reshape(-1, x.shape[-1]), q
 
 
 def _cold_sets(args: tuple) -> list[tuple]:

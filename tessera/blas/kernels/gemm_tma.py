@@ -185,14 +185,20 @@ class StagedTiles(Protocol):
     store_buffers: int
 
 
+def shared_memory_limit(t: torch.Tensor) -> int | None:
+    """Shared memory a program may use for a launch on ``t``'s device, or on the pack target a
+    build compiles for (None: unknown)."""
+    arch = build_arch()
+    return (offline_device(arch) if arch else device_info(t.device)).shared_memory_per_block
+
+
 def fitting_stages(config: StagedTiles, in_bytes: int, out_bytes: int, d: torch.Tensor) -> int:
     """``config.num_stages``, or fewer when its operand stages and the epilogue's store buffer
     would not fit the shared memory of ``d``'s device: an output wider than the one a
     configuration was tuned with (fp32 D from 16- or 8-bit inputs: 128×256 tiles with 4 stages
     need 256 KiB of the H200's 227). A pack build uses its target's shared memory, so that its
     binaries have the stages a call on that GPU launches. At least 1."""
-    arch = build_arch()
-    limit = (offline_device(arch) if arch else device_info(d.device)).shared_memory_per_block
+    limit = shared_memory_limit(d)
     if not limit:
         return config.num_stages
     stage = shared_memory_bytes(config, 1, in_bytes, 0)

@@ -812,10 +812,11 @@ def code_words(qweight: torch.Tensor) -> torch.Tensor | None:
     return torch.as_strided(qweight, (rows, n), (qweight.stride(0), 1)).view(torch.int32)
 
 
-def reads_words(config: WqConfig | WqGemvConfig, bits: int) -> bool:
+def reads_words(config: object, bits: int) -> bool:
     """Whether a launch of ``config`` reads the codes as int32 words when :func:`code_words` can
-    view them: the decode family always, the tensor-core family for 8-bit byte planes."""
-    return isinstance(config, WqGemvConfig) or (config.byte_planes and bits == 8)
+    view them: the decode family always, the tensor-core family for 8-bit byte planes, no other."""
+    return isinstance(config, WqGemvConfig) or (isinstance(config, WqConfig) and config.byte_planes
+                                                and bits == 8)
 
 
 def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,

@@ -29,12 +29,11 @@ import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from tessera._core.device import offline_device
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import Launcher, build_arch, cdiv
-from tessera.blas.kernels.gemm_ws import stage_barriers
+from tessera._core.launch import Launcher, cdiv
+from tessera.blas.kernels.gemm_tma import shared_memory_limit
+from tessera.blas.kernels.gemm_ws import block_descriptor, stage_barriers
 
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # 3.9 / 3.6
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
@@ -296,25 +295,20 @@ def fitting_stages(config: WqWsConfig, m: int, shared_memory: int | None) -> int
     return max(2, min(config.num_stages, (shared_memory - sums - 1024) // stage))
 
 
-def _descriptor(t: torch.Tensor, block: list[int], dtype: gl.dtype) -> TensorDescriptor:
-    return TensorDescriptor(t, list(t.shape), list(t.stride()), block,
-                            gl.NVMMASharedLayout.get_default_for(block, dtype))
-
-
 _launch = Launcher(_gemm_wq_ws_kernel)
 
 
 def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, group: int, y: torch.Tensor,
-                      config: WqWsConfig, shared_memory: int | None) -> None:
+                      config: WqWsConfig) -> None:
     """y = x · dequant(codes, scales) for a 2-D call that passes :func:`wq_ws_supported`, the
-    stages fitted to ``shared_memory`` bytes a program (the device's, or a pack target's)."""
+    stages fitted to the shared memory of y's device (or of the pack target a build compiles for)."""
     m, k = x.shape
     n = codes.shape[1]
-    c_desc = _descriptor(codes.t(), [BLOCK_N, STEP_BYTES], gl.uint8)
-    x_desc = _descriptor(x, [_m_pad(m), 64], _ACTIVATIONS[x.dtype])
-    _launch((cdiv(n, BLOCK_N),), (c_desc, x_desc, scales, y, m, k, scales.stride(0), y.stride(0)),
-            dict(GROUP=group, STAGES=fitting_stages(config, m, shared_memory), CONSUMERS=config.consumers),
-            4, 1)
+    stages = fitting_stages(config, m, shared_memory_limit(y))
+    codes_desc = block_descriptor(codes.t(), [BLOCK_N, STEP_BYTES])
+    x_desc = block_descriptor(x, [_m_pad(m), 64])
+    _launch((cdiv(n, BLOCK_N),), (codes_desc, x_desc, scales, y, m, k, scales.stride(0), y.stride(0)),
+            dict(GROUP=group, STAGES=stages, CONSUMERS=config.consumers), 4, 1)
 
 
 def representative_launch(op: str, config: WqWsConfig, dtype: str, num_sms: int) -> None:
@@ -322,12 +316,10 @@ def representative_launch(op: str, config: WqWsConfig, dtype: str, num_sms: int)
     ``int4_bf16`` or ``int4_fp16``): each activation width M_PAD (8, 16, 32) with groups of 128
     and 64, the stages fitted to the build target (run under ``launch.capture()``)."""
     act = torch.bfloat16 if dtype.endswith("bf16") else torch.float16
-    arch = build_arch()
-    shared = offline_device(arch).shared_memory_per_block if arch else None
     k, n = 1024, 256
     for m in (1, 16, 32):
         for group in (128, 64):
             x = torch.zeros(m, k, dtype=act)
             codes = torch.zeros(n, k // 2, dtype=torch.uint8).t()
             scales = torch.zeros(k // group, n, dtype=act)
-            launch_gemm_wq_ws(x, codes, scales, group, torch.zeros(m, n, dtype=act), config, shared)
+            launch_gemm_wq_ws(x, codes, scales, group, torch.zeros(m, n, dtype=act), config)

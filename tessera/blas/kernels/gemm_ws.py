@@ -60,7 +60,7 @@ _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 
 _GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 _FP8_DTYPES = {torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
-_DESCRIPTOR_DTYPES = {**_GL_DTYPES, **_FP8_DTYPES, torch.float32: gl.float32}
+_DESCRIPTOR_DTYPES = {**_GL_DTYPES, **_FP8_DTYPES, torch.float32: gl.float32, torch.uint8: gl.uint8}
 LOADER_REGISTERS = gl.constexpr(24)  # the loader warp's registers after setmaxnreg (it holds addresses only)
 PINGPONG_REGISTERS = gl.constexpr(232)  # the worker warp group's with pingpong (its 128×128 fp32 tile: 128)
 
@@ -353,7 +353,9 @@ def _shared_layout(block: tuple[int, int], dtype: torch.dtype) -> gl.NVMMAShared
     return gl.NVMMASharedLayout.get_default_for(list(block), _DESCRIPTOR_DTYPES[dtype])
 
 
-def _descriptor(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
+def block_descriptor(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
+    """A Gluon TMA descriptor over the 2-D view ``t`` in its storage order, boxes of ``block``,
+    the box's swizzled shared-memory layout (what wgmma reads)."""
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, _shared_layout(tuple(block), t.dtype))
 
 
@@ -370,16 +372,16 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
     m, k = a.shape
     n = b.shape[1]
     b_col = is_col_major(b)
-    b_desc = (_descriptor(b.t(), [config.block_n, config.block_k]) if b_col
-              else _descriptor(b, [config.block_k, config.block_n]))
+    b_desc = (block_descriptor(b.t(), [config.block_n, config.block_k]) if b_col
+              else block_descriptor(b, [config.block_k, config.block_n]))
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     scaled = scale_a is not None
     sa, sb = (scale_a, scale_b) if scaled else (d, d)
     strides = [0 if t.numel() == 1 else t.stride(0) for t in (sa, sb)] if scaled else [0, 0]
     stages = fitting_stages(config, a.element_size(), d.element_size(), d)
     _launch((min(num_sms, tiles),),
-            (_descriptor(a, [config.block_m, config.block_k]), b_desc,
-             _descriptor(d, [config.block_m, config.block_n // config.epilogue_split]), sa, sb, bias,
+            (block_descriptor(a, [config.block_m, config.block_k]), b_desc,
+             block_descriptor(d, [config.block_m, config.block_n // config.epilogue_split]), sa, sb, bias,
              *strides, m, n, k),
             dict(GROUP_M=config.group_m, STAGES=stages, PINGPONG=config.pingpong), config.num_warps, 1)
 
