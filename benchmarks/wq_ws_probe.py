@@ -1,14 +1,14 @@
-"""The warp-specialized W4A16 decode kernel (``gemm_wq_ws``, Gluon, sm_90) beside the weight-only
-call as shipped (``gemm_wq``, the logic files' choice) and bf16 torch.matmul of the same shape:
-each configuration checked against x · dequantize_weight(q) in fp64 first (and again after
-``--stress`` launches back to back), then graph-timed over four weight copies (cold L2), medians
-of three interleaved rounds. Run one configuration a process while a kernel is new (a hang then
-costs one process, under ``timeout -s KILL``).
+"""The warp-specialized weight-only decode kernel (``gemm_wq_ws``, Gluon, sm_90; W4A16 or W8A16)
+beside the weight-only call as shipped (``gemm_wq``, the logic files' choice) and bf16
+torch.matmul of the same shape: each configuration checked against x · dequantize_weight(q) in
+fp64 first (and again after ``--stress`` launches back to back), then graph-timed over four
+weight copies (cold L2), medians of three interleaved rounds. Run one configuration a process
+while a kernel is new (a hang then costs one process, under ``timeout -s KILL``).
 
 A configuration is STAGES:CONSUMERS (``WqWsConfig``).
 
 Usage: python benchmarks/wq_ws_probe.py OUT.json [--rows 1,16] [--configs 8:4,8:3] [--n 8192]
-       [--k 8192] [--group 128] [--dtype bf16|fp16] [--stress N] [--check-only]
+       [--k 8192] [--group 128] [--bits 4|8] [--dtype bf16|fp16] [--stress N] [--check-only]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=8192)
     parser.add_argument("--k", type=int, default=8192)
     parser.add_argument("--group", type=int, default=128)
+    parser.add_argument("--bits", type=int, default=4, choices=(4, 8))
     parser.add_argument("--dtype", default="bf16")
     parser.add_argument("--check-only", action="store_true", help="check, do not time")
     parser.add_argument("--stress", type=int, default=0, help="launch each configuration this many times "
@@ -44,7 +45,7 @@ def main() -> None:
     n, k = args.n, args.k
     gen = torch.Generator(device="cuda").manual_seed(7)
     weights = [(torch.randn(k, n, device="cuda", generator=gen) * 0.02).to(dtype) for _ in range(COPIES)]
-    qs = [quantize_weight(w, bits=4, group_size=args.group) for w in weights]
+    qs = [quantize_weight(w, bits=args.bits, group_size=args.group) for w in weights]
     rows = []
     for m in (int(r) for r in args.rows.split(",")):
         x = torch.randn(m, k, device="cuda", generator=gen).to(dtype)
@@ -56,10 +57,10 @@ def main() -> None:
         for spec in args.configs.split(","):
             stages, consumers = (int(v) for v in spec.split(":"))
             config = WqWsConfig(stages, consumers)
-            assert wq_ws_supported(x, qs[0].codes, qs[0].scales, None, 4, args.group)
+            assert wq_ws_supported(x, qs[0].codes, qs[0].scales, None, args.bits, args.group)
 
             def launch(q: object, y: torch.Tensor, c: WqWsConfig = config, x: torch.Tensor = x) -> None:
-                launch_gemm_wq_ws(x, q.codes, q.scales, args.group, y, c)
+                launch_gemm_wq_ws(x, q.codes, q.scales, args.bits, args.group, y, c)
 
             y = torch.empty(m, n, dtype=dtype, device="cuda")
             launch(qs[0], y)
@@ -90,12 +91,13 @@ def main() -> None:
             us = statistics.median(values)
             rows.append({"m": m, "case": name, "graph_us": us, "vs_torch": torch_us / us,
                          "samples_us": values})
-            print(f"W4A16 M={m:<3} {name:<24} {us:7.2f} µs  {torch_us / us:5.2f}× torch", flush=True)
+            print(f"W{args.bits}A16 M={m:<3} {name:<24} {us:7.2f} µs  {torch_us / us:5.2f}× torch",
+                  flush=True)
     settings = " ".join(f"--{a.replace('_', '-')} {getattr(args, a)}"
-                        for a in ("rows", "configs", "n", "k", "group", "dtype", "stress"))
+                        for a in ("rows", "configs", "n", "k", "group", "bits", "dtype", "stress"))
     with open(args.out, "w") as f:
         json.dump({**run_record(f"python benchmarks/wq_ws_probe.py OUT.json {settings}"), "n": n, "k": k,
-                   "group": args.group, "rows": rows}, f, indent=1)
+                   "group": args.group, "bits": args.bits, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""The warp-specialized W4A16 decode kernel (``gemm_wq_ws``, Gluon, sm_90): its configuration and
-the calls it takes (CPU), its selection (only where it takes the call), its offline sm_90 build
-with the running Triton, and on the GPU its results against x @ dequantized weight in fp64 —
-directly, through ``gemm_wq`` and replayed."""
+"""The warp-specialized weight-only decode kernel (``gemm_wq_ws``, Gluon, sm_90; 4- and 8-bit
+codes): its configuration and the calls it takes (CPU), its selection (only where it takes the
+call), its offline sm_90 build with the running Triton, and on the GPU its results against
+x @ dequantized weight in fp64 — directly, through ``gemm_wq`` and replayed."""
 
 from __future__ import annotations
 
@@ -43,17 +43,26 @@ def _takes(x: torch.Tensor, q: object) -> bool:
 
 
 def test_which_calls_it_takes() -> None:
-    """Symmetric 4-bit codes in quantize_weight's column-major layout, group 64 or 128, 1 … 32
-    rows of 16-bit activations with 16-byte rows, N a multiple of 64, K of 256 — nothing else."""
+    """Symmetric codes in quantize_weight's layouts (4-bit column-major, 8-bit row-major), group
+    64 or 128, 1 … 32 rows of 16-bit activations with 16-byte rows, N a multiple of 64, K of 256
+    — nothing else."""
     q = _weight(512, 192)
     for m in (1, 7, 16, 32):
         assert _takes(torch.zeros(m, 512, dtype=torch.bfloat16), q), m
+        assert _takes(torch.zeros(m, 512, dtype=torch.bfloat16), _weight(512, 192, bits=8)), m
     assert _takes(torch.zeros(4, 512, dtype=torch.float16), _weight(512, 192, dtype=torch.float16, group=64))
+    assert _takes(torch.zeros(4, 512, dtype=torch.float16),
+                  _weight(512, 192, bits=8, dtype=torch.float16, group=64))
     x = torch.zeros(4, 512, dtype=torch.bfloat16)
     assert not _takes(torch.zeros(33, 512, dtype=torch.bfloat16), q)  # more than 32 rows
-    assert not _takes(x, _weight(512, 192, bits=8))
-    assert not _takes(x, _weight(512, 192, symmetric=False))
-    assert not _takes(x, _weight(512, 192, group=32))
+    for bits in (4, 8):
+        assert not _takes(x, _weight(512, 192, bits=bits, symmetric=False)), bits
+        assert not _takes(x, _weight(512, 192, bits=bits, group=32)), bits
+    eight = _weight(512, 192, bits=8)
+    col_major = type(eight)(eight.codes.t().contiguous().t(), eight.scales, None, 8, 128, (512, 192))
+    assert not _takes(x, col_major)  # 8-bit codes stored column-major
+    wide = torch.zeros(512, 200, dtype=torch.uint8)[:, :192]
+    assert not _takes(x, type(eight)(wide, eight.scales, None, 8, 128, (512, 192)))  # rows of 200 bytes
     assert not _takes(x, _weight(512, 96))  # N not a multiple of 64
     assert not _takes(torch.zeros(4, 384, dtype=torch.bfloat16), _weight(384, 192))  # K not of 256
     assert not _takes(torch.zeros(4, 512, dtype=torch.float16), q)  # scales in another dtype
@@ -65,14 +74,17 @@ def test_which_calls_it_takes() -> None:
 
 
 def test_stages_fit_the_shared_memory() -> None:
-    """A stage holds 8 KiB of codes and four (M_PAD × 64) activation boxes; the warp groups'
-    sums sit beside them. 8 stages fit the H200 up to 32 rows; a smaller memory takes fewer."""
+    """A stage holds a step's codes (8 KiB of 4-bit ones, 16 KiB of 8-bit) and four (M_PAD × 64)
+    activation boxes; the warp groups' sums sit beside them. 8 stages of 4-bit codes fit the H200
+    up to 32 rows, of 8-bit ones up to 16; a smaller memory takes fewer."""
     config = WqWsConfig(8, 4)
     for m in (1, 16, 32):
         assert fitting_stages(config, m, 232448) == 8, m
     assert fitting_stages(config, 32, 101376) == 3  # (101376 − 3·64·32·4 − 1024) // 24 KiB
     assert fitting_stages(config, 32, 16384) == 2  # never fewer than two
     assert fitting_stages(config, 32, None) == 8
+    assert fitting_stages(config, 16, 232448, bits=8) == 8
+    assert fitting_stages(config, 32, 232448, bits=8) == 6  # (232448 − 3·64·32·4 − 1024) // 32 KiB
 
 
 def test_selected_only_where_it_takes_the_call() -> None:
@@ -97,14 +109,16 @@ def test_selected_only_where_it_takes_the_call() -> None:
 
 def test_compiles_offline_for_sm90() -> None:
     """A pack build for sm_90 compiles the family's 6 representative launches (M_PAD 8, 16, 32;
-    groups 128 and 64) with the running Triton — 3.9 in CI, 3.6 on the H200 — the stages fitted
-    to the H200's shared memory, one loader warp's group beside 2 to 4 multiplying groups."""
+    groups 128 and 64) for 4- and 8-bit codes with the running Triton — 3.9 in CI, 3.6 on the
+    H200 — the stages fitted to the H200's shared memory, one loader warp's group beside 2 to 4
+    multiplying groups."""
     jobs = [{"library": "blas", "op": "gemm_wq", "kernel": "gemm_wq_ws", "dtype": dtype,
              "config": {"num_stages": 8, "consumers": consumers}}
-            for dtype, consumers in (("int4_bf16", 4), ("int4_fp16", 3), ("int4_bf16", 2))]
+            for dtype, consumers in (("int4_bf16", 4), ("int4_fp16", 3), ("int4_bf16", 2), ("int8_bf16", 3),
+                                     ("int8_fp16", 2))]
     with tempfile.TemporaryDirectory() as out:
         results = precompile("sm_90", jobs, out)
-        for job, result, warps in zip(jobs, results, (20, 16, 12), strict=True):
+        for job, result, warps in zip(jobs, results, (20, 16, 12, 16, 12), strict=True):
             assert result["status"] == "ok", (job, result)
             sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
                         if f.endswith(".launch.json")]
@@ -138,17 +152,22 @@ def _gpu() -> None:
 @pytest.mark.parametrize("config", [WqWsConfig(8, 4), WqWsConfig(8, 3), WqWsConfig(4, 2)],
                          ids=lambda c: c.short())
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("bits", [4, 8])
 @pytest.mark.parametrize("m,n,k,group", [(1, 64, 256, 128), (5, 192, 512, 64), (16, 4096, 1280, 64),
                                          (32, 320, 2048, 128), (9, 8192, 8192, 128)])
-def test_gpu_results_against_fp64(config: WqWsConfig, dtype: torch.dtype, m: int, n: int, k: int,
+def test_gpu_results_against_fp64(config: WqWsConfig, dtype: torch.dtype, bits: int, m: int, n: int, k: int,
                                   group: int) -> None:
     """Every activation width (M_PAD 8, 16, 32), fewer steps than warp groups (K = 256, 512),
-    odd step counts, both groups and activation dtypes, launched directly."""
+    odd step counts, both groups, code widths and activation dtypes, launched directly. The
+    8-bit codes span 1 … 255 (each group's largest weight is one end), so both halves of the
+    bf16 conversion (top bit set or not) are checked, with the kernel's column order and store."""
     _gpu()
-    q = _weight(k, n, group=group, dtype=dtype, device="cuda")
+    q = _weight(k, n, bits=bits, group=group, dtype=dtype, device="cuda")
+    if bits == 8:
+        assert (int(q.codes.min()), int(q.codes.max())) == (1, 255)
     x = torch.randn(m, k, generator=torch.Generator().manual_seed(m)).to(dtype).cuda()
     y = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
-    gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, group, y, config)
+    gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, bits, group, y, config)
     _reference_check(x, q, y)
 
 

@@ -333,7 +333,7 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     else:
         with launch.recording() if signature is not None else contextlib.nullcontext([]) as calls:
             if isinstance(config, WqWsConfig):
-                launch_gemm_wq_ws(x2, q.codes, q.scales, q.group_size, y2, config)
+                launch_gemm_wq_ws(x2, q.codes, q.scales, q.bits, q.group_size, y2, config)
             else:
                 launch_gemm_wq(x2, q.codes, q.scales, q.zeros, y2, k, q.bits, q.group_size,
                                upcast=interpreter_enabled(), config=config, words=q.words)

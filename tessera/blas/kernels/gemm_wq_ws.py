@@ -1,18 +1,26 @@
-"""W4A16 decode on Hopper, warp-specialized, written in Gluon: Yᵀ = Qᵀ · Xᵀ for 1 … 32 rows.
+"""Weight-only decode on Hopper (W4A16, W8A16), warp-specialized, written in Gluon: Yᵀ = Qᵀ · Xᵀ
+for 1 … 32 rows.
 
 One program per 64 output columns walks the whole of K (no K split, so no second launch to add
-slices). A loader warp streams the program's 4-bit codes (column-major, each column's bytes
-contiguous: one (64 columns × 128 bytes) TMA box a step of 256 K rows) and the step's activations
-(four (M_PAD × 64) boxes; rows past M read as zeros) into a ring of shared-memory stages.
+slices). A loader warp streams the program's codes and the step's activations (four (M_PAD × 64)
+boxes; rows past M read as zeros) into a ring of shared-memory stages, a step being 256 K rows:
+4-bit codes column-major, each column's bytes contiguous (one (64 columns × 128 bytes) TMA box a
+step); 8-bit codes row-major as ``quantize_weight`` stores them (one (256 rows × 64 columns) box).
 ``consumers`` warp groups take the steps in turn: each loads a quarter's code bytes (64 K rows)
-into registers in the layout of wgmma's first operand — byte j of a column holds K rows 2j and
-2j + 1, the two halves of one operand register — turns each byte into two 16-bit floats
-code − 8 (a multiply, a LOP3 and a packed subtraction, exact: :func:`_nibble_pair_asm`) and
-multiplies on the tensor cores with the activations as the second operand, M_PAD (8, 16 or 32)
-wide. Each quantization group's fp32 sum is scaled once by its columns' scales. At the end the
-other warp groups add their sums through shared memory into the first's, which stores the tile.
+into registers in the layout of wgmma's first operand, turns them into exact 16-bit floats
+code − zero point and multiplies on the tensor cores with the activations as the second operand,
+M_PAD (8, 16 or 32) wide:
 
-Symmetric 4-bit codes, group 64 or 128, N a multiple of 64, K of 256, 1 … 32 activation rows
+- 4 bits: byte j of a column holds K rows 2j and 2j + 1, the two halves of one operand register
+  (a multiply, a LOP3 and a packed subtraction: :func:`_nibble_pair_asm`);
+- 8 bits: a thread's operand rows r and r + 8 are made two adjacent columns (the wgmma rows are
+  the output columns, in any order: :func:`_column_of_row`), so each K row's two bytes are one
+  16-bit load; two LOP3 and a packed subtraction a pair of codes (:func:`_byte_pairs_asm`).
+
+Each quantization group's fp32 sum is scaled once by its columns' scales. At the end the other
+warp groups add their sums through shared memory into the first's, which stores the tile.
+
+Symmetric codes, group 64 or 128, N a multiple of 64, K of 256, 1 … 32 activation rows
 (:func:`wq_ws_supported`); other weights take ``gemm_wq``. Designed and measured on the H200
 (``benchmarks/wq_ws_probe.py``; ``benchmarks/results/wq-ws-h200-dc4f9e3/`` has the design
 steps, among them the stream alone — the arithmetic skipped — at 10.8 µs of the 14.5–15.8 µs a
@@ -40,7 +48,7 @@ _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 
 _ACTIVATIONS = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 BLOCK_N = 64  # one warp group's wgmma rows: the output columns of a program
-STEP_BYTES = 128  # code bytes of a column a step (256 K rows, one TMA box; four wgmma of 64 K rows)
+STEP_K = 256  # K rows a step (one TMA box of codes; four wgmma of 64 K rows)
 LOADER_REGISTERS = gl.constexpr(24)  # the loader warp holds addresses only
 
 
@@ -82,15 +90,43 @@ def _byte_layout():
                                       warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 32])
 
 
+@gluon.constexpr_function
+def _pair_layout8():
+    """Where a (64 K rows × 32 column pairs) tile of 8-bit codes, read as 16-bit words (two
+    adjacent columns of a K row), sits so that its conversion (:func:`_operand8`) is wgmma's
+    first operand: a thread holds pair r (columns 2r and 2r + 1: its operand rows r and r + 8) of
+    K rows 2q, 2q + 1, 2q + 8, 2q + 9 of each 16, lanes 4r + q, warps 8 pairs apart."""
+    return gl.DistributedLinearLayout(reg_bases=[[1, 0], [8, 0], [16, 0], [32, 0]],
+                                      lane_bases=[[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]],
+                                      warp_bases=[[0, 8], [0, 16]], block_bases=[], shape=[64, 32])
+
+
+@gluon.constexpr_function
+def _pair_view8():
+    """The shared layout of a quarter's codes read as 16-bit words: the 8-bit box's swizzle (64
+    bytes) over the same bytes."""
+    return gl.NVMMASharedLayout(swizzle_byte_width=64, element_bitwidth=16, rank=2)
+
+
+@gluon.constexpr_function
+def _code_bits(code_box):
+    """4 or 8: the code width a stage's box shape stands for ((64 columns × 128 bytes) of 4-bit
+    codes, column-major; (256 K rows × 64 columns) of 8-bit ones, row-major)."""
+    return 8 if list(code_box)[-1] == 64 else 4
+
+
 @gluon.jit
 def _loader(c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_steps, STAGES: gl.constexpr):
     """The loader warp: each step's codes and its four activation boxes into the next free stage."""
-    off_n = gl.program_id(0) * c_desc.block_type.shape[0]
+    off_n = gl.program_id(0) * 64
     for i in range(k_steps):
         s = i % STAGES
         mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)  # a fresh stage passes at once
         mbarrier.expect(ready.index(s), c_desc.block_type.nbytes + 4 * x_desc.block_type.nbytes)
-        _tma_load(c_desc, [off_n, i * 128], ready.index(s), c_bufs.index(s))
+        if _code_bits(c_desc.block_type.shape) == 8:
+            _tma_load(c_desc, [i * 256, off_n], ready.index(s), c_bufs.index(s))
+        else:
+            _tma_load(c_desc, [off_n, i * 128], ready.index(s), c_bufs.index(s))
         for h in gl.static_range(4):
             _tma_load(x_desc, [0, i * 256 + h * 64], ready.index(s), x_bufs.index(4 * s + h))
 
@@ -114,6 +150,27 @@ _ASM_BF16 = gl.constexpr(_nibble_pair_asm(0x4300))
 _ASM_FP16 = gl.constexpr(_nibble_pair_asm(0x6400))
 
 
+def _byte_pairs_asm(bf16: bool) -> str:
+    """PTX: two 16-bit words of 8-bit codes in $2, K row k (low half) and k + 1 of columns c (low
+    byte) and c + 1 — bytes b0 … b3: row k of c, c + 1, row k + 1 of c, c + 1 — as two registers
+    of two 16-bit floats code − 128, one column's two K rows apiece: $0 column c, $1 column c + 1.
+    fp16: one PRMT puts a column's pair under the bits of 1024 and a packed subtraction takes 1152
+    off. bf16 (7 fraction bits) cannot hold 256 + code: a LOP3 puts the low 7 bits under 128
+    (128 + low, exact), another makes 256 − 128·(top bit), and the packed subtraction of the two
+    is code − 128, exact."""
+    if not bf16:
+        return ("{ .reg .b32 c; mov.b32 c, 0x64806480; prmt.b32 $0, $2, 0x64, 0x4240; "
+                "sub.f16x2 $0, $0, c; prmt.b32 $1, $2, 0x64, 0x4341; sub.f16x2 $1, $1, c; }")
+    pair = ("lop3.b32 v, {0}, 0x007F007F, 0x43004300, 0xEA; lop3.b32 c, {0}, 0x00800080, 0x43804380, 0x6A; "
+            "sub.rn.bf16x2 {1}, v, c; ")
+    high = "shr.b32 t, $2, 8; "  # b1 and b3 to bits 0 and 16
+    return "{ .reg .b32 t, v, c; " + pair.format("$2", "$0") + high + pair.format("t", "$1") + "}"
+
+
+_ASM8_BF16 = gl.constexpr(_byte_pairs_asm(True))
+_ASM8_FP16 = gl.constexpr(_byte_pairs_asm(False))
+
+
 @gluon.jit
 def _operand(c_half, a_layout: gl.constexpr, byte_layout: gl.constexpr, dtype: gl.constexpr):
     """(64 columns × 32 bytes) of codes from shared memory as wgmma's (64 × 64) first operand:
@@ -130,12 +187,57 @@ def _operand(c_half, a_layout: gl.constexpr, byte_layout: gl.constexpr, dtype: g
     return gl.convert_layout(w, a_layout, assert_trivial=True)
 
 
+if hasattr(gl.shared_memory_descriptor, "reinterpret"):  # Triton 3.9
+
+    @gluon.jit
+    def _as_words(c_quarter):
+        """A quarter's (64 × 64) codes as (64 × 32) 16-bit words, the same bytes (:func:`_pair_view8`)."""
+        return c_quarter.reinterpret(gl.uint16, [64, 32], _pair_view8())
+else:  # Triton 3.6 names it _reinterpret
+
+    @gluon.jit
+    def _as_words(c_quarter):
+        """A quarter's (64 × 64) codes as (64 × 32) 16-bit words, the same bytes (:func:`_pair_view8`)."""
+        return c_quarter._reinterpret(gl.uint16, [64, 32], _pair_view8())
+
+
+@gluon.jit
+def _operand8(c_quarter, a_layout: gl.constexpr, pair_layout: gl.constexpr, dtype: gl.constexpr):
+    """(64 K rows × 64 columns) of 8-bit codes from shared memory as wgmma's (64 × 64) first
+    operand, each the exact 16-bit float code − 128 (:func:`_byte_pairs_asm`); operand row m is
+    column :func:`_column_of_row` (m)."""
+    words = _as_words(c_quarter).load(pair_layout)
+    if dtype == gl.bfloat16:  # K rows k and k + 1 (the layout's first register step) packed in $2
+        even, odd = gl.inline_asm_elementwise(_ASM8_BF16, "=r,=r,r", [words],
+                                              dtype=(gl.bfloat16, gl.bfloat16), is_pure=True, pack=2)
+    else:
+        even, odd = gl.inline_asm_elementwise(_ASM8_FP16, "=r,=r,r", [words],
+                                              dtype=(gl.float16, gl.float16), is_pure=True, pack=2)
+    w = gl.reshape(gl.join(even, odd), [64, 64])  # (K, column)
+    w = gl.reshape(w.permute((1, 0)), [4, 8, 2, 64])  # (column = 16 w + 2 r + j, K)
+    w = gl.reshape(gl.permute(w, (0, 2, 1, 3)), [64, 64])  # (operand row 16 w + 8 j + r, K)
+    return gl.convert_layout(w, a_layout, assert_trivial=True)
+
+
+@gluon.jit
+def _column_of_row(m, BITS: gl.constexpr):
+    """The output column (of a program's 64) that wgmma row ``m`` computes: itself for 4-bit codes;
+    for 8-bit ones 16 w + 2 r + j for row 16 w + 8 j + r (see :func:`_operand8`)."""
+    if BITS == 8:
+        return (m // 16) * 16 + (m % 8) * 2 + (m // 8) % 2
+    else:
+        return m
+
+
 @gluon.jit
 def _quarter(c_bufs, x_bufs, s, h: gl.constexpr, acc, a_layout: gl.constexpr, byte_layout: gl.constexpr,
              dtype: gl.constexpr, ADD: gl.constexpr):
     """Quarter ``h`` (64 K rows) of stage ``s``: its codes as wgmma's first operand, the wgmma
     with the quarter's activations issued (asynchronous)."""
-    a = _operand(c_bufs.index(s).slice(32 * h, 32, dim=1), a_layout, byte_layout, dtype)
+    if _code_bits(c_bufs.shape) == 8:
+        a = _operand8(c_bufs.index(s).slice(64 * h, 64, dim=0), a_layout, byte_layout, dtype)
+    else:
+        a = _operand(c_bufs.index(s).slice(32 * h, 32, dim=1), a_layout, byte_layout, dtype)
     x = x_bufs.index(4 * s + h).permute((1, 0))
     return warpgroup_mma(a, x, acc, use_acc=ADD, is_async=True)
 
@@ -159,11 +261,12 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
     M_PAD: gl.constexpr = x_bufs.shape[1]
     DTYPE: gl.constexpr = x_bufs.dtype
     GROUP: gl.constexpr = 64 * consts.shape[1]
+    BITS: gl.constexpr = _code_bits(c_bufs.shape)
     acc_layout: gl.constexpr = _acc_layout(M_PAD)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
-    byte_layout: gl.constexpr = _byte_layout()
+    byte_layout: gl.constexpr = _pair_layout8() if BITS == 8 else _byte_layout()
     col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
-    cols = gl.program_id(0) * 64 + gl.arange(0, 64, layout=col_layout)
+    cols = gl.program_id(0) * 64 + _column_of_row(gl.arange(0, 64, layout=col_layout), BITS)
     acc = gl.zeros([64, M_PAD], gl.float32, acc_layout)
     zero = gl.zeros([64, M_PAD], gl.float32, acc_layout)
     first = gl.minimum(group, k_steps - 1)  # a group with no step loads a real row, unused
@@ -209,8 +312,7 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
             for g in range(groups - 1):
                 acc = acc + red.index(g).load(acc_layout)
         rows = gl.arange(0, M_PAD, layout=gl.SliceLayout(0, acc_layout))
-        out_cols = gl.program_id(0) * 64 + gl.arange(0, 64, layout=col_layout)
-        out = y_ptr + gl.expand_dims(rows, 0) * stride_ym + gl.expand_dims(out_cols, 1)
+        out = y_ptr + gl.expand_dims(rows, 0) * stride_ym + gl.expand_dims(cols, 1)
         gl.store(out, acc.to(y_ptr.dtype.element_ty), mask=gl.expand_dims(rows < M, 0))
 
 
@@ -267,30 +369,34 @@ MAX_ROWS = 32  # activation rows: wgmma N = 8, 16 or 32 (64 would not fit enough
 
 def wq_ws_supported(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
                     bits: int, group: int) -> bool:
-    """Whether this kernel takes the 2-D call as it is: 4-bit symmetric codes stored column-major
-    (``quantize_weight``'s layout), group 64 or 128, 1 … 32 activation rows (row-major, 16-byte
-    aligned rows), N a multiple of 64, K of 256, scales row-major in x's dtype (the caller checks
-    the device: sm_90)."""
+    """Whether this kernel takes the 2-D call as it is: symmetric codes in ``quantize_weight``'s
+    layout (4-bit column-major, 8-bit row-major), group 64 or 128, 1 … 32 activation rows
+    (row-major, 16-byte aligned rows), N a multiple of 64, K of 256, scales row-major in x's
+    dtype (the caller checks the device: sm_90)."""
     m, k = x.shape
     n = codes.shape[1]
-    return (bits == 4 and zeros is None and group in (64, 128) and 1 <= m <= MAX_ROWS
+    if bits == 4:
+        codes_ok = codes.stride(0) == 1 and codes.stride(1) == k // 2
+    else:
+        codes_ok = bits == 8 and codes.stride(1) == 1 and codes.stride(0) % 16 == 0
+    return (codes_ok and zeros is None and group in (64, 128) and 1 <= m <= MAX_ROWS
             and x.dtype in _ACTIVATIONS and x.stride(1) == 1 and (x.stride(0) * 2) % 16 == 0
-            and x.data_ptr() % 16 == 0 and codes.stride(0) == 1 and codes.stride(1) == k // 2
-            and codes.data_ptr() % 16 == 0 and n % 64 == 0 and k % 256 == 0 and scales.stride(1) == 1
-            and scales.dtype == x.dtype)
+            and x.data_ptr() % 16 == 0 and codes.data_ptr() % 16 == 0 and n % 64 == 0 and k % STEP_K == 0
+            and scales.stride(1) == 1 and scales.dtype == x.dtype)
 
 
 def _m_pad(m: int) -> int:
     return max(8, 1 << (m - 1).bit_length())
 
 
-def fitting_stages(config: WqWsConfig, m: int, shared_memory: int | None) -> int:
+def fitting_stages(config: WqWsConfig, m: int, shared_memory: int | None, bits: int = 4) -> int:
     """``config.num_stages``, or as many as fit ``shared_memory`` bytes a program beside the warp
-    groups' sums (at least 2): a stage holds 8 KiB of codes and four (M_PAD × 64) activation boxes."""
+    groups' sums (at least 2): a stage holds a step's codes (8 KiB of 4-bit ones, 16 KiB of 8-bit)
+    and four (M_PAD × 64) activation boxes."""
     if not shared_memory:
         return config.num_stages
     m_pad = _m_pad(m)
-    stage = BLOCK_N * STEP_BYTES + 4 * m_pad * 64 * 2
+    stage = BLOCK_N * STEP_K * bits // 8 + 4 * m_pad * 64 * 2
     sums = (config.consumers - 1) * BLOCK_N * m_pad * 4
     return max(2, min(config.num_stages, (shared_memory - sums - 1024) // stage))
 
@@ -298,28 +404,35 @@ def fitting_stages(config: WqWsConfig, m: int, shared_memory: int | None) -> int
 _launch = Launcher(_gemm_wq_ws_kernel)
 
 
-def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, group: int, y: torch.Tensor,
-                      config: WqWsConfig) -> None:
+def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, bits: int, group: int,
+                      y: torch.Tensor, config: WqWsConfig) -> None:
     """y = x · dequant(codes, scales) for a 2-D call that passes :func:`wq_ws_supported`, the
     stages fitted to the shared memory of y's device (or of the pack target a build compiles for)."""
     m, k = x.shape
     n = codes.shape[1]
-    stages = fitting_stages(config, m, shared_memory_limit(y))
-    codes_desc = block_descriptor(codes.t(), [BLOCK_N, STEP_BYTES])
+    stages = fitting_stages(config, m, shared_memory_limit(y), bits)
+    if bits == 8:
+        codes_desc = block_descriptor(codes, [STEP_K, BLOCK_N])
+    else:
+        codes_desc = block_descriptor(codes.t(), [BLOCK_N, STEP_K // 2])
     x_desc = block_descriptor(x, [_m_pad(m), 64])
     _launch((cdiv(n, BLOCK_N),), (codes_desc, x_desc, scales, y, m, k, scales.stride(0), y.stride(0)),
             dict(GROUP=group, STAGES=stages, CONSUMERS=config.consumers), 4, 1)
 
 
 def representative_launch(op: str, config: WqWsConfig, dtype: str, num_sms: int) -> None:
-    """The launches ``gemm_wq`` makes with ``config`` for 4-bit weights (op ``gemm_wq``, dtype
-    ``int4_bf16`` or ``int4_fp16``): each activation width M_PAD (8, 16, 32) with groups of 128
-    and 64, the stages fitted to the build target (run under ``launch.capture()``)."""
+    """The launches ``gemm_wq`` makes with ``config`` (op ``gemm_wq``, dtype ``int4_bf16``,
+    ``int4_fp16``, ``int8_bf16`` or ``int8_fp16``): each activation width M_PAD (8, 16, 32) with
+    groups of 128 and 64, the stages fitted to the build target (run under ``launch.capture()``)."""
     act = torch.bfloat16 if dtype.endswith("bf16") else torch.float16
+    bits = 8 if dtype.startswith("int8") else 4
     k, n = 1024, 256
     for m in (1, 16, 32):
         for group in (128, 64):
             x = torch.zeros(m, k, dtype=act)
-            codes = torch.zeros(n, k // 2, dtype=torch.uint8).t()
+            if bits == 8:
+                codes = torch.zeros(k, n, dtype=torch.uint8)
+            else:
+                codes = torch.zeros(n, k // 2, dtype=torch.uint8).t()
             scales = torch.zeros(k // group, n, dtype=act)
-            launch_gemm_wq_ws(x, codes, scales, group, torch.zeros(m, n, dtype=act), config)
+            launch_gemm_wq_ws(x, codes, scales, bits, group, torch.zeros(m, n, dtype=act), config)
