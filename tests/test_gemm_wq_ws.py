@@ -93,18 +93,22 @@ def test_selected_only_where_it_takes_the_call() -> None:
     does not take."""
     pick = space.MNK_HEURISTICS["gemm_wq"]
     for m in (1, 9, 16, 32):
-        assert pick(space.MnkProblem(m, 8192, 8192, "int4_bf16", ws_ok=True), "cuda", 132).config == \
-            WqWsConfig(8, 3), m
-        assert not isinstance(pick(space.MnkProblem(m, 8192, 8192, "int4_bf16"), "cuda", 132).config,
-                              WqWsConfig)
+        for dtype, config in (("int4_bf16", WqWsConfig(8, 3)), ("int8_bf16", WqWsConfig(6, 3)),
+                              ("int8_fp16", WqWsConfig(6, 3))):
+            assert pick(space.MnkProblem(m, 8192, 8192, dtype, ws_ok=True), "cuda", 132).config == config, m
+            assert not isinstance(pick(space.MnkProblem(m, 8192, 8192, dtype), "cuda", 132).config,
+                                  WqWsConfig)
     with space.forced(WqWsConfig(4, 2)):
         problem = space.MnkProblem(16, 8192, 8192, "int4_bf16")
         assert not isinstance(space.select_mnk("gemm_wq", problem, H200).config, WqWsConfig)
         problem = space.MnkProblem(16, 8192, 8192, "int4_bf16", ws_ok=True)
         assert space.select_mnk("gemm_wq", problem, H200).config == WqWsConfig(4, 2)
-    for m in (1, 16, 32):  # the shipped logic: a row of it is taken only where ws_ok
-        choice = space.select_mnk("gemm_wq", space.MnkProblem(m, 8192, 8192, "int4_bf16"), H200)
-        assert not isinstance(choice.config, WqWsConfig), (m, choice)
+    for dtype in ("int4_bf16", "int8_bf16", "int8_fp16"):  # the shipped logic's rows name it (sm_90) …
+        assert isinstance(space.select_mnk("gemm_wq", space.MnkProblem(16, 8192, 8192, dtype, ws_ok=True),
+                                           H200).config, WqWsConfig), dtype
+        for m in (1, 16, 32):  # … and are taken only where ws_ok
+            choice = space.select_mnk("gemm_wq", space.MnkProblem(m, 8192, 8192, dtype), H200)
+            assert not isinstance(choice.config, WqWsConfig), (dtype, m, choice)
 
 
 def test_compiles_offline_for_sm90() -> None:

@@ -18,10 +18,10 @@ exactly that. Symmetric: scale = max|w| / (2^(bits − 1) − 1) over the group,
 + 2^(bits − 1). Asymmetric: scale = (max − min) / (2^bits − 1), zero = round(−min / scale).
 ``gemm_wq(x, qweight)`` returns ``x @ dequantize_weight(qweight)`` in x's dtype, fp32 accumulation:
 small and medium M on tensor cores, the codes turned into MMA operands in registers (``gemm_wq``;
-4-bit codes as exact integers, every group's sum scaled once; on sm_90 symmetric 4-bit weights
-and up to 32 rows also the warp-specialized Gluon kernel ``gemm_wq_ws``), 8-bit decode on CUDA
-cores (``gemv_wq``), large M dequantizing the weight once into a 16-bit scratch for the float
-GEMM (``gemm_wq_dequant``); logic files choose, like every GEMM.
+4-bit codes as exact integers, every group's sum scaled once; on sm_90 symmetric 4- and 8-bit
+weights and up to 32 rows also the warp-specialized Gluon kernel ``gemm_wq_ws``, codes as exact
+integers), 8-bit decode on CUDA cores (``gemv_wq``), large M dequantizing the weight once into a
+16-bit scratch for the float GEMM (``gemm_wq_dequant``); logic files choose, like every GEMM.
 """
 
 from __future__ import annotations

@@ -368,8 +368,8 @@ def _select_mnk_cached(op: str, problem: MnkProblem, backend: str, arch: str, sm
 
 def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     """Until tuned logic exists, the families benchmarks/quantized.py, wq_tc.py, wq_ws_probe.py and
-    the gemv_wq sweeps measured best on the H200 (N = K = 8192): on sm_90, symmetric 4-bit weights
-    up to 32 rows the warp-specialized Gluon kernel (``ws_ok``); elsewhere 4-bit weights up to 16
+    the gemv_wq sweeps measured best on the H200 (N = K = 8192): on sm_90, symmetric 4- and 8-bit
+    weights up to 32 rows the warp-specialized Gluon kernel (``ws_ok``); elsewhere 4-bit weights up to 16
     rows on tensor cores (256 weight rows by 8 tokens, or 128 by 16 as two halves of 8; K split
     until about 512 threads per multiprocessor), 8-bit ones on CUDA cores for one row (512
     columns on one warp, K split in slices of at least 128 rows until about eight programs per
@@ -395,9 +395,11 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return split
 
     four_bit = problem.dtype.startswith("int4")
-    if problem.ws_ok:  # W4A16 8192²: 13.5 / 14.7 µs at M = 1 / 16 against 14.7 / 19.0 (wq-ws-h200-dc4f9e3/)
-        return Choice(WqWsConfig(8, 3), "sm_90, symmetric 4-bit codes, up to 32 rows: warp-specialized "
-                      "Gluon kernel, 3 warp groups")
+    if problem.ws_ok:  # W4A16 8192²: 13.5 / 14.7 µs at M = 1 / 16 against 14.7 / 19.0 (wq-ws-h200-dc4f9e3/);
+        # W8A16 19.5 / 20.1 µs (6 stages; 8: 20.1 / 20.4) against 20.7 / 24.0 (tune-wq8ws-h200-c446b77/)
+        stages = 8 if four_bit else 6
+        return Choice(WqWsConfig(stages, 3), f"sm_90, symmetric {4 if four_bit else 8}-bit codes, up to 32 "
+                      f"rows: warp-specialized Gluon kernel, 3 warp groups, {stages} stages")
     if four_bit and m <= 16:  # 2.25× / 1.73× torch (quantized-h200-77dda0e.json; 16 rows in 8-row halves)
         config = (WqConfig(8, 256, 128, 1, 8, 8, 3) if m <= 8
                   else WqConfig(16, 128, 64, 1, 8, 4, 3, warp_mma=True))  # tune-wq16-h200-46ae292
