@@ -240,6 +240,31 @@ def test_weight_only_candidates_take_byte_planes_for_8_bit_codes_only() -> None:
                          else set())
 
 
+def test_quantized_default_flags_the_problem_as_a_call_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tuner's summary compares the tuned choice with what an untuned call of the tuner's
+    operands gets: on sm_90 (outside the interpreter) the warp-specialized kernels where the call
+    fits them (weight-only up to 32 rows, fp8 with fast accumulation), elsewhere not."""
+    from tessera._core.device import offline_device
+    from tessera.blas import quantized
+    from tessera.blas.kernels.gemm_scaled import ScaledTmaConfig
+    from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
+    from tessera.blas.kernels.gemm_ws import ScaledWsConfig
+    from tessera.blas.tune import quantized_default
+
+    monkeypatch.setattr(quantized, "interpreter_enabled", lambda: False)
+    hopper, ampere = offline_device("sm_90"), offline_device("sm_80")
+    for dtype, stages in (("int4_bf16", 8), ("int8_bf16", 6), ("int8_fp16", 6)):
+        for m in (1, 16, 32):
+            assert quantized_default((m, 8192, 8192), dtype, hopper) == WqWsConfig(stages, 3), (dtype, m)
+            assert not isinstance(quantized_default((m, 8192, 8192), dtype, ampere), WqWsConfig)
+        assert not isinstance(quantized_default((33, 8192, 8192), dtype, hopper), WqWsConfig)
+        assert not isinstance(quantized_default((16, 8192, 8160), dtype, hopper), WqWsConfig)  # K not of 256
+    assert isinstance(quantized_default((8192, 8192, 8192), "fp8e4m3_fast", hopper), ScaledWsConfig)
+    assert isinstance(quantized_default((8192, 8192, 8192), "fp8e4m3", hopper), ScaledTmaConfig)
+    assert not isinstance(quantized_default((8192, 8192, 8192), "fp8e4m3_fast", ampere),
+                          ScaledWsConfig | ScaledTmaConfig)
+
+
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_quantized_graph_timing_cycles_over_weight_copies(symmetric: bool, device: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,14 +16,20 @@ from tessera._core.timing import cold_copies, graph_ms, on_gpu
 from tessera.blas import space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_reference
 from tessera.blas.api import gemm
-from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX, ScaledConfig, ScaledTmaConfig, element_dtype
+from tessera.blas.kernels.gemm_scaled import (
+    FAST_SUFFIX,
+    ScaledConfig,
+    ScaledTmaConfig,
+    element_dtype,
+    scaled_tma_supported,
+)
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig, shared_memory_bytes
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
-from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, scaled_ws_supported
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.blas.level1 import axpy, dot, iamax, nrm2
@@ -344,9 +350,28 @@ def _cold_sets(args: tuple) -> list[tuple]:
 
 
 def quantized_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) -> space.Config:
-    """What the untuned heuristic of a quantized op picks (the tuner's summary compares with it)."""
+    """What the untuned heuristic of a quantized op picks (the tuner's summary compares with it),
+    for the problem flagged as a call with the tuner's operands flags it: their layouts as
+    storage-free (meta) tensors — x row-major and a symmetric weight as ``quantize_weight`` stores
+    it; a row-major, b column-major and a bf16 D — through the selection's own predicates
+    (``ws_ok``, ``tma_ok``)."""
     op = quantized_op(dtype)
-    config = space.MNK_HEURISTICS[op](space.MnkProblem(*problem, dtype), device.backend,
+    m, n, k = problem
+    if op == "gemm_wq":
+        bits, act, group = int(dtype[3]), torch_dtype(dtype.split("_")[1]), _group_for(k)
+        codes = (torch.empty(k, n, dtype=torch.uint8, device="meta") if bits == 8
+                 else torch.empty(n, k // 2, dtype=torch.uint8, device="meta").t())
+        scales = torch.empty(k // group, n, dtype=act, device="meta")
+        q = QuantizedWeight(codes, scales, None, bits, group, (k, n))
+        flags = {"ws_ok": wq_ws_ok(torch.empty(m, k, dtype=act, device="meta"), q, device)}
+    else:
+        elem, fast = element_dtype(dtype)
+        a, b = torch.empty(m, k, dtype=elem, device="meta"), torch.empty(n, k, dtype=elem, device="meta").t()
+        d = torch.empty(m, n, dtype=torch.bfloat16, device="meta")
+        tma_ok = space.descriptors_run(device) and scaled_tma_supported(a, b, d)
+        flags = {"tma_ok": tma_ok,
+                 "ws_ok": tma_ok and space.ws_capable(device) and scaled_ws_supported(a, b, d, fast)}
+    config = space.MNK_HEURISTICS[op](space.MnkProblem(*problem, dtype, **flags), device.backend,
                                       device.multiprocessors or 0).config
     if isinstance(config, WqConfig | WqGemvConfig):  # as launched: BLOCK_K within the quantization group
         config = dataclasses.replace(config, block_k=min(config.block_k, _group_for(problem[2])))
