@@ -284,10 +284,10 @@ def wq_ws_ok(x2: torch.Tensor, q: QuantizedWeight, device: DeviceInfo) -> bool:
 
 def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ dequantize_weight(qweight)`` for fp16/bf16 ``x`` of shape (…, K): (…, N) in x's dtype.
-    8-bit weights with bf16 activations on tensor cores, and the large-M path, round each
-    dequantized weight to x's dtype (as ``dequantize_weight`` rounds to the scales' dtype); the
-    other paths use the exact dequantized weight (the sum of x·(code − zero) exact, scaled once
-    per group in fp32)."""
+    8-bit weights with bf16 activations on the plain tensor-core tile (not as byte planes, not
+    exact bytes, not ``gemm_wq_ws``), and the large-M path, round each dequantized weight to x's
+    dtype (as ``dequantize_weight`` rounds to the scales' dtype); the other paths use the exact
+    dequantized weight (the sum of x·(code − zero) exact, scaled once per group in fp32)."""
     signature = None
     if out is None and type(x) is torch.Tensor and type(qweight) is QuantizedWeight:
         signature = _signature(x, qweight)
