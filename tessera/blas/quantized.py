@@ -282,6 +282,15 @@ def wq_ws_ok(x2: torch.Tensor, q: QuantizedWeight, device: DeviceInfo) -> bool:
             and wq_ws_supported(x2, q.codes, q.scales, q.zeros, q.bits, q.group_size))
 
 
+def scaled_fits(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, scaled: bool, fast_accum: bool,
+                device: DeviceInfo) -> tuple[bool, bool]:
+    """(``tma_ok``, ``ws_ok``) of a quantized-input GEMM's :class:`space.MnkProblem`: whether the
+    descriptor family and the warp-specialized one (scaled fp8 with fast accumulation, sm_90)
+    take ``a``, ``b`` (after ``k_major``) and ``d`` on ``device``."""
+    tma_ok = space.descriptors_run(device) and scaled_tma_supported(a, b, d)
+    return tma_ok, tma_ok and scaled and space.ws_capable(device) and scaled_ws_supported(a, b, d, fast_accum)
+
+
 def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ dequantize_weight(qweight)`` for fp16/bf16 ``x`` of shape (…, K): (…, N) in x's dtype.
     8-bit weights with bf16 activations on the plain tensor-core tile (not as byte planes, not
@@ -424,8 +433,6 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
         return out, None
     key = key + FAST_SUFFIX if fast_accum else key
     info = device_info(device)
-    operands = k_major(a, b, materialize=False)
-    tma_ok = space.descriptors_run(info) and scaled_tma_supported(*operands, out)
-    ws_ok = tma_ok and scaled and space.ws_capable(info) and scaled_ws_supported(*operands, out, fast_accum)
+    tma_ok, ws_ok = scaled_fits(*k_major(a, b, materialize=False), out, scaled, fast_accum, info)
     choice = space.select_mnk("gemm_scaled", space.MnkProblem(m, n, k, key, tma_ok, ws_ok), info)
     return out, (a, b, sa, sb, bias_t, choice, info.multiprocessors or 0)

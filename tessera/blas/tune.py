@@ -16,25 +16,26 @@ from tessera._core.timing import cold_copies, graph_ms, on_gpu
 from tessera.blas import space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_reference
 from tessera.blas.api import gemm
-from tessera.blas.kernels.gemm_scaled import (
-    FAST_SUFFIX,
-    ScaledConfig,
-    ScaledTmaConfig,
-    element_dtype,
-    scaled_tma_supported,
-)
+from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX, ScaledConfig, ScaledTmaConfig, element_dtype
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig, shared_memory_bytes
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
-from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, scaled_ws_supported
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.blas.level1 import axpy, dot, iamax, nrm2
 from tessera.blas.level2 import gemv, ger, symv, trsv
-from tessera.blas.quantized import QuantizedWeight, dequantize_weight, gemm_wq, quantize_weight, wq_ws_ok
+from tessera.blas.quantized import (
+    QuantizedWeight,
+    dequantize_weight,
+    gemm_wq,
+    quantize_weight,
+    scaled_fits,
+    wq_ws_ok,
+)
 from tessera.tuning.tuner import TunableOp, runtime_of
 
 LLM_NK = ((4096, 4096), (8192, 8192), (14336, 4096), (4096, 14336))
@@ -368,9 +369,7 @@ def quantized_default(problem: tuple[int, ...], dtype: str, device: DeviceInfo) 
         elem, fast = element_dtype(dtype)
         a, b = torch.empty(m, k, dtype=elem, device="meta"), torch.empty(n, k, dtype=elem, device="meta").t()
         d = torch.empty(m, n, dtype=torch.bfloat16, device="meta")
-        tma_ok = space.descriptors_run(device) and scaled_tma_supported(a, b, d)
-        flags = {"tma_ok": tma_ok,
-                 "ws_ok": tma_ok and space.ws_capable(device) and scaled_ws_supported(a, b, d, fast)}
+        flags = dict(zip(("tma_ok", "ws_ok"), scaled_fits(a, b, d, True, fast, device), strict=True))
     config = space.MNK_HEURISTICS[op](space.MnkProblem(*problem, dtype, **flags), device.backend,
                                       device.multiprocessors or 0).config
     if isinstance(config, WqConfig | WqGemvConfig):  # as launched: BLOCK_K within the quantization group
