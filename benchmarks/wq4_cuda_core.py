@@ -45,7 +45,7 @@ from tessera._core.device import interpreter_enabled
 from tessera._core.timing import graph_rounds, run_record
 from tessera.blas import gemm_wq, quantize_weight
 from tessera.blas.kernels.gemm_wq import sum_slices
-from tessera.blas.quantized import dequantize_weight
+from tessera.blas.quantized import dequantize_weight, unpack_nibbles
 
 CPU = interpreter_enabled()
 N = K = 512 if CPU else 8192
@@ -175,8 +175,11 @@ def main() -> None:
     weights = [torch.randn(K, N, device=DEVICE, generator=gen).to(torch.bfloat16) * 0.02
                for _ in range(COPIES)]
     qs = [quantize_weight(w, bits=4, group_size=GROUP) for w in weights]
-    # the codes (K/2, N), stored column-major: each column's K/2 bytes contiguous → (N, K/8) int32 words
-    words = [q.codes.t().view(torch.int32) for q in qs]
+    # the codes re-packed in the order this experiment was written for (rows 2i, 2i + 1 a byte;
+    # quantize_weight interleaves runs of 32 rows since the thirty-seventh session), (K/2, N) stored
+    # column-major: each column's K/2 bytes contiguous → (N, K/8) int32 words
+    sequential = [unpack_nibbles(q.codes) for q in qs]
+    words = [(c[0::2] | (c[1::2] << 4)).t().contiguous().view(torch.int32) for c in sequential]
     assert words[0].shape == (N, K // 8) and words[0].stride() == (K // 8, 1)
     x = torch.randn(1, K, device=DEVICE, generator=gen).to(torch.bfloat16)
     exact = x.double() @ dequantize_weight(qs[0], torch.float32).double()

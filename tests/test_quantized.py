@@ -56,9 +56,10 @@ def test_packing_layout_and_round_trip(bits: int, symmetric: bool) -> None:
     q = quantize_weight(w, bits=bits, group_size=32, symmetric=symmetric)
     codes, scale, zero = numpy_codes(w.numpy(), bits, 32, symmetric)
     stored = q.codes.numpy()
-    if bits == 4:  # the documented layout: low nibble row 2i, high nibble row 2i + 1; column-major
+    if bits == 4:  # the documented layout: runs of 32 rows interleaved (see nibble_rows); column-major
         assert stored.shape == (64, 40) and q.codes.stride() == (1, 64)
-        assert np.array_equal(stored & 0xF, codes[0::2]) and np.array_equal(stored >> 4, codes[1::2])
+        low, high = nibble_rows(64)
+        assert np.array_equal(stored & 0xF, codes[low]) and np.array_equal(stored >> 4, codes[high])
     else:  # row-major
         assert q.codes.stride() == (40, 1)
         assert np.array_equal(stored, codes)
@@ -72,11 +73,24 @@ def test_packing_layout_and_round_trip(bits: int, symmetric: bool) -> None:
     assert np.all(np.abs(want - w.numpy()) <= 0.5 * step * (1 + 1e-5) + 1e-7)  # within half a step
 
 
+def nibble_rows(code_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The weight rows the low and the high nibbles of each code row hold, as the quantized
+    module's docstring documents them: byte 4q + 2h + t of a run of 16 code rows (32 weight rows)
+    holds row 16t + 2q + h of the run (low nibble) and that + 8 (high)."""
+    r = np.arange(code_rows)
+    byte = r % 16
+    low = 32 * (r // 16) + 16 * (byte % 2) + 2 * (byte // 4) + (byte // 2) % 2
+    return low, low + 8
+
+
 def exact_weight(q: QuantizedWeight) -> np.ndarray:
     """(code − zero) · scale in fp64, unrounded, from the documented packing."""
     codes = q.codes.cpu().numpy().astype(np.float64)
-    if q.bits == 4:  # byte i of a column: row 2i in the low nibble, 2i + 1 in the high one
-        codes = np.stack([codes % 16, codes // 16], axis=1).reshape(q.shape)
+    if q.bits == 4:  # interleaved runs of 32 rows (nibble_rows)
+        unpacked = np.empty(q.shape)
+        low, high = nibble_rows(codes.shape[0])
+        unpacked[low], unpacked[high] = codes % 16, codes // 16
+        codes = unpacked
     scale = q.scales.double().cpu().numpy()
     zero = (q.zeros.double().cpu().numpy() if q.zeros is not None
             else np.full_like(scale, 2 ** (q.bits - 1)))
@@ -614,7 +628,8 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 
 
 @pytest.mark.parametrize("kernel,config,key", [
-    ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 16, 3, False, {pdl})"),
+    # 4-bit codes step whole runs of 32 interleaved rows: BLOCK_K 16 launches as 32
+    ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 32, 3, False, {pdl})"),
     ("gemm_wq", WqConfig(8, 256, 128, 8, 8, 8, 3),
      "(4, 128, False, False, {prmt}, False, False, False, False, 8, 256, 128, 8, {pdl})")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,

@@ -2,14 +2,17 @@
 
 Q holds unsigned codes of a (K, N) weight, group-wise along K (``group`` rows share a scale and a
 zero point per column): w[k, n] = (code[k, n] − zero[k // group, n]) · scale[k // group, n]. 8-bit
-codes are one byte each, (K, N); 4-bit codes are two per byte, (K / 2, N): the low nibble holds row
-2i, the high nibble row 2i + 1. A symmetric quantization has no zero tensor: its zero point is
-2^(bits − 1). Codes become floats by exponent tricks (code | 0x4B000000 read as fp32 is
-2^23 + code; 0x4300 | nibble read as bf16 is 128 + nibble; 0x6400 | code read as fp16 is
-1024 + code — all exact), cheaper than an integer-to-float conversion; all paths accumulate in
-fp32. The kernels take codes in either storage order (strides); ``quantize_weight`` stores 8-bit
-codes row-major (``gemv_wq`` needs that) and 4-bit codes column-major (``gemm_wq`` loads its
-operand 16 bytes at a time then). Three families, chosen by M:
+codes are one byte each, (K, N); 4-bit codes are two per byte, (K / 2, N), interleaved in runs of
+32 rows (``quantized.pack_nibbles``): byte 4q + 2h + t of a run holds rows 16t + 2q + h (low
+nibble) and 16t + 2q + h + 8 (high), the order Hopper's warpgroup MMA wants from one 32-bit word
+(``gemm_wq_ws``); these kernels split the activations to match (:func:`_nibble_partners`). A
+symmetric quantization has no zero tensor: its zero point is 2^(bits − 1). Codes become floats
+by exponent tricks (code | 0x4B000000 read as fp32 is 2^23 + code; 0x4300 | nibble read as bf16
+is 128 + nibble; 0x6400 | code read as fp16 is 1024 + code — all exact), cheaper than an
+integer-to-float conversion; all paths accumulate in fp32. The kernels take codes in either
+storage order (strides); ``quantize_weight`` stores 8-bit codes row-major (``gemv_wq`` needs that)
+and 4-bit codes column-major (``gemm_wq`` loads its operand 16 bytes at a time then). Three
+families, chosen by M:
 
 - ``gemv_wq`` (8-bit decode, one row): CUDA cores, memory-bound. Codes are read as int32 words
   of four columns, one code row per load; within a group each column sums x·(code − zero) exactly
@@ -264,15 +267,25 @@ def _mma(w, x, acc, UPCAST: tl.constexpr):
 
 
 @triton.jit
+def _nibble_partners(xt, BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr):
+    """The (BLOCK_K, BLOCK_M) activation rows of whole 32-row runs as two (BLOCK_K / 2, BLOCK_M)
+    tiles in code-byte order: the low nibbles' rows (16t + 2q + h for byte 4q + 2h + t of a run)
+    and the high nibbles' (the same + 8)."""
+    runs = tl.reshape(xt, (BLOCK_K // 32, 2, 2, 4, 2, BLOCK_M))  # (run, t, high, q, h, M)
+    runs = tl.permute(runs, (0, 3, 4, 1, 5, 2))  # (run, q, h, t, M, high)
+    return tl.split(tl.reshape(runs, (BLOCK_K // 2, BLOCK_M, 2)))
+
+
+@triton.jit
 def _step_activations(x_ptr, k0, rm, mask_m, stride_xk, stride_xm, BITS: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
-    """The activations of the step at K row ``k0`` as (K, M) tiles: 4-bit codes, the even and the
-    odd rows (the low and the high nibbles' partners); 8-bit, all rows (twice)."""
+    """The activations of the step at K row ``k0`` as (K, M) tiles: 4-bit codes, the low and the
+    high nibbles' partners (:func:`_nibble_partners`); 8-bit, all rows (twice)."""
     columns = x_ptr + rm[None, :] * stride_xm
-    if BITS == 4:  # one contiguous (K, M) load, split into rows 2i and 2i + 1
+    if BITS == 4:  # one contiguous (K, M) load, split as the nibbles interleave
         rk = k0 + tl.arange(0, BLOCK_K)
         xt = tl.load(columns + rk[:, None] * stride_xk, mask=mask_m[None, :], other=0.0)
-        xa, xb = tl.split(tl.permute(tl.reshape(xt, (BLOCK_K // 2, 2, BLOCK_M)), (0, 2, 1)))
+        xa, xb = _nibble_partners(xt, BLOCK_K, BLOCK_M)
     else:
         rk = k0 + tl.arange(0, BLOCK_K)
         xa = tl.load(columns + rk[:, None] * stride_xk, mask=mask_m[None, :], other=0.0)
@@ -285,8 +298,8 @@ def _step_weights(q_ptr, k0, rn, mask_n, stride_qk, stride_qn, BITS: tl.constexp
                   BIAS: tl.constexpr, Z0: tl.constexpr, PRMT: tl.constexpr, UPCAST: tl.constexpr,
                   BLOCK_K: tl.constexpr):
     """The step's weights as exact integers code − z0, (BLOCK_N, ·) tiles: 4-bit codes, the low
-    nibbles (K rows 2i) and the high ones (2i + 1); 8-bit, all rows (twice)."""
-    if BITS == 4:  # byte i of a column: K rows 2i (low nibble) and 2i + 1 (high)
+    nibbles and the high ones (in code-byte order); 8-bit, all rows (twice)."""
+    if BITS == 4:  # a column's bytes of the step, each two K rows (see the module docstring)
         rb = tl.multiple_of(k0 // 2, 16) + tl.arange(0, BLOCK_K // 2)  # k0 is a multiple of 32
         codes = tl.load(q_ptr + rn[:, None] * stride_qn + rb[None, :] * stride_qk, mask=mask_n[:, None],
                         other=0)
@@ -655,12 +668,12 @@ def _gemv_step(q_ptr, x_row, k0, wn, mask_w, z0, z1, z2, z3, stride_qk, stride_x
             t2 = tl.sum(x * (c2 - z2[None, :]), 0)
             t3 = tl.sum(x * (c3 - z3[None, :]), 0)
         x_sum = tl.sum(x)
-    else:  # byte i of a column: K rows 2i (low nibble) and 2i + 1 (high)
+    else:  # a column's bytes of the step, each two K rows (see the module docstring)
+        tl.static_assert(BLOCK_K % 32 == 0, "4-bit codes interleave in runs of 32 rows")
         rb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
         words = tl.load(q_ptr + rb[:, None] * stride_qk + wn[None, :], mask=mask_w[None, :], other=0)
         xt = tl.load(x_row + (k0 + tl.arange(0, BLOCK_K)) * stride_xk).to(tl.float32)
-        x_lo, x_hi = tl.split(tl.reshape(xt, (BLOCK_K // 2, 2)))
-        x_lo, x_hi = x_lo[:, None], x_hi[:, None]
+        x_lo, x_hi = _nibble_partners(xt[:, None], BLOCK_K, 1)
         tl.static_assert(not UNIT, "unit codes are for 8-bit codes only (see _gemv_wq_kernel)")
         l0, l1, l2, l3 = _biased_bytes(words & 0x0F0F0F0F, PRMT)
         h0, h1, h2, h3 = _biased_bytes((words >> 4) & 0x0F0F0F0F, PRMT)
@@ -784,15 +797,19 @@ def _dequantize_kernel(
     rn = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rr < ROWS)[:, None] & (rn < N)[None, :]
     codes = tl.load(q_ptr + rr[:, None] * stride_qk + rn[None, :] * stride_qn, mask=mask, other=0)
-    k = 2 * rr if BITS == 4 else rr  # the first K row each code row holds
+    if BITS == 4:  # byte 4q + 2h + t of a 32-row run: rows 16t + 2q + h (low nibble) and + 8 (high)
+        byte = rr % 16
+        k = rr // 16 * 32 + byte % 2 * 16 + byte // 4 * 2 + byte // 2 % 2
+    else:
+        k = rr  # the K row each code row holds
     scale, zero = _group_params(s_ptr, z_ptr, (k // GROUP)[:, None], rn[None, :], mask, stride_sg, stride_sn,
                                 BITS, HAS_ZERO)
     w_ptrs = w_ptr + k[:, None] * stride_wk + rn[None, :] * stride_wn
     if BITS == 8:
         tl.store(w_ptrs, dequant(codes, zero, scale, w_ptr.dtype.element_ty), mask=mask)
-    else:  # a group holds an even number of rows: 2i and 2i + 1 share one
+    else:  # a group holds whole runs: rows k and k + 8 share one
         tl.store(w_ptrs, dequant(codes & 0xF, zero, scale, w_ptr.dtype.element_ty), mask=mask)
-        tl.store(w_ptrs + stride_wk, dequant(codes >> 4, zero, scale, w_ptr.dtype.element_ty), mask=mask)
+        tl.store(w_ptrs + 8 * stride_wk, dequant(codes >> 4, zero, scale, w_ptr.dtype.element_ty), mask=mask)
 
 
 _launch = Launcher(_gemm_wq_kernel)
@@ -828,6 +845,8 @@ def launch_gemm_wq(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     kept scratch buffer (``launch.scratch``), which a second launch sums into y."""
     m, n = y.shape
     block_k = min(config.block_k, group)
+    if bits == 4:  # steps of whole runs of interleaved nibbles (32 rows; a group holds whole runs)
+        block_k = max(block_k, 32)
     k_per_split = cdiv(cdiv(k, config.split_k), block_k) * block_k
     split = cdiv(k, k_per_split)
     if split == 1:

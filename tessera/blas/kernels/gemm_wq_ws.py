@@ -11,8 +11,10 @@ into registers in the layout of wgmma's first operand, turns them into exact 16-
 code − zero point and multiplies on the tensor cores with the activations as the second operand,
 M_PAD (8, 16 or 32) wide:
 
-- 4 bits: byte j of a column holds K rows 2j and 2j + 1, the two halves of one operand register
-  (a multiply, a LOP3 and a packed subtraction: :func:`_nibble_pair_asm`);
+- 4 bits: the codes interleave in runs of 32 K rows (``quantized.pack_nibbles``) so that a
+  thread's eight codes of a column's run are one 32-bit word, nibbles s and s + 4 the two halves
+  of one operand register (a shift, a LOP3 and a packed subtraction a register:
+  :func:`_nibble_word_asm`);
 - 8 bits: a thread's operand rows r and r + 8 are made two adjacent columns (the wgmma rows are
   the output columns, in any order: :func:`_column_of_row`), so each K row's two bytes are one
   16-bit load; two LOP3 and a packed subtraction a pair of codes (:func:`_byte_pairs_asm`).
@@ -80,14 +82,20 @@ def _acc_layout(m_pad):
 
 
 @gluon.constexpr_function
-def _byte_layout():
-    """Where a (64 × 32) tile of code bytes sits so that its nibbles, joined, are wgmma's first
-    operand as it is (``DotOperandLayout(0, …, k_width=2)`` of the (64 × 64) K rows): a thread
-    holds bytes q and q + 4 of each 8 (K rows 2q, 2q + 1, 2q + 8, 2q + 9 of each 16) of rows r and
-    r + 8, lanes 4r + q, warps 16 rows apart."""
-    return gl.DistributedLinearLayout(reg_bases=[[8, 0], [0, 4], [0, 8], [0, 16]],
+def _word_layout4():
+    """Where a quarter's (64 columns × 8 words) of 4-bit codes sit so that their conversion
+    (:func:`_operand4`) is wgmma's first operand as it is: a thread holds words q and q + 4 (its
+    eight codes of each 32-row run) of columns r and r + 8, lanes 4r + q, warps 16 columns apart."""
+    return gl.DistributedLinearLayout(reg_bases=[[0, 4], [8, 0]],
                                       lane_bases=[[0, 1], [0, 2], [1, 0], [2, 0], [4, 0]],
-                                      warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 32])
+                                      warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 8])
+
+
+@gluon.constexpr_function
+def _word_view4():
+    """A stage's 4-bit codes read as 32-bit words: the (64 × 128)-byte box's swizzle (128 bytes)
+    over the same bytes."""
+    return gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
 
 
 @gluon.constexpr_function
@@ -131,23 +139,31 @@ def _loader(c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_steps, STAGES: gl.co
             _tma_load(x_desc, [0, i * 256 + h * 64], ready.index(s), x_bufs.index(4 * s + h))
 
 
-def _nibble_pair_asm(bias: int) -> str:
-    """PTX: a code byte (zero-extended in $2) as two 16-bit floats, its low nibble in $0 and its
-    high one in $1, each minus the zero point 8: byte · 0x1001 puts the high nibble at bits 16–19,
-    one LOP3 keeps both nibbles under the bits of ``bias`` (128 in bf16, 1024 in fp16: the float
-    bias + nibble, exact) and one packed subtraction takes bias + 8 off both (exact: small
-    integers). Taking bias + 8 off by a second wgmma with a constant operand instead cost more
-    instructions and made ptxas serialize the wgmma (step 8 of the design results)."""
+def _nibble_word_asm(bias: int) -> str:
+    """PTX: a 32-bit word of eight 4-bit codes (in $8) as four registers of two 16-bit floats, each
+    the exact code − 8: register s ($2s its low half, $2s + 1 its high one) takes nibbles s and
+    s + 4 — the word shifted right by 4s, one LOP3 keeping both nibbles under the bits of ``bias``
+    (128 in bf16, 1024 in fp16: bias + nibble, exact) and a packed subtraction of bias + 8. Eleven
+    instructions for eight weights (a byte load, a multiply, a LOP3 and a subtraction per byte
+    before the codes were interleaved). Taking bias + 8 off by a second wgmma with a constant
+    operand instead cost more instructions and made ptxas serialize the wgmma (step 8 of
+    ``wq-ws-h200-dc4f9e3/``)."""
     kind = "bf16x2" if bias == 0x4300 else "f16x2"
     minus = 0x4308 if bias == 0x4300 else 0x6408  # bias + 8
     sub = f"sub.rn.{kind}" if kind == "bf16x2" else "sub.f16x2"
-    return ("{ .reg .b32 t, c; mul.lo.u32 t, $2, 4097; "
-            f"lop3.b32 t, t, 0x000F000F, 0x{bias:04X}{bias:04X}, 0xEA; mov.b32 c, 0x{minus:04X}{minus:04X}; "
-            f"{sub} t, t, c; mov.b32 {{$0, $1}}, t; }}")
+    body = "{ .reg .b32 t, u, c; " + f"mov.b32 c, 0x{minus:04X}{minus:04X}; "
+    for s in range(4):
+        src = "$8"
+        if s:
+            body += f"shr.b32 u, $8, {4 * s}; "
+            src = "u"
+        body += (f"lop3.b32 t, {src}, 0x000F000F, 0x{bias:04X}{bias:04X}, 0xEA; {sub} t, t, c; "
+                 f"mov.b32 {{${2 * s}, ${2 * s + 1}}}, t; ")
+    return body + "}"
 
 
-_ASM_BF16 = gl.constexpr(_nibble_pair_asm(0x4300))
-_ASM_FP16 = gl.constexpr(_nibble_pair_asm(0x6400))
+_ASMW_BF16 = gl.constexpr(_nibble_word_asm(0x4300))
+_ASMW_FP16 = gl.constexpr(_nibble_word_asm(0x6400))
 
 
 def _byte_pairs_asm(bf16: bool) -> str:
@@ -172,28 +188,42 @@ _ASM8_FP16 = gl.constexpr(_byte_pairs_asm(False))
 
 
 @gluon.jit
-def _operand(c_half, a_layout: gl.constexpr, byte_layout: gl.constexpr, dtype: gl.constexpr):
-    """(64 columns × 32 bytes) of codes from shared memory as wgmma's (64 × 64) first operand:
-    byte j's low nibble is K row 2j, its high nibble 2j + 1, each the exact 16-bit integer
-    code − 8 (:func:`_nibble_pair_asm`), the pair one register of the operand."""
-    b = c_half.load(byte_layout).to(gl.int32)
+def _operand4(c_words, a_layout: gl.constexpr, word_layout: gl.constexpr, dtype: gl.constexpr):
+    """A quarter's (64 columns × 8 words) of interleaved 4-bit codes (``quantized.pack_nibbles``:
+    word q of a column's 32-row run holds rows 16t + 2q + h at nibble 4h + 2t and that + 8 at
+    nibble 4h + 2t + 1) as wgmma's (64 × 64) first operand, each the exact 16-bit code − 8
+    (:func:`_nibble_word_asm`); a relabelling of the registers, no data moved."""
+    words = c_words.load(word_layout)
     if dtype == gl.bfloat16:
-        lo, hi = gl.inline_asm_elementwise(_ASM_BF16, "=h,=h,r", [b], dtype=(gl.bfloat16, gl.bfloat16),
-                                           is_pure=True, pack=1)
+        o0, o1, o2, o3, o4, o5, o6, o7 = gl.inline_asm_elementwise(
+            _ASMW_BF16, "=h,=h,=h,=h,=h,=h,=h,=h,r", [words], dtype=(gl.bfloat16,) * 8, is_pure=True, pack=1)
     else:
-        lo, hi = gl.inline_asm_elementwise(_ASM_FP16, "=h,=h,r", [b], dtype=(gl.float16, gl.float16),
-                                           is_pure=True, pack=1)
-    w = gl.reshape(gl.join(lo, hi), [c_half.shape[0], 2 * c_half.shape[1]])
+        o0, o1, o2, o3, o4, o5, o6, o7 = gl.inline_asm_elementwise(
+            _ASMW_FP16, "=h,=h,=h,=h,=h,=h,=h,=h,r", [words], dtype=(gl.float16,) * 8, is_pure=True, pack=1)
+    low = gl.join(gl.join(o0, o1), gl.join(o2, o3))  # (column, word, h, s0) for s1 = 0: o[2s + h]
+    high = gl.join(gl.join(o4, o5), gl.join(o6, o7))
+    w = gl.reshape(gl.join(low, high), [64, 2, 2, 2, 2, 2, 2])  # (column, run, q1, q0, h, s0, s1)
+    w = gl.reshape(gl.permute(w, (0, 1, 6, 5, 2, 3, 4)), [64, 64])  # K = 32 run + 16 s1 + 8 s0 + 2q + h
     return gl.convert_layout(w, a_layout, assert_trivial=True)
 
 
 if hasattr(gl.shared_memory_descriptor, "reinterpret"):  # Triton 3.9
 
     @gluon.jit
+    def _as_words4(c_step):
+        """A stage's (64 × 128) bytes of 4-bit codes as (64 × 32) 32-bit words (:func:`_word_view4`)."""
+        return c_step.reinterpret(gl.uint32, [64, 32], _word_view4())
+
+    @gluon.jit
     def _as_words(c_quarter):
         """A quarter's (64 × 64) codes as (64 × 32) 16-bit words, the same bytes (:func:`_pair_view8`)."""
         return c_quarter.reinterpret(gl.uint16, [64, 32], _pair_view8())
 else:  # Triton 3.6 names it _reinterpret
+
+    @gluon.jit
+    def _as_words4(c_step):
+        """A stage's (64 × 128) bytes of 4-bit codes as (64 × 32) 32-bit words (:func:`_word_view4`)."""
+        return c_step._reinterpret(gl.uint32, [64, 32], _word_view4())
 
     @gluon.jit
     def _as_words(c_quarter):
@@ -237,7 +267,7 @@ def _quarter(c_bufs, x_bufs, s, h: gl.constexpr, acc, a_layout: gl.constexpr, by
     if _code_bits(c_bufs.shape) == 8:
         a = _operand8(c_bufs.index(s).slice(64 * h, 64, dim=0), a_layout, byte_layout, dtype)
     else:
-        a = _operand(c_bufs.index(s).slice(32 * h, 32, dim=1), a_layout, byte_layout, dtype)
+        a = _operand4(_as_words4(c_bufs.index(s)).slice(8 * h, 8, dim=1), a_layout, byte_layout, dtype)
     x = x_bufs.index(4 * s + h).permute((1, 0))
     return warpgroup_mma(a, x, acc, use_acc=ADD, is_async=True)
 
@@ -264,7 +294,7 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
     BITS: gl.constexpr = _code_bits(c_bufs.shape)
     acc_layout: gl.constexpr = _acc_layout(M_PAD)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
-    byte_layout: gl.constexpr = _pair_layout8() if BITS == 8 else _byte_layout()
+    byte_layout: gl.constexpr = _pair_layout8() if BITS == 8 else _word_layout4()
     col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
     cols = gl.program_id(0) * 64 + _column_of_row(gl.arange(0, 64, layout=col_layout), BITS)
     acc = gl.zeros([64, M_PAD], gl.float32, acc_layout)
