@@ -308,9 +308,9 @@ WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig | WqWsConfig, ...] = (
       for halves in ((False, True) if bm == 16 else (False,))  # warp_mma: two 8-row halves
       if bm <= 32 or split == 1),
     WqDequantConfig(32, 128, 4), WqDequantConfig(16, 256, 4),
-    # sm_90, symmetric 4-bit codes, up to 32 rows: the warp-specialized Gluon decode kernel
-    # (W4A16 8192², 8 stages: 3 warp groups 13.5 µs at M = 1 and 14.7 at 16, 4 groups 14.3 / 15.1,
-    # 2 groups 14.8 / 16.0; the decode and 16-row tiles 14.7 / 19.0; wq-ws-h200-dc4f9e3/ step 9)
+    # sm_90, symmetric codes, up to 32 rows: the warp-specialized Gluon decode kernel (W4A16 8192²,
+    # interleaved codes: 3 warp groups 12.7 µs at M = 1 and 13.4 at 16 on 8 stages, 13.0 / 13.5 on 6,
+    # 4 groups 12.8 / 13.6; wq-runs-h200-c35f0f3/; the decode and 16-row tiles 14.7 / 19.0)
     *(WqWsConfig(s, c) for s, c in ((8, 4), (8, 3), (6, 3), (4, 4), (8, 2))),
 )
 
@@ -395,7 +395,8 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return split
 
     four_bit = problem.dtype.startswith("int4")
-    if problem.ws_ok:  # W4A16 8192²: 13.5 / 14.7 µs at M = 1 / 16 against 14.7 / 19.0 (wq-ws-h200-dc4f9e3/);
+    # W4A16 8192²: 12.4 / 13.1 µs at M = 1 / 16 against 14.7 / 19.0 (wq-runs-h200-c35f0f3/);
+    if problem.ws_ok:
         # W8A16 19.5 / 20.1 µs (6 stages; 8: 20.1 / 20.4) against 20.7 / 24.0 (tune-wq8ws-h200-c446b77/)
         stages = 8 if four_bit else 6
         return Choice(WqWsConfig(stages, 3), f"sm_90, symmetric {4 if four_bit else 8}-bit codes, up to 32 "

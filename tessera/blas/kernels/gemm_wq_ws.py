@@ -26,7 +26,8 @@ Symmetric codes, group 64 or 128, N a multiple of 64, K of 256, 1 … 32 activat
 (:func:`wq_ws_supported`); other weights take ``gemm_wq``. Designed and measured on the H200
 (``benchmarks/wq_ws_probe.py``; ``benchmarks/results/wq-ws-h200-dc4f9e3/`` has the design
 steps, among them the stream alone — the arithmetic skipped — at 10.8 µs of the 14.5–15.8 µs a
-call takes at 8192²). ptxas serializes register-operand wgmma when registers run short (C7511):
+call took at 8192² before the codes were interleaved; 12.4–13.4 µs since,
+``wq-runs-h200-c35f0f3/``). ptxas serializes register-operand wgmma when registers run short (C7511):
 with 4 warp groups (96 registers a thread) it does, with 3 (128) only where a group's quarters
 do not chain into one sum.
 """
@@ -59,8 +60,9 @@ class WqWsConfig:
     """Launch parameters of :func:`_gemm_wq_ws_kernel`: ``num_stages`` steps of codes and
     activations in flight through shared memory (fewer where they would not fit,
     :func:`fitting_stages`), ``consumers`` multiplying warp groups (2 to 4) taking the steps in
-    turn. W4A16 8192², 8 stages: 3 groups 13.5 µs at M = 1 and 14.7 at M = 16, 4 groups 14.3 /
-    15.1, 2 groups 14.8 / 16.0 (the Triton tiles: 14.7 / 19.0)."""
+    turn. W4A16 8192² with interleaved codes, 8 stages: 3 groups 12.7 µs at M = 1 and 13.4 at
+    M = 16, 4 groups 12.8 / 13.6, 2 groups 14.6 / 15.3 (the Triton tiles: 14.7 / 19.0;
+    ``wq-runs-h200-c35f0f3/``)."""
 
     num_stages: int = 8
     consumers: int = 3
