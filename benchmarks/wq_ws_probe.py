@@ -5,7 +5,7 @@ fp64 first (and again after ``--stress`` launches back to back), then graph-time
 weight copies (cold L2), medians of three interleaved rounds. Run one configuration a process
 while a kernel is new (a hang then costs one process, under ``timeout -s KILL``).
 
-A configuration is STAGES:CONSUMERS (``WqWsConfig``).
+A configuration is STAGES:CONSUMERS[:SPLIT_K] (``WqWsConfig``).
 
 Usage: python benchmarks/wq_ws_probe.py OUT.json [--rows 1,16] [--configs 8:4,8:3] [--n 8192]
        [--k 8192] [--group 128] [--bits 4|8] [--dtype bf16|fp16] [--stress N] [--check-only]
@@ -55,8 +55,7 @@ def main() -> None:
         calls: dict[str, list] = {"torch.matmul": [lambda w=w, x=x: torch.matmul(x, w) for w in weights],
                                   "shipped gemm_wq": [lambda q=q, x=x: gemm_wq(x, q) for q in qs]}
         for spec in args.configs.split(","):
-            stages, consumers = (int(v) for v in spec.split(":"))
-            config = WqWsConfig(stages, consumers)
+            config = WqWsConfig(*(int(v) for v in spec.split(":")))
             assert wq_ws_supported(x, qs[0].codes, qs[0].scales, None, args.bits, args.group)
 
             def launch(q: object, y: torch.Tensor, c: WqWsConfig = config, x: torch.Tensor = x) -> None:

@@ -28,9 +28,10 @@ H200 = DeviceInfo("sm_90", "cuda", "NVIDIA H200", 132, 32, 232448, {}, None)
 def test_config_rules_and_names() -> None:
     assert WqWsConfig().short() == "gemm_wq_ws s8 c3"
     assert WqWsConfig(4, 2).short() == "gemm_wq_ws s4 c2"
-    for stages, consumers in ((1, 3), (33, 3), (8, 1), (8, 5)):
+    assert WqWsConfig(8, 3, 2).short() == "gemm_wq_ws s8 c3 k/2"
+    for stages, consumers, split in ((1, 3, 1), (33, 3, 1), (8, 1, 1), (8, 5, 1), (8, 3, 3), (8, 3, 8)):
         with pytest.raises(InvalidArgumentError, match="gemm_wq_ws takes 2 to 32 stages"):
-            WqWsConfig(stages, consumers)
+            WqWsConfig(stages, consumers, split)
 
 
 def _weight(k: int, n: int, bits: int = 4, group: int = 128, symmetric: bool = True,
@@ -232,16 +233,40 @@ def test_gpu_results_against_fp64(config: WqWsConfig, dtype: torch.dtype, bits: 
 
 
 @pytest.mark.gpu
-def test_gpu_through_gemm_wq_and_replayed() -> None:
+@pytest.mark.parametrize("config", [WqWsConfig(8, 3, 2), WqWsConfig(6, 3, 4)], ids=lambda c: c.short())
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("m,n,k,group", [(1, 4096, 4096, 128), (16, 192, 2048, 64), (9, 320, 1024, 128),
+                                         (5, 64, 768, 128)])
+def test_gpu_split_k_against_fp64(config: WqWsConfig, bits: int, m: int, n: int, k: int, group: int) -> None:
+    """K cut into slices (fp32 sums in scratch, added by ``sum_slices``): slices of one step and
+    of fewer steps than warp groups (K = 1024 in 4), both code widths; a K the split does not
+    divide into whole steps (768 = 3 steps) runs unsplit, one launch."""
+    _gpu()
+    q = _weight(k, n, bits=bits, group=group, device="cuda")
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(m)).to(torch.bfloat16).cuda()
+    y = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+    with recording() as calls:
+        gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, bits, group, y, config)
+    split = config.split_k if k % (256 * config.split_k) == 0 else 1
+    assert calls[0].grid == (n // 64, split)
+    assert len(calls) == (2 if split > 1 else 1)
+    _reference_check(x, q, y)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [WqWsConfig(4, 3), WqWsConfig(4, 3, 2)], ids=lambda c: c.short())
+def test_gpu_through_gemm_wq_and_replayed(config: WqWsConfig) -> None:
     """gemm_wq takes the kernel where it is forced and fits (a leading batch dimension, 3-D x),
-    keeps a recipe, and its replay on new operands is right; a call it does not take (asymmetric
-    codes) runs another family under the same forced configuration."""
+    keeps a recipe, and its replay on new operands is right (with a K split: both launches, the
+    slices in kept scratch); a call it does not take (asymmetric codes) runs another family under
+    the same forced configuration."""
     from tessera.blas import quantized
+    from tessera.blas.kernels import gemm_wq as gemm_wq_kernels
 
     _gpu()
     q = _weight(1024, 256, device="cuda")
     quantized._RECIPES.clear()
-    with space.forced(WqWsConfig(4, 3)):
+    with space.forced(config):
         for seed in (1, 2):
             gen = torch.Generator().manual_seed(seed)
             x = torch.randn(2, 6, 1024, generator=gen).to(torch.bfloat16).cuda()
@@ -249,7 +274,8 @@ def test_gpu_through_gemm_wq_and_replayed() -> None:
                 y = gemm_wq(x, q)
             _reference_check(x.reshape(12, 1024), q, y.reshape(12, 256))
             if seed == 1:
-                assert [c.launcher for c in calls] == [gemm_wq_ws._launch]
+                sums = [gemm_wq_kernels._launch_sum_slices] if config.split_k > 1 else []
+                assert [c.launcher for c in calls] == [gemm_wq_ws._launch, *sums]
         assert len(quantized._RECIPES) == 1
         asymmetric = _weight(1024, 256, symmetric=False, device="cuda")
         with recording() as calls:

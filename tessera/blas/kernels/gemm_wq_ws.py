@@ -42,8 +42,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import Launcher, cdiv
+from tessera._core.launch import PDL_AT_EXIT, Launcher, cdiv, pdl_mode, scratch
 from tessera.blas.kernels.gemm_tma import shared_memory_limit
+from tessera.blas.kernels.gemm_wq import sum_slices
 from tessera.blas.kernels.gemm_ws import block_descriptor, stage_barriers
 
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # 3.9 / 3.6
@@ -66,16 +67,22 @@ class WqWsConfig:
 
     num_stages: int = 8
     consumers: int = 3
+    # K cut into this many slices, one program a (column block, slice), their fp32 sums added by
+    # a second launch (``gemm_wq.sum_slices``, fixed order): for N too narrow to fill the GPU
+    # with one program a 64-column block (N = 4096: 64 programs on 132 multiprocessors)
+    split_k: int = 1
 
     kernel = "gemm_wq_ws"
 
     def __post_init__(self) -> None:
-        if not 2 <= self.num_stages <= 32 or self.consumers not in (2, 3, 4):
-            raise InvalidArgumentError(f"{self.kernel} takes 2 to 32 stages and 2 to 4 multiplying warp "
-                                       f"groups (actual: {self.num_stages}, {self.consumers})")
+        if not 2 <= self.num_stages <= 32 or self.consumers not in (2, 3, 4) or self.split_k not in (1, 2, 4):
+            raise InvalidArgumentError(f"{self.kernel} takes 2 to 32 stages, 2 to 4 multiplying warp groups "
+                                       f"and K split 1, 2 or 4 (actual: {self.num_stages}, {self.consumers}, "
+                                       f"{self.split_k})")
 
     def short(self) -> str:
-        return f"{self.kernel} s{self.num_stages} c{self.consumers}"
+        split = f" k/{self.split_k}" if self.split_k > 1 else ""
+        return f"{self.kernel} s{self.num_stages} c{self.consumers}{split}"
 
 
 @gluon.constexpr_function
@@ -126,19 +133,21 @@ def _code_bits(code_box):
 
 
 @gluon.jit
-def _loader(c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_steps, STAGES: gl.constexpr):
-    """The loader warp: each step's codes and its four activation boxes into the next free stage."""
+def _loader(c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAGES: gl.constexpr):
+    """The loader warp: each step's codes and its four activation boxes into the next free stage
+    (the program's steps k_first … k_first + k_steps − 1)."""
     off_n = gl.program_id(0) * 64
     for i in range(k_steps):
         s = i % STAGES
+        k = k_first + i
         mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)  # a fresh stage passes at once
         mbarrier.expect(ready.index(s), c_desc.block_type.nbytes + 4 * x_desc.block_type.nbytes)
         if _code_bits(c_desc.block_type.shape) == 8:
-            _tma_load(c_desc, [i * 256, off_n], ready.index(s), c_bufs.index(s))
+            _tma_load(c_desc, [k * 256, off_n], ready.index(s), c_bufs.index(s))
         else:
-            _tma_load(c_desc, [off_n, i * 128], ready.index(s), c_bufs.index(s))
+            _tma_load(c_desc, [off_n, k * 128], ready.index(s), c_bufs.index(s))
         for h in gl.static_range(4):
-            _tma_load(x_desc, [0, i * 256 + h * 64], ready.index(s), x_bufs.index(4 * s + h))
+            _tma_load(x_desc, [0, k * 256 + h * 64], ready.index(s), x_bufs.index(4 * s + h))
 
 
 def _nibble_word_asm(bias: int) -> str:
@@ -281,8 +290,8 @@ def _scale(s_ptr, i, h: gl.constexpr, cols, stride_sg, GROUP: gl.constexpr):
 
 
 @gluon.jit
-def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg,
-                stride_ym, STAGES, group, groups):
+def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps,
+                stride_sg, stride_ym, stride_ys, STAGES, group, groups):
     """A multiplying warp group (``group`` of ``groups``): steps group, group + groups, …; a step's
     four quarters' wgmma issued as their codes become operands, then waited for together, each
     group's sum scaled by its columns' scales (loaded a step ahead; with groups of 128 rows two
@@ -301,14 +310,14 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
     cols = gl.program_id(0) * 64 + _column_of_row(gl.arange(0, 64, layout=col_layout), BITS)
     acc = gl.zeros([64, M_PAD], gl.float32, acc_layout)
     zero = gl.zeros([64, M_PAD], gl.float32, acc_layout)
-    first = gl.minimum(group, k_steps - 1)  # a group with no step loads a real row, unused
+    first = k_first + gl.minimum(group, k_steps - 1)  # a group with no step loads a real row, unused
     s0 = _scale(s_ptr, first, 0, cols, stride_sg, GROUP)
     s1 = _scale(s_ptr, first, 1, cols, stride_sg, GROUP)
     s2 = _scale(s_ptr, first, 2, cols, stride_sg, GROUP)
     s3 = _scale(s_ptr, first, 3, cols, stride_sg, GROUP)
     for i in range(group, k_steps, groups):
         s = i % STAGES
-        i_next = gl.minimum(i + groups, k_steps - 1)  # the last step reloads its own
+        i_next = k_first + gl.minimum(i + groups, k_steps - 1)  # the last step reloads its own
         n0 = _scale(s_ptr, i_next, 0, cols, stride_sg, GROUP)
         n1 = _scale(s_ptr, i_next, 1, cols, stride_sg, GROUP)
         n2 = _scale(s_ptr, i_next, 2, cols, stride_sg, GROUP)
@@ -344,15 +353,17 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
             for g in range(groups - 1):
                 acc = acc + red.index(g).load(acc_layout)
         rows = gl.arange(0, M_PAD, layout=gl.SliceLayout(0, acc_layout))
-        out = y_ptr + gl.expand_dims(rows, 0) * stride_ym + gl.expand_dims(cols, 1)
+        out = (y_ptr + gl.program_id(1) * stride_ys + gl.expand_dims(rows, 0) * stride_ym
+               + gl.expand_dims(cols, 1))
         gl.store(out, acc.to(y_ptr.dtype.element_ty), mask=gl.expand_dims(rows < M, 0))
 
 
 @gluon.jit
-def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym, GROUP: gl.constexpr,
-                       STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
-    """Y = X · dequant(Q) for one 64-column block (see the module docstring): the stage ring and
-    its barriers, the loader warp and the multiplying warp groups."""
+def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym, stride_ys,
+                       GROUP: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
+    """Y = X · dequant(Q) for one 64-column block and one of ``num_programs(1)`` K slices (see the
+    module docstring; a slice's sum goes to slice ``program_id(1)`` of y, ``stride_ys`` apart): the
+    stage ring and its barriers, the loader warp and the multiplying warp groups."""
     M_PAD: gl.constexpr = x_desc.block_type.shape[0]
     c_bufs = gl.allocate_shared_memory(gl.uint8, [STAGES] + c_desc.block_type.shape, c_desc.layout)  # noqa: RUF005
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [4 * STAGES] + x_desc.block_type.shape,  # noqa: RUF005
@@ -364,26 +375,27 @@ def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym,
     ready, empty = stage_barriers(STAGES)
     done = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     mbarrier.init(done.index(0), count=CONSUMERS - 1)
-    k_steps = K // 256
-    loads = (c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_steps, STAGES)
+    k_steps = K // 256 // gl.num_programs(1)
+    k_first = gl.program_id(1) * k_steps
+    loads = (c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAGES)
     regs: gl.constexpr = _worker_registers(CONSUMERS)
-    g0 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg, stride_ym,
-          STAGES, 0, CONSUMERS)
-    g1 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg, stride_ym,
-          STAGES, 1, CONSUMERS)
+    g0 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
+          stride_ym, stride_ys, STAGES, 0, CONSUMERS)
+    g1 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
+          stride_ym, stride_ys, STAGES, 1, CONSUMERS)
     if CONSUMERS == 2:
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_loader, loads)], [4, 1],
                            [regs, LOADER_REGISTERS])
     elif CONSUMERS == 3:
-        g2 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg,
-              stride_ym, STAGES, 2, CONSUMERS)
+        g2 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
+              stride_ym, stride_ys, STAGES, 2, CONSUMERS)
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_multiplier, g2), (_loader, loads)],
                            [4, 4, 1], [regs, regs, LOADER_REGISTERS])
     else:
-        g2 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg,
-              stride_ym, STAGES, 2, CONSUMERS)
-        g3 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_steps, stride_sg,
-              stride_ym, STAGES, 3, CONSUMERS)
+        g2 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
+              stride_ym, stride_ys, STAGES, 2, CONSUMERS)
+        g3 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
+              stride_ym, stride_ys, STAGES, 3, CONSUMERS)
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_multiplier, g2), (_multiplier, g3),
                             (_loader, loads)], [4, 4, 4, 1], [regs, regs, regs, LOADER_REGISTERS])
 
@@ -448,8 +460,15 @@ def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor
     else:
         codes_desc = block_descriptor(codes.t(), [BLOCK_N, STEP_K // 2])
     x_desc = block_descriptor(x, [_m_pad(m), 64])
-    _launch((cdiv(n, BLOCK_N),), (codes_desc, x_desc, scales, y, m, k, scales.stride(0), y.stride(0)),
+    split = config.split_k if k % (STEP_K * config.split_k) == 0 else 1
+    if split == 1:
+        target, strides = y, (y.stride(0), 0)
+    else:  # fp32 slices, added by a second launch as they leave (programmatic dependent launch)
+        target, strides = scratch("wq slices", split * m * n, torch.float32, y.device, False), (n, m * n)
+    _launch((cdiv(n, BLOCK_N), split), (codes_desc, x_desc, scales, target, m, k, scales.stride(0), *strides),
             dict(GROUP=group, STAGES=stages, CONSUMERS=config.consumers), 4, 1)
+    if split > 1:
+        sum_slices(target, split, y, pdl=pdl_mode(y, PDL_AT_EXIT))
 
 
 def representative_launch(op: str, config: WqWsConfig, dtype: str, num_sms: int) -> None:
