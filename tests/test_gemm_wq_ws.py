@@ -101,6 +101,11 @@ def test_selected_only_where_it_takes_the_call() -> None:
             assert pick(space.MnkProblem(m, 8192, 8192, dtype, ws_ok=True), "cuda", 132).config == config, m
             assert not isinstance(pick(space.MnkProblem(m, 8192, 8192, dtype), "cuda", 132).config,
                                   WqWsConfig)
+    # K split while (column block, slice) programs fit one wave of 132, in whole steps of 256 rows
+    for n, k, split in ((4096, 14336, 2), (4096, 4096, 2), (2048, 8192, 4), (4096, 3840, 1), (4096, 256, 1),
+                        (14336, 4096, 1), (8256, 8192, 1)):
+        problem = space.MnkProblem(16, n, k, "int4_bf16", ws_ok=True)
+        assert pick(problem, "cuda", 132).config == WqWsConfig(8, 3, split), (n, k)
     with space.forced(WqWsConfig(4, 2)):
         problem = space.MnkProblem(16, 8192, 8192, "int4_bf16")
         assert not isinstance(space.select_mnk("gemm_wq", problem, H200).config, WqWsConfig)

@@ -399,8 +399,16 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
     if problem.ws_ok:
         # W8A16 19.5 / 20.1 µs (6 stages; 8: 20.1 / 20.4) against 20.7 / 24.0 (tune-wq8ws-h200-c446b77/)
         stages = 8 if four_bit else 6
-        return Choice(WqWsConfig(stages, 3), f"sm_90, symmetric {4 if four_bit else 8}-bit codes, up to 32 "
-                      f"rows: warp-specialized Gluon kernel, 3 warp groups, {stages} stages")
+        # K split while the (column block, slice) programs still fit one wave: N = 4096 takes 2
+        # (W4A16 K = 14336 17.9 → 13.7 µs at M = 1, 19.3 → 14.6 at 16; K = 4096 6.8 → 6.6 / 7.4 → 6.8;
+        # W8A16 K = 14336 20.8 → 19.3 / 22.4 → 20.3); 4 slices there (two waves) lost, and so did
+        # 2 where the blocks fill the GPU alone (N = 8192, 14336; wq-split-h200-cb33338/)
+        programs, split = -(-n // 64), 1
+        while split < 4 and programs * split * 2 <= max(sms, 1) and k % (256 * split * 2) == 0:
+            split *= 2
+        return Choice(WqWsConfig(stages, 3, split), f"sm_90, symmetric {4 if four_bit else 8}-bit codes, up "
+                      f"to 32 rows: warp-specialized Gluon kernel, 3 warp groups, {stages} stages, "
+                      f"K split {split}")
     if four_bit and m <= 16:  # 2.25× / 1.73× torch (quantized-h200-77dda0e.json; 16 rows in 8-row halves)
         config = (WqConfig(8, 256, 128, 1, 8, 8, 3) if m <= 8
                   else WqConfig(16, 128, 64, 1, 8, 4, 3, warp_mma=True))  # tune-wq16-h200-46ae292
