@@ -312,6 +312,9 @@ WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig | WqWsConfig, ...] = (
     # interleaved codes: 3 warp groups 12.7 µs at M = 1 and 13.4 at 16 on 8 stages, 13.0 / 13.5 on 6,
     # 4 groups 12.8 / 13.6; wq-runs-h200-c35f0f3/; the decode and 16-row tiles 14.7 / 19.0)
     *(WqWsConfig(s, c) for s, c in ((8, 4), (8, 3), (6, 3), (4, 4), (8, 2))),
+    # … with K split in 2 or 4 (N = 4096: 2 slices 17.9 → 13.7 µs at W4A16 M = 1, K = 14336;
+    # wq-split-h200-cb33338/)
+    *(WqWsConfig(s, 3, split) for s in (8, 6) for split in (2, 4)),
 )
 
 

@@ -1,9 +1,12 @@
 """Weight-only decode on Hopper (W4A16, W8A16), warp-specialized, written in Gluon: Yᵀ = Qᵀ · Xᵀ
 for 1 … 32 rows.
 
-One program per 64 output columns walks the whole of K (no K split, so no second launch to add
-slices). A loader warp streams the program's codes and the step's activations (four (M_PAD × 64)
-boxes; rows past M read as zeros) into a ring of shared-memory stages, a step being 256 K rows:
+One program per 64 output columns walks the whole of K, or with ``split_k`` one program per
+(64 columns, K slice) walks its slice, the slices' fp32 sums added by a second launch
+(``gemm_wq.sum_slices``) — for N too narrow to fill the GPU otherwise (N = 4096: 64 blocks for
+132 multiprocessors; ``wq-split-h200-cb33338/``). A loader warp streams the program's codes and
+the step's activations (four (M_PAD × 64) boxes; rows past M read as zeros) into a ring of
+shared-memory stages, a step being 256 K rows:
 4-bit codes column-major, each column's bytes contiguous (one (64 columns × 128 bytes) TMA box a
 step); 8-bit codes row-major as ``quantize_weight`` stores them (one (256 rows × 64 columns) box).
 ``consumers`` warp groups take the steps in turn: each loads a quarter's code bytes (64 K rows)
