@@ -398,6 +398,8 @@ def test_bad_input(device: str) -> None:
     broken = QuantizedWeight(q.codes[:-1], q.scales, None, 4, 32, (64, 16))
     with pytest.raises(InvalidArgumentError, match=r"codes\.shape"):
         gemm_wq(torch.randn(2, 64, device=device, dtype=torch.float16), broken)
+    with pytest.raises(InvalidArgumentError, match=r"codes\.shape"):
+        dequantize_weight(broken)
     with pytest.raises(InvalidArgumentError, match="bits 4 or 8"):
         gemm_wq(torch.randn(2, 64, device=device, dtype=torch.float16),
                 QuantizedWeight(q.codes, q.scales, None, 3, 32, (64, 16)))

@@ -175,6 +175,7 @@ def _codes(q: QuantizedWeight) -> torch.Tensor:
 def dequantize_weight(q: QuantizedWeight, dtype: torch.dtype | None = None) -> torch.Tensor:
     """The (K, N) weight the quantized one stands for, (code − zero) · scale, rounded to ``dtype``
     (default: the scales' dtype; float32 or float64 hold it exactly)."""
+    q = _check_quantized(q)
     zero = q.zeros.float() if q.zeros is not None else torch.full_like(q.scales, 2 ** (q.bits - 1),
                                                                           dtype=torch.float32)
     per_row = torch.repeat_interleave
