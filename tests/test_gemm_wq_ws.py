@@ -111,7 +111,7 @@ def test_selected_only_where_it_takes_the_call() -> None:
         assert not isinstance(space.select_mnk("gemm_wq", problem, H200).config, WqWsConfig)
         problem = space.MnkProblem(16, 8192, 8192, "int4_bf16", ws_ok=True)
         assert space.select_mnk("gemm_wq", problem, H200).config == WqWsConfig(4, 2)
-    for dtype in ("int4_bf16", "int8_bf16", "int8_fp16"):  # the shipped logic's rows name it (sm_90) …
+    for dtype in ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16"):  # the shipped logic's rows name it (sm_90) …
         assert isinstance(space.select_mnk("gemm_wq", space.MnkProblem(16, 8192, 8192, dtype, ws_ok=True),
                                            H200).config, WqWsConfig), dtype
         for m in (1, 16, 32):  # … and are taken only where ws_ok
@@ -167,7 +167,7 @@ def keep(*args, **kwargs):
 triton.compile = keep  # the pack builder's own compile call, its PTX kept
 out = {}
 with tempfile.TemporaryDirectory() as tmp:
-    for dtype in ("int4_bf16", "int8_bf16", "int8_fp16"):
+    for dtype in ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16"):
         with capture() as calls, building_for("cuda", "sm_90"):
             gemm_wq_ws.representative_launch("gemm_wq", gemm_wq_ws.WqWsConfig(6, 3), dtype, 132)
         kept.clear()
@@ -183,7 +183,7 @@ def test_measured_code_reads_reach_the_sm90_code() -> None:
     each of 3 warp groups' 4 quarters: 24), no byte loads of codes, and the exact conversions'
     constants; 4-bit codes as 32-bit words, a thread's four words of a quarter through one
     ``ldmatrix`` (3 warp groups' 4 quarters: 12), each word turned into four operand registers
-    (48 word conversions), no byte loads of codes."""
+    (48 word conversions: three shifts each with bf16, one with fp16), no byte loads of codes."""
     done = subprocess.run([sys.executable, "-c", _PTX_CHILD], capture_output=True, text=True,
                           env=compiler_env(), timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -195,6 +195,11 @@ def test_measured_code_reads_reach_the_sm90_code() -> None:
     assert ptx["int4_bf16"].count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 12
     assert ptx["int4_bf16"].count("ld.shared.b8") + ptx["int4_bf16"].count("ld.shared.u8") <= 1
     assert ptx["int4_bf16"].count("mov.b32 c, 0x43084308") == 3 * 4 * 4
+    assert ptx["int4_bf16"].count("shr.b32 u, ") == 3 * 3 * 4 * 4  # three shifts a word
+    # fp16 takes the nibbles at bits 4–7 as 1024 + 16·nibble: one shift and two FMAs a word
+    assert ptx["int4_fp16"].count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 12
+    assert ptx["int4_fp16"].count("shr.b32 u, ") == 3 * 4 * 4
+    assert ptx["int4_fp16"].count("fma.rn.f16x2 t, t, d, e") == 2 * 3 * 4 * 4
 
 
 def _reference_check(x: torch.Tensor, q: object, y: torch.Tensor) -> None:

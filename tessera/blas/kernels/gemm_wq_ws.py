@@ -153,31 +153,43 @@ def _loader(c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAG
             _tma_load(x_desc, [0, k * 256 + h * 64], ready.index(s), x_bufs.index(4 * s + h))
 
 
-def _nibble_word_asm(bias: int) -> str:
+def _nibble_word_asm(bf16: bool) -> str:
     """PTX: a 32-bit word of eight 4-bit codes (in $8) as four registers of two 16-bit floats, each
     the exact code − 8: register s ($2s its low half, $2s + 1 its high one) takes nibbles s and
-    s + 4 — the word shifted right by 4s, one LOP3 keeping both nibbles under the bits of ``bias``
-    (128 in bf16, 1024 in fp16: bias + nibble, exact) and a packed subtraction of bias + 8. Eleven
+    s + 4. bf16 (7 fraction bits): the word shifted right by 4s, one LOP3 keeping both nibbles
+    under the bits of 128 (128 + nibble, exact) and a packed subtraction of 136 — eleven
     instructions for eight weights (a byte load, a multiply, a LOP3 and a subtraction per byte
-    before the codes were interleaved). Taking bias + 8 off by a second wgmma with a constant
-    operand instead cost more instructions and made ptxas serialize the wgmma (step 8 of
+    before the codes were interleaved). fp16 (10 fraction bits) also takes the nibbles at bits
+    4–7 as they are: 1024 + 16·nibble, times 1/16 minus 72 in one packed FMA (exact) — one shift
+    a word, nine instructions. Taking the bias off by a second wgmma with a constant operand
+    instead cost more instructions and made ptxas serialize the wgmma (step 8 of
     ``wq-ws-h200-dc4f9e3/``)."""
-    kind = "bf16x2" if bias == 0x4300 else "f16x2"
-    minus = 0x4308 if bias == 0x4300 else 0x6408  # bias + 8
-    sub = f"sub.rn.{kind}" if kind == "bf16x2" else "sub.f16x2"
-    body = "{ .reg .b32 t, u, c; " + f"mov.b32 c, 0x{minus:04X}{minus:04X}; "
+    if bf16:
+        body = "{ .reg .b32 t, u, c; mov.b32 c, 0x43084308; "  # 136 = 128 + 8
+        for s in range(4):
+            src = "$8"
+            if s:
+                body += f"shr.b32 u, $8, {4 * s}; "
+                src = "u"
+            body += (f"lop3.b32 t, {src}, 0x000F000F, 0x43004300, 0xEA; sub.rn.bf16x2 t, t, c; "
+                     f"mov.b32 {{${2 * s}, ${2 * s + 1}}}, t; ")
+        return body + "}"
+    # 1032 = 1024 + 8; 1/16; −72 = −(1024 / 16 + 8)
+    body = "{ .reg .b32 t, u, c, d, e; mov.b32 c, 0x64086408; mov.b32 d, 0x2C002C00; mov.b32 e, 0xD480D480; "
     for s in range(4):
-        src = "$8"
-        if s:
-            body += f"shr.b32 u, $8, {4 * s}; "
-            src = "u"
-        body += (f"lop3.b32 t, {src}, 0x000F000F, 0x{bias:04X}{bias:04X}, 0xEA; {sub} t, t, c; "
-                 f"mov.b32 {{${2 * s}, ${2 * s + 1}}}, t; ")
+        src = "$8" if s < 2 else "u"
+        if s == 2:
+            body += "shr.b32 u, $8, 8; "
+        if s % 2 == 0:  # nibbles at bits 0–3 and 16–19
+            body += f"lop3.b32 t, {src}, 0x000F000F, 0x64006400, 0xEA; sub.f16x2 t, t, c; "
+        else:  # nibbles at bits 4–7 and 20–23: 1024 + 16·nibble
+            body += f"lop3.b32 t, {src}, 0x00F000F0, 0x64006400, 0xEA; fma.rn.f16x2 t, t, d, e; "
+        body += f"mov.b32 {{${2 * s}, ${2 * s + 1}}}, t; "
     return body + "}"
 
 
-_ASMW_BF16 = gl.constexpr(_nibble_word_asm(0x4300))
-_ASMW_FP16 = gl.constexpr(_nibble_word_asm(0x6400))
+_ASMW_BF16 = gl.constexpr(_nibble_word_asm(True))
+_ASMW_FP16 = gl.constexpr(_nibble_word_asm(False))
 
 
 def _byte_pairs_asm(bf16: bool) -> str:
