@@ -111,7 +111,8 @@ def test_selected_only_where_it_takes_the_call() -> None:
         assert not isinstance(space.select_mnk("gemm_wq", problem, H200).config, WqWsConfig)
         problem = space.MnkProblem(16, 8192, 8192, "int4_bf16", ws_ok=True)
         assert space.select_mnk("gemm_wq", problem, H200).config == WqWsConfig(4, 2)
-    for dtype in ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16"):  # the shipped logic's rows name it (sm_90) …
+    # the shipped logic's rows name it (sm_90) …
+    for dtype in ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16"):
         assert isinstance(space.select_mnk("gemm_wq", space.MnkProblem(16, 8192, 8192, dtype, ws_ok=True),
                                            H200).config, WqWsConfig), dtype
         for m in (1, 16, 32):  # … and are taken only where ws_ok

@@ -265,12 +265,15 @@ def test_gemm_wq_repeat_calls_replay_their_launches(config: object, symmetric: b
         _check(x, weights[0], gemm_wq(x, weights[0]))
         (recipe,) = quantized._RECIPES.values()
         assert len(recipe.replays) == (2 if config.split_k > 1 else 1)  # the slice sum replayed too
+        repeats = []
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(quantized, "_check_quantized", None)  # a repeat signature must not validate again
             patch.setattr(space, "select_mnk", None)  # … nor select again
             for q in weights:
                 fresh = torch.randn(2, 3, k, generator=gen).to(torch.float16).to(device)
-                _check(fresh, q, gemm_wq(fresh, q))
+                repeats.append((fresh, q, gemm_wq(fresh, q)))
+        for fresh, q, y in repeats:  # checked after: the reference (dequantize_weight) validates
+            _check(fresh, q, y)
         _check(x[0], weights[1], gemm_wq(x[0], weights[1]))  # 2-D x: another signature
     assert len(quantized._RECIPES) == 2
 
