@@ -12,7 +12,8 @@
   register's two rows: the Gluon decode kernel turns a word into four registers with three shifts,
   four LOP3 and four packed subtractions (8 weights), instead of a byte load, a multiply, a LOP3
   and a subtraction per byte (W4A16 8192² M = 16 14.8 → 13.1–13.4 µs on the H200,
-  ``benchmarks/results/wq-runs-h200-c35f0f3/``). 8-bit codes
+  ``benchmarks/results/wq-runs-h200-c35f0f3/``). 4-bit codes saved before that layout (byte j:
+  rows 2j and 2j + 1) must be re-packed: ``pack_nibbles`` of their unpacked (K, N) codes. 8-bit codes
   are stored row-major (columns contiguous, as the decode kernel reads them in words of four
   columns); 4-bit codes column-major (``codes.stride() == (1, K / 2)``: each column's bytes
   contiguous, as the tensor-core kernels read them). Every kernel takes either storage order;
