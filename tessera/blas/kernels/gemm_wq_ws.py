@@ -236,25 +236,25 @@ def _operand4(c_words, a_layout: gl.constexpr, word_layout: gl.constexpr, dtype:
 if hasattr(gl.shared_memory_descriptor, "reinterpret"):  # Triton 3.9
 
     @gluon.jit
-    def _as_words4(c_step):
-        """A stage's (64 × 128) bytes of 4-bit codes as (64 × 32) 32-bit words (:func:`_word_view4`)."""
-        return c_step.reinterpret(gl.uint32, [64, 32], _word_view4())
-
-    @gluon.jit
-    def _as_words(c_quarter):
-        """A quarter's (64 × 64) codes as (64 × 32) 16-bit words, the same bytes (:func:`_pair_view8`)."""
-        return c_quarter.reinterpret(gl.uint16, [64, 32], _pair_view8())
+    def _reinterpret(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+        return buf.reinterpret(dtype, shape, layout)
 else:  # Triton 3.6 names it _reinterpret
 
     @gluon.jit
-    def _as_words4(c_step):
-        """A stage's (64 × 128) bytes of 4-bit codes as (64 × 32) 32-bit words (:func:`_word_view4`)."""
-        return c_step._reinterpret(gl.uint32, [64, 32], _word_view4())
+    def _reinterpret(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+        return buf._reinterpret(dtype, shape, layout)
 
-    @gluon.jit
-    def _as_words(c_quarter):
-        """A quarter's (64 × 64) codes as (64 × 32) 16-bit words, the same bytes (:func:`_pair_view8`)."""
-        return c_quarter._reinterpret(gl.uint16, [64, 32], _pair_view8())
+
+@gluon.jit
+def _as_words4(c_step):
+    """A stage's (64 × 128) bytes of 4-bit codes as (64 × 32) 32-bit words (:func:`_word_view4`)."""
+    return _reinterpret(c_step, gl.uint32, [64, 32], _word_view4())
+
+
+@gluon.jit
+def _as_words(c_quarter):
+    """A quarter's (64 × 64) codes as (64 × 32) 16-bit words, the same bytes (:func:`_pair_view8`)."""
+    return _reinterpret(c_quarter, gl.uint16, [64, 32], _pair_view8())
 
 
 @gluon.jit
@@ -286,14 +286,14 @@ def _column_of_row(m, BITS: gl.constexpr):
 
 
 @gluon.jit
-def _quarter(c_bufs, x_bufs, s, h: gl.constexpr, acc, a_layout: gl.constexpr, byte_layout: gl.constexpr,
+def _quarter(c_bufs, x_bufs, s, h: gl.constexpr, acc, a_layout: gl.constexpr, code_layout: gl.constexpr,
              dtype: gl.constexpr, ADD: gl.constexpr):
     """Quarter ``h`` (64 K rows) of stage ``s``: its codes as wgmma's first operand, the wgmma
     with the quarter's activations issued (asynchronous)."""
     if _code_bits(c_bufs.shape) == 8:
-        a = _operand8(c_bufs.index(s).slice(64 * h, 64, dim=0), a_layout, byte_layout, dtype)
+        a = _operand8(c_bufs.index(s).slice(64 * h, 64, dim=0), a_layout, code_layout, dtype)
     else:
-        a = _operand4(_as_words4(c_bufs.index(s)).slice(8 * h, 8, dim=1), a_layout, byte_layout, dtype)
+        a = _operand4(_as_words4(c_bufs.index(s)).slice(8 * h, 8, dim=1), a_layout, code_layout, dtype)
     x = x_bufs.index(4 * s + h).permute((1, 0))
     return warpgroup_mma(a, x, acc, use_acc=ADD, is_async=True)
 
@@ -320,7 +320,7 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
     BITS: gl.constexpr = _code_bits(c_bufs.shape)
     acc_layout: gl.constexpr = _acc_layout(M_PAD)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
-    byte_layout: gl.constexpr = _pair_layout8() if BITS == 8 else _word_layout4()
+    code_layout: gl.constexpr = _pair_layout8() if BITS == 8 else _word_layout4()
     col_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
     cols = gl.program_id(0) * 64 + _column_of_row(gl.arange(0, 64, layout=col_layout), BITS)
     acc = gl.zeros([64, M_PAD], gl.float32, acc_layout)
@@ -339,19 +339,19 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
         n3 = _scale(s_ptr, i_next, 3, cols, stride_sg, GROUP)
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
         if GROUP == 128:  # a group's two quarters into one sum
-            t0 = _quarter(c_bufs, x_bufs, s, 0, zero, a_layout, byte_layout, DTYPE, False)
-            t0 = _quarter(c_bufs, x_bufs, s, 1, t0, a_layout, byte_layout, DTYPE, True)
-            t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, byte_layout, DTYPE, False)
-            t2 = _quarter(c_bufs, x_bufs, s, 3, t2, a_layout, byte_layout, DTYPE, True)
+            t0 = _quarter(c_bufs, x_bufs, s, 0, zero, a_layout, code_layout, DTYPE, False)
+            t0 = _quarter(c_bufs, x_bufs, s, 1, t0, a_layout, code_layout, DTYPE, True)
+            t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, code_layout, DTYPE, False)
+            t2 = _quarter(c_bufs, x_bufs, s, 3, t2, a_layout, code_layout, DTYPE, True)
             p0, p2 = warpgroup_mma_wait(num_outstanding=0, deps=(t0, t2))
             _partition_barrier()  # every warp of the group is done with the stage
             mbarrier.arrive(empty.index(s), count=1)
             acc = acc + p0 * gl.expand_dims(s0, 1) + p2 * gl.expand_dims(s2, 1)
         else:
-            t0 = _quarter(c_bufs, x_bufs, s, 0, zero, a_layout, byte_layout, DTYPE, False)
-            t1 = _quarter(c_bufs, x_bufs, s, 1, zero, a_layout, byte_layout, DTYPE, False)
-            t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, byte_layout, DTYPE, False)
-            t3 = _quarter(c_bufs, x_bufs, s, 3, zero, a_layout, byte_layout, DTYPE, False)
+            t0 = _quarter(c_bufs, x_bufs, s, 0, zero, a_layout, code_layout, DTYPE, False)
+            t1 = _quarter(c_bufs, x_bufs, s, 1, zero, a_layout, code_layout, DTYPE, False)
+            t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, code_layout, DTYPE, False)
+            t3 = _quarter(c_bufs, x_bufs, s, 3, zero, a_layout, code_layout, DTYPE, False)
             p0, p1, p2, p3 = warpgroup_mma_wait(num_outstanding=0, deps=(t0, t1, t2, t3))
             _partition_barrier()  # every warp of the group is done with the stage
             mbarrier.arrive(empty.index(s), count=1)
