@@ -9,7 +9,7 @@ import torch
 
 import tessera
 from tessera._core import log, timing
-from tessera._core.device import dtype_key
+from tessera._core.device import dtype_key, precision_of, torch_dtype
 from tessera._core.validate import check_no_overlap, max_offset, needs_int64_index
 from tessera.blas import gemm
 
@@ -35,7 +35,14 @@ def test_device_info_gpu_arch() -> None:
 
 def test_dtype_keys() -> None:
     assert dtype_key(torch.float32, "tf32") == "tf32"
+    assert dtype_key(torch.float32, "tf32x3") == "tf32x3"
+    assert dtype_key(torch.float32) == "fp32"
     assert dtype_key(torch.bfloat16) == "bf16"
+    assert dtype_key(torch.bfloat16, "tf32x3") == "bf16"  # the precisions are float32's
+    for key in ("fp32", "tf32", "tf32x3"):
+        assert torch_dtype(key) == torch.float32
+        assert dtype_key(torch.float32, precision_of(key)) == key
+    assert precision_of("bf16") == "ieee"
 
 
 def test_int64_index_detection_on_meta_tensors() -> None:

@@ -138,6 +138,26 @@ def test_tf32_precision_opt_in(device: str) -> None:
     assert_gemm_close(gemm(a, b, precision="tf32"), a, b, precision="tf32")
 
 
+@pytest.mark.parametrize("shape", [(40, 64, 30), (130, 72, 97)])
+def test_tf32x3_precision_opt_in(shape: tuple[int, int, int], device: str) -> None:
+    """fp32 as three TF32 products, held to its bound: operand error 2^-20 against tf32's 2^-10,
+    so on a GPU a kernel that dropped the small products would fail it at these short K."""
+    m, k, n = shape
+    a, b, c = (rand(s, torch.float32, device) for s in ((m, k), (k, n), (m, n)))
+    assert_gemm_close(gemm(a, b, precision="tf32x3"), a, b, precision="tf32x3")
+    d = gemm(a, b, c, alpha=0.5, beta=-1.5, precision="tf32x3")
+    assert_gemm_close(d, a, b, c, alpha=0.5, beta=-1.5, precision="tf32x3")
+    choice = explain(a, b, precision="tf32x3")
+    assert choice is not None and "tf32x3" in choice.reason  # its own logic key, not fp32's
+
+
+def test_tensor_core_precisions_leave_other_dtypes_alone(device: str) -> None:
+    a, b = rand((20, 24), torch.bfloat16, device), rand((24, 12), torch.bfloat16, device)
+    for precision in ("tf32", "tf32x3"):
+        assert explain(a, b, precision=precision) == explain(a, b)
+        assert_gemm_close(gemm(a, b, precision=precision), a, b)
+
+
 @pytest.mark.parametrize("shapes", [((3, 20, 30), (3, 30, 10)), ((4, 20, 30), (30, 10)),
                                     ((20, 30), (2, 30, 10)), ((1, 20, 30), (5, 30, 10))])
 def test_batched_with_broadcast(shapes: tuple, device: str) -> None:
@@ -396,16 +416,19 @@ def test_batches_beyond_the_grid_limit_are_sliced(config: space.Config, device: 
         assert_gemm_close(d[i], a[i], b, c[i], beta=1.0)
 
 
-def test_repeat_tf32_calls_copy_k_major_again(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where tf32 wants K-major operands (Hopper; forced here), the first call copies B column-major
-    and a repeat call through the recipe copies the new call's B, not the first one's."""
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+def test_repeat_tf32_calls_copy_k_major_again(precision: str, device: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where TF32 MMAs want K-major operands (Hopper; forced here), the first call copies B
+    column-major (tf32x3 too: from a row-major B it ran 2.2–2.4x slower on the H200) and a repeat
+    call through the recipe copies the new call's B, not the first one's."""
     from tessera.blas import api
 
     monkeypatch.setattr(space, "tf32_wants_k_major", lambda info: True)
     api._RECIPES.clear()
     a = torch.randn(24, 40, device=device)
     for b in (torch.randn(40, 20, device=device), torch.randn(40, 20, device=device)):
-        assert_gemm_close(gemm(a, b, precision="tf32"), a, b, precision="tf32")
+        assert_gemm_close(gemm(a, b, precision=precision), a, b, precision=precision)
     (recipe,) = api._RECIPES.values()
     assert recipe.k_major
 

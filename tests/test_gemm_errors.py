@@ -100,7 +100,7 @@ def test_batch_mismatch(device: str) -> None:
 
 def test_bad_precision_and_scalars(device: str) -> None:
     a = torch.randn(2, 2, device=device)
-    with pytest.raises(InvalidArgumentError, match=r"precision must be 'ieee' or 'tf32'"):
+    with pytest.raises(InvalidArgumentError, match=r"precision must be 'ieee', 'tf32' or 'tf32x3'"):
         gemm(a, a, precision="fast")
     with pytest.raises(InvalidArgumentError, match=r"alpha must be a real Python number"):
         gemm(a, a, alpha="2")  # type: ignore[arg-type]

@@ -28,7 +28,8 @@ def test_16bit_sizes_every_heuristic_branch(dtype: torch.dtype, m: int, n: int, 
 @pytest.mark.parametrize("trans_a", [False, True])
 @pytest.mark.parametrize("trans_b", [False, True])
 @pytest.mark.parametrize("precision,dtype", [("ieee", torch.bfloat16), ("ieee", torch.float16),
-                                             ("tf32", torch.float32), ("ieee", torch.float32)])
+                                             ("tf32", torch.float32), ("tf32x3", torch.float32),
+                                             ("ieee", torch.float32)])
 def test_transposes_on_gpu_paths(trans_a: bool, trans_b: bool, precision: str, dtype: torch.dtype) -> None:
     m, n, k = 520, 392, 264
     a = rand(k, m, dtype=dtype) if trans_a else rand(m, k, dtype=dtype)
@@ -37,6 +38,37 @@ def test_transposes_on_gpu_paths(trans_a: bool, trans_b: bool, precision: str, d
     d = gemm(a, b, c, alpha=0.5, beta=-2.0, trans_a=trans_a, trans_b=trans_b, precision=precision)
     assert_gemm_close(d, a, b, c, alpha=0.5, beta=-2.0, trans_a=trans_a, trans_b=trans_b,
                       precision=precision)
+
+
+@pytest.mark.parametrize("config", [None, TileConfig(64, 64, 32, 8, 4, 3), TmaConfig(128, 128, 32, 8, 8, 3)])
+@pytest.mark.parametrize("m,n,k", [(200, 136, 64), (1000, 1100, 72), (1, 72, 64)])
+def test_tf32x3_is_held_to_its_own_bound(config: TileConfig | TmaConfig | None, m: int, n: int,
+                                         k: int) -> None:
+    """tf32x3's bound (operand error 2^-20) is far under plain TF32's (2^-10) at these short K: a
+    kernel that computed plain TF32 (the small products dropped) fails it. The heuristic's choice
+    and each family forced; B row-major and column-major."""
+    a = rand(m, k, dtype=torch.float32)
+    for b in (rand(k, n, dtype=torch.float32), rand(n, k, dtype=torch.float32).t()):
+        if config is None:
+            assert_gemm_close(gemm(a, b, precision="tf32x3"), a, b, precision="tf32x3")
+            continue
+        with space.forced(config):
+            if explain(a, b, precision="tf32x3").config != config:
+                continue  # a TMA tile the layout does not take (the fallback is tested above)
+            assert_gemm_close(gemm(a, b, precision="tf32x3"), a, b, precision="tf32x3")
+
+
+def test_tf32x3_non_finite_inputs_land_as_in_ieee() -> None:
+    """±inf and NaN in A give ±inf and NaN where IEEE fp32 puts them: the split's inf − inf
+    (a NaN in the small products) must not turn an infinite result into NaN."""
+    a, b = rand(256, 256, dtype=torch.float32), rand(256, 256, dtype=torch.float32)
+    a[3, 5], a[7, 9], a[11, 13] = float("inf"), float("-inf"), float("nan")
+    b[9, 2] = 0.0  # inf·0: NaN in row 7, column 2
+    got, ref = gemm(a, b, precision="tf32x3"), torch.matmul(a, b)
+    for test in (torch.isposinf, torch.isneginf, torch.isnan):
+        assert torch.equal(test(got), test(ref)), test.__name__
+    rows = [i for i in range(256) if i not in (3, 7, 11)]  # the finite rows, within the bound
+    assert_gemm_close(got[rows], a[rows], b, precision="tf32x3")
 
 
 def test_hopper_uses_tma_family_for_16bit() -> None:

@@ -104,12 +104,14 @@ def test_pdl_follows_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_tma_pdl_is_early_below_a_full_wave() -> None:
     """16-bit descriptor GEMMs launch with PDL early while their grid is less than a full wave
-    and without it from a full wave on (the binary every such problem shares); tf32 at exit."""
+    and without it from a full wave on (the binary every such problem shares); tf32 and tf32x3
+    (behind their copy of B) at exit."""
     assert gemm_tma.tma_pdl("ieee", 131, 132) == PDL_EARLY
     assert gemm_tma.tma_pdl("ieee", 132, 132) == PDL_OFF
     assert gemm_tma.tma_pdl("ieee", 2048, 132) == PDL_OFF
     assert gemm_tma.tma_pdl("tf32", 8, 132) == PDL_AT_EXIT
     assert gemm_tma.tma_pdl("tf32", 2048, 132) == PDL_AT_EXIT
+    assert gemm_tma.tma_pdl("tf32x3", 8, 132) == PDL_AT_EXIT
 
 
 @pytest.mark.gpu

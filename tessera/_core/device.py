@@ -19,7 +19,8 @@ import torch
 INTERPRETER_ARCH = "interpreter"
 
 # Dense peak TFLOP/s per dtype and HBM bandwidth (TB/s), by a substring of the device name.
-# Sources: vendor datasheets (SXM parts). The tf32 row is the tensor-core rate; "fp32" is plain FMA.
+# Sources: vendor datasheets (SXM parts). The tf32 row is the tensor-core rate; "fp32" is plain FMA;
+# "tf32x3" (fp32 as three TF32 products, derived in ``_peaks_for``) a third of tf32.
 _PEAKS: list[tuple[str, str, dict[str, float], float]] = [
     # (arch, name substring, peaks, bandwidth TB/s)
     ("sm_90", "H200", {"fp16": 989.4, "bf16": 989.4, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9,
@@ -102,7 +103,8 @@ def interpreter_enabled() -> bool:
 def _peaks_for(arch: str, name: str) -> tuple[dict[str, float | None], float | None]:
     for entry_arch, substring, peaks, bandwidth in _PEAKS:
         if entry_arch == arch and substring in name:
-            return dict(peaks), bandwidth
+            derived = {"tf32x3": peaks["tf32"] / 3} if "tf32" in peaks else {}
+            return {**peaks, **derived}, bandwidth
     return {}, None
 
 
@@ -194,11 +196,25 @@ def device_info(device: torch.device | int | str | None = None) -> DeviceInfo:
     return _device_info_cached(index)
 
 
+# How float32 GEMMs may use tensor cores (``gemm``'s ``precision``): "ieee" not at all (FMA units),
+# "tf32" with operands rounded to TF32, "tf32x3" as three TF32 products (hi·hi + hi·lo + lo·hi of
+# each operand's split x = hi + lo: CUTLASS's 3xTF32, Triton's ``input_precision="tf32x3"``).
+# Each precision other than "ieee" is its own dtype key: logic files tune it apart from fp32.
+FP32_PRECISIONS = ("ieee", "tf32", "tf32x3")
+TF32_KEYS = FP32_PRECISIONS[1:]  # computed as TF32 MMAs: on Hopper, from K-major operands
+
+
 def dtype_key(dtype: torch.dtype, precision: str = "ieee") -> str:
-    """Short dtype name used in peaks, logic files and the CLI (``fp32`` with tf32 → ``tf32``)."""
-    if dtype == torch.float32 and precision == "tf32":
-        return "tf32"
+    """Short dtype name used in peaks, logic files and the CLI (``fp32`` with tf32 → ``tf32``,
+    with tf32x3 → ``tf32x3``)."""
+    if dtype == torch.float32 and precision in TF32_KEYS:
+        return precision
     return _DTYPE_KEYS[dtype]
+
+
+def precision_of(key: str) -> str:
+    """The ``precision`` a dtype key is computed with (:func:`dtype_key`'s other half)."""
+    return key if key in TF32_KEYS else "ieee"
 
 
 _DTYPE_KEYS: dict[torch.dtype, str] = {
@@ -209,10 +225,11 @@ _DTYPE_KEYS: dict[torch.dtype, str] = {
     torch.complex64: "complex64",  # level-1 vectors
     torch.complex128: "complex128",
 }
-_KEY_DTYPES: dict[str, torch.dtype] = {"tf32": torch.float32,
+_KEY_DTYPES: dict[str, torch.dtype] = {"tf32": torch.float32, "tf32x3": torch.float32,
                                        **{key: dtype for dtype, key in _DTYPE_KEYS.items()}}
 
 
 def torch_dtype(key: str) -> torch.dtype:
-    """The torch dtype of a short dtype name (:func:`dtype_key`'s inverse; ``tf32`` is float32)."""
+    """The torch dtype of a short dtype name (:func:`dtype_key`'s inverse; ``tf32`` and ``tf32x3``
+    are float32)."""
     return _KEY_DTYPES[key]

@@ -6,7 +6,9 @@ The bound is the classical one for a dot product of length K accumulated in prec
     |D − D_exact| ≤ (ε_in + c·(K + 2)·u_acc) · |alpha|·|op(A)|·|op(B)| + 2·u_acc·|beta|·|C| + u_out·|D_exact|
 
 * ε_in: rounding of the operands before the multiply: 2·2⁻¹¹ for tf32 (both operands rounded
-  to a 10-bit mantissa), 0 otherwise (16-bit products are exact in fp32; fp32 IEEE and fp64 use FMA).
+  to a 10-bit mantissa); 4·2⁻²² for tf32x3 (x = hi + lo with hi = tf32(x) and lo = tf32(x − hi),
+  so |x − hi − lo| ≤ 2⁻²²·|x| for each operand, and the dropped lo·lo ≤ 2⁻²²·|a·b|; one more
+  2⁻²² of margin); 0 otherwise (16-bit products are exact in fp32; fp32 IEEE and fp64 use FMA).
 * c = 2: tensor-core accumulators are not guaranteed round-to-nearest; the factor covers that.
 * u_out: rounding of the result to the output dtype. Triton's CPU interpreter (3.9) converts
   fp32 → bf16 by truncation whatever ``fp_downcast_rounding`` says (measured: 1.9·2⁻⁸ relative
@@ -56,7 +58,8 @@ def gemm_reference(
     together: the bound scales with the exact value."""
     k = op_a.shape[-1]
     u_acc = UNIT_ROUNDOFF[torch.float64 if op_a.dtype == torch.float64 else torch.float32]
-    eps_in = 2 * 2.0**-11 if (precision == "tf32" and op_a.dtype == torch.float32) else 0.0
+    fp32 = op_a.dtype == torch.float32
+    eps_in = {"tf32": 2 * 2.0**-11, "tf32x3": 4 * 2.0**-22}.get(precision, 0.0) if fp32 else 0.0
     magnitude = abs(alpha) * (op_a.double().abs() @ op_b.double().abs())
     exact = alpha * (op_a.double() @ op_b.double())
     bound = (eps_in + 2 * (k + 2) * u_acc) * magnitude

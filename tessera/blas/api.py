@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from tessera._core import launch, log
-from tessera._core.device import device_info, dtype_key, interpreter_enabled
+from tessera._core.device import FP32_PRECISIONS, TF32_KEYS, device_info, dtype_key, interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
     as_tensor,
@@ -43,7 +43,6 @@ from tessera.blas.quantized import (
 from tessera.tuning import logic
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-PRECISIONS = ("ieee", "tf32")
 
 # Output dtypes each input dtype may produce: the same, or wider.
 _OUT_DTYPES: dict[torch.dtype, tuple[torch.dtype, ...]] = {
@@ -135,7 +134,9 @@ def gemm(
 
     A and B are 2-D, or 3-D for a batch (a 2-D or batch-1 operand broadcasts over it); any strides.
     Float16/bfloat16 accumulate in float32 and may return float32 (``out_dtype``); float32 is exact
-    IEEE unless ``precision="tf32"`` allows TF32 tensor cores (NVIDIA; AMD GPUs compute IEEE fp32);
+    IEEE unless ``precision="tf32"`` allows TF32 tensor cores (operands rounded to 10 fraction bits) or
+    ``precision="tf32x3"`` computes each product as three TF32 ones (hi·hi + hi·lo + lo·hi of the
+    split x = hi + lo: about fp32's accuracy on tensor cores; NVIDIA; AMD GPUs compute IEEE fp32);
     float64 accumulates in float64. As in BLAS, ``beta == 0``
     never reads C (NaN in C does not leak) and ``alpha == 0`` never reads A or B. C may broadcast
     to the result's shape; ``out`` may be C itself (in-place update) but must not overlap A or B.
@@ -343,8 +344,10 @@ def _plan(
             f"a and b must share a dtype (actual: a {_dtype_name(a.dtype)}, b {_dtype_name(b.dtype)});"
             " supported: both float16, bfloat16, float32 or float64 (cast one with .to())"
         )
-    if precision not in PRECISIONS:
-        raise invalid("precision", repr(precision), "'ieee' or 'tf32'")
+    if precision not in FP32_PRECISIONS:
+        raise invalid("precision", repr(precision), "'ieee', 'tf32' or 'tf32x3'")
+    if a.dtype != torch.float32:
+        precision = "ieee"  # the tensor-core precisions are float32's; other dtypes have one
     allowed_out = _OUT_DTYPES[a.dtype]
     out_dtype = out_dtype if out_dtype is not None else a.dtype
     if out_dtype not in allowed_out:
@@ -415,10 +418,10 @@ def _plan(
     c_view = None if c is None else torch.broadcast_to(c, out_shape)
 
     info = device_info(device)
-    if precision == "tf32" and info.backend == "hip":
+    if precision != "ieee" and info.backend == "hip":
         precision = "ieee"  # AMD GPUs have no tf32 in Triton: IEEE fp32 is what "allow tf32" gives
     key = dtype_key(a.dtype, precision)
-    k_major = key == "tf32" and space.tf32_wants_k_major(info)
+    k_major = key in TF32_KEYS and space.tf32_wants_k_major(info)
     if k_major:
         op_a, op_b = _k_major(op_a, op_b, materialize=allocate)
     tma_ok = (

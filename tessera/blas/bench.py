@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from tessera._core.device import DeviceInfo, device_info, torch_dtype
+from tessera._core.device import DeviceInfo, device_info, precision_of, torch_dtype
 from tessera._core.timing import back_to_back_ms, cold_copies, flushed_ms, graph_ms, on_gpu
 from tessera.blas.api import explain, gemm
 from tessera.tuning import logic
@@ -50,7 +50,7 @@ class GemmCase:
     @property
     def bytes_moved(self) -> int:
         """Operands read plus the result written, each once."""
-        elem = 4 if self.dtype in ("fp32", "tf32") else 8 if self.dtype == "fp64" else 2
+        elem = 4 if self.dtype in ("fp32", "tf32", "tf32x3") else 8 if self.dtype == "fp64" else 2
         return elem * self.batch * (self.m * self.k + self.k * self.n + self.m * self.n)
 
     @property
@@ -87,8 +87,11 @@ PRESETS: dict[str, list[GemmCase]] = {
     # The tuning issue's square grid in the dtypes sm_90 ships tuned logic for (run with
     # --vs-heuristic for the gain over the untuned heuristic).
     # fp32 stops at 8192³: 16384³ takes ~0.2 s a call on FMA units (its logic is 8192³'s, nearest size).
-    "grid": [GemmCase(s, s, s, dtype) for dtype in ("bf16", "fp16", "tf32", "fp32")
-             for s in (1024, 2048, 4096, 8192, 16384) if dtype != "fp32" or s < 16384],
+    # tf32x3 (float32 as three TF32 products) is timed against the vendor's IEEE float32, as fp32.
+    "grid": [GemmCase(s, s, s, dtype) for dtype in ("bf16", "fp16", "tf32", "fp32", "tf32x3")
+             for s in (1024, 2048, 4096, 8192, 16384) if dtype not in ("fp32", "tf32x3") or s < 16384],
+    # float32 both ways, against the same vendor float32 GEMM
+    "fp32": [GemmCase(s, s, s, dtype) for dtype in ("fp32", "tf32x3") for s in (1024, 2048, 4096, 8192)],
     # Small enough for Triton's CPU interpreter (seconds, not hours).
     "interpreter": [
         GemmCase(64, 64, 64, "fp32"), GemmCase(96, 80, 72, "fp16"),
@@ -117,7 +120,7 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None,
     info = info or device_info()
     device = "cuda" if on_gpu() else "cpu"
     a, b = _operands(case, device)
-    precision = "tf32" if case.dtype == "tf32" else "ieee"
+    precision = precision_of(case.dtype)
     op_a = a.transpose(-1, -2) if case.trans_a else a
     op_b = b.transpose(-1, -2) if case.trans_b else b
 
@@ -241,7 +244,7 @@ def _time_round(timings: dict[str, list[float]], vendor: Callable[[], object],
 
 def _choice_for(case: GemmCase, a: torch.Tensor, b: torch.Tensor) -> str:
     """The kernel and config :func:`gemm` picks for this case."""
-    precision = "tf32" if case.dtype == "tf32" else "ieee"
+    precision = precision_of(case.dtype)
     choice = explain(a, b, trans_a=case.trans_a, trans_b=case.trans_b, precision=precision)
     return "none" if choice is None else choice.config.short()
 

@@ -36,7 +36,7 @@ SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
 SAFE_DEFAULT = TileConfig(32, 32, 32, 8, 4, 1)
-_ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "tf32": 4, "fp64": 8}
+_ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "tf32": 4, "tf32x3": 4, "fp64": 8}
 
 
 @dataclass(frozen=True)
@@ -207,14 +207,18 @@ def descriptors_run(device: DeviceInfo) -> bool:
 
 
 def tf32_wants_k_major(device: DeviceInfo) -> bool:
-    """Hopper's tf32 wgmma reads only K-major operands; other layouts ran at 0.19x (round 2)."""
+    """Hopper's tf32 wgmma reads only K-major operands; other layouts ran at 0.19x (round 2). tf32x3,
+    which splits the operands in registers, still ran 2.2–2.4x slower from a row-major B than
+    from the K-major copy (``tf32x3-h200-*/``)."""
     return _sm_version(device.backend, device.arch) >= 90
 
 
 # Rules measured on the H200 with triton 3.6 (benchmarks/results/sweep-h200-round{1,2}.json):
 # 16-bit 8192³: 256x128x64 w8 s4 split-epilogue 782 TFLOP/s, 128x256x64 w8 s3 733;
 # 4096³: 128x256x64 w8 s3 752; tf32 8192³ (K-major B): 128x256x32 w8 s3 split 386;
-# fp64 4096³: tile 64x128x16 w4 s3 50.8; fp32 IEEE 4096³: tile 64x128x32 w8 s3 44.5;
+# fp64 4096³: tile 64x128x16 w4 s3 50.8; fp32 IEEE 4096³: tile 64x128x32 w8 s3 44.5; tf32x3
+# (K-major B; tf32x3-h200-*/): 128x128x32 w8 s3 77–83 from 2048³ up; 1024³ 128x64x32 w4 s4 48.0,
+# 128x128 38.1 (SGEMM 34.5 there, 48.7–51.1 from 2048³);
 # 512x64³: tile 64x64x64 w4 s1. bf16 M = 1 and 16, N = K = 8192 (sweep-skinny-h200-2b7e350.json,
 # CUDA-graph timed): tile 16x64x128 w4 s4 at 96 / 95 % of copy bandwidth (twice the programs of the
 # earlier 16x128x64 s5: 85 / 84 %); split-K (2…8) lost at both.
@@ -234,9 +238,13 @@ def _select_heuristic(problem: GemmProblem, backend: str, arch: str, shared_memo
 
 def _portable_rules(problem: GemmProblem, hopper: bool) -> Choice:
     dt, m, n, k = problem.dtype, problem.m, problem.n, problem.k
-    if hopper and problem.tma_ok and dt in ("fp16", "bf16", "tf32") and m >= 64 and n >= 64:
+    if hopper and problem.tma_ok and dt in ("fp16", "bf16", "tf32", "tf32x3") and m >= 64 and n >= 64:
         if dt == "tf32":
             return Choice(TmaConfig(128, 256, 32, 8, 8, 3, False, 2), "sm_90 tf32: persistent TMA")
+        if dt == "tf32x3":  # three products a step keep a second accumulator: 128-row tiles
+            if m * n <= 1536 * 1536:  # 128x128 tiles would leave half the SMs idle at 1024²
+                return Choice(TmaConfig(128, 64, 32, 8, 4, 4), "sm_90 tf32x3, small: 128x64")
+            return Choice(TmaConfig(128, 128, 32, 8, 8, 3), "sm_90 tf32x3: persistent TMA, 128x128")
         if m * n >= 6144 * 6144:
             return Choice(TmaConfig(256, 128, 64, 8, 8, 4, False, 2), "sm_90 16-bit, large: 256x128")
         if m * n >= 3072 * 3072:
@@ -246,6 +254,8 @@ def _portable_rules(problem: GemmProblem, hopper: bool) -> Choice:
         return Choice(TileConfig(64, 128, 16, 8, 4, 3), "fp64: tile kernel, fp64 tensor cores")
     if dt == "fp32":
         return Choice(TileConfig(64, 128, 32, 8, 8, 3), "fp32 IEEE: tile kernel on FMA units")
+    if dt == "tf32x3":
+        return Choice(TileConfig(128, 128, 32, 8, 8, 3), "fp32 as three TF32 products: tile kernel")
     if m <= 16:
         return Choice(TileConfig(16, 64, 128, 8, 4, 4), "skinny M: 16-row tiles, 64 columns, deep K")
     if m <= 64 and n <= 64:
@@ -262,7 +272,7 @@ _HEURISTIC_GRID = (
     + [(m, n, k, 1) for m in (1, 16, 64, 256) for n, k in ((4096, 4096), (8192, 8192), (14336, 4096))]
     + [(64, 64, 64, 512), (128, 128, 128, 256)]
 )
-DTYPES = ("fp16", "bf16", "tf32", "fp32", "fp64")
+DTYPES = ("fp16", "bf16", "tf32", "tf32x3", "fp32", "fp64")
 
 
 def heuristic_logic(device: DeviceInfo) -> list[dict]:
@@ -270,7 +280,7 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
     sizes: what a pack ships for an architecture nobody has tuned (``origin: heuristic``)."""
     docs = []
     for dtype in DTYPES:
-        if dtype == "tf32" and device.backend == "hip":
+        if dtype in ("tf32", "tf32x3") and device.backend == "hip":
             continue  # no tf32 on AMD: gemm computes such calls as fp32
         rows = []
         for m, n, k, batch in _HEURISTIC_GRID:

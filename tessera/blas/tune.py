@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from tessera._core.device import DeviceInfo, device_info, torch_dtype
+from tessera._core.device import DeviceInfo, device_info, precision_of, torch_dtype
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import compile_only
 from tessera._core.timing import cold_copies, graph_ms, on_gpu
@@ -97,7 +97,7 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
     if isinstance(config, TmaConfig):
         if batch != 1 or dtype == "fp64" or not space.tma_capable(device):
             return False
-        element = 4 if dtype in ("fp32", "tf32") else 2
+        element = 4 if dtype in ("fp32", "tf32", "tf32x3") else 2
         needed = shared_memory_bytes(config, config.num_stages, element, element)
         return device.shared_memory_per_block is None or needed <= device.shared_memory_per_block
     limit = device.shared_memory_per_block
@@ -109,7 +109,7 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
     """The GEMM op as the tuner sees it, on the current device (GPU, or the interpreter)."""
     device = device or device_info()
     elem_dtype = torch_dtype(dtype)
-    precision = "tf32" if dtype == "tf32" else "ieee"
+    precision = precision_of(dtype)
     target = "cuda" if on_gpu() else "cpu"
     prepared: dict[tuple[int, ...], tuple[torch.Tensor, ...]] = {}
 

@@ -15,6 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.device import precision_of
 from tessera._core.launch import PDL_EARLY, PDL_OFF, Launcher, cdiv, pdl_mode, scratch
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import (
@@ -139,7 +140,7 @@ def launch_gemm_splitk(
     _partial(
         (tiles, config.split_k, batch),
         (a, b, workspace, m, n, k, k_per_split, *_batched_strides(a), *_batched_strides(b)),
-        dict(ACC_FP64=fp64, UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+        dict(ACC_FP64=fp64, UPCAST=upcast, INPUT_PRECISION=precision,
              SPLIT_K=config.split_k, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, PDL=pdl),
         config.num_warps, config.num_stages,
@@ -172,5 +173,5 @@ def representative_launch(op: str, config: SplitKConfig, dtype: str, num_sms: in
     ``tessera._core.launch.capture()``)."""
     for m, b_col_major in itertools.product(REPRESENTATIVE_ROWS, (False, True)):
         a, b, d = representative_operands(dtype, m, b_col_major=b_col_major)
-        launch_gemm_splitk(a, b, None, d, 1, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+        launch_gemm_splitk(a, b, None, d, 1, 1.0, 0.0, precision=precision_of(dtype),
                            upcast=False, config=config)

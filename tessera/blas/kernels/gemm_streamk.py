@@ -30,6 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.device import TF32_KEYS, precision_of
 from tessera._core.launch import PDL_OFF, Launcher, cdiv, pdl_mode, scratch
 from tessera._core.pdl import dependent_launch
 from tessera.blas.kernels.gemm_tile import REPRESENTATIVE_ROWS, epilogue, representative_operands
@@ -200,7 +201,7 @@ def launch_gemm_streamk(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None
             (a_arg, b_arg, c_arg, d, workspace, counts, m, n, k, dp_tiles, per_program, *a.stride(),
              *b.stride(), *c_arg.stride(), *d.stride(), float(alpha), float(beta)),
             dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=a.dtype == torch.float64,
-                 UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+                 UPCAST=upcast, INPUT_PRECISION=precision,
                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=GROUP_M,
                  TMA=config.tma, A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, PDL=pdl_mode(d, PDL_OFF)),
             config.num_warps, config.num_stages)
@@ -214,6 +215,6 @@ def representative_launch(op: str, config: StreamKConfig, dtype: str, num_sms: i
     for m, b_col in itertools.product(REPRESENTATIVE_ROWS, (False, True)):
         if config.tma and m < 16:
             continue
-        a, b, d = representative_operands(dtype, m, b_col_major=b_col or (config.tma and dtype == "tf32"))
-        launch_gemm_streamk(a, b, None, d, 1.0, 0.0, precision="tf32" if dtype == "tf32" else "ieee",
+        a, b, d = representative_operands(dtype, m, b_col_major=b_col or (config.tma and dtype in TF32_KEYS))
+        launch_gemm_streamk(a, b, None, d, 1.0, 0.0, precision=precision_of(dtype),
                             upcast=False, num_sms=num_sms, config=config)

@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.device import torch_dtype
+from tessera._core.device import precision_of, torch_dtype
 from tessera._core.launch import PDL_EARLY, Launcher, cdiv, pdl_mode
 from tessera._core.pdl import dependent_launch
 
@@ -172,7 +172,7 @@ def launch_gemm_tile(
         (a, b, c_arg, d, m, n, k, *_batched_strides(a), *_batched_strides(b), *_batched_strides(c_arg),
          *_batched_strides(d), float(alpha), float(beta)),
         dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, ACC_FP64=a.dtype == torch.float64,
-             UPCAST=upcast, INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+             UPCAST=upcast, INPUT_PRECISION=precision,
              INDEX_64=index_64, EVEN_K=k % config.block_k == 0, BLOCK_M=config.block_m,
              BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
              PDL=pdl_mode(d, PDL_EARLY)),
@@ -205,7 +205,7 @@ def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int)
     and with N alone not (a vocabulary's LM head) (run it under ``tessera._core.launch.capture()``:
     pack builds precompile what it records). Batched problems with aligned sizes share these
     binaries (the batch is a grid axis, batch strides stay aligned)."""
-    precision = "tf32" if dtype == "tf32" else "ieee"
+    precision = precision_of(dtype)
     for m, b_col_major in itertools.product(REPRESENTATIVE_ROWS, (False, True)):
         a, b, d = representative_operands(dtype, m, b_col_major=b_col_major)
         launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision=precision, upcast=False, index_64=False,

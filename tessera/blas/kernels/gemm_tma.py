@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from tessera._core.device import device_info, offline_device
+from tessera._core.device import TF32_KEYS, device_info, offline_device, precision_of
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, PDL_OFF, Launcher, build_arch, cdiv, pdl_mode
 from tessera._core.pdl import dependent_launch
@@ -261,7 +261,7 @@ def tma_pdl(precision: str, tiles: int, num_sms: int) -> int:
     8192³, three rounds each: flushed eager 1–5 % and back to back 0.3–3 % faster off, graphs
     tied; ``pdl-modes-h200-53a5a6f/``). A full wave or more shares one binary (the grid is the
     SM count), so a pack's representative launch (``full_wave_shape``) has it."""
-    if precision == "tf32":
+    if precision in TF32_KEYS:  # behind the copy of B to K-major
         return PDL_AT_EXIT
     return PDL_EARLY if tiles < num_sms else PDL_OFF
 
@@ -286,7 +286,7 @@ def launch_gemm_tma(
         (a_desc, b_desc, d_desc, c_arg, m, n, k, c_arg.stride(0), c_arg.stride(1), grid[0],
          float(alpha), float(beta)),
         dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0,
-             INPUT_PRECISION="tf32" if precision == "tf32" else "ieee",
+             INPUT_PRECISION=precision,
              A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, GROUP_M=config.group_m,
              WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
@@ -310,7 +310,7 @@ def representative_launch(op: str, config: TmaConfig, dtype: str, num_sms: int) 
     (what TMA still takes: 16-byte rows); M aligned or not with B column-major (x @ W.t()); tf32
     always with B column-major, as ``gemm`` copies it for wgmma (run under ``launch.capture()``)."""
     rows, cols = full_wave_shape(config.block_m, config.block_n, num_sms)
-    precision = "tf32" if dtype == "tf32" else "ieee"
+    precision = precision_of(dtype)
     # (M, N, K, with C, alpha, B column-major); rows − 8: a token count; cols − 8 and 1000: multiples
     # of 8, not of 16; B column-major: a linear layer's x @ W.t() (tf32's B always, as gemm copies it)
     for m, n, k, with_c, alpha, b_col in ((rows, cols, 1024, False, 1.0, False),
@@ -320,6 +320,6 @@ def representative_launch(op: str, config: TmaConfig, dtype: str, num_sms: int) 
                                           (rows, cols, 1024, False, 0.5, False),
                                           (rows, cols, 1024, False, 1.0, True),
                                           (rows - 8, cols, 1024, False, 1.0, True)):
-        a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col or dtype == "tf32")
+        a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col or dtype in TF32_KEYS)
         launch_gemm_tma(a, b, torch.empty_like(d) if with_c else None, d, alpha, 1.0 if with_c else 0.0,
                         precision=precision, num_sms=num_sms, config=config)
