@@ -136,7 +136,8 @@ def gemm(
     Float16/bfloat16 accumulate in float32 and may return float32 (``out_dtype``); float32 is exact
     IEEE unless ``precision="tf32"`` allows TF32 tensor cores (operands rounded to 10 fraction bits) or
     ``precision="tf32x3"`` computes each product as three TF32 ones (hi·hi + hi·lo + lo·hi of the
-    split x = hi + lo: about fp32's accuracy on tensor cores; NVIDIA; AMD GPUs compute IEEE fp32);
+    split x = hi + lo: fp32's accuracy on tensor cores, but a value above the largest TF32,
+    |x| > 3.4026e38, rounds to inf in the split; NVIDIA; AMD GPUs compute IEEE fp32);
     float64 accumulates in float64. As in BLAS, ``beta == 0``
     never reads C (NaN in C does not leak) and ``alpha == 0`` never reads A or B. C may broadcast
     to the result's shape; ``out`` may be C itself (in-place update) but must not overlap A or B.
