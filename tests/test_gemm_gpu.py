@@ -58,6 +58,16 @@ def test_tf32x3_is_held_to_its_own_bound(config: TileConfig | TmaConfig | None, 
             assert_gemm_close(gemm(a, b, precision="tf32x3"), a, b, precision="tf32x3")
 
 
+@pytest.mark.parametrize("shapes", [((3, 130, 72), (3, 72, 97)), ((2, 16, 64), (64, 300))])
+def test_tf32x3_batched_on_the_tile_family(shapes: tuple) -> None:
+    """Batched calls take the portable tile family (its tf32x3 tiles fitted to shared memory with
+    the split halves counted): correct within tf32x3's bound, every batch."""
+    a, b = rand(*shapes[0], dtype=torch.float32), rand(*shapes[1], dtype=torch.float32)
+    d = gemm(a, b, precision="tf32x3")
+    for i in range(d.shape[0]):
+        assert_gemm_close(d[i], a[i], b[i] if b.dim() == 3 else b, precision="tf32x3")
+
+
 def test_tf32x3_non_finite_inputs_land_as_in_ieee() -> None:
     """±inf and NaN in A give ±inf and NaN where IEEE fp32 puts them: the split's inf − inf
     (a NaN in the small products) must not turn an infinite result into NaN."""

@@ -308,11 +308,12 @@ def representative_launch(op: str, config: TmaConfig, dtype: str, num_sms: int) 
     an argument, so smaller problems specialize differently): N and K multiples of 16 with no C and
     M aligned or not, or with a C operand (β ≠ 0), or with alpha ≠ 1; and N and K only multiples of 8
     (what TMA still takes: 16-byte rows); M aligned or not with B column-major (x @ W.t()); tf32
-    always with B column-major, as ``gemm`` copies it for wgmma (run under ``launch.capture()``)."""
+    and tf32x3 always with B column-major, as ``gemm`` copies it for wgmma (run under
+    ``launch.capture()``)."""
     rows, cols = full_wave_shape(config.block_m, config.block_n, num_sms)
     precision = precision_of(dtype)
     # (M, N, K, with C, alpha, B column-major); rows − 8: a token count; cols − 8 and 1000: multiples
-    # of 8, not of 16; B column-major: a linear layer's x @ W.t() (tf32's B always, as gemm copies it)
+    # of 8, not of 16; B column-major: a linear layer's x @ W.t() (TF32 keys' B always: gemm copies it)
     for m, n, k, with_c, alpha, b_col in ((rows, cols, 1024, False, 1.0, False),
                                           (rows - 8, cols, 1024, False, 1.0, False),
                                           (rows, cols, 1024, True, 1.0, False),
