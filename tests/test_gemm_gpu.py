@@ -60,8 +60,8 @@ def test_tf32x3_is_held_to_its_own_bound(config: TileConfig | TmaConfig | None, 
 
 @pytest.mark.parametrize("shapes", [((3, 130, 72), (3, 72, 97)), ((2, 16, 64), (64, 300))])
 def test_tf32x3_batched_on_the_tile_family(shapes: tuple) -> None:
-    """Batched calls take the portable tile family (its tf32x3 tiles fitted to shared memory with
-    the split halves counted): correct within tf32x3's bound, every batch."""
+    """Batched calls take the portable tile family (whose tf32x3 binaries keep one more tile in
+    shared memory for the split halves): correct within tf32x3's bound, every batch."""
     a, b = rand(*shapes[0], dtype=torch.float32), rand(*shapes[1], dtype=torch.float32)
     d = gemm(a, b, precision="tf32x3")
     for i in range(d.shape[0]):
