@@ -6,15 +6,13 @@ x @ dequantized weight in fp64 — directly, through ``gemm_wq`` and replayed.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
-from child import compiler_env, precompile
+from child import precompile, sm90_ptx
 from tessera import InvalidArgumentError
 from tessera._core.device import DeviceInfo, device_info
 from tessera._core.launch import recording
@@ -144,40 +142,6 @@ def test_compiles_offline_for_sm90() -> None:
     assert refused["status"] == "failed"
 
 
-_PTX_CHILD = r"""
-import json
-import tempfile
-from pathlib import Path
-
-import triton
-
-from tessera._core.launch import building_for, capture
-from tessera.blas.kernels import gemm_wq_ws
-from tessera.tuning import precompile
-
-kept = []
-compile_ = triton.compile
-
-
-def keep(*args, **kwargs):
-    compiled = compile_(*args, **kwargs)
-    kept.append(compiled.asm["ptx"])
-    return compiled
-
-
-triton.compile = keep  # the pack builder's own compile call, its PTX kept
-out = {}
-with tempfile.TemporaryDirectory() as tmp:
-    for dtype in ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16"):
-        with capture() as calls, building_for("cuda", "sm_90"):
-            gemm_wq_ws.representative_launch("gemm_wq", gemm_wq_ws.WqWsConfig(6, 3), dtype, 132)
-        kept.clear()
-        precompile.compile_call(calls[2], precompile._target("sm_90", 32), Path(tmp), dtype)  # M_PAD 16
-        out[dtype] = kept[0]
-print(json.dumps(out))
-"""
-
-
 def test_measured_code_reads_reach_the_sm90_code() -> None:
     """The code reads timed on the H200 are in the code compiled for sm_90 (offline, with the
     running Triton): 8-bit codes as 16-bit words through ``ldmatrix.trans`` (two a quarter for
@@ -185,10 +149,9 @@ def test_measured_code_reads_reach_the_sm90_code() -> None:
     constants; 4-bit codes as 32-bit words, a thread's four words of a quarter through one
     ``ldmatrix`` (3 warp groups' 4 quarters: 12), each word turned into four operand registers
     (48 word conversions: three shifts each with bf16, one with fp16), no byte loads of codes."""
-    done = subprocess.run([sys.executable, "-c", _PTX_CHILD], capture_output=True, text=True,
-                          env=compiler_env(), timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ptx = json.loads(done.stdout.strip().splitlines()[-1])
+    ptx = sm90_ptx({dtype: ("tessera.blas.kernels.gemm_wq_ws", "gemm_wq", "WqWsConfig",
+                            {"num_stages": 6, "consumers": 3}, dtype, 2)  # M_PAD 16
+                    for dtype in ("int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16")})
     for dtype, constant in (("int8_bf16", "0x43804380"), ("int8_fp16", "0x64806480")):
         assert ptx[dtype].count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 24, dtype
         assert ptx[dtype].count("ld.shared.b8") + ptx[dtype].count("ld.shared.u8") <= 1, dtype  # not codes

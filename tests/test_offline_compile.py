@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from child import compiler_env
+from child import compiler_env, sm90_ptx
 
 TARGETS = [("hip", "gfx1103", 32), ("hip", "gfx942", 64), ("cuda", 90, 32)]
 DTYPES = ["fp16", "bf16", "fp32", "fp64"]
@@ -66,47 +66,13 @@ def test_tile_kernel_compiles_offline(compiled_sizes: dict[str, int | str], targ
     assert isinstance(size, int) and size > 1000, size
 
 
-_TF32_CHILD = r"""
-import json
-import tempfile
-from pathlib import Path
-
-import triton
-
-from tessera._core.launch import building_for, capture
-from tessera.blas.kernels import gemm_tma
-from tessera.tuning import precompile
-
-kept = []
-compile_ = triton.compile
-
-
-def keep(*args, **kwargs):
-    compiled = compile_(*args, **kwargs)
-    kept.append(compiled.asm["ptx"])
-    return compiled
-
-
-triton.compile = keep  # the pack builder's own compile call, its PTX kept
-out = {}
-with tempfile.TemporaryDirectory() as tmp:
-    for dtype in ("tf32", "tf32x3"):
-        with capture() as calls, building_for("cuda", "sm_90"):
-            gemm_tma.representative_launch("gemm", gemm_tma.TmaConfig(128, 128, 32, 8, 8, 3), dtype, 132)
-        kept.clear()
-        precompile.compile_call(calls[0], precompile._target("sm_90", 32), Path(tmp), dtype)
-        out[dtype] = kept[0]
-print(json.dumps(out))
-"""
-
 
 def test_tf32x3_compiles_to_three_tf32_products_for_sm90() -> None:
     """A pack's tf32x3 binary (offline, the running Triton) splits each operand in registers
     (``cvt.rna.tf32.f32``) and issues three TF32 wgmma for each one of the tf32 binary."""
-    done = subprocess.run([sys.executable, "-c", _TF32_CHILD], capture_output=True, text=True,
-                          env=compiler_env(), timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ptx = json.loads(done.stdout.strip().splitlines()[-1])
+    tile = {"block_m": 128, "block_n": 128, "block_k": 32, "group_m": 8, "num_warps": 8, "num_stages": 3}
+    ptx = sm90_ptx({dtype: ("tessera.blas.kernels.gemm_tma", "gemm", "TmaConfig", tile, dtype, 0)
+                    for dtype in ("tf32", "tf32x3")})
     wgmma = {dtype: text.count("wgmma.mma_async.sync.aligned") for dtype, text in ptx.items()}
     assert wgmma["tf32"] > 0 and wgmma["tf32x3"] == 3 * wgmma["tf32"], wgmma
     assert ".tf32.tf32" in ptx["tf32x3"]
