@@ -45,6 +45,15 @@ def test_dtype_keys() -> None:
     assert precision_of("bf16") == "ieee"
 
 
+def test_tf32x3_peak_is_a_third_of_tf32() -> None:
+    """tf32x3's useful rate: three TF32 products for each float32 one."""
+    from tessera._core.device import _peaks_for
+
+    peaks, _ = _peaks_for("sm_90", "NVIDIA H200")
+    assert peaks["tf32x3"] == pytest.approx(peaks["tf32"] / 3)
+    assert "tf32x3" not in _peaks_for("gfx1103", "AMD Radeon 780M")[0]  # no peaks known there
+
+
 def test_int64_index_detection_on_meta_tensors() -> None:
     small = torch.empty_strided((1024, 1024), (1024, 1), device="meta")
     huge = torch.empty_strided((2**16, 2**16), (2**16, 1), device="meta")
