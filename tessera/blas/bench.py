@@ -50,8 +50,8 @@ class GemmCase:
     @property
     def bytes_moved(self) -> int:
         """Operands read plus the result written, each once."""
-        elem = 4 if self.dtype in ("fp32", "tf32", "tf32x3") else 8 if self.dtype == "fp64" else 2
-        return elem * self.batch * (self.m * self.k + self.k * self.n + self.m * self.n)
+        elements = self.m * self.k + self.k * self.n + self.m * self.n
+        return torch_dtype(self.dtype).itemsize * self.batch * elements
 
     @property
     def memory_bound(self) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tessera._core.device import DeviceInfo, device_info, dtype_key
+from tessera._core.device import TF32_KEYS, DeviceInfo, device_info, dtype_key, torch_dtype
 from tessera.blas.kernels.gemm_scaled import ScaledConfig, ScaledTmaConfig
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
@@ -36,7 +36,6 @@ SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
 SAFE_DEFAULT = TileConfig(32, 32, 32, 8, 4, 1)
-_ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "tf32": 4, "tf32x3": 4, "fp64": 8}
 
 
 @dataclass(frozen=True)
@@ -164,7 +163,7 @@ def _shared_memory_bytes(config: TileConfig, dtype: str) -> int:
     sm_90: 128x128x64 on 3 stages 192 KiB against fp32's 128)."""
     stages = max(config.num_stages, 1)
     tile = config.block_m * config.block_k + config.block_k * config.block_n
-    return stages * tile * _ELEMENT_BYTES[dtype]
+    return stages * tile * torch_dtype(dtype).itemsize
 
 
 def _fit_to_shared_memory(config: TileConfig, dtype: str, limit: int) -> TileConfig:
@@ -240,7 +239,7 @@ def _select_heuristic(problem: GemmProblem, backend: str, arch: str, shared_memo
 
 def _portable_rules(problem: GemmProblem, hopper: bool) -> Choice:
     dt, m, n, k = problem.dtype, problem.m, problem.n, problem.k
-    if hopper and problem.tma_ok and dt in ("fp16", "bf16", "tf32", "tf32x3") and m >= 64 and n >= 64:
+    if hopper and problem.tma_ok and dt in ("fp16", "bf16", *TF32_KEYS) and m >= 64 and n >= 64:
         if dt == "tf32":
             return Choice(TmaConfig(128, 256, 32, 8, 8, 3, False, 2), "sm_90 tf32: persistent TMA")
         if dt == "tf32x3":  # three products a step keep a second accumulator: 128-row tiles
@@ -280,7 +279,7 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
     sizes: what a pack ships for an architecture nobody has tuned (``origin: heuristic``)."""
     docs = []
     for dtype in DTYPES:
-        if dtype in ("tf32", "tf32x3") and device.backend == "hip":
+        if dtype in TF32_KEYS and device.backend == "hip":
             continue  # no tf32 on AMD: gemm computes such calls as fp32
         rows = []
         for m, n, k, batch in _HEURISTIC_GRID:

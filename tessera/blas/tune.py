@@ -97,7 +97,7 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
     if isinstance(config, TmaConfig):
         if batch != 1 or dtype == "fp64" or not space.tma_capable(device):
             return False
-        element = 4 if dtype in ("fp32", "tf32", "tf32x3") else 2
+        element = torch_dtype(dtype).itemsize
         needed = shared_memory_bytes(config, config.num_stages, element, element)
         return device.shared_memory_per_block is None or needed <= device.shared_memory_per_block
     limit = device.shared_memory_per_block
