@@ -219,13 +219,10 @@ def _operand4(c_words, a_layout: gl.constexpr, word_layout: gl.constexpr, dtype:
     word q of a column's 32-row run holds rows 16t + 2q + h at nibble 4h + 2t and that + 8 at
     nibble 4h + 2t + 1) as wgmma's (64 × 64) first operand, each the exact 16-bit code − 8
     (:func:`_nibble_word_asm`); a relabelling of the registers, no data moved."""
-    words = c_words.load(word_layout)
-    if dtype == gl.bfloat16:
-        o0, o1, o2, o3, o4, o5, o6, o7 = gl.inline_asm_elementwise(
-            _ASMW_BF16, "=h,=h,=h,=h,=h,=h,=h,=h,r", [words], dtype=(gl.bfloat16,) * 8, is_pure=True, pack=1)
-    else:
-        o0, o1, o2, o3, o4, o5, o6, o7 = gl.inline_asm_elementwise(
-            _ASMW_FP16, "=h,=h,=h,=h,=h,=h,=h,=h,r", [words], dtype=(gl.float16,) * 8, is_pure=True, pack=1)
+    asm: gl.constexpr = _ASMW_BF16 if dtype == gl.bfloat16 else _ASMW_FP16
+    o0, o1, o2, o3, o4, o5, o6, o7 = gl.inline_asm_elementwise(
+        asm, "=h,=h,=h,=h,=h,=h,=h,=h,r", [c_words.load(word_layout)], dtype=(dtype.value,) * 8,
+        is_pure=True, pack=1)
     low = gl.join(gl.join(o0, o1), gl.join(o2, o3))  # (column, word, h, s0) for s1 = 0: o[2s + h]
     high = gl.join(gl.join(o4, o5), gl.join(o6, o7))
     w = gl.reshape(gl.join(low, high), [64, 2, 2, 2, 2, 2, 2])  # (column, run, q1, q0, h, s0, s1)
@@ -252,7 +249,7 @@ def _as_words4(c_step):
 
 
 @gluon.jit
-def _as_words(c_quarter):
+def _as_words8(c_quarter):
     """A quarter's (64 × 64) codes as (64 × 32) 16-bit words, the same bytes (:func:`_pair_view8`)."""
     return _reinterpret(c_quarter, gl.uint16, [64, 32], _pair_view8())
 
@@ -262,13 +259,10 @@ def _operand8(c_quarter, a_layout: gl.constexpr, pair_layout: gl.constexpr, dtyp
     """(64 K rows × 64 columns) of 8-bit codes from shared memory as wgmma's (64 × 64) first
     operand, each the exact 16-bit float code − 128 (:func:`_byte_pairs_asm`); operand row m is
     column :func:`_column_of_row` (m)."""
-    words = _as_words(c_quarter).load(pair_layout)
-    if dtype == gl.bfloat16:  # K rows k and k + 1 (the layout's first register step) packed in $2
-        even, odd = gl.inline_asm_elementwise(_ASM8_BF16, "=r,=r,r", [words],
-                                              dtype=(gl.bfloat16, gl.bfloat16), is_pure=True, pack=2)
-    else:
-        even, odd = gl.inline_asm_elementwise(_ASM8_FP16, "=r,=r,r", [words],
-                                              dtype=(gl.float16, gl.float16), is_pure=True, pack=2)
+    asm: gl.constexpr = _ASM8_BF16 if dtype == gl.bfloat16 else _ASM8_FP16
+    # K rows k and k + 1 (the layout's first register step) packed in $2
+    even, odd = gl.inline_asm_elementwise(asm, "=r,=r,r", [_as_words8(c_quarter).load(pair_layout)],
+                                          dtype=(dtype.value, dtype.value), is_pure=True, pack=2)
     w = gl.reshape(gl.join(even, odd), [64, 64])  # (K, column)
     w = gl.reshape(w.permute((1, 0)), [4, 8, 2, 64])  # (column = 16 w + 2 r + j, K)
     w = gl.reshape(gl.permute(w, (0, 2, 1, 3)), [64, 64])  # (operand row 16 w + 8 j + r, K)
@@ -394,23 +388,20 @@ def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym,
     k_first = gl.program_id(1) * k_steps
     loads = (c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAGES)
     regs: gl.constexpr = _worker_registers(CONSUMERS)
-    g0 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
-          stride_ym, stride_ys, STAGES, 0, CONSUMERS)
-    g1 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
-          stride_ym, stride_ys, STAGES, 1, CONSUMERS)
+    # the multiplying groups' arguments: all alike but the group's index (Triton takes no starred tuples)
+    shared = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
+              stride_ym, stride_ys, STAGES)
+    g0 = shared + (0, CONSUMERS)  # noqa: RUF005
+    g1 = shared + (1, CONSUMERS)  # noqa: RUF005
+    g2 = shared + (2, CONSUMERS)  # noqa: RUF005
+    g3 = shared + (3, CONSUMERS)  # noqa: RUF005
     if CONSUMERS == 2:
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_loader, loads)], [4, 1],
                            [regs, LOADER_REGISTERS])
     elif CONSUMERS == 3:
-        g2 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
-              stride_ym, stride_ys, STAGES, 2, CONSUMERS)
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_multiplier, g2), (_loader, loads)],
                            [4, 4, 1], [regs, regs, LOADER_REGISTERS])
     else:
-        g2 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
-              stride_ym, stride_ys, STAGES, 2, CONSUMERS)
-        g3 = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
-              stride_ym, stride_ys, STAGES, 3, CONSUMERS)
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_multiplier, g2), (_multiplier, g3),
                             (_loader, loads)], [4, 4, 4, 1], [regs, regs, regs, LOADER_REGISTERS])
 
