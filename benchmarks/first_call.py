@@ -6,7 +6,9 @@ Each measurement is a new Python process that creates the CUDA context and the o
 pack, with Triton's cache as it is and with an empty one (a cold JIT compile). Triton compilations
 are counted by wrapping ``triton.compile`` in the child. ``--b-col-major``: B is a transposed view
 (a linear layer's x @ W.t()). ``--size 8192`` takes the shipped sm_90 logic's ``gemm_ws`` row.
-Usage: python benchmarks/first_call.py OUT.json [--repeats N] [--b-col-major] [--size N]
+``--dtype tf32``: float32 operands with TF32 allowed (torch.backends.cuda.matmul.allow_tf32,
+``precision="tf32"``); on Hopper Tessera copies B K-major first, a second kernel the pack holds.
+Usage: python benchmarks/first_call.py OUT.json [--repeats N] [--b-col-major] [--size N] [--dtype tf32]
        (child: ... --child MODE)
 """
 
@@ -24,7 +26,11 @@ import time
 MODES = ("torch", "tessera")
 
 
-def child(mode: str, profile: bool = False, b_col_major: bool = False, size: int = 4096) -> None:
+DTYPES = ("bf16", "tf32")
+
+
+def child(mode: str, profile: bool = False, b_col_major: bool = False, size: int = 4096,
+          dtype: str = "bf16") -> None:
     import cProfile
     import pstats
 
@@ -42,15 +48,19 @@ def child(mode: str, profile: bool = False, b_col_major: bool = False, size: int
     front.compile = back.compile = counting
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
-    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    elements = torch.bfloat16 if dtype == "bf16" else torch.float32
+    a = torch.randn(size, size, device="cuda", dtype=elements)
+    b = torch.randn(size, size, device="cuda", dtype=elements)
     b = b.t() if b_col_major else b
+    precision = "tf32" if dtype == "tf32" else "ieee"
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     if mode == "torch":
         op = torch.matmul
     else:
         import tessera.blas as blas
 
-        op = blas.gemm
+        def op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return blas.gemm(a, b, precision=precision)
     torch.cuda.synchronize()
     times = []
     profiler = cProfile.Profile() if profile else None
@@ -67,20 +77,23 @@ def child(mode: str, profile: bool = False, b_col_major: bool = False, size: int
     from triton.testing import do_bench
 
     steady = do_bench(lambda: op(a, b))  # the loaded binary runs as fast as a JIT-built one
-    reference = a.float() @ b.float()
+    reference = a.double() @ b.double()
     error = ((out.float() - reference).abs().max() / reference.abs().max()).item()
     result = {"first_ms": times[0], "second_ms": times[1], "steady_ms": steady,
               "triton_compiles": compiles[0], "relative_error": error}
     if mode == "tessera":
-        from tessera.blas.kernels import gemm_tile, gemm_tma, gemm_ws
+        from tessera.blas.kernels import copy, gemm_splitk, gemm_streamk, gemm_tile, gemm_tma, gemm_ws
 
-        result["pack_loads"] = sum(k._launch.pack_loads for k in (gemm_tma, gemm_tile, gemm_ws))
-        result["kernel"] = blas.explain(a, b).config.short()
+        launchers = [k._launch for k in (gemm_tma, gemm_tile, gemm_ws, gemm_streamk, copy)]
+        result["pack_loads"] = sum(launcher.pack_loads
+                                   for launcher in (*launchers, gemm_splitk._partial, gemm_splitk._reduce))
+        result["kernel"] = blas.explain(a, b, precision=precision).config.short()
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def run_child(mode: str, env: dict[str, str], b_col_major: bool = False, size: int = 4096) -> dict:
-    flags = ["--b-col-major", "--size", str(size)] if b_col_major else ["--size", str(size)]
+def run_child(mode: str, env: dict[str, str], b_col_major: bool = False, size: int = 4096,
+              dtype: str = "bf16") -> dict:
+    flags = ["--size", str(size), "--dtype", dtype] + (["--b-col-major"] if b_col_major else [])
     done = subprocess.run([sys.executable, __file__, "--child", mode, *flags], capture_output=True, text=True,
                           env=env, timeout=600, check=False)
     for line in done.stdout.splitlines():
@@ -97,9 +110,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="child: print a cProfile of the first call")
     parser.add_argument("--b-col-major", action="store_true", help="B a transposed view (x @ W.t())")
     parser.add_argument("--size", type=int, default=4096, help="M = N = K")
+    parser.add_argument("--dtype", choices=DTYPES, default="bf16")
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.profile, args.b_col_major, args.size)
+        child(args.child, args.profile, args.b_col_major, args.size, args.dtype)
         return
     from tessera.tuning.packs import list_packs
 
@@ -113,12 +127,12 @@ def main() -> None:
     setups["tessera, no pack, Triton cache warm"] = ("tessera", {**base, "TESSERA_HOME": empty_home})
     rows = []
     for name, (mode, env) in setups.items():
-        runs = [run_child(mode, env, args.b_col_major, args.size) for _ in range(args.repeats)]
+        runs = [run_child(mode, env, args.b_col_major, args.size, args.dtype) for _ in range(args.repeats)]
         rows.append({"setup": name, "runs": runs,
                      "first_ms": statistics.median(r["first_ms"] for r in runs)})
     cold = [run_child("tessera", {**base, "TESSERA_HOME": empty_home,
                                   "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="triton-cold-")},
-                      args.b_col_major, args.size)
+                      args.b_col_major, args.size, args.dtype)
             for _ in range(args.repeats)]
     rows.append({"setup": "tessera, no pack, Triton cache empty", "runs": cold,
                  "first_ms": statistics.median(r["first_ms"] for r in cold)})
@@ -138,7 +152,7 @@ def main() -> None:
         with open(args.out, "w") as f:
             json.dump({"device": info.name, "arch": info.arch, "versions": info.versions,
                        "git": git_revision(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "problem": f"bf16 {args.size}x{args.size}x{args.size}"
+                       "problem": f"{args.dtype} {args.size}x{args.size}x{args.size}"
                                   + (", B column-major" if args.b_col_major else ""),
                        "rows": rows}, f, indent=1)
 

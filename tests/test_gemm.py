@@ -433,6 +433,46 @@ def test_repeat_tf32_calls_copy_k_major_again(precision: str, device: str,
     assert recipe.k_major
 
 
+@pytest.mark.parametrize(("trans_a", "batch"), [(False, None), (True, None), (True, 3)])
+def test_repeat_tf32_calls_replay_their_k_major_copies(trans_a: bool, batch: int | None, device: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeat tf32 call on Hopper (forced here) replays the first call's K-major copies (B's, and
+    A's when op(A) is column-major; batched too) onto new buffers without planning them again, and
+    the result is the new operands' product; an odd-strided B (copied by torch first) is planned
+    again on every call, and stays right."""
+    from tessera.blas import api
+
+    monkeypatch.setattr(space, "tf32_wants_k_major", lambda info: True)
+    api._RECIPES.clear()
+    lead = () if batch is None else (batch,)
+
+    def operands() -> tuple[torch.Tensor, torch.Tensor]:
+        a = torch.randn(*lead, 40, 24, device=device) if trans_a else torch.randn(*lead, 24, 40, device=device)
+        return a, torch.randn(*lead, 40, 20, device=device)
+
+    def check(a: torch.Tensor, b: torch.Tensor) -> None:
+        got = gemm(a, b, trans_a=trans_a, precision="tf32")
+        op_a = a.transpose(-1, -2) if trans_a else a
+        for i in range(batch or 1):
+            pick = (lambda t, i=i: t[i]) if batch else (lambda t: t)
+            assert_gemm_close(pick(got), pick(op_a), pick(b), precision="tf32")
+
+    check(*operands())
+    (recipe,) = api._RECIPES.values()
+    assert recipe.copies is not None and [i for i, _, _ in recipe.copies.buffers] == ([0, 1] if trans_a else [1])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api, "_k_major", None)  # a replayed copy plans nothing
+        for _ in range(2):
+            check(*operands())
+    api._RECIPES.clear()
+    a, b = operands()
+    wide = torch.randn(*lead, 40, 40, device=device)[..., ::2]  # neither row- nor column-major
+    check(a, wide)
+    (recipe,) = api._RECIPES.values()
+    assert recipe.copies is None
+    check(a, torch.randn(*lead, 40, 40, device=device)[..., ::2])
+
+
 def test_repeat_calls_with_out_reuse_the_plan_and_still_refuse_overlap(device: str) -> None:
     """A call with ``out`` stores a recipe keyed by out's layout too: a repeat call writes into the
     new ``out`` without planning again, an ``out`` of another layout is planned, and an ``out``

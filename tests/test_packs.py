@@ -392,6 +392,46 @@ def test_tma_pack_binaries_cover_token_counts_c_and_sizes_aligned_to_8() -> None
     assert [aligned, odd_m, with_c, odd_nk, scaled, aligned_t, odd_m_t] == reps and llm_odd == reps[3]
 
 
+
+_COPY_KEYS = r"""
+from tessera._core.launch import building_for
+from tessera.blas.api import _k_major
+from tessera.blas.kernels.gemm_tile import TileConfig, representative_launch
+
+def copy_keys(calls):
+    return [keys(call) for call in calls if call.launcher.kernel.fn.__name__ == "_copy_2d_kernel"]
+
+def representatives(arch):
+    with capture() as calls, building_for("cuda", arch):
+        representative_launch("gemm", TileConfig(64, 64, 32, 8, 4, 3), "tf32", 132)
+    return copy_keys(calls)
+
+def copies(op_a, op_b):
+    with capture() as calls, building_for("cuda", "sm_90"):
+        _k_major(op_a, op_b, materialize=True)
+    return copy_keys(calls)
+
+print(json.dumps([representatives("sm_90"), representatives("sm_80"),
+                  copies(torch.empty(4096, 4096), torch.empty(4096, 4096)),
+                  copies(torch.empty(4104, 1000).t(), torch.empty(4104, 14336)),
+                  copies(torch.empty(999, 4096).t(), torch.empty(999, 2056)),
+                  copies(torch.empty(3, 512, 256).transpose(-1, -2), torch.empty(3, 512, 512))]))
+"""
+
+
+def test_packs_hold_the_k_major_copies_of_tf32_calls_on_hopper() -> None:
+    """A tf32 GEMM on Hopper first copies B column-major (and a column-major op(A) row-major): the
+    GEMM families' representative launches for TF32 keys include those copies for sm_90 (not for
+    sm_80, which reads any layout), and their launch keys and Triton specializations are those of
+    real calls' copies — square, an LLM layer's sizes with M and K not multiples of 16, batched — so
+    a first tf32 call with a pack installed compiles nothing."""
+    hopper, ampere, square, llm, odd, batched = _binder_keys(_COPY_KEYS)
+    assert len(hopper) == 10 and not ampere
+    assert len(square) == 1 and all(len(keys) == 2 for keys in (llm, odd, batched))
+    for key in square + llm + odd + batched:
+        assert key in hopper
+
+
 def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """Build a pack for the running arch, install it, and GEMM selects through its logic."""
     from tessera import device_info
@@ -415,27 +455,29 @@ def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("b_col_major", [False, True], ids=["b-row-major", "x@W.t()"])
-def test_first_call_with_a_pack_compiles_nothing(b_col_major: bool, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("dtype", "b_col_major"), [("bf16", False), ("bf16", True), ("tf32", False)],
+                         ids=["b-row-major", "x@W.t()", "tf32"])
+def test_first_call_with_a_pack_compiles_nothing(dtype: str, b_col_major: bool, tmp_path: Path) -> None:
     """A fresh process with the pack installed runs bf16 4096³ from the precompiled binary, B
-    row-major and a transposed view (a linear layer's x @ W.t()): zero Triton compilations
-    (counted by wrapping triton.compile), a correct result."""
+    row-major and a transposed view (a linear layer's x @ W.t()), and tf32 (on Hopper B's K-major
+    copy, then the GEMM): zero Triton compilations (counted by wrapping triton.compile), a correct
+    result."""
     from tessera import device_info
     from tessera.blas import space
 
     folder = tmp_path / "logic"
     folder.mkdir()
     for doc in space.heuristic_logic(device_info()):
-        if doc["problem"]["dtype"] == "bf16":
-            (folder / "blas.gemm.bf16.yaml").write_text(yaml.safe_dump(doc))
+        if doc["problem"]["dtype"] == dtype:
+            (folder / f"blas.gemm.{dtype}.yaml").write_text(yaml.safe_dump(doc))
     built = packs.build_pack(device_info().arch, tmp_path / "p.tar.gz", logic_dir=folder, precompile=True)
     assert all(row["status"] == "ok" for row in built.manifest["support"]), built.manifest["support"]
     assert main(["pack", "install", str(built.path)]) == 0
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "first_call.py"
     env = dict(os.environ, PYTHONPATH=str(script.parents[1]))
-    flags = ["--b-col-major"] if b_col_major else []
+    flags = ["--dtype", dtype] + (["--b-col-major"] if b_col_major else [])
     done = subprocess.run([sys.executable, str(script), "--child", "tessera", *flags], capture_output=True,
                           text=True, env=env, timeout=600, check=False)
     result = json.loads(next(line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")))
-    assert result["triton_compiles"] == 0 and result["pack_loads"] >= 1, result
-    assert result["relative_error"] < 1e-2, result  # bf16 output: 2⁻⁸ relative rounding
+    assert result["triton_compiles"] == 0 and result["pack_loads"] >= (2 if dtype == "tf32" else 1), result
+    assert result["relative_error"] < 1e-2, result  # bf16 output: 2⁻⁸ relative rounding; tf32 inputs: 2⁻¹¹

@@ -6,6 +6,7 @@ leaves ``out`` untouched.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -173,8 +174,9 @@ def gemm(
                 remember_scaled(signature, calls, op_a, op_b, out, (sa, sb, bias_t))
         return out
     _check_not_quantized_args(a, scale_a, scale_b, bias, fast_accum)
-    out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
-                      allocate=True)
+    with launch.recording() if signature is not None else contextlib.nullcontext([]) as copies:
+        out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
+                          allocate=True)  # its only launches: the K-major copies of tf32 on Hopper
     if plan is not None:
         if signature is None or plan.c is not None:
             _launch(plan)
@@ -183,12 +185,13 @@ def gemm(
             _launch(plan)
         if len(_RECIPES) >= _RECIPES_MAX:
             _RECIPES.clear()
-        plain = not plan.k_major and all(_layout_kept(t) for t in (a, b))
         extents = None if signature[-1] is None else tuple(extent_offsets(t) for t in (out, a, b))
+        given = (a.transpose(-1, -2) if trans_a else a, b.transpose(-1, -2) if trans_b else b)
+        plain = all(t.data_ptr() == g.data_ptr() for t, g in zip((plan.op_a, plan.op_b), given, strict=True))
         _RECIPES[signature] = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
                                       plan.problem, plan.choice, plan.multiprocessors, plan.k_major,
                                       plain, launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d)),
-                                      extents)
+                                      extents, None if plain else _copy_replays(given, plan, copies))
     return out
 
 
@@ -218,9 +221,10 @@ class _Recipe:
     choice: space.Choice
     multiprocessors: int
     k_major: bool  # tf32 on Hopper: operands copied K-major
-    plain: bool  # op(A) and op(B) are read as they are (no operand copy)
+    plain: bool  # op(A) and op(B) are read as they are (the first call copied neither)
     replays: tuple[launch.Replay, ...] | None  # the launches, repeatable on new operands (op(A), op(B), D)
     extents: tuple[tuple[int, int], ...] | None  # out's, A's and B's byte extents (calls with out)
+    copies: _CopyReplays | None = None  # the K-major copies (k_major), repeatable on new operands
 
     def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool, alpha: float,
             beta: float, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -232,7 +236,9 @@ class _Recipe:
             d = out
         op_a = a.transpose(-1, -2) if trans_a else a
         op_b = b.transpose(-1, -2) if trans_b else b
-        if not self.plain:
+        if self.copies is not None:
+            op_a, op_b = self.copies.run(op_a, op_b)
+        elif not self.plain:
             op_a, op_b = _operand_layouts(op_a, op_b, self.k_major)
         if self.replays is not None:
             for replay in self.replays:
@@ -249,6 +255,43 @@ class _Recipe:
         start, a_ptr, b_ptr = out.data_ptr(), a.data_ptr(), b.data_ptr()
         check_disjoint_extents("out", (start + out_lo, start + out_hi),
                                (("a", (a_ptr + a_lo, a_ptr + a_hi)), ("b", (b_ptr + b_lo, b_ptr + b_hi))))
+
+
+@dataclass(frozen=True)
+class _CopyReplays:
+    """The K-major copies a first tf32 call made on Hopper (copy.py's launches), replayed by a
+    repeat call onto buffers it allocates alike: no launch key, layout checks or copy planning."""
+
+    replays: tuple[launch.Replay, ...]  # on (op(A), op(B), *buffers)
+    buffers: tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]  # (operand, shape, strides)
+
+    def run(self, op_a: torch.Tensor, op_b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """op(A) and op(B) as the GEMM reads them: the copied ones replaced by their new copies."""
+        made = [torch.empty_strided(shape, strides, dtype=op_a.dtype, device=op_a.device)
+                for _, shape, strides in self.buffers]
+        for replay in self.replays:
+            replay((op_a, op_b, *made))
+        operands = [op_a, op_b]
+        for (index, _, _), t in zip(self.buffers, made, strict=True):
+            operands[index] = t
+        return operands[0], operands[1]
+
+
+def _copy_replays(given: tuple[torch.Tensor, torch.Tensor], plan: _GemmPlan,
+                  calls: list[launch.Call]) -> _CopyReplays | None:
+    """The copies ``calls`` (one launch for each operand copied K-major, A's first) as replays
+    from the call's op(A), op(B) (``given``) into new buffers; None when they are not exactly
+    that (an odd-strided operand copied by torch first, a batch over several launches, operands
+    sharing memory): such a recipe plans its copies again on each call."""
+    made = [(i, t) for i, (old, t) in enumerate(zip(given, (plan.op_a, plan.op_b), strict=True))
+            if t.data_ptr() != old.data_ptr()]
+    if not made or len(calls) != len(made) or any(
+            call.args[1].data_ptr() != t.data_ptr() for call, (_, t) in zip(calls, made, strict=True)):
+        return None
+    replays = launch.Replay.each_of(calls, (*given, *(t for _, t in made)))
+    if replays is None:
+        return None
+    return _CopyReplays(replays, tuple((i, tuple(t.shape), tuple(t.stride())) for i, t in made))
 
 
 _RECIPES: dict[tuple, _Recipe] = {}
@@ -488,14 +531,13 @@ def _k_major(
     if a.stride(-1) != 1:
         if materialize:
             log.info("a: copied to row-major (K-major) for tf32 tensor cores")
-            a = row_major_copy(a.unsqueeze(0) if a.dim() == 2 else a).reshape(a.shape)
+            a = row_major_copy(a)
         else:
             a = torch.empty(a.shape, device="meta")
     if b.stride(-2) != 1:
         if materialize:
             log.info("b: copied to column-major (K-major) for tf32 tensor cores")
-            lifted = column_major_copy(b.unsqueeze(0) if b.dim() == 2 else b)
-            b = lifted[0] if b.dim() == 2 else lifted
+            b = column_major_copy(b)
         else:
             b = torch.empty((*b.shape[:-2], b.shape[-1], b.shape[-2]), device="meta").transpose(-1, -2)
     return a, b

@@ -93,6 +93,7 @@ def main() -> None:
     arch, out = request["arch"], Path(request["out"])
     target = _target(arch, request.get("warp_size", 32))
     num_sms = offline_device(arch).multiprocessors or 132
+    compiled: set[tuple] = set()  # launch keys in earlier jobs' files (e.g. tf32's K-major copies)
     for i, job in enumerate(request["jobs"]):
         family = registered_ops()[(job["library"], job["op"])].families[job["kernel"]]
         config = family(**job["config"])
@@ -106,10 +107,11 @@ def main() -> None:
             files, seen = [], set()
             for j, call in enumerate(calls):
                 key = (function_name(call.launcher.kernel), call.key())
-                if key in seen:  # e.g. a finishing kernel every representative length launches alike
-                    continue
+                if key in seen or key in compiled:  # e.g. a finishing kernel launched alike by every
+                    continue  # representative length, or a launch an earlier job compiled
                 seen.add(key)
                 files += compile_call(call, target, out, f"{i:04d}-{j}-{job['kernel']}-{job['dtype']}")
+            compiled |= seen  # a failed job's files are not packed: its keys stay to be compiled
             result = {"status": "ok", "files": files}
         except Exception as exc:  # noqa: BLE001 - each failure is a row of the support table
             result = {"status": "failed", "reason": f"{type(exc).__name__}: {str(exc).strip()[-300:]}"}

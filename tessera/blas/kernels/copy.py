@@ -41,28 +41,53 @@ _launch = Launcher(_copy_2d_kernel)
 
 
 def copy_into(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
-    """Copy 3-D view ``src`` into ``dst`` (same shape and dtype, any strides); returns ``dst``."""
-    batch, rows, cols = src.shape
+    """Copy ``src`` into ``dst`` (same 2-D or 3-D shape and dtype, any strides); returns ``dst``.
+    A 2-D pair is launched as it is (batch stride 0), so a repeat ``gemm`` call can replay the
+    launch on its own operand (``launch.Replay`` maps only operands, not views made of them)."""
     if src.numel() == 0:
         return dst
     block = 64
+    # PDL at exit: tf32 1024³ (this copy of B, then the GEMM) 1.00 → 1.08× cuBLAS in graphs,
+    # 0.77× early (the GEMM's programs then sit beside the copy's)
+    constexprs = dict(BLOCK_R=block, BLOCK_C=block, PDL=pdl_mode(dst, PDL_AT_EXIT))
+    rows, cols = src.shape[-2:]
+    if src.dim() == 2:
+        _launch((cdiv(rows, block), cdiv(cols, block), 1), (src, dst, rows, cols, 0, *src.stride(), 0,
+                                                           *dst.stride()), constexprs, 4, 2)
+        return dst
+    batch = src.shape[0]
     for start in range(0, batch, 65535):  # the grid's third axis is limited
         s, d = (src, dst) if batch <= 65535 else (src[start:start + 65535], dst[start:start + 65535])
-        grid = (cdiv(rows, block), cdiv(cols, block), s.shape[0])
-        # PDL at exit: tf32 1024³ (this copy of B, then the GEMM) 1.00 → 1.08× cuBLAS in graphs,
-        # 0.77× early (the GEMM's programs then sit beside the copy's)
-        _launch(grid, (s, d, rows, cols, *s.stride(), *d.stride()),
-                dict(BLOCK_R=block, BLOCK_C=block, PDL=pdl_mode(d, PDL_AT_EXIT)), 4, 2)
+        _launch((cdiv(rows, block), cdiv(cols, block), s.shape[0]),
+                (s, d, rows, cols, *s.stride(), *d.stride()), constexprs, 4, 2)
     return dst
 
 
 def column_major_copy(t: torch.Tensor) -> torch.Tensor:
-    """A copy of 3-D ``t`` whose matrices are stored column by column (``stride(-2) == 1``)."""
-    out_t = torch.empty((t.shape[0], t.shape[2], t.shape[1]), dtype=t.dtype, device=t.device)
-    copy_into(t, out_t.transpose(-1, -2))
-    return out_t.transpose(-1, -2)
+    """A copy of 2-D or 3-D ``t`` whose matrices are stored column by column (``stride(-2) == 1``)."""
+    transposed = torch.empty((*t.shape[:-2], t.shape[-1], t.shape[-2]), dtype=t.dtype, device=t.device)
+    return copy_into(t, transposed.transpose(-1, -2))
 
 
 def row_major_copy(t: torch.Tensor) -> torch.Tensor:
-    """A copy of 3-D ``t`` whose matrices are stored row by row (``stride(-1) == 1``)."""
+    """A copy of 2-D or 3-D ``t`` whose matrices are stored row by row (``stride(-1) == 1``)."""
     return copy_into(t, torch.empty(t.shape, dtype=t.dtype, device=t.device))
+
+
+def representative_k_major_copies(dtype: str) -> None:
+    """The K-major copies ``gemm`` makes before a tf32 or tf32x3 GEMM on Hopper — B row-major to
+    column-major, op(A) column-major to row-major; 2-D with each size a multiple of 16 or only of
+    8, and batched — which every GEMM family's ``representative_launch`` adds for those keys, so
+    that a pack holds them too (run under ``launch.capture()`` inside ``launch.building_for``;
+    nothing for other keys or targets)."""
+    from tessera._core.device import TF32_KEYS, offline_device
+    from tessera._core.launch import build_arch
+    from tessera.blas import space  # imports this module: a top-level import would be circular
+
+    if dtype not in TF32_KEYS or not space.tf32_wants_k_major(offline_device(build_arch())):
+        return
+    for rows, cols in ((1024, 1024), (1000, 1024), (1024, 1000), (1000, 1000)):
+        column_major_copy(torch.empty(rows, cols))  # B (K × N)
+        row_major_copy(torch.empty(cols, rows).t())  # op(A) (M × K) of a column-major A
+    column_major_copy(torch.empty(2, 1024, 1024))
+    row_major_copy(torch.empty(2, 1024, 1024).transpose(-1, -2))

@@ -1,0 +1,105 @@
+"""Python cost of repeat ``gemm`` calls on a machine without a GPU: the launch stubbed out.
+
+What a call costs the host besides the driver and torch's allocator — validation, selection or the
+recipe lookup, copies planned or replayed, launch arguments — measured on CPU tensors with the
+selection an H200 (sm_90, 132 multiprocessors) would make: the device description, Triton's driver
+and the compiled kernel are stand-ins whose launch does nothing, so only Tessera's own Python runs.
+Compare variants of the host path here before timing them on the GPU (where torch.empty and the
+launchers add several µs a launch). The process re-executes itself once with glibc's mmap
+threshold raised, so that freeing a 4 MiB CPU buffer does not unmap it (a CUDA caching allocator
+keeps it too). Usage: python benchmarks/host_path.py [--size N] [--calls N] [--profile KIND]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import os
+import pstats
+import sys
+import time
+import types
+from collections.abc import Callable
+
+_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(1 << 31)}
+
+
+def _stub_the_gpu() -> None:
+    """sm_90 selection on CPU tensors, every launch a no-op (before any call)."""
+    from tessera._core import device, launch, validate
+    from tessera.blas import api
+
+    h200 = dataclasses.replace(device.offline_device("sm_90"), multiprocessors=132, name="NVIDIA H200 (stub)")
+    api.device_info = lambda dev=None: h200
+    validate.interpreter_enabled = lambda: True  # CPU operands pass the device check
+
+    class Compiled:
+        function, packed_metadata = 0, None
+
+        def run(self, *args: object) -> None:
+            pass
+
+    class Active:
+        def get_current_device(self) -> int:
+            return 0
+
+        def get_current_stream(self, index: int) -> int:
+            return 0
+
+    hooks = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+    knobs = types.SimpleNamespace(runtime=hooks)
+    driver = types.SimpleNamespace(active=Active())
+    launch._triton_runtime = lambda: (knobs, driver)
+    launch.Launcher._from_pack = lambda self, key: Compiled()
+
+
+def _calls(size: int) -> dict[str, Callable[[], object]]:
+    import torch
+
+    from tessera.blas import gemm
+
+    a32, b32 = torch.randn(size, size), torch.randn(size, size)
+    a16, b16 = a32.bfloat16(), b32.bfloat16()
+    return {"bf16": lambda: gemm(a16, b16), "fp32": lambda: gemm(a32, b32),
+            "tf32": lambda: gemm(a32, b32, precision="tf32"),
+            "tf32x3": lambda: gemm(a32, b32, precision="tf32x3"),
+            "tf32, B a transposed view": lambda: gemm(a32, b32.t(), precision="tf32")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size", type=int, default=1024, help="M = N = K (selects the kernel)")
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--profile", help="print a cProfile of this kind's calls")
+    args = parser.parse_args()
+    if any(os.environ.get(k) != v for k, v in _MALLOC.items()):
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **_MALLOC})
+    _stub_the_gpu()
+    import torch
+
+    from tessera.blas import explain
+
+    calls = _calls(args.size)
+    for kind, call in calls.items():
+        for _ in range(200):  # the first call plans and records; the rest are repeat calls
+            call()
+        start = time.perf_counter()
+        for _ in range(args.calls):
+            call()
+        per_call = (time.perf_counter() - start) / args.calls * 1e6
+        print(f"{kind:<28} {per_call:6.1f} µs a call")
+    a, b = (torch.empty(args.size, args.size) for _ in range(2))
+    print(f"bf16 {args.size}³: {explain(a.bfloat16(), b.bfloat16()).config.short()}; tf32: "
+          f"{explain(a, b, precision='tf32').config.short()}")
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(args.calls):
+            calls[args.profile]()
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+
+
+if __name__ == "__main__":
+    main()
