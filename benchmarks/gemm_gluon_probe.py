@@ -12,7 +12,9 @@ against torch.matmul first (not timed if wrong), then timed with torch.matmul an
 
 ``--dtypes fp8``: fp8 e4m3 A times column-major B, per-tensor scales, bf16 out, fast accumulation,
 through ``gemm`` with the scaled use of the family (``ScaledWsConfig``) forced, against
-``torch._scaled_mm(use_fast_accum=True)`` and the shipped choice.
+``torch._scaled_mm(use_fast_accum=True)`` and the shipped choice. ``--dtypes tf32``: float32
+with TF32 allowed on both sides (gemm copies the row-major B K-major first; configurations with
+32-deep steps: without ``--configs``, ``space.WS_TF32_SPACE``'s, TF32_CONFIGS below).
 
 Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096,MxNxK] [--dtypes bf16,fp16,fp8]
        [--rounds 3] [--configs BMxBNxBK:stages:warps:group[:split][:pp],...]  (pp: ping-pong)
@@ -24,7 +26,7 @@ import json
 
 import torch
 
-from benchmarks.gemm_ws_probe import probe_arguments, problems, shipped_row, timed_rows
+from benchmarks.gemm_ws_probe import precision_for, probe_arguments, problems, shipped_row, timed_rows
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 
@@ -42,7 +44,7 @@ def _parse(text: str, fp8: bool) -> WsConfig:
 
 def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     with space.forced(config):
-        return gemm(a, b)
+        return gemm(a, b, precision=precision_for(a))
 
 
 def _fp8(config: WsConfig, a: torch.Tensor, b: torch.Tensor, one: torch.Tensor) -> torch.Tensor:
@@ -52,6 +54,7 @@ def _fp8(config: WsConfig, a: torch.Tensor, b: torch.Tensor, one: torch.Tensor) 
 
 
 DEFAULT = "128x256x64:3:8:8,128x256x64:3:8:16,128x256x32:6:8:8,256x128x64:3:8:8,128x128x64:4:4:8"
+TF32_CONFIGS = "128x256x32:3:8:8:2,256x128x32:3:8:8:2,128x128x32:5:8:8,128x128x32:5:4:8,128x128x32:4:4:8:2:pp"
 
 
 def main() -> None:
@@ -59,8 +62,9 @@ def main() -> None:
     rows = []
     one = torch.ones((), device="cuda")
     for dtype_name, fp8, size, a, b, want, scale, sets, cases in problems(args, one):
-        scaled = dict(scale_a=one, scale_b=one, fast_accum=True) if fp8 else {}
-        for config in (_parse(c, fp8) for c in args.configs.split(",")):
+        scaled = dict(scale_a=one, scale_b=one, fast_accum=True) if fp8 else {"precision": precision_for(a)}
+        listed = TF32_CONFIGS if dtype_name == "tf32" and args.configs == DEFAULT else args.configs
+        for config in (_parse(c, fp8) for c in listed.split(",")):
             with space.forced(config):
                 taken = explain(a, b, **scaled).config
             try:

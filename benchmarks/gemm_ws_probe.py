@@ -143,7 +143,7 @@ def shipped_row(dtype_name: str, size: int | str, choice: Choice | None) -> dict
 
 def vendor_cases(dtype: torch.dtype, size: int | str, one: torch.Tensor) -> tuple:
     """(a, b, the vendor's fp32 result, cold operand copies, {"torch", "shipped"} call lists) for a
-    GEMM of ``size`` (:func:`dims`): 16-bit against torch.matmul; fp8 e4m3 (B column-major, what
+    GEMM of ``size`` (:func:`dims`): 16-bit and tf32 against torch.matmul; fp8 e4m3 (B column-major, what
     8-bit tensor cores and ``torch._scaled_mm`` take; per-tensor scales of one, bf16 out) against
     ``torch._scaled_mm`` with fast accumulation, the shipped ``gemm`` in the same mode."""
     m, n, k = dims(size)
@@ -159,12 +159,19 @@ def vendor_cases(dtype: torch.dtype, size: int | str, one: torch.Tensor) -> tupl
                                                          use_fast_accum=True) for x, y in pairs],
             "shipped": [lambda x=x, y=y: gemm(x, y, **scaled, fast_accum=True) for x, y in pairs]}
     pairs = cold_copies((a, b))
+    precision = precision_for(a)
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"  # torch.matmul's float32 as gemm's
     return a, b, torch.matmul(a, b).float(), pairs, {
         "torch": [lambda x=x, y=y: torch.matmul(x, y) for x, y in pairs],
-        "shipped": [lambda x=x, y=y: gemm(x, y) for x, y in pairs]}
+        "shipped": [lambda x=x, y=y: gemm(x, y, precision=precision) for x, y in pairs]}
 
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn, "tf32": torch.float32}
+
+
+def precision_for(a: torch.Tensor) -> str:
+    """The probes' float32 is tf32 (``--dtypes tf32``: torch.matmul with TF32 allowed beside it)."""
+    return "tf32" if a.dtype == torch.float32 else "ieee"
 
 
 def probe_arguments(default_configs: str, script: str) -> tuple[argparse.Namespace, dict]:

@@ -17,6 +17,7 @@ import torch
 import yaml
 
 from child import precompile
+from reference import assert_gemm_close
 from tessera import InvalidArgumentError
 from tessera._core.device import DeviceInfo, device_info
 from tessera._core.launch import building_for, capture, recording
@@ -77,7 +78,10 @@ def test_who_the_family_takes() -> None:
     assert not ws_supported(a, b_row, None, d, 2.0)  # alpha
     assert not ws_supported(a.t().contiguous().t(), b_row, None, d, 1.0)  # A column-major
     assert not ws_supported(a, b_row, None, d.float(), 1.0)  # another output dtype
-    assert not ws_supported(a.float(), b_row.float(), None, d.float(), 1.0)  # fp32
+    assert not ws_supported(a.float(), b_col.float(), None, d.float(), 1.0)  # fp32 IEEE
+    assert ws_supported(a.float(), b_col.float(), None, d.float(), 1.0, "tf32")  # B K-major (gemm copies it)
+    assert not ws_supported(a.float(), b_row.float(), None, d.float(), 1.0, "tf32")
+    assert not ws_supported(a.float(), b_col.float(), None, d.float(), 1.0, "tf32x3")  # no 3xTF32 in Gluon
     narrow = torch.empty(48, 36, dtype=torch.bfloat16)[:, :30]  # rows of 30 elements: not 16-byte multiples
     assert not ws_supported(a, narrow, None, torch.empty(64, 30, dtype=torch.bfloat16), 1.0)
     assert space.ws_capable(H200)
@@ -150,6 +154,29 @@ def test_shipped_rows_go_to_the_family_only_where_it_fits(dtype: str) -> None:
         assert space.select(space.GemmProblem(512, 512, 512, 1, dtype, True, True), H200).config == WsConfig()
 
 
+def test_tf32_takes_only_configurations_with_128_byte_rows() -> None:
+    """float32 rows of a K step must fit the 128-byte swizzle (block_k ≤ 32): a forced 64-deep
+    configuration falls back on a tf32 call, a 32-deep one is taken; the tuner offers the tf32
+    configurations to tf32 alone, and only those that fit the H200's shared memory."""
+    from tessera.blas.tune import SPACES, _fits
+
+    tf32 = space.GemmProblem(4096, 4096, 4096, 1, "tf32", True, True)
+    with space.forced(WsConfig()):
+        assert not isinstance(space.select(tf32, H200).config, WsConfig)
+    with space.forced(space.WS_TF32_SPACE[0]):
+        assert space.select(tf32, H200).reason == "forced"
+    assert all(gemm_ws.row_fits(c, 4) for c in space.WS_TF32_SPACE)
+    for dtype in ("tf32", "bf16", "fp16", "fp32", "tf32x3"):
+        offered = [c for c in SPACES["default"] if isinstance(c, WsConfig)
+                   and _fits(c, (4096, 4096, 4096, 1), dtype, H200)]
+        if dtype == "tf32":
+            assert offered == list(space.WS_TF32_SPACE)
+        elif dtype in ("bf16", "fp16"):
+            assert offered == list(space.WS_SPACE)
+        else:
+            assert not offered
+
+
 def test_a_call_off_the_gpu_never_takes_it(device: str) -> None:
     """Off an sm_90 GPU (the interpreter, CI) gemm never picks the family, forced or not."""
     if device == "cuda" and space.ws_capable(device_info()):
@@ -159,19 +186,22 @@ def test_a_call_off_the_gpu_never_takes_it(device: str) -> None:
         assert not isinstance(explain(a.half(), a.t().half()).config, WsConfig)
 
 
-@pytest.mark.parametrize("b_col_major", [False, True], ids=["b-row-major", "x@W.t()"])
+@pytest.mark.parametrize(("dtype", "b_col_major"), [("bf16", False), ("bf16", True), ("tf32", True)],
+                         ids=["b-row-major", "x@W.t()", "tf32"])
 @pytest.mark.parametrize("shape", [(8192, 8192, 8192), (4000, 12000, 1000)], ids=str)
-def test_pack_launches_are_a_real_calls(b_col_major: bool, shape: tuple[int, int, int]) -> None:
+def test_pack_launches_are_a_real_calls(dtype: str, b_col_major: bool, shape: tuple[int, int, int]) -> None:
     """A large call's launch has the key of one of the launches a pack precompiles for the family
-    (``representative_launch``), so an installed pack serves it without compiling."""
-    config = WsConfig()
+    (``representative_launch``), so an installed pack serves it without compiling (tf32: B
+    column-major, as gemm copies it)."""
+    config = space.WS_TF32_SPACE[0] if dtype == "tf32" else WsConfig()
+    elem = torch.float32 if dtype == "tf32" else torch.bfloat16
     with capture() as representative, building_for("cuda", "sm_90"):
-        gemm_ws.representative_launch("gemm", config, "bf16", 132)
+        gemm_ws.representative_launch("gemm", config, dtype, 132)
     m, n, k = shape
-    a = torch.empty(m, k, dtype=torch.bfloat16)
+    a = torch.empty(m, k, dtype=elem)
     b = torch.empty(n, k, dtype=a.dtype).t() if b_col_major else torch.empty(k, n, dtype=a.dtype)
     with capture() as real, building_for("cuda", "sm_90"):
-        gemm_ws.launch_gemm_ws(a, b, torch.empty(m, n, dtype=torch.bfloat16), num_sms=132, config=config)
+        gemm_ws.launch_gemm_ws(a, b, torch.empty(m, n, dtype=elem), num_sms=132, config=config)
     assert real[0].key() in {call.key() for call in representative}
 
 
@@ -208,15 +238,19 @@ def test_compiles_offline_for_sm90() -> None:
              "config": {**tile, "block_k": 128, "num_stages": 4, "epilogue_split": 2}},
             {"library": "blas", "op": "gemm_scaled", "kernel": "gemm_scaled_ws", "dtype": "fp8e4m3_fast",
              "config": {**tile, "block_n": 128, "block_k": 128, "num_warps": 4, "num_stages": 5,
-                        "pingpong": True}}]
+                        "pingpong": True}},
+            {"library": "blas", "op": "gemm", "kernel": "gemm_ws", "dtype": "tf32",
+             "config": {**tile, "block_k": 32, "num_stages": 3, "epilogue_split": 2}}]
     with tempfile.TemporaryDirectory() as out:
         results = precompile("sm_90", jobs, out)
-        for job, result, launches, function in zip(jobs, results, (16, 16, 4, 4), ("_gemm_ws_kernel",) * 4,
-                                                   strict=True):
+        for job, result, launches in zip(jobs, results, (16, 16, 4, 4, 8), strict=True):
             assert result["status"] == "ok", (job, result)
             sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
                         if f.endswith(".launch.json")]
-            assert len(sidecars) == launches and all(s["function"].endswith(f":{function}") for s in sidecars)
+            gemms = [s for s in sidecars if s["function"].endswith(":_gemm_ws_kernel")]
+            copies = [s for s in sidecars if s["function"].endswith(":_copy_2d_kernel")]
+            assert len(gemms) == launches and len(sidecars) == launches + len(copies)
+            assert len(copies) == (8 if job["dtype"] == "tf32" else 0)  # the K-major copies gemm makes first
             metadata = json.loads((Path(out) / sidecars[0]["metadata"]).read_text())
             assert metadata["num_warps"] == 12  # 8 multiplying warps (two groups of 4), the loader's group
             assert metadata["shared"] <= 232448, job  # 4 stages fit beside D's half-sized buffer
@@ -249,6 +283,28 @@ def test_gpu_results_against_fp64(config: WsConfig, dtype: torch.dtype) -> None:
             bound = 2.0**-7 * want.abs() + 1e-5 * (a.double().abs() @ b.double().abs()) + 1e-6
             assert ((got.double() - want).abs() <= bound).all(), (m, n, k, b.stride())
             assert torch.equal(again, got)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", space.WS_TF32_SPACE, ids=lambda c: c.short())
+def test_gpu_tf32_results_against_fp64(config: WsConfig) -> None:
+    """float32 with TF32 allowed through the family (B row-major, copied K-major first, or
+    column-major as it is): edge tiles, K tails, more tiles than programs, within tf32's bound
+    of the fp64 product; a repeat call (its recipe replaying the copy) on a new B as right."""
+    if not space.ws_capable(device_info()):
+        pytest.skip("needs an sm_90 GPU")
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    for m, n, k in ((300, 520, 136), (128, 256, 32), (1031, 2056, 1000), (4096, 4096, 512)):
+        a = torch.randn(m, k, device="cuda", generator=gen)
+        for layout in (lambda t: t, lambda t: t.t().contiguous().t()):
+            b, fresh = (layout(torch.randn(k, n, device="cuda", generator=gen)) for _ in range(2))
+            with space.forced(config):
+                with recording() as calls:
+                    got = gemm(a, b, precision="tf32")
+                again = gemm(a, fresh, precision="tf32")
+            assert gemm_ws._launch in [c.launcher for c in calls], (m, n, k)
+            assert_gemm_close(got, a, b, precision="tf32")
+            assert_gemm_close(again, a, fresh, precision="tf32")
 
 
 @pytest.mark.gpu

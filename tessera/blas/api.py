@@ -474,7 +474,7 @@ def _plan(
         and (space.tma_capable(info) or (info.backend == "interpreter" and a.dtype != torch.bfloat16))
         and tma_supported(op_a, op_b, out)
     )  # the interpreter's bf16 dot is wrong and only the tile family upcasts around it
-    ws_ok = tma_ok and space.ws_capable(info) and ws_supported(op_a, op_b, c_view, out, alpha)
+    ws_ok = tma_ok and space.ws_capable(info) and ws_supported(op_a, op_b, c_view, out, alpha, precision)
     problem = space.GemmProblem(m, n, k, batch, key, tma_ok, ws_ok)
     choice = space.select(problem, info)
     if allocate and log.modes():

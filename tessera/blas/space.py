@@ -24,7 +24,7 @@ from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
-from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, row_fits
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.tuning import logic
@@ -104,6 +104,12 @@ WS_SPACE: tuple[WsConfig, ...] = (
     WsConfig(128, 128, 64, 8, 4, 4), WsConfig(128, 128, 64, 8, 4, 5),
     WsConfig(128, 128, 64, 8, 4, 5, pingpong=True),  # probes: 0.986× torch at 8192³, 1.028× at 8192²×1024
 )
+# ... for tf32 (float32 rows of 32 elements: 128 bytes a K step; gemm_tma's tf32 tile, 128×256×32
+# with 3 stages and D in halves, and what fits beside it; not yet timed on the GPU)
+WS_TF32_SPACE: tuple[WsConfig, ...] = (
+    WsConfig(128, 256, 32, 8, 8, 3, 2), WsConfig(256, 128, 32, 8, 8, 3, 2), WsConfig(128, 128, 32, 8, 8, 5),
+    WsConfig(128, 128, 32, 8, 4, 5), WsConfig(128, 128, 32, 8, 4, 4, 2, pingpong=True),
+)
 
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
 # sweeps, the tuner); a quantized op's config leaves float GEMMs (gemm_wq's own included) alone.
@@ -123,6 +129,8 @@ def _misfit(problem: GemmProblem, config: object) -> str | None:
         return "TMA config does not fit this layout"
     if isinstance(config, WsConfig) and not problem.ws_ok:
         return "warp-specialized config does not fit this call"
+    if isinstance(config, WsConfig) and not row_fits(config, torch_dtype(problem.dtype).itemsize):
+        return f"warp-specialized config's K step is over 128 bytes a row for {problem.dtype}"
     if isinstance(config, StreamKConfig) and problem.batch != 1:
         return "stream-K config takes no batch"
     return None

@@ -70,8 +70,9 @@ SPACES: dict[str, tuple[space.Config, ...]] = {
         c for c in space.TMA_SPACE if not c.warp_specialize and c.num_stages < 5 and _warps_suit(c))
     + tuple(c for c in space.SPLITK_SPACE if c.num_stages == 3)
     + tuple(c for c in space.STREAMK_SPACE if c.num_stages == 3 or c.tma)  # 4 stages won with descriptors
-    + space.WS_SPACE,
-    "wide": space.TILE_SPACE + space.TMA_SPACE + space.SPLITK_SPACE + space.STREAMK_SPACE + space.WS_SPACE,
+    + space.WS_SPACE + space.WS_TF32_SPACE,
+    "wide": space.TILE_SPACE + space.TMA_SPACE + space.SPLITK_SPACE + space.STREAMK_SPACE + space.WS_SPACE
+    + space.WS_TF32_SPACE,
     "tiny": (TileConfig(16, 16, 16, 1, 2, 1), TileConfig(32, 32, 16, 4, 4, 1),
              TileConfig(16, 32, 32, 8, 4, 2)),
 }
@@ -90,10 +91,12 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
         return m * n <= 256 * 8192 and k >= 4 * config.split_k * config.block_k
     if isinstance(config, StreamKConfig) and (batch != 1 or (config.tma and not space.tma_capable(device))):
         return False  # a persistent grid over one 2-D problem; descriptors need sm_90
-    if isinstance(config, WsConfig):  # 16-bit, one 2-D problem, Hopper's wgmma
-        limit = device.shared_memory_per_block
-        return (batch == 1 and dtype in ("bf16", "fp16") and space.ws_capable(device)
-                and (limit is None or shared_memory_bytes(config, config.num_stages, 2, 2) + 1024 <= limit))
+    if isinstance(config, WsConfig):  # 16-bit or tf32 (its own space), one 2-D problem, Hopper's wgmma
+        limit, element = device.shared_memory_per_block, torch_dtype(dtype).itemsize
+        return (batch == 1 and space.ws_capable(device)
+                and (dtype in ("bf16", "fp16") if config not in space.WS_TF32_SPACE else dtype == "tf32")
+                and (limit is None or shared_memory_bytes(config, config.num_stages, element, element) + 1024
+                     <= limit))
     if isinstance(config, TmaConfig):
         if batch != 1 or dtype == "fp64" or not space.tma_capable(device):
             return False

@@ -14,7 +14,9 @@ results with pointer stores (``benchmarks/gemm_ws_probe.py``); these explicit pa
 timed by ``benchmarks/gemm_gluon_probe.py`` (docs/architecture.md).
 
 Two uses, one kernel: ``gemm`` (``WsConfig``, op ``gemm``) on 16-bit A row-major and B either way,
-D row-major of A's dtype, no C, alpha 1 (:func:`ws_supported`); and the scaled fp8 GEMM with fast
+or float32 with TF32 allowed (A row-major, B column-major: ``gemm`` copies it K-major, as wgmma reads
+32-bit operands only so), D row-major of A's dtype, no C, alpha 1 (:func:`ws_supported`; a K step
+of at most 128 bytes a row, :func:`row_fits`); and the scaled fp8 GEMM with fast
 accumulation (``ScaledWsConfig``, op ``gemm_scaled``: A row-major, B column-major since wgmma reads
 8-bit operands K-major only, D = A·B · scale_a · scale_b + bias in bf16, fp16 or fp32, the scales
 per tensor or per row of A / column of B; :func:`scaled_ws_supported`). Both need CUDA sm_90
@@ -44,8 +46,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+from tessera._core.device import TF32_KEYS
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import Launcher, cdiv
+from tessera.blas.kernels.copy import representative_k_major_copies
 from tessera.blas.kernels.gemm_tile import representative_operands
 from tessera.blas.kernels.gemm_tma import (
     fitting_stages,
@@ -136,10 +140,10 @@ def _accumulator_layout(block_m, block_n, num_warps, operand_dtype):
 
 @gluon.constexpr_function
 def _b_col_major(b_desc, block_k):
-    """Whether B comes column-major: always with 8-bit operands (wgmma reads them K-major only),
-    else when its descriptor's block is (BN, BK) rows of K, not (BK, BN) (block_n > block_k keeps
-    the two apart, ``WsConfig``)."""
-    return b_desc.dtype.primitive_bitwidth == 8 or b_desc.block_type.shape[1] == block_k
+    """Whether B comes column-major: always with 8- and 32-bit operands (wgmma reads them K-major
+    only), else when its descriptor's block is (BN, BK) rows of K, not (BK, BN) (block_n > block_k
+    keeps the two apart, ``WsConfig``)."""
+    return b_desc.dtype.primitive_bitwidth != 16 or b_desc.block_type.shape[1] == block_k
 
 
 @gluon.constexpr_function
@@ -324,15 +328,23 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
 
 
 def ws_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
-                 alpha: float) -> bool:
-    """Whether 2-D views ``a`` (M,K), ``b`` (K,N), ``d`` (M,N) fit the 16-bit use: A and B of one
-    dtype, D of it too, A and D row-major, B either way, 16-byte aligned rows, no C, alpha 1 (the
-    caller checks the device and the batch)."""
+                 alpha: float, precision: str = "ieee") -> bool:
+    """Whether 2-D views ``a`` (M,K), ``b`` (K,N), ``d`` (M,N) fit the ``gemm`` use: A and B of one
+    dtype, D of it too, A and D row-major, 16-byte aligned rows, no C, alpha 1, and either 16-bit
+    with B either way or float32 with ``precision`` "tf32" and B column-major (the caller checks the
+    device and the batch)."""
+    tf32 = a.dtype == torch.float32 and precision == "tf32" and b.stride(-2) == 1
     return (
-        a.dtype in _GL_DTYPES and b.dtype == a.dtype and d.dtype == a.dtype
+        (a.dtype in _GL_DTYPES or tf32) and b.dtype == a.dtype and d.dtype == a.dtype
         and c is None and alpha == 1.0 and a.stride(-1) == 1
         and tma_supported(a, b, d)  # the descriptor family's rules: sizes, 16-byte rows, D row-major
     )
+
+
+def row_fits(config: WsConfig, element_bytes: int) -> bool:
+    """Whether a K step's row of an operand tile, ``block_k`` elements, fits the 128-byte swizzle
+    that TMA boxes and wgmma's shared-memory operands use here (float32: block_k ≤ 32)."""
+    return config.block_k * element_bytes <= 128
 
 
 def scaled_ws_supported(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, fast_accum: bool) -> bool:
@@ -388,10 +400,13 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
 
 def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes with ``config`` for problems of a full wave or more (the grid,
-    the SM count, is a launch argument): B row-major and column-major (x @ W.t()), each of M, N
-    and K a multiple of 16 or only of 8 — every specialization a 16-byte-row call can have (run
-    under ``launch.capture()``). The scaled use's launches are ``gemm_scaled``'s."""
+    the SM count, is a launch argument): B row-major and column-major (x @ W.t(); tf32: only
+    column-major, after the K-major copies), each of M, N and K a multiple of 16 or only of 8 —
+    every specialization a 16-byte-row call can have (run under ``launch.capture()``). The scaled
+    use's launches are ``gemm_scaled``'s."""
     rows, cols = full_wave_shape(config.block_m, config.block_n, num_sms)
-    for b_col, m, n, k in itertools.product((False, True), (rows, rows - 8), (cols, cols - 8), (1024, 1000)):
+    layouts = (True,) if dtype in TF32_KEYS else (False, True)  # tf32: gemm copies B column-major
+    for b_col, m, n, k in itertools.product(layouts, (rows, rows - 8), (cols, cols - 8), (1024, 1000)):
         a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col)
         launch_gemm_ws(a, b, d, num_sms=num_sms, config=config)
+    representative_k_major_copies(dtype)  # last, as the other families
