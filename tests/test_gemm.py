@@ -447,7 +447,7 @@ def test_repeat_tf32_calls_replay_their_k_major_copies(trans_a: bool, batch: int
     lead = () if batch is None else (batch,)
 
     def operands() -> tuple[torch.Tensor, torch.Tensor]:
-        a = torch.randn(*lead, 40, 24, device=device) if trans_a else torch.randn(*lead, 24, 40, device=device)
+        a = torch.randn(*lead, *((40, 24) if trans_a else (24, 40)), device=device)
         return a, torch.randn(*lead, 40, 20, device=device)
 
     def check(a: torch.Tensor, b: torch.Tensor) -> None:
@@ -459,13 +459,14 @@ def test_repeat_tf32_calls_replay_their_k_major_copies(trans_a: bool, batch: int
 
     check(*operands())
     (recipe,) = api._RECIPES.values()
-    assert recipe.copies is not None and [i for i, _, _ in recipe.copies.buffers] == ([0, 1] if trans_a else [1])
+    assert recipe.copies is not None
+    assert [i for i, _, _ in recipe.copies.buffers] == ([0, 1] if trans_a else [1])
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(api, "_k_major", None)  # a replayed copy plans nothing
         for _ in range(2):
             check(*operands())
     api._RECIPES.clear()
-    a, b = operands()
+    a, _ = operands()
     wide = torch.randn(*lead, 40, 40, device=device)[..., ::2]  # neither row- nor column-major
     check(a, wide)
     (recipe,) = api._RECIPES.values()
