@@ -1,7 +1,8 @@
 """BLAS level 1 and 2 on the GPU beside the torch equivalent and the copy bandwidth of the same run.
 
 Level 1 at 2^26 fp32 elements, level 2 on 8192 × 8192 bf16 (gemv both ways, symv, ger) and fp32
-trsv. GB/s counts the bytes a routine must move at least (e.g. dot reads x and y; nrm2 reads x once,
+trsv; batched rows (the same bytes as 4096 vectors of 2^14, 1024 matrices of 256²). GB/s counts
+the bytes a routine must move at least (e.g. dot reads x and y; nrm2 reads x once,
 though its scaling pass reads it twice; symv the stored triangle — runs before 5759988 counted the
 whole matrix there); the copy figure counts read + write. Both sides are timed two ways, Tessera
 and torch alternating over rounds: eager with triton.testing.do_bench (median, L2 flushed), and
@@ -66,6 +67,7 @@ def case(name: str, nbytes: int, ours: Callable[[], object], theirs: Callable[[]
 def main() -> None:
     out = sys.argv[1]
     x, y = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
+    xb, yb = x.view(4096, -1), y.view(4096, -1)
     copy_ms = statistics.median(flushed_ms(lambda: y.copy_(x)) for _ in range(ROUNDS))
     copy_gbs = 2 * 4 * N / copy_ms / 1e6
     copy_graph_ms = statistics.median(graph_ms([lambda: y.copy_(x)]) for _ in range(ROUNDS))
@@ -83,11 +85,19 @@ def main() -> None:
         case("iamax", f4, lambda: blas.iamax(x), lambda: x.abs().argmax(), "x.abs().argmax()"),
         case("dot incx=2 (2^25)", 2 * f4 // 2, lambda: blas.dot(x, y, incx=2, incy=2),
              lambda: torch.dot(x[::2], y[::2]), "torch.dot(x[::2], y[::2])"),
+        # strided-batched: 4096 rows of 2^14 (the same 2^26 elements), one result a row
+        case("dot batched 4096×2^14", 2 * f4, lambda: blas.dot(xb, yb), lambda: torch.linalg.vecdot(xb, yb),
+             "linalg.vecdot"),
+        case("nrm2 batched 4096×2^14", f4, lambda: blas.nrm2(xb),
+             lambda: torch.linalg.vector_norm(xb, dim=-1), "vector_norm(dim=-1)"),
     ]
     a = torch.randn(M, M, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(M, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(M, device="cuda", dtype=torch.bfloat16)
     mat = 2 * M * M
+    ab = a.view(1024, 256, 256)
+    vb = torch.randn(1024, 256, device="cuda", dtype=torch.bfloat16)
+    wb = torch.empty_like(vb)
     sweep = []  # gemv tiles (the evidence behind space.GEMV_HEURISTIC; `tessera tune gemv` goes wider)
     candidates = {False: ((16, 256, 4, 4), (16, 512, 4, 4), (32, 512, 8, 4), (64, 256, 8, 4),
                           (16, 512, 4, 2), (32, 512, 8, 2), (16, 1024, 8, 2)),  # per_sm 2: no column split
@@ -111,6 +121,9 @@ def main() -> None:
              "torch.mv (full matrix)"),  # bytes: the stored triangle, read once (from 5759988 on)
         case("ger bf16 8192²", 2 * mat, lambda: blas.ger(0.001, v, w, a), lambda: a.addr_(v, w, alpha=0.001),
              "a.addr_"),
+        # strided-batched: the same bytes as 1024 matrices of 256², one vector each
+        case("gemv batched 1024×256² bf16", mat, lambda: blas.gemv(ab, vb, wb),
+             lambda: torch.bmm(ab, vb[:, :, None]), "torch.bmm"),
     ]
     t = (torch.randn(M, M, device="cuda") * 0.01 + torch.eye(M, device="cuda")).triu()
     b = torch.randn(M, device="cuda")

@@ -140,9 +140,11 @@ def main() -> None:
     ws = torch.empty(split * m, dtype=torch.float32, device=DEVICE)
 
     def main_only() -> None:
-        k.gemv_launch((row_programs, split), (a, x, y, ws, m, n, 1, N, 0, 1, 0, 1, 1.0, 0.0, per_split),
+        batch_steps = (0, 0, 0)  # one entry
+        k.gemv_launch((row_programs, split), (a, x, y, ws, m, n, 1, N, 0, 1, 0, 1, *batch_steps, 1.0, 0.0,
+                                              per_split),
                       {"SPLIT": split, "BETA_ZERO": True, "FP64": False, "BLOCK_M": shipped.block_m,
-                       "BLOCK_N": shipped.block_n}, shipped.num_warps, 3)
+                       "BLOCK_N": shipped.block_n, "PDL": k.pdl_mode(ws, k.PDL_OFF)}, shipped.num_warps, 3)
 
     cases: dict[str, Callable[[], object]] = {
         "copy (matrix bytes)": lambda: a.view(-1)[: N * N // 2].copy_(a.view(-1)[N * N // 2:]),

@@ -226,7 +226,7 @@ def main() -> None:
     sink = torch.empty(1 << 16, dtype=torch.float32, device=DEVICE)
 
     def main_only() -> None:
-        k.symv_launch((programs,), (a, x, plan, order, ws_row, ws_col, N, N, 1, 0, 1),
+        k.symv_launch((programs,), (a, x, plan, order, ws_row, ws_col, N, N, 1, 0, 1, 0, 0, programs),
                       {"FP64": False, "BS": tile, "STAGES": config.num_stages,
                        "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
 
@@ -234,7 +234,8 @@ def main() -> None:
 
     def finish_only() -> None:
         k.symv_finish_launch((cdiv(N, finish["ROWS"]),),
-                             (ws_row, ws_col, y, N, blocks, config.per_program, 0, 1, 1.0, 0.0), finish, 4, 3)
+                             (ws_row, ws_col, y, N, blocks, config.per_program, 0, 1, 0, programs, 1.0, 0.0),
+                             finish, 4, 3)
 
     ws_row_tc, ws_col_tc = torch.zeros_like(ws_row), torch.zeros_like(ws_col)
 

@@ -7,6 +7,14 @@ increment reaches. Results of reductions are 0-d tensors on the device (no host 
 ``iamax``/``iamin`` return a 0-d int64 tensor holding a 0-based index (SciPy's convention; BLAS's
 1-based result minus one), −1 where the reference returns 0.
 
+Batched (rocBLAS's ``*_strided_batched``): a 2-D tensor is a batch of vectors, one a row, with
+``n`` and the increments shared by the batch and ``x.stride(0)`` the batch stride; every routine
+runs the whole batch in one launch (one binary for any batch size) and a reduction returns one
+value a row. A vector that is only read may stay 1-D beside a batched one (the same vector for
+every entry, batch stride 0); one that is written must hold the batch, its rows sharing no
+element. The pointer-array form (``*_batched``: entries anywhere in memory) is not offered: a
+list of tensors is ``torch.stack``-ed by the caller.
+
 Edge cases follow the reference BLAS (LAPACK 3.12): n ≤ 0 does nothing and reduces to 0; ``scal``,
 ``asum``, ``iamax``, ``iamin`` do nothing / return 0 (−1) for incx ≤ 0; ``nrm2`` walks any increment
 (0 repeats the first element); an output increment of 0 (axpy, copy, swap, rot into one element)
@@ -19,6 +27,7 @@ the true norm is representable (barring, as in the reference, more than ~2^24 fp
 from __future__ import annotations
 
 import copy as copy_module
+import math
 
 import torch
 
@@ -32,108 +41,171 @@ COMPLEX = (torch.complex64, torch.complex128)
 
 
 class Vector:
-    """A validated BLAS vector: the tensor the kernel indexes, its first element and increment."""
+    """A validated BLAS vector, or a batch of them: the tensor the kernel indexes, the first
+    element, the increment and (batched) the step from one entry's vector to the next.
 
-    def __init__(self, name: str, x: object, n: int | None, inc: int, complex_ok: bool = False) -> None:
+    A 1-D tensor is one vector. With ``batched`` a 2-D tensor is a batch of vectors, one a row
+    (rocBLAS's strided-batched routines: the batch stride is ``x.stride(0)``, the increment counts
+    elements along a row); ``n`` and the increment are the batch's."""
+
+    def __init__(self, name: str, x: object, n: int | None, inc: int, complex_ok: bool = False,
+                 batched: bool = False) -> None:
         x = as_tensor(name, x)
-        if x.dim() != 1:
-            raise invalid(f"{name}.dim()", f"{x.dim()} (shape {tuple(x.shape)})", "1-D (a BLAS vector)")
+        if x.dim() != 1 and not (batched and x.dim() == 2):
+            expected = "1-D (a BLAS vector) or 2-D (a batch of vectors, one a row)" if batched else "1-D"
+            raise invalid(f"{name}.dim()", f"{x.dim()} (shape {tuple(x.shape)})", expected)
         check_dtype(name, x, REAL + (COMPLEX if complex_ok else ()))
         if isinstance(inc, bool) or not isinstance(inc, int):
             raise invalid(f"inc{name}", repr(inc), "an integer (negative walks from the far end)")
-        length = x.shape[0]
+        length = x.shape[-1]
         if n is None:
             n = length if inc == 0 else (length - 1) // abs(inc) + 1 if length else 0
         if isinstance(n, bool) or not isinstance(n, int):
             raise invalid("n", repr(n), "an integer")
         if n > 0 and (n - 1) * abs(inc) >= length:
-            raise invalid(f"{name}.shape[0]", length, f"at least (n − 1)·|inc{name}| + 1 = "
-                                                      f"{(n - 1) * abs(inc) + 1} for n = {n}")
+            raise invalid(f"{name}.shape[{x.dim() - 1}]", length, f"at least (n − 1)·|inc{name}| + 1 = "
+                                                                   f"{(n - 1) * abs(inc) + 1} for n = {n}")
         self.name, self.tensor, self.n, self.inc = name, x, max(n, 0), inc
+        self.batched = x.dim() == 2
+        self.batch = x.shape[0] if self.batched else 1
         self.complex = x.dtype in COMPLEX
-        self.data = torch.view_as_real(x) if self.complex else x  # complex: (re, im) pairs
-        self.step = x.stride(0) * inc * (2 if self.complex else 1)  # in elements of self.data
+        width = 2 if self.complex else 1  # complex: (re, im) pairs of self.data
+        self.data = torch.view_as_real(x) if self.complex else x
+        self.step = x.stride(-1) * inc * width  # in elements of self.data
+        self.batch_step = x.stride(0) * width if self.batched else 0
         self.start = (self.n - 1) * -self.step if self.step < 0 and self.n else 0
 
-    def kernel_args(self) -> tuple[torch.Tensor, int, int]:
-        """(tensor whose first element the kernel indexes from, first element, increment)."""
-        return self.data, self.start, self.step
+    def kernel_args(self) -> tuple[torch.Tensor, int, int, int]:
+        """(tensor whose first element the kernel indexes from, first element, increment, batch step)."""
+        return self.data, self.start, self.step, self.batch_step
+
+    def entry(self, b: int) -> Vector:
+        """Entry b of a batch (the vector itself when not batched), as an unbatched vector."""
+        if not self.batched:
+            return self
+        return Vector(self.name, self.tensor[b], self.n, self.inc, complex_ok=True)
 
     def sub(self, first: int, count: int) -> Vector:
-        """Elements first … first + count − 1 of this vector, as a vector."""
+        """Elements first … first + count − 1 of this (unbatched) vector, as a vector."""
         part = copy_module.copy(self)
         part.start, part.n = self.start + first * self.step, count
         return part
 
     def elements(self) -> torch.Tensor:
-        """The n elements as one strided view (in address order: reversed for a negative increment)."""
+        """The n elements as one strided view (in address order: reversed for a negative increment),
+        a row an entry for a batch."""
         low = self.start + min(0, (self.n - 1) * self.step)
-        return self.data.as_strided((self.n,), (abs(self.step),), self.data.storage_offset() + low)
+        offset = self.data.storage_offset() + low
+        if self.batched:
+            return self.data.as_strided((self.batch, self.n), (self.batch_step, abs(self.step)), offset)
+        return self.data.as_strided((self.n,), (abs(self.step),), offset)
+
+    def check_writable(self) -> None:
+        """An output batch's rows must not share elements (an expanded tensor, overlapping strides):
+        entries are written at once."""
+        if not self.batched or self.batch < 2 or self.n == 0 or self.step == 0:
+            return
+        step, across = abs(self.tensor.stride(-1) * self.inc), abs(self.tensor.stride(0))
+        apart = math.gcd(step, across)
+        # rows b and b + d share an element iff d·across = k·step with |k| < n: first at d = step / gcd
+        if across == 0 or (step // apart <= self.batch - 1 and across // apart <= self.n - 1):
+            raise invalid(f"{self.name}.stride()", tuple(self.tensor.stride()),
+                          f"rows that share no element for a batched output written with inc{self.name} = "
+                          f"{self.inc} (no expand(); make it contiguous)")
 
     @property
     def fp64(self) -> bool:
         return self.tensor.dtype in (torch.float64, torch.complex128)
 
 
-def _vectors(x: object, y: object, n: int | None, incx: int, incy: int,
-             complex_ok: bool = False) -> tuple[Vector, Vector, int]:
-    """Both vectors with one n (by default as many elements as the shorter one reaches)."""
-    vx, vy = Vector("x", x, n, incx, complex_ok), Vector("y", y, n, incy, complex_ok)
+def _vectors(x: object, y: object, n: int | None, incx: int, incy: int, complex_ok: bool = False,
+             written: str = "y") -> tuple[Vector, Vector, int]:
+    """Both vectors with one n (by default as many elements as the shorter one reaches). Batched
+    (2-D) operands share their batch; an unbatched read-only one is used for every entry, a written
+    one (``written``: "y", "xy" or "") must have the batch."""
+    vx = Vector("x", x, n, incx, complex_ok, batched=True)
+    vy = Vector("y", y, n, incy, complex_ok, batched=True)
     if vx.n != vy.n:
         n = min(vx.n, vy.n)
-        vx, vy = Vector("x", x, n, incx, complex_ok), Vector("y", y, n, incy, complex_ok)
+        vx = Vector("x", x, n, incx, complex_ok, batched=True)
+        vy = Vector("y", y, n, incy, complex_ok, batched=True)
     check_same_device({"x": vx.tensor, "y": vy.tensor})
+    if vx.batched and vy.batched and vx.batch != vy.batch:
+        raise invalid("y.shape[0]", vy.batch, f"x's batch {vx.batch} (one vector a row of each)")
+    for v in (vx, vy):
+        if v.name in written:
+            if not v.batched and (vx.batched or vy.batched):
+                raise invalid(f"{v.name}.dim()", 1, "2-D, as the other vector: a written vector "
+                                                    "holds the whole batch")
+            v.check_writable()
     return vx, vy, vx.n
+
+
+def _batch(*vectors: Vector) -> tuple[int, bool]:
+    """(entries, whether the call is batched) of the vectors of one call."""
+    return max(v.batch for v in vectors), any(v.batched for v in vectors)
 
 
 def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float = 0.0) -> None:
     if x.n == 0:
         return
+    batch, _ = _batch(x, y or x)
     k.launch_map(op, x.kernel_args(), (y or x).kernel_args(), x.n, alpha, beta,
                  fp64=x.fp64 or (y is not None and y.fp64),
-                 config=space.shape_of("level1_map", (x.n,), x.tensor))
+                 config=space.shape_of("level1_map", (x.n,), x.tensor), batch=batch)
 
 
 def _element(v: Vector, i: int) -> torch.Tensor:
-    """Element i of the vector, as a 1-element view (for the sequential zero-increment cases)."""
+    """Element i of an unbatched vector, as a 1-element view (for the sequential zero-increment cases)."""
     return v.sub(i, 1).elements()
+
+
+def _entries(*vectors: Vector) -> list[tuple[Vector, ...]]:
+    """The call's vectors entry by entry (an unbatched one repeated): for the sequential
+    zero-increment cases, which run on the host one entry after another."""
+    batch, _ = _batch(*vectors)
+    return [tuple(v.entry(b) for v in vectors) for b in range(batch)]
 
 
 def axpy(alpha: float, x: object, y: object, *, n: int | None = None, incx: int = 1,
          incy: int = 1) -> torch.Tensor:
-    """y ← αx + y (in place); returns y."""
+    """y ← αx + y (in place); returns y. Batched: x and y 2-D, one vector a row (x may be 1-D,
+    the same for every row of y)."""
     alpha = real_scalar("alpha", alpha)
     vx, vy, n = _vectors(x, y, n, incx, incy)
     if n == 0 or alpha == 0.0:
         return vy.tensor
     if vy.inc == 0:  # the reference adds every αx_i into y's one element: y₀ + α·Σx
-        total = _signed_sum(vx)
-        _element(vy, 0).add_((alpha * total).to(vy.tensor.dtype))
+        for ex, ey in _entries(vx, vy):
+            _element(ey, 0).add_((alpha * _signed_sum(ex)).to(vy.tensor.dtype))
         return vy.tensor
     _map(k.AXPY, vx, vy, alpha)
     return vy.tensor
 
 
 def _signed_sum(v: Vector) -> torch.Tensor:
-    """Σ x_i (signed) in the wide dtype: the zero-increment axpy's total."""
+    """Σ x_i (signed) of an unbatched vector in the wide dtype: the zero-increment axpy's total."""
     ones = torch.ones(1, dtype=v.tensor.dtype, device=v.tensor.device)
     return _reduce(k.DOT, v, Vector("y", ones, v.n, 0))
 
 
 def scal(alpha: float, x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
-    """x ← αx (in place; nothing for incx ≤ 0, as the reference); returns x."""
+    """x ← αx (in place; nothing for incx ≤ 0, as the reference); returns x. Batched: x 2-D."""
     alpha = real_scalar("alpha", alpha)
-    vx = Vector("x", x, n, incx)
+    vx = Vector("x", x, n, incx, batched=True)
     if vx.inc > 0:
+        vx.check_writable()
         _map(k.SCAL, vx, None, alpha)
     return vx.tensor
 
 
 def copy(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
-    """y ← x; returns y. x and y may differ in dtype (the value is converted)."""
+    """y ← x; returns y. x and y may differ in dtype (the value is converted). Batched: y 2-D
+    (x 2-D too, or 1-D: copied into every row)."""
     vx, vy, n = _vectors(x, y, n, incx, incy)
     if n and vy.inc == 0:  # sequential: the last element written wins
-        _element(vy, 0).copy_(_element(vx, n - 1))
+        for ex, ey in _entries(vx, vy):
+            _element(ey, 0).copy_(_element(ex, n - 1))
     elif n:
         _map(k.COPY, vx, vy)
     return vy.tensor
@@ -141,12 +213,13 @@ def copy(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int
 
 def swap(x: object, y: object, *, n: int | None = None, incx: int = 1,
          incy: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exchange x and y (in place); returns (x, y)."""
-    vx, vy, n = _vectors(x, y, n, incx, incy)
+    """Exchange x and y (in place); returns (x, y). Batched: both 2-D."""
+    vx, vy, n = _vectors(x, y, n, incx, incy, written="xy")
     if vx.tensor.dtype != vy.tensor.dtype:
         raise invalid("y.dtype", vy.tensor.dtype, f"x's dtype {vx.tensor.dtype}")
     if n and (vx.inc == 0 or vy.inc == 0):
-        _sequential_swap(vx, vy, n)
+        for ex, ey in _entries(vx, vy):
+            _sequential_swap(ex, ey, n)
     elif n:
         _map(k.SWAP, vx, vy)
     return vx.tensor, vy.tensor
@@ -176,47 +249,56 @@ def _sequential_swap(vx: Vector, vy: Vector, n: int) -> None:
 
 def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx: int = 1,
         incy: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-    """Plane rotation (x, y) ← (c·x + s·y, c·y − s·x) in place; returns (x, y)."""
+    """Plane rotation (x, y) ← (c·x + s·y, c·y − s·x) in place; returns (x, y). Batched: both
+    2-D, one rotation (c, s) for every row."""
     c, s = real_scalar("c", c), real_scalar("s", s)
-    vx, vy, n = _vectors(x, y, n, incx, incy)
+    vx, vy, n = _vectors(x, y, n, incx, incy, written="xy")
     if n and (vx.inc == 0 or vy.inc == 0):  # in order, on the host: a degenerate case
-        for i in range(n):
-            xe, ye = _element(vx, i), _element(vy, i)
-            xv, yv = xe.double().clone(), ye.double().clone()
-            xe.copy_(c * xv + s * yv)
-            ye.copy_(c * yv - s * xv)
+        for ex, ey in _entries(vx, vy):
+            for i in range(n):
+                xe, ye = _element(ex, i), _element(ey, i)
+                xv, yv = xe.double().clone(), ye.double().clone()
+                xe.copy_(c * xv + s * yv)
+                ye.copy_(c * yv - s * xv)
     elif n:
         _map(k.ROT, vx, vy, c, s)
     return vx.tensor, vy.tensor
 
 
 def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> torch.Tensor:
-    """The wide-dtype reduction (a complex dot gives a complex result)."""
+    """The wide-dtype reduction of each entry (a complex dot gives a complex result): a 0-d
+    tensor, or one value a row for a batched call."""
+    batch, batched = _batch(x, y or x)
+    shape = (batch,) if batched else ()
     if x.n == 0:
-        return torch.zeros((), dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
+        return torch.zeros(shape, dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
     parts = k.launch_reduce(op, x.kernel_args(), (y or x).kernel_args(), x.n, complex_=x.complex, conj=conj,
-                            fp64=x.fp64, config=space.shape_of("level1_reduce", (x.n,), x.tensor))
+                            fp64=x.fp64, config=space.shape_of("level1_reduce", (x.n,), x.tensor),
+                            batch=batch)
     if op == k.NRM2:
-        return k.launch_nrm2_finish(parts, fp64=x.fp64)
-    if x.complex and op == k.DOT:
-        return torch.complex(parts[0].sum(), parts[1].sum())
-    return parts[0].sum()
+        total = k.launch_nrm2_finish(parts, fp64=x.fp64)
+    elif x.complex and op == k.DOT:
+        total = torch.complex(parts[0].sum(-1), parts[1].sum(-1))
+    else:
+        total = parts[0].sum(-1)
+    return total.reshape(shape)
 
 
 def _dot(x: object, y: object, n: int | None, incx: int, incy: int, conj: bool) -> torch.Tensor:
-    vx, vy, _ = _vectors(x, y, n, incx, incy, complex_ok=True)
+    vx, vy, _ = _vectors(x, y, n, incx, incy, complex_ok=True, written="")
     if vx.tensor.dtype != vy.tensor.dtype:
         raise invalid("y.dtype", vy.tensor.dtype, f"x's dtype {vx.tensor.dtype}")
     return _reduce(k.DOT, vx, vy, conj=conj).to(vx.tensor.dtype)
 
 
 def dot(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
-    """Σ x_i·y_i (complex: unconjugated, BLAS's dotu), accumulated in fp32 (fp64 for 64-bit data)."""
+    """Σ x_i·y_i (complex: unconjugated, BLAS's dotu), accumulated in fp32 (fp64 for 64-bit data).
+    Batched (x or y 2-D, the other 2-D or 1-D): one result a row."""
     return _dot(x, y, n, incx, incy, conj=False)
 
 
 def dotc(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
-    """Σ conj(x_i)·y_i (equal to dot for real data)."""
+    """Σ conj(x_i)·y_i (equal to dot for real data); batched as :func:`dot`."""
     return _dot(x, y, n, incx, incy, conj=True)
 
 
@@ -226,33 +308,35 @@ def _real_dtype(v: Vector) -> torch.dtype:
 
 def nrm2(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
     """Euclidean norm in one pass by Blue's algorithm, as LAPACK 3.10's xNRM2 (no overflow or
-    underflow of intermediate squares, no division per element)."""
-    vx = Vector("x", x, n, incx, complex_ok=True)
+    underflow of intermediate squares, no division per element); batched (x 2-D): one a row."""
+    vx = Vector("x", x, n, incx, complex_ok=True, batched=True)
     return _reduce(k.NRM2, vx).to(_real_dtype(vx))
 
 
 def asum(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
-    """Σ |x_i| (complex: Σ |re| + |im|, as BLAS); 0 for incx ≤ 0."""
-    vx = Vector("x", x, n, incx, complex_ok=True)
+    """Σ |x_i| (complex: Σ |re| + |im|, as BLAS); 0 for incx ≤ 0; batched (x 2-D): one a row."""
+    vx = Vector("x", x, n, incx, complex_ok=True, batched=True)
     if vx.inc <= 0:
-        return torch.zeros((), dtype=_real_dtype(vx), device=vx.tensor.device)
+        return torch.zeros((vx.batch,) if vx.batched else (), dtype=_real_dtype(vx), device=vx.tensor.device)
     return _reduce(k.ASUM, vx).to(_real_dtype(vx))
 
 
 def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor:
-    vx = Vector("x", x, n, incx, complex_ok=True)
-    device = vx.tensor.device
+    vx = Vector("x", x, n, incx, complex_ok=True, batched=True)
+    shape = (vx.batch,) if vx.batched else ()
     if vx.n == 0 or vx.inc <= 0:
-        return torch.full((), -1, dtype=torch.int64, device=device)
+        return torch.full(shape, -1, dtype=torch.int64, device=vx.tensor.device)
     return k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
-                            config=space.shape_of("level1_extreme", (vx.n,), vx.tensor))
+                            config=space.shape_of("level1_extreme", (vx.n,), vx.tensor),
+                            batch=vx.batch).reshape(shape)
 
 
 def iamax(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
-    """0-based index of the first largest |x_i| (|re| + |im| for complex); −1 if n = 0 or incx ≤ 0."""
+    """0-based index of the first largest |x_i| (|re| + |im| for complex); −1 if n = 0 or incx ≤ 0;
+    batched (x 2-D): one a row."""
     return _extreme(x, n, incx, largest=True)
 
 
 def iamin(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
-    """0-based index of the first smallest |x_i|; −1 if n = 0 or incx ≤ 0."""
+    """0-based index of the first smallest |x_i|; −1 if n = 0 or incx ≤ 0; batched (x 2-D): one a row."""
     return _extreme(x, n, incx, largest=False)

@@ -135,22 +135,35 @@ def gemv_row_sums(a_ptr, x_ptr, rows, row_ok, N, sam, san, x_start, incx, cols_p
 
 
 @triton.jit
+def _batch_entry(per_entry):
+    """(batch entry, program within it) of this program along grid axis 0, where each entry of a
+    batch takes ``per_entry`` programs, the entries one after another."""
+    pid = tl.program_id(0).to(tl.int64)
+    return pid // per_entry, pid % per_entry
+
+
+@triton.jit
 def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_start, incy,
-                 alpha: tl.float64, beta: tl.float64, cols_per_split,
+                 a_batch, x_batch, y_batch, alpha: tl.float64, beta: tl.float64, cols_per_split,
                  SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
     """y[i] = α Σ_j A[i, j] x[j] + β y[i] for this program's rows (SPLIT = 1), or the partial sum over
-    its share of the columns into ws[split, i]."""
+    its share of the columns into ws[entry, split, i]; batch entry b reads A, x and y ``b·…_batch``
+    elements on."""
     dependent_launch(PDL)
     pid_s = tl.program_id(1)
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    b, row_block = _batch_entry(tl.cdiv(M, BLOCK_M))
+    a_ptr += b * a_batch
+    x_start += b * x_batch
+    y_start += b * y_batch
+    rows = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     total = gemv_row_sums(a_ptr, x_ptr, rows, row_ok, N, sam, san, x_start, incx, cols_per_split, FP64,
                           BLOCK_M, BLOCK_N)
     if SPLIT == 1:
         _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
     else:
-        tl.store(ws_ptr + pid_s.to(tl.int64) * M + rows, total, mask=row_ok)
+        tl.store(ws_ptr + (b * SPLIT + pid_s) * M + rows, total, mask=row_ok)
 
 
 @triton.jit
@@ -164,13 +177,17 @@ def _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_
 
 
 @triton.jit
-def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, alpha: tl.float64, beta: tl.float64,
+def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, y_batch, alpha: tl.float64, beta: tl.float64,
                         SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
                         BLOCK: tl.constexpr, SPLIT_P2: tl.constexpr, PDL: tl.constexpr):
-    """y for BLOCK rows: their SPLIT partial sums loaded at once (SPLIT_P2 ≥ SPLIT, a power of
-    two) and added by a fixed reduction tree, so the result does not depend on timing."""
+    """y for BLOCK rows of a batch entry: their SPLIT partial sums loaded at once (SPLIT_P2 ≥
+    SPLIT, a power of two) and added by a fixed reduction tree, so the result does not depend on
+    timing."""
     dependent_launch(PDL)
-    rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    b, row_block = _batch_entry(tl.cdiv(M, BLOCK))
+    ws_ptr += b * SPLIT * M
+    y_start += b * y_batch
+    rows = row_block * BLOCK + tl.arange(0, BLOCK)
     row_ok = rows < M
     split = tl.arange(0, SPLIT_P2)
     parts = tl.load(ws_ptr + split.to(tl.int64)[:, None] * M + rows[None, :],
@@ -235,6 +252,7 @@ def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r,
 
 @triton.jit
 def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
+                 a_batch, x_batch, programs,
                  FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1,
     the row this program takes from ``order``; a lower triangle comes with its strides swapped),
@@ -244,9 +262,15 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
     tile's rows (within a warp when the columns are contiguous) and the cross-warp one out of the
     loop. The diagonal tile (the column's last) is read through a triangle mask, the tiles above
     it through a column mask only (16-byte loads). The stored triangle's other side is never
-    read; :func:`_symv_finish_kernel` adds the parts."""
+    read; :func:`_symv_finish_kernel` adds the parts. Batch entry b (the plan's ``programs``
+    programs each) reads A and x ``b·…_batch`` elements on and has parts of its own."""
     dependent_launch(PDL)
-    row = tl.load(order_ptr + tl.program_id(0))
+    b, launched = _batch_entry(programs)
+    a_ptr += b * a_batch
+    x_start += b * x_batch
+    ws_row_ptr += b * tl.cdiv(n, BS) * n
+    ws_col_ptr += b * programs * BS
+    row = tl.load(order_ptr + launched)
     bj = tl.load(plan_ptr + 3 * row)
     i_first = tl.load(plan_ptr + 3 * row + 1)
     i_last = tl.load(plan_ptr + 3 * row + 2)
@@ -291,19 +315,23 @@ def _symv_col_parts(ws_col_ptr, p0, last, r, BS: tl.constexpr, COLUMN: tl.conste
 
 
 @triton.jit
-def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y_start, incy,
-                        alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
-                        BS: tl.constexpr, ROWS: tl.constexpr, COLUMN: tl.constexpr, RIGHT: tl.constexpr,
-                        PDL: tl.constexpr):
+def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y_start, incy, y_batch,
+                        programs, alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr,
+                        FP64: tl.constexpr, BS: tl.constexpr, ROWS: tl.constexpr, COLUMN: tl.constexpr,
+                        RIGHT: tl.constexpr, PDL: tl.constexpr):
     """y for ROWS rows of row block I (ROWS divides BS): the row sums of tiles (I, J ≥ I) (RIGHT
     block columns per load) and the mirrored sums of block column I's programs (COLUMN of them
     per load), added by fixed reduction trees in a fixed order (deterministic). The programs of
     block column I follow those of columns J < I, ⌈(J + 1) / per_program⌉ each
     (:func:`_symv_programs`), so their first index is computed, not loaded: the first load of
     each kind leaves at once, in one round trip to memory (the finish is on symv's critical
-    path, after the main launch)."""
+    path, after the main launch). Batch entry b's programs follow entry b − 1's."""
     dependent_launch(PDL)
-    row0 = tl.program_id(0) * ROWS
+    b, row_program = _batch_entry(tl.cdiv(n, ROWS))
+    ws_row_ptr += b * blocks * n
+    ws_col_ptr += b * programs * BS
+    y_start += b * y_batch
+    row0 = row_program * ROWS
     bi = row0 // BS
     r = row0 % BS + tl.arange(0, ROWS)  # the rows' places in their row block
     rows = bi.to(tl.int64) * BS + r
@@ -322,10 +350,14 @@ def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y
 
 
 @triton.jit
-def _ger_kernel(a_ptr, x_ptr, y_ptr, M, N, sam, san, x_start, incx, y_start, incy, alpha: tl.float64,
-                FP64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """A[i, j] += α x[i] y[j] on one tile."""
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+def _ger_kernel(a_ptr, x_ptr, y_ptr, M, N, sam, san, x_start, incx, y_start, incy, a_batch, x_batch, y_batch,
+                alpha: tl.float64, FP64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A[i, j] += α x[i] y[j] on one tile (of batch entry b: A, x, y ``b·…_batch`` elements on)."""
+    b, row_block = _batch_entry(tl.cdiv(M, BLOCK_M))
+    a_ptr += b * a_batch
+    x_start += b * x_batch
+    y_start += b * y_batch
+    rows = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     ok = (rows < M)[:, None] & (cols < N)[None, :]
     xv = _wide(tl.load(x_ptr + x_start + rows * incx, mask=rows < M, other=0), FP64)
@@ -352,7 +384,7 @@ def _triangular_inverse(t, LOWER: tl.constexpr, BS: tl.constexpr, FP64: tl.const
 
 
 @triton.jit
-def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, LOWER: tl.constexpr,
+def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, a_batch, x_batch, LOWER: tl.constexpr,
                  UNIT: tl.constexpr, FP64: tl.constexpr, BS: tl.constexpr):
     """Solve op(A)·x = b in place, one program per BS-row block, all in one launch.
 
@@ -361,9 +393,15 @@ def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, LOWER: tl.
     GPU starts programs in). It inverts its diagonal block while earlier blocks are being solved,
     then for each earlier block loads its tile of op(A), waits for that block's flag and subtracts
     the product with the solved x; last x_b = T⁻¹·(b − Σ), stored, then its flag set (release).
-    The critical path per block is a wait, a 64-element load and two small products."""
+    The critical path per block is a wait, a 64-element load and two small products. A batch's
+    entries follow one another along the grid, each with its own flags and ticket, so a program
+    waits only for earlier-started programs of its own entry."""
     r = tl.arange(0, BS)
     nblocks = tl.cdiv(n, BS)
+    b, _ = _batch_entry(nblocks)
+    a_ptr += b * a_batch
+    x_start += b * x_batch
+    flags_ptr += b * (nblocks + 1)
     order = tl.atomic_add(flags_ptr + nblocks, 1)
     block = order if LOWER else nblocks - 1 - order
     rows = block.to(tl.int64) * BS + r  # 64-bit: rows·stride passes 2³¹ from n ≈ 46341
@@ -408,40 +446,57 @@ symv_finish_launch = Launcher(_symv_finish_kernel)
 trsv_launch = Launcher(_trsv_kernel)
 
 
-def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple[torch.Tensor, int, int],
-                y: tuple[torch.Tensor, int, int], alpha: float, beta: float, *, fp64: bool,
-                config: GemvConfig, num_sms: int, max_split: int = 64) -> None:
+def _grid(batch: int, per_entry: int) -> int:
+    """Grid axis 0 for ``batch`` entries of ``per_entry`` programs each (Triton's limit: 2³¹ − 1)."""
+    if batch * per_entry >= 2**31:
+        raise InvalidArgumentError(f"{batch} batch entries of {per_entry} programs each exceed a launch's "
+                                   f"2^31 - 1 programs; expected fewer entries a call (split the batch)")
+    return batch * per_entry
+
+
+def _vector_parts(v: tuple) -> tuple[torch.Tensor, int, int, int]:
+    """(tensor, first, increment, batch step) of a vector argument (batch step 0 when not given)."""
+    return (v[0], v[1], v[2], v[3] if len(v) > 3 else 0)
+
+
+def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple, y: tuple, alpha: float,
+                beta: float, *, fp64: bool, config: GemvConfig, num_sms: int, max_split: int = 64,
+                batch: int = 1, a_batch: int = 0) -> None:
     """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san, vectors as (tensor,
-    first element, increment): columns split among programs until about ``config.per_sm``
-    programs per multiprocessor exist (long rows, few rows), the parts added in a fixed order."""
+    first element, increment[, batch step]), ``batch`` entries (A ``a_batch`` elements apart):
+    columns split among programs until about ``config.per_sm`` programs per multiprocessor exist
+    (long rows, few rows), the parts added in a fixed order."""
     row_programs = cdiv(m, config.block_m)
-    split = max(1, min(cdiv(config.per_sm * num_sms, row_programs), cdiv(n, 4 * config.block_n), max_split))
+    entries = row_programs * batch
+    split = max(1, min(cdiv(config.per_sm * num_sms, entries), cdiv(n, 4 * config.block_n), max_split))
     per_split = cdiv(cdiv(n, split), config.block_n) * config.block_n
     split = cdiv(n, per_split)
-    ws = torch.empty(split * m if split > 1 else 1, dtype=torch.float64 if fp64 else torch.float32,
+    ws = torch.empty(batch * split * m if split > 1 else 1, dtype=torch.float64 if fp64 else torch.float32,
                      device=a.device)
-    (xd, xs, xi), (yd, ys, yi) = x, y
+    (xd, xs, xi, xb), (yd, ys, yi, yb) = _vector_parts(x), _vector_parts(y)
     beta_zero = beta == 0.0
     pdl = pdl_mode(ws, PDL_OFF)  # not yet measured with programmatic dependent launch
-    gemv_launch((row_programs, split),
-                (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, alpha, beta, per_split),
+    gemv_launch((_grid(batch, row_programs), split),
+                (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, a_batch, xb, yb, alpha, beta, per_split),
                 {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK_M": config.block_m,
                  "BLOCK_N": config.block_n, "PDL": pdl}, config.num_warps, 3)
     if split > 1:  # one load of [SPLIT, ≤ 128 rows] partials per program: many short programs
         parts = next_power_of_2(split)
         block = max(16, min(128, 8192 // parts))
-        gemv_finish_launch((cdiv(m, block),), (ws, yd, m, ys, yi, alpha, beta),
+        gemv_finish_launch((_grid(batch, cdiv(m, block)),), (ws, yd, m, ys, yi, yb, alpha, beta),
                            {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": block,
                             "SPLIT_P2": parts, "PDL": pdl}, 4, 3)
 
 
-def launch_ger(a: torch.Tensor, x: tuple[torch.Tensor, int, int], y: tuple[torch.Tensor, int, int],
-               alpha: float, *, fp64: bool, config: GerConfig) -> None:
-    """A ← α x yᵀ + A for a 2-D A (any strides), vectors as (tensor, first element, increment)."""
-    m, n = a.shape
-    (xd, xs, xi), (yd, ys, yi) = x, y
-    ger_launch((cdiv(m, config.block_m), cdiv(n, config.block_n)),
-               (a, xd, yd, m, n, a.stride(0), a.stride(1), xs, xi, ys, yi, alpha),
+def launch_ger(a: torch.Tensor, x: tuple, y: tuple, alpha: float, *, fp64: bool, config: GerConfig) -> None:
+    """A ← α x yᵀ + A for a 2-D A, or for each matrix of a 3-D one (any strides), vectors as
+    (tensor, first element, increment[, batch step])."""
+    m, n = a.shape[-2:]
+    batch = a.shape[0] if a.dim() == 3 else 1
+    a_batch = a.stride(0) if a.dim() == 3 else 0
+    (xd, xs, xi, xb), (yd, ys, yi, yb) = _vector_parts(x), _vector_parts(y)
+    ger_launch((_grid(batch, cdiv(m, config.block_m)), cdiv(n, config.block_n)),
+               (a, xd, yd, m, n, a.stride(-2), a.stride(-1), xs, xi, ys, yi, a_batch, xb, yb, alpha),
                {"FP64": fp64, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n}, config.num_warps, 3)
 
 
@@ -476,25 +531,28 @@ def _symv_order(blocks: int, per_program: int, longest_first: bool, device: torc
 SYMV_PDL = PDL_AT_EXIT
 
 
-def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int],
-                y: tuple[torch.Tensor, int, int], alpha: float, beta: float, *, fp64: bool,
-                config: SymvConfig) -> None:
-    """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j)."""
+def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple, y: tuple, alpha: float, beta: float, *,
+                fp64: bool, config: SymvConfig, batch: int = 1, a_batch: int = 0) -> None:
+    """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j), for
+    ``batch`` entries (A ``a_batch`` elements apart, vectors as (tensor, first, increment[, batch
+    step]))."""
     tile = config.tile
     blocks = cdiv(n, tile)
     plan = _symv_plan(blocks, config.per_program, a.device)
     order = _symv_order(blocks, config.per_program, config.longest_first, a.device)
     programs = plan.numel() // 3
     wide = torch.float64 if fp64 else torch.float32
-    ws_row = torch.empty(blocks * n, dtype=wide, device=a.device)  # [J, rows of blocks I ≤ J]
-    ws_col = torch.empty(programs * tile, dtype=wide, device=a.device)
-    (xd, xs, xi), (yd, ys, yi) = x, y
+    ws_row = torch.empty(batch * blocks * n, dtype=wide, device=a.device)  # [entry, J, rows of blocks I ≤ J]
+    ws_col = torch.empty(batch * programs * tile, dtype=wide, device=a.device)
+    (xd, xs, xi, xb), (yd, ys, yi, yb) = _vector_parts(x), _vector_parts(y)
     pdl = pdl_mode(ws_row, SYMV_PDL)
-    symv_launch((programs,), (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi),
+    symv_launch((_grid(batch, programs),),
+                (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi, a_batch, xb, programs),
                 {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}, config.num_warps, 3)
     finish = symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl)
-    symv_finish_launch((cdiv(n, finish["ROWS"]),),
-                       (ws_row, ws_col, yd, n, blocks, config.per_program, ys, yi, alpha, beta), finish, 4, 3)
+    symv_finish_launch((_grid(batch, cdiv(n, finish["ROWS"])),),
+                       (ws_row, ws_col, yd, n, blocks, config.per_program, ys, yi, yb, programs, alpha, beta),
+                       finish, 4, 3)
 
 
 def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool,
@@ -510,13 +568,14 @@ def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp6
             "PDL": pdl}
 
 
-def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple[torch.Tensor, int, int], *,
-                lower: bool, unit_diagonal: bool, fp64: bool, config: TrsvConfig) -> None:
-    """Solve the triangular system in place (``lower`` after any transpose folded into the strides)."""
+def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple, *, lower: bool, unit_diagonal: bool,
+                fp64: bool, config: TrsvConfig, batch: int = 1, a_batch: int = 0) -> None:
+    """Solve the triangular system in place (``lower`` after any transpose folded into the strides)
+    for ``batch`` entries (A ``a_batch`` elements apart; x as (tensor, first, increment[, batch step]))."""
     blocks = cdiv(n, config.block)
-    flags = torch.zeros(blocks + 1, dtype=torch.int32, device=a.device)  # per block, then the ticket
-    xd, xs, xi = x
-    trsv_launch((blocks,), (a, xd, flags, n, sam, san, xs, xi),
+    flags = torch.zeros(batch, blocks + 1, dtype=torch.int32, device=a.device)  # per block, then the ticket
+    xd, xs, xi, xb = _vector_parts(x)
+    trsv_launch((_grid(batch, blocks),), (a, xd, flags, n, sam, san, xs, xi, a_batch, xb),
                 {"LOWER": lower, "UNIT": unit_diagonal, "FP64": fp64, "BS": config.block},
                 config.num_warps, 1)
 
