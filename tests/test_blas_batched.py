@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tessera import InvalidArgumentError
 from tessera.blas import (
@@ -31,6 +33,7 @@ from tessera.blas import (
 )
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, SymvConfig, TrsvConfig
+from tessera.blas.level1 import Vector
 
 EPS = {torch.bfloat16: 2**-7, torch.float32: 2**-23, torch.float64: 2**-52}
 SMALL = VectorConfig(16, 2, 1)  # several programs for each entry's vector in the interpreter
@@ -281,3 +284,44 @@ def test_trsv_entry_by_entry(lower: bool, trans: bool, unit: bool, device: str) 
         solved = f64(x)[:, positions(n, -2)]
         want = np.linalg.solve(f64(ops), f64(b)[:, positions(n, -2)][..., None])[..., 0]
         close(torch.from_numpy(solved), want, torch.float64, 1e3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(batch=st.integers(1, 9), n=st.integers(1, 9), across=st.integers(0, 24), along=st.integers(1, 7),
+       inc=st.sampled_from([-2, -1, 1, 3]))
+def test_the_written_rows_overlap_rule_is_exact(batch: int, n: int, across: int, along: int,
+                                                inc: int) -> None:
+    """Vector.check_writable refuses a batched output exactly when two of its rows share an element
+    (brute force over the element offsets each row writes)."""
+    length = (n - 1) * abs(inc) + 1
+    storage = torch.empty(across * (batch - 1) + along * (length - 1) + 1)
+    t = storage.as_strided((batch, length), (across, along))
+    rows_written = [{b * across + i * abs(inc) * along for i in range(n)} for b in range(batch)]
+    shared = any(rows_written[b] & rows_written[c] for b in range(batch) for c in range(b))
+    vector = Vector("y", t, n, inc, batched=True)
+    if shared:
+        with pytest.raises(InvalidArgumentError, match="share no element"):
+            vector.check_writable()
+    else:
+        vector.check_writable()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.integers(1, 4), n=st.integers(0, 70), incx=st.sampled_from([-2, 1, 3]),
+       incy=st.sampled_from([-1, 2]), layout=st.sampled_from(["rows", "interleaved", "padded"]),
+       seed=st.integers(0, 2**16))
+def test_batched_level1_fuzz(batch: int, n: int, incx: int, incy: int, layout: str, seed: int,
+                             device: str) -> None:
+    """Random batches, lengths, increments and layouts: dot, nrm2, iamax and axpy entry by entry."""
+    x = rows(batch, max(1, (n - 1) * abs(incx) + 1), torch.float64, device, seed, layout)
+    y = rows(batch, max(1, (n - 1) * abs(incy) + 1), torch.float64, device, seed + 1, layout)
+    xs, ys = f64(x)[:, positions(n, incx)], f64(y)[:, positions(n, incy)]
+    with space.forced(SMALL):
+        close(dot(x, y, n=n, incx=incx, incy=incy), (xs * ys).sum(1), torch.float64, 4 * max(n, 1))
+        close(nrm2(x, n=n, incx=incx), np.sqrt((xs * xs).sum(1)), torch.float64, 4 * max(n, 1))
+        want_max = [int(np.argmax(np.abs(r))) if n and incx > 0 else -1 for r in xs]
+        assert iamax(x, n=n, incx=incx).tolist() == want_max
+        got = axpy(0.75, x, y.clone(), n=n, incx=incx, incy=incy)
+    want = f64(y)
+    want[:, positions(n, incy)] = 0.75 * xs + ys
+    close(got, want, torch.float64, 4)
