@@ -65,18 +65,17 @@ def _arg(v, FP64: tl.constexpr):
 
 
 @triton.jit
-def _entry(n, PER_PROGRAM: tl.constexpr):
-    """(batch entry, program within it) of this program: each entry's vector takes ⌈n / PER_PROGRAM⌉
-    programs, the entries one after another along grid axis 0."""
+def batch_entry(per_entry):
+    """(batch entry, program within it) of this program along grid axis 0, where each entry of a
+    batch takes ``per_entry`` programs, the entries one after another (``batch_grid``)."""
     pid = tl.program_id(0).to(tl.int64)
-    per_entry = tl.cdiv(n, PER_PROGRAM)  # a constant where n is (Triton specializes n = 1)
-    return pid // per_entry, pid % per_entry, per_entry
+    return pid // per_entry, pid % per_entry
 
 
 @triton.jit
 def _map_kernel(x_ptr, y_ptr, n, x_start, incx, y_start, incy, x_batch, y_batch, alpha: tl.float64,
                 beta: tl.float64, OP: tl.constexpr, FP64: tl.constexpr, BLOCK: tl.constexpr):
-    b, pid, _ = _entry(n, BLOCK)
+    b, pid = batch_entry(tl.cdiv(n, BLOCK))
     i = pid * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
     xi = x_start + b * x_batch + i * incx
@@ -198,7 +197,8 @@ def _reduce_kernel(x_ptr, y_ptr, part_ptr, n, x_start, incx, y_start, incy, x_ba
     it): nrm2 at 2^26 fp32 68.6 → 66.4 µs graph-replayed, 81.5 → 78.6–78.9 flushed (0.97 → 1.00×
     torch), asum 64.1 → 63.9 and 77.3 → 76.4–76.6. dot's two vectors keep the default: 123.1 →
     121.9 µs replayed but 136.3 → 139.4–139.8 flushed (l1-hints-h200-7171676/)."""
-    b, pid, P = _entry(n, BLOCK * ITERS)
+    P = tl.cdiv(n, BLOCK * ITERS)  # an entry's programs (a constant where n is: Triton specializes 1)
+    b, pid = batch_entry(P)
     x_start += b * x_batch
     y_start += b * y_batch
     kind = tl.num_programs(0).to(tl.int64)  # the partials of one kind: P for each entry
@@ -281,7 +281,7 @@ def _extreme_kernel(x_ptr, val_ptr, idx_ptr, n, x_start, incx, x_batch, LARGEST:
     program in 32 bits (BLOCK·ITERS < 2³¹) and add the program's first index once. x is loaded
     ``evict_first``, as asum's: iamax at 2^26 fp32 67.8 → 66.1–66.2 µs graph-replayed, 80.7 →
     80.2–80.4 flushed (l1-hints-h200-7171676/). Batch entry b's programs write val[b, p], idx[b, p]."""
-    b, pid, _ = _entry(n, BLOCK * ITERS)
+    b, pid = batch_entry(tl.cdiv(n, BLOCK * ITERS))
     x_start += b * x_batch
     best = tl.full((BLOCK,), float("-inf") if LARGEST else float("inf"),
                    tl.float64 if FP64 else tl.float32)
@@ -353,25 +353,27 @@ def programs(n: int, per_program: int) -> int:
 StridedVector = tuple  # (tensor, first element, increment[, batch step]): see the module docstring
 
 
-def _unpack(v: StridedVector) -> tuple[torch.Tensor, int, int, int]:
+def vector_parts(v: StridedVector) -> tuple[torch.Tensor, int, int, int]:
     """(tensor, first, increment, batch step) of a vector argument (batch step 0 when not given)."""
     return (v[0], v[1], v[2], v[3] if len(v) > 3 else 0)
 
 
-def _grid(batch: int, per_entry: int) -> tuple[int]:
-    """Grid axis 0 for ``batch`` entries of ``per_entry`` programs each (Triton's limit: 2³¹ − 1)."""
+def batch_grid(batch: int, per_entry: int) -> int:
+    """Grid axis 0's programs for ``batch`` entries of ``per_entry`` programs each, one entry after
+    another (Triton's limit: 2³¹ − 1)."""
     total = batch * per_entry
     if total >= 2**31:
         raise InvalidArgumentError(f"{batch} batch entries of {per_entry} programs each exceed a launch's "
                                    f"2^31 - 1 programs; expected fewer entries a call (split the batch)")
-    return (total,)
+    return total
 
 
 def launch_map(op: int, x: StridedVector, y: StridedVector, n: int, alpha: float, beta: float, *,
                fp64: bool, config: VectorConfig, batch: int = 1) -> None:
     """The element-wise routine ``op`` on n elements of each of ``batch`` pairs of vectors."""
-    (xd, xs, xi, xb), (yd, ys, yi, yb) = _unpack(x), _unpack(y)
-    map_launch(_grid(batch, programs(n, config.block)), (xd, yd, n, xs, xi, ys, yi, xb, yb, alpha, beta),
+    (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
+    map_launch((batch_grid(batch, programs(n, config.block)),),
+               (xd, yd, n, xs, xi, ys, yi, xb, yb, alpha, beta),
                {"OP": op, "FP64": fp64, "BLOCK": config.block}, config.num_warps, 3)
 
 
@@ -379,11 +381,11 @@ def launch_reduce(op: int, x: StridedVector, y: StridedVector, n: int, *, comple
                   fp64: bool, config: VectorConfig, batch: int = 1) -> torch.Tensor:
     """The reduction ``op`` of n elements of each of ``batch`` vectors as partials, laid out
     (kind, entry, program): nrm2 three kinds, a complex dot two, else one."""
-    (xd, xs, xi, xb), (yd, ys, yi, yb) = _unpack(x), _unpack(y)
+    (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
     count = programs(n, config.block * config.iters)
     parts = torch.empty(3 if op == NRM2 else 2 if complex_ and op == DOT else 1, batch, count,
                         dtype=torch.float64 if fp64 else torch.float32, device=xd.device)
-    reduce_launch(_grid(batch, count), (xd, yd, parts, n, xs, xi, ys, yi, xb, yb),
+    reduce_launch((batch_grid(batch, count),), (xd, yd, parts, n, xs, xi, ys, yi, xb, yb),
                   {"OP": op, "COMPLEX": complex_, "CONJ": conj, "FP64": fp64, "BLOCK": config.block,
                    "ITERS": config.iters}, config.num_warps, 3)
     return parts
@@ -404,11 +406,11 @@ def launch_extreme(x: StridedVector, n: int, largest: bool, *, complex_: bool, f
     step) as an int64 tensor of one index an entry: each program's extreme and its first index,
     then one program an entry that picks among them (the pick was four torch operations, four
     launches, before)."""
-    xd, xs, xi, xb = _unpack(x)
+    xd, xs, xi, xb = vector_parts(x)
     count = programs(n, config.block * config.iters)
     values = torch.empty(batch, count, dtype=torch.float64 if fp64 else torch.float32, device=xd.device)
     where = torch.empty(batch, count, dtype=torch.int64, device=xd.device)
-    extreme_launch(_grid(batch, count), (xd, values, where, n, xs, xi, xb),
+    extreme_launch((batch_grid(batch, count),), (xd, values, where, n, xs, xi, xb),
                    {"LARGEST": largest, "COMPLEX": complex_, "FP64": fp64, "BLOCK": config.block,
                     "ITERS": config.iters}, config.num_warps, 3)
     index = torch.empty(batch, dtype=torch.int64, device=xd.device)

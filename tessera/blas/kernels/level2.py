@@ -23,7 +23,7 @@ from tessera._core.device import torch_dtype
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
 from tessera._core.pdl import dependent_launch, dependents_may_launch
-from tessera.blas.kernels.level1 import _arg, _wide
+from tessera.blas.kernels.level1 import _arg, _wide, batch_entry, batch_grid, vector_parts
 
 
 @dataclass(frozen=True)
@@ -135,14 +135,6 @@ def gemv_row_sums(a_ptr, x_ptr, rows, row_ok, N, sam, san, x_start, incx, cols_p
 
 
 @triton.jit
-def _batch_entry(per_entry):
-    """(batch entry, program within it) of this program along grid axis 0, where each entry of a
-    batch takes ``per_entry`` programs, the entries one after another."""
-    pid = tl.program_id(0).to(tl.int64)
-    return pid // per_entry, pid % per_entry
-
-
-@triton.jit
 def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_start, incy,
                  a_batch, x_batch, y_batch, alpha: tl.float64, beta: tl.float64, cols_per_split,
                  SPLIT: tl.constexpr, BETA_ZERO: tl.constexpr, FP64: tl.constexpr,
@@ -152,7 +144,7 @@ def _gemv_kernel(a_ptr, x_ptr, y_ptr, ws_ptr, M, N, sam, san, x_start, incx, y_s
     elements on."""
     dependent_launch(PDL)
     pid_s = tl.program_id(1)
-    b, row_block = _batch_entry(tl.cdiv(M, BLOCK_M))
+    b, row_block = batch_entry(tl.cdiv(M, BLOCK_M))
     a_ptr += b * a_batch
     x_start += b * x_batch
     y_start += b * y_batch
@@ -184,7 +176,7 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, y_batch, alpha: tl.floa
     SPLIT, a power of two) and added by a fixed reduction tree, so the result does not depend on
     timing."""
     dependent_launch(PDL)
-    b, row_block = _batch_entry(tl.cdiv(M, BLOCK))
+    b, row_block = batch_entry(tl.cdiv(M, BLOCK))
     ws_ptr += b * SPLIT * M
     y_start += b * y_batch
     rows = row_block * BLOCK + tl.arange(0, BLOCK)
@@ -265,7 +257,7 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
     read; :func:`_symv_finish_kernel` adds the parts. Batch entry b (the plan's ``programs``
     programs each) reads A and x ``b·…_batch`` elements on and has parts of its own."""
     dependent_launch(PDL)
-    b, launched = _batch_entry(programs)
+    b, launched = batch_entry(programs)
     a_ptr += b * a_batch
     x_start += b * x_batch
     ws_row_ptr += b * tl.cdiv(n, BS) * n
@@ -327,7 +319,7 @@ def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y
     each kind leaves at once, in one round trip to memory (the finish is on symv's critical
     path, after the main launch). Batch entry b's programs follow entry b − 1's."""
     dependent_launch(PDL)
-    b, row_program = _batch_entry(tl.cdiv(n, ROWS))
+    b, row_program = batch_entry(tl.cdiv(n, ROWS))
     ws_row_ptr += b * blocks * n
     ws_col_ptr += b * programs * BS
     y_start += b * y_batch
@@ -353,7 +345,7 @@ def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y
 def _ger_kernel(a_ptr, x_ptr, y_ptr, M, N, sam, san, x_start, incx, y_start, incy, a_batch, x_batch, y_batch,
                 alpha: tl.float64, FP64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """A[i, j] += α x[i] y[j] on one tile (of batch entry b: A, x, y ``b·…_batch`` elements on)."""
-    b, row_block = _batch_entry(tl.cdiv(M, BLOCK_M))
+    b, row_block = batch_entry(tl.cdiv(M, BLOCK_M))
     a_ptr += b * a_batch
     x_start += b * x_batch
     y_start += b * y_batch
@@ -398,7 +390,7 @@ def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, a_batch, x
     waits only for earlier-started programs of its own entry."""
     r = tl.arange(0, BS)
     nblocks = tl.cdiv(n, BS)
-    b, _ = _batch_entry(nblocks)
+    b, _ = batch_entry(nblocks)
     a_ptr += b * a_batch
     x_start += b * x_batch
     flags_ptr += b * (nblocks + 1)
@@ -446,19 +438,6 @@ symv_finish_launch = Launcher(_symv_finish_kernel)
 trsv_launch = Launcher(_trsv_kernel)
 
 
-def _grid(batch: int, per_entry: int) -> int:
-    """Grid axis 0 for ``batch`` entries of ``per_entry`` programs each (Triton's limit: 2³¹ − 1)."""
-    if batch * per_entry >= 2**31:
-        raise InvalidArgumentError(f"{batch} batch entries of {per_entry} programs each exceed a launch's "
-                                   f"2^31 - 1 programs; expected fewer entries a call (split the batch)")
-    return batch * per_entry
-
-
-def _vector_parts(v: tuple) -> tuple[torch.Tensor, int, int, int]:
-    """(tensor, first, increment, batch step) of a vector argument (batch step 0 when not given)."""
-    return (v[0], v[1], v[2], v[3] if len(v) > 3 else 0)
-
-
 def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple, y: tuple, alpha: float,
                 beta: float, *, fp64: bool, config: GemvConfig, num_sms: int, max_split: int = 64,
                 batch: int = 1, a_batch: int = 0) -> None:
@@ -473,17 +452,17 @@ def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple, y
     split = cdiv(n, per_split)
     ws = torch.empty(batch * split * m if split > 1 else 1, dtype=torch.float64 if fp64 else torch.float32,
                      device=a.device)
-    (xd, xs, xi, xb), (yd, ys, yi, yb) = _vector_parts(x), _vector_parts(y)
+    (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
     beta_zero = beta == 0.0
     pdl = pdl_mode(ws, PDL_OFF)  # not yet measured with programmatic dependent launch
-    gemv_launch((_grid(batch, row_programs), split),
+    gemv_launch((batch_grid(batch, row_programs), split),
                 (a, xd, yd, ws, m, n, sam, san, xs, xi, ys, yi, a_batch, xb, yb, alpha, beta, per_split),
                 {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK_M": config.block_m,
                  "BLOCK_N": config.block_n, "PDL": pdl}, config.num_warps, 3)
     if split > 1:  # one load of [SPLIT, ≤ 128 rows] partials per program: many short programs
         parts = next_power_of_2(split)
         block = max(16, min(128, 8192 // parts))
-        gemv_finish_launch((_grid(batch, cdiv(m, block)),), (ws, yd, m, ys, yi, yb, alpha, beta),
+        gemv_finish_launch((batch_grid(batch, cdiv(m, block)),), (ws, yd, m, ys, yi, yb, alpha, beta),
                            {"SPLIT": split, "BETA_ZERO": beta_zero, "FP64": fp64, "BLOCK": block,
                             "SPLIT_P2": parts, "PDL": pdl}, 4, 3)
 
@@ -494,8 +473,8 @@ def launch_ger(a: torch.Tensor, x: tuple, y: tuple, alpha: float, *, fp64: bool,
     m, n = a.shape[-2:]
     batch = a.shape[0] if a.dim() == 3 else 1
     a_batch = a.stride(0) if a.dim() == 3 else 0
-    (xd, xs, xi, xb), (yd, ys, yi, yb) = _vector_parts(x), _vector_parts(y)
-    ger_launch((_grid(batch, cdiv(m, config.block_m)), cdiv(n, config.block_n)),
+    (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
+    ger_launch((batch_grid(batch, cdiv(m, config.block_m)), cdiv(n, config.block_n)),
                (a, xd, yd, m, n, a.stride(-2), a.stride(-1), xs, xi, ys, yi, a_batch, xb, yb, alpha),
                {"FP64": fp64, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n}, config.num_warps, 3)
 
@@ -544,13 +523,13 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple, y: tuple,
     wide = torch.float64 if fp64 else torch.float32
     ws_row = torch.empty(batch * blocks * n, dtype=wide, device=a.device)  # [entry, J, rows of blocks I ≤ J]
     ws_col = torch.empty(batch * programs * tile, dtype=wide, device=a.device)
-    (xd, xs, xi, xb), (yd, ys, yi, yb) = _vector_parts(x), _vector_parts(y)
+    (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
     pdl = pdl_mode(ws_row, SYMV_PDL)
-    symv_launch((_grid(batch, programs),),
+    symv_launch((batch_grid(batch, programs),),
                 (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi, a_batch, xb, programs),
                 {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}, config.num_warps, 3)
     finish = symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl)
-    symv_finish_launch((_grid(batch, cdiv(n, finish["ROWS"])),),
+    symv_finish_launch((batch_grid(batch, cdiv(n, finish["ROWS"])),),
                        (ws_row, ws_col, yd, n, blocks, config.per_program, ys, yi, yb, programs, alpha, beta),
                        finish, 4, 3)
 
@@ -574,8 +553,8 @@ def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple, *, lower:
     for ``batch`` entries (A ``a_batch`` elements apart; x as (tensor, first, increment[, batch step]))."""
     blocks = cdiv(n, config.block)
     flags = torch.zeros(batch, blocks + 1, dtype=torch.int32, device=a.device)  # per block, then the ticket
-    xd, xs, xi, xb = _vector_parts(x)
-    trsv_launch((_grid(batch, blocks),), (a, xd, flags, n, sam, san, xs, xi, a_batch, xb),
+    xd, xs, xi, xb = vector_parts(x)
+    trsv_launch((batch_grid(batch, blocks),), (a, xd, flags, n, sam, san, xs, xi, a_batch, xb),
                 {"LOWER": lower, "UNIT": unit_diagonal, "FP64": fp64, "BS": config.block},
                 config.num_warps, 1)
 
