@@ -294,7 +294,7 @@ def test_gpu_tf32_results_against_fp64(config: WsConfig) -> None:
     if not space.ws_capable(device_info()):
         pytest.skip("needs an sm_90 GPU")
     gen = torch.Generator(device="cuda").manual_seed(11)
-    for m, n, k in ((300, 520, 136), (128, 256, 32), (1031, 2056, 1000), (4096, 4096, 512)):
+    for m, n, k in ((300, 520, 136), (128, 256, 32), (1031, 2056, 1000), (2048, 4096, 256)):  # 256 tiles
         a = torch.randn(m, k, device="cuda", generator=gen)
         for layout in (lambda t: t, lambda t: t.t().contiguous().t()):
             b, fresh = (layout(torch.randn(k, n, device="cuda", generator=gen)) for _ in range(2))
