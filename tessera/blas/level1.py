@@ -277,10 +277,9 @@ def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> 
                             batch=batch)
     if op == k.NRM2:
         total = k.launch_nrm2_finish(parts, fp64=x.fp64)
-    elif x.complex and op == k.DOT:
-        total = torch.complex(parts[0].sum(-1), parts[1].sum(-1))
-    else:
-        total = parts[0].sum(-1)
+    else:  # one program an entry (n ≤ block · iters): its partial is the sum, no launch to add them
+        sums = parts[..., 0] if parts.shape[-1] == 1 else parts.sum(-1)
+        total = torch.complex(sums[0], sums[1]) if x.complex and op == k.DOT else sums[0]
     return total.reshape(shape)
 
 
