@@ -169,8 +169,16 @@ def test_edge_cases_follow_the_reference_per_entry(device: str) -> None:
     want = f64(y) + 2.0 * f64(x).sum(1, keepdims=True)
     close(axpy(2.0, x, y.clone(), n=10, incy=0), want, torch.float64, 40)
     close(copy(x, y.clone(), n=10, incy=0), f64(x)[:, -1:], torch.float64, 1)  # the last element written wins
-    empty = torch.empty(0, 10, device=device)
+    empty = torch.empty(0, 10, device=device)  # a batch of no vectors: nothing launches
     assert nrm2(empty).shape == (0,) and axpy(1.0, empty, empty.clone()).shape == (0, 10)
+    one = torch.ones(10, device=device)
+    assert dot(empty, one).shape == iamax(empty).shape == asum(empty).shape == (0,)
+    assert dotc(one, empty).shape == (0,) and scal(2.0, empty).shape == (0, 10)
+    assert gemv(torch.empty(0, 5, 10, device=device), one).shape == (0, 5)
+    assert symv(torch.empty(0, 10, 10, device=device), torch.empty(0, 10, device=device)).shape == (0, 10)
+    assert trsv(torch.eye(10, device=device), empty).shape == (0, 10)
+    no_matrices = torch.empty(0, 5, 10, device=device)
+    assert ger(1.0, torch.empty(0, 5, device=device), one, no_matrices).shape == (0, 5, 10)
 
 
 def test_batched_vectors_are_checked(device: str) -> None:

@@ -142,14 +142,16 @@ def _vectors(x: object, y: object, n: int | None, incx: int, incy: int, complex_
 
 
 def _batch(*vectors: Vector) -> tuple[int, bool]:
-    """(entries, whether the call is batched) of the vectors of one call."""
-    return max(v.batch for v in vectors), any(v.batched for v in vectors)
+    """(entries, whether the call is batched) of the vectors of one call: the batched ones' batch
+    (``_vectors`` checked they agree), 1 when none is batched."""
+    batched = [v.batch for v in vectors if v.batched]
+    return (batched[0], True) if batched else (1, False)
 
 
 def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float = 0.0) -> None:
-    if x.n == 0:
-        return
     batch, _ = _batch(x, y or x)
+    if x.n == 0 or batch == 0:
+        return
     k.launch_map(op, x.kernel_args(), (y or x).kernel_args(), x.n, alpha, beta,
                  fp64=x.fp64 or (y is not None and y.fp64),
                  config=space.shape_of("level1_map", (x.n,), x.tensor), batch=batch)
@@ -270,7 +272,7 @@ def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> 
     tensor, or one value a row for a batched call."""
     batch, batched = _batch(x, y or x)
     shape = (batch,) if batched else ()
-    if x.n == 0:
+    if x.n == 0 or batch == 0:
         return torch.zeros(shape, dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
     parts = k.launch_reduce(op, x.kernel_args(), (y or x).kernel_args(), x.n, complex_=x.complex, conj=conj,
                             fp64=x.fp64, config=space.shape_of("level1_reduce", (x.n,), x.tensor),
@@ -323,7 +325,7 @@ def asum(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
 def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor:
     vx = Vector("x", x, n, incx, complex_ok=True, batched=True)
     shape = (vx.batch,) if vx.batched else ()
-    if vx.n == 0 or vx.inc <= 0:
+    if vx.n == 0 or vx.inc <= 0 or vx.batch == 0:
         return torch.full(shape, -1, dtype=torch.int64, device=vx.tensor.device)
     return k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
                             config=space.shape_of("level1_extreme", (vx.n,), vx.tensor),
