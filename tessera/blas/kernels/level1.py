@@ -68,8 +68,9 @@ def _arg(v, FP64: tl.constexpr):
 def batch_entry(per_entry):
     """(batch entry, program within it) of this program along grid axis 0, where each entry of a
     batch takes ``per_entry`` programs, the entries one after another (``batch_grid``)."""
-    pid = tl.program_id(0).to(tl.int64)
-    return pid // per_entry, pid % per_entry
+    pid = tl.program_id(0)  # 32-bit division where per_entry is 32-bit (the grid is under 2³¹)
+    b = pid // per_entry
+    return b.to(tl.int64), (pid - b * per_entry).to(tl.int64)
 
 
 @triton.jit
