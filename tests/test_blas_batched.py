@@ -333,3 +333,25 @@ def test_batched_level1_fuzz(batch: int, n: int, incx: int, incy: int, layout: s
     want = f64(y)
     want[:, positions(n, incy)] = 0.75 * xs + ys
     close(got, want, torch.float64, 4)
+
+
+def test_a_batch_of_short_vectors_gets_a_shape_cut_to_them(device: str) -> None:
+    """Each entry takes programs of its own: for 50-element rows the tuned long-vector shape is cut
+    to one step of a 64-lane block on one warp (right results); long rows keep it."""
+    from tessera._core.launch import recording
+
+    x, y = rows(6, 50, torch.float32, device, 7, "rows"), rows(6, 50, torch.float32, device, 8, "rows")
+    with recording() as calls:
+        got = dot(x, y)
+    (reduce_call,) = [c for c in calls if c.constexprs.get("ITERS") is not None]
+    shape = (reduce_call.constexprs["BLOCK"], reduce_call.constexprs["ITERS"], reduce_call.num_warps)
+    assert shape == (64, 1, 1)
+    close(got, (f64(x) * f64(y)).sum(1), torch.float32, 100)
+    with recording() as calls:
+        iamax(x)
+    assert calls[0].constexprs["BLOCK"] == 64
+    long = rows(2, 40000, torch.float32, device, 9, "rows")
+    with recording() as calls:
+        nrm2(long)
+    shipped = space.shape_of("level1_reduce", (40000,), long)
+    assert calls[0].constexprs["BLOCK"] == shipped.block and calls[0].constexprs["ITERS"] == shipped.iters

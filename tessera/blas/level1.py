@@ -32,6 +32,7 @@ import math
 import torch
 
 from tessera._core.errors import invalid
+from tessera._core.launch import next_power_of_2
 from tessera._core.validate import as_tensor, check_dtype, check_same_device, real_scalar
 from tessera.blas import space
 from tessera.blas.kernels import level1 as k
@@ -148,13 +149,27 @@ def _batch(*vectors: Vector) -> tuple[int, bool]:
     return (batched[0], True) if batched else (1, False)
 
 
+def _shape(op: str, x: Vector, batch: int) -> k.VectorConfig:
+    """The launch shape of ``op`` for x's length (logic files, else the heuristic: tuned on long
+    vectors). Each entry of a batch takes programs of its own, so for a batch of short vectors
+    the shape is cut to the length: steps a program no more than the vector fills, and a block
+    no longer than it (at least a warp's 32 lanes, warps to match) — otherwise every program of a
+    4096 × 64 batch would issue eight masked 1024-lane steps for one of 64 elements."""
+    config = space.shape_of(op, (x.n,), x.tensor)
+    if batch <= 1 or x.n >= config.block * config.iters:
+        return config
+    block = min(config.block, max(32, next_power_of_2(x.n)))
+    iters = min(config.iters, -(-x.n // block))
+    return k.VectorConfig(block, iters, max(1, min(config.num_warps, block // 128)))
+
+
 def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float = 0.0) -> None:
     batch, _ = _batch(x, y or x)
     if x.n == 0 or batch == 0:
         return
     k.launch_map(op, x.kernel_args(), (y or x).kernel_args(), x.n, alpha, beta,
                  fp64=x.fp64 or (y is not None and y.fp64),
-                 config=space.shape_of("level1_map", (x.n,), x.tensor), batch=batch)
+                 config=_shape("level1_map", x, batch), batch=batch)
 
 
 def _element(v: Vector, i: int) -> torch.Tensor:
@@ -275,7 +290,7 @@ def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> 
     if x.n == 0 or batch == 0:
         return torch.zeros(shape, dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
     parts = k.launch_reduce(op, x.kernel_args(), (y or x).kernel_args(), x.n, complex_=x.complex, conj=conj,
-                            fp64=x.fp64, config=space.shape_of("level1_reduce", (x.n,), x.tensor),
+                            fp64=x.fp64, config=_shape("level1_reduce", x, batch),
                             batch=batch)
     if op == k.NRM2:
         total = k.launch_nrm2_finish(parts, fp64=x.fp64)
@@ -328,7 +343,7 @@ def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor
     if vx.n == 0 or vx.inc <= 0 or vx.batch == 0:
         return torch.full(shape, -1, dtype=torch.int64, device=vx.tensor.device)
     return k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
-                            config=space.shape_of("level1_extreme", (vx.n,), vx.tensor),
+                            config=_shape("level1_extreme", vx, vx.batch),
                             batch=vx.batch).reshape(shape)
 
 
