@@ -355,3 +355,16 @@ def test_a_batch_of_short_vectors_gets_a_shape_cut_to_them(device: str) -> None:
         nrm2(long)
     shipped = space.shape_of("level1_reduce", (40000,), long)
     assert calls[0].constexprs["BLOCK"] == shipped.block and calls[0].constexprs["ITERS"] == shipped.iters
+
+
+def test_a_batch_of_small_matrices_gets_a_gemv_tile_cut_to_them(device: str) -> None:
+    """A batched gemv on 24 × 40 matrices launches tiles no larger than the matrix (the shipped
+    tile is for 8192²), right."""
+    from tessera._core.launch import recording
+
+    a = torch.randn(5, 24, 40, device=device, dtype=torch.float64)
+    x = torch.randn(5, 40, device=device, dtype=torch.float64)
+    with space.forced(GemvConfig(128, 512, 4, 2)), recording() as calls:
+        got = gemv(a, x)
+    assert (calls[0].constexprs["BLOCK_M"], calls[0].constexprs["BLOCK_N"]) == (32, 64)
+    close(got, np.einsum("bij,bj->bi", f64(a), f64(x)), torch.float64, 80)

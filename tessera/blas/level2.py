@@ -15,10 +15,13 @@ batch, its entries sharing no element. α and β are the batch's.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from tessera._core.device import device_info
 from tessera._core.errors import invalid
+from tessera._core.launch import next_power_of_2
 from tessera._core.validate import (
     as_tensor,
     check_dtype,
@@ -91,6 +94,9 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
                  out=y_row)
             return
         config = space.SHAPE_OPS["gemv"].heuristic(dtype, info.backend).config  # the gemv kernel's tile
+    if batch > 1:  # each entry has programs of its own: a tile no larger than its matrix
+        config = dataclasses.replace(config, block_m=min(config.block_m, max(16, next_power_of_2(m))),
+                                     block_n=min(config.block_n, max(32, next_power_of_2(n))))
     k.launch_gemv(a, sam, san, m, n, x.kernel_args(), y.kernel_args(), alpha, beta,
                   fp64=_fp64(a, x.tensor, y.tensor), config=config, num_sms=info.multiprocessors or 8,
                   max_split=2 if info.backend == "interpreter" else 64,  # the CPU runs programs one by one
