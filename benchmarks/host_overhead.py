@@ -135,8 +135,10 @@ def main() -> None:
             per_call_us(lambda: torch.matmul(row, weight), calls=500))
         samples.setdefault("tessera.gemm 1024^3 tf32 (B copied K-major each call)", []).append(
             per_call_us(lambda: gemm(f32_a, f32_b, precision="tf32"), calls=500))
+        samples.setdefault("tessera.gemm 1024^3 tf32x3 (B copied K-major each call)", []).append(
+            per_call_us(lambda: gemm(f32_a, f32_b, precision="tf32x3"), calls=500))
         samples.setdefault("  its K-major copy of B alone (column_major_copy)", []).append(
-            per_call_us(lambda: column_major_copy(f32_b.unsqueeze(0)), calls=500))
+            per_call_us(lambda: column_major_copy(f32_b), calls=500))
         allowed, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, True
         samples.setdefault("torch.matmul 1024^3 fp32, tf32 allowed", []).append(
             per_call_us(lambda: torch.matmul(f32_a, f32_b), calls=500))
@@ -165,11 +167,13 @@ def main() -> None:
             with space.forced(config):
                 return blas.gemm_wq(x, q8, out=out)
         return call
+    xb, yb = x.view(16, 256), y.view(16, 256)
     level12 = {  # name: (tessera call, torch call); last the weight-only decode beside bf16 matmul
         "axpy 4096": (lambda: blas.axpy(0.5, x, y), lambda: y.add_(x, alpha=0.5)),
         "dot 4096": (lambda: blas.dot(x, y), lambda: torch.dot(x, y)),
         "nrm2 4096": (lambda: blas.nrm2(x), lambda: torch.linalg.vector_norm(x)),
         "iamax 4096": (lambda: blas.iamax(x), lambda: x.abs().argmax()),
+        "dot batched 16x256": (lambda: blas.dot(xb, yb), lambda: torch.linalg.vecdot(xb, yb)),
         "gemv 64x64 bf16": (lambda: blas.gemv(a, v, w), lambda: torch.mv(a, v, out=w)),
         "gemv T 64x64 bf16": (lambda: blas.gemv(a, v, w, trans=True), lambda: torch.mv(a.t(), v, out=w)),
         "gemm_wq W4A16 1x256x256": (lambda: blas.gemm_wq(xq, q), lambda: torch.matmul(xq, wq)),
