@@ -1,7 +1,9 @@
-"""The one place tests get their reference results: fp64 torch on the CPU."""
+"""The one place tests get their reference results: fp64 torch on the CPU, and the reference BLAS's
+vector model in fp64 NumPy."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from tessera.blas.accuracy import gemm_error_bound
@@ -31,3 +33,24 @@ def assert_gemm_close(
     err = (got - ref).abs()
     worst = (err / bound).max().item() if err.numel() else 0.0
     assert worst <= 1.0, f"error exceeds bound by x{worst:.3g} (max abs error {err.max().item():.3g})"
+
+
+# Unit roundoff of each real dtype: the BLAS tests' tolerances are multiples of it.
+EPS = {torch.float16: 2**-10, torch.bfloat16: 2**-7, torch.float32: 2**-23, torch.float64: 2**-52}
+
+
+def positions(n: int, inc: int) -> list[int]:
+    """The reference BLAS's element order: from the start, or from the far end for inc < 0."""
+    first = 0 if inc >= 0 else (n - 1) * -inc
+    return [first + i * inc for i in range(n)]
+
+
+def f64(t: torch.Tensor) -> np.ndarray:
+    """A NumPy fp64 (complex128) copy: never a view of the tensor under test."""
+    return t.detach().cpu().to(torch.complex128 if t.is_complex() else torch.float64).numpy().copy()
+
+
+def close(got: torch.Tensor | float, want: float | np.ndarray, dtype: torch.dtype, scale: float) -> None:
+    """``got`` within 8·EPS[dtype]·scale of the fp64 ``want``, elementwise."""
+    got = f64(got) if isinstance(got, torch.Tensor) else got
+    assert np.allclose(got, want, rtol=0, atol=8 * EPS[dtype] * scale + 1e-300), (got, want)

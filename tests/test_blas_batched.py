@@ -12,6 +12,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reference import close, f64, positions
 from tessera import InvalidArgumentError
 from tessera.blas import (
     asum,
@@ -35,47 +36,26 @@ from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, SymvConfig, TrsvConfig
 from tessera.blas.level1 import Vector
 
-EPS = {torch.bfloat16: 2**-7, torch.float32: 2**-23, torch.float64: 2**-52}
+DTYPES = [torch.bfloat16, torch.float32, torch.float64]
 SMALL = VectorConfig(16, 2, 1)  # several programs for each entry's vector in the interpreter
-
-
-def positions(n: int, inc: int) -> list[int]:
-    """The reference BLAS's element order: from the start, or from the far end for inc < 0."""
-    first = 0 if inc >= 0 else (n - 1) * -inc
-    return [first + i * inc for i in range(n)]
 
 
 def rows(batch: int, length: int, dtype: torch.dtype, device: str, seed: int, layout: str) -> torch.Tensor:
     """A (batch, length) tensor: rows stored one after another ("rows"), interleaved (the
     transpose of a (length, batch) tensor: batch stride 1), or with room between them ("padded")."""
     gen = torch.Generator().manual_seed(seed)
-    if layout == "rows":
-        base = torch.randn(batch, length, generator=gen, dtype=torch.float64)
-    elif layout == "interleaved":
-        base = torch.randn(length, batch, generator=gen, dtype=torch.float64).T
-    else:
-        base = torch.randn(batch, length + 7, generator=gen, dtype=torch.float64)[:, 3:3 + length]
-    return base.to(dtype).to(device) if layout == "rows" else _keep_layout(base, dtype, device)
+
+    def fill(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen, dtype=torch.float64).to(dtype).to(device)
+
+    if layout == "interleaved":
+        return fill(length, batch).T
+    if layout == "padded":
+        return fill(batch, length + 7)[:, 3:3 + length]
+    return fill(batch, length)
 
 
-def _keep_layout(base: torch.Tensor, dtype: torch.dtype, device: str) -> torch.Tensor:
-    """``base`` converted with its strides kept (``.to`` would make a strided view contiguous)."""
-    out = torch.empty_strided(base.shape, base.stride(), dtype=dtype, device=device) if base.is_contiguous() \
-        else torch.empty_like(base, dtype=dtype, device=device)
-    out.copy_(base)
-    return out
-
-
-def f64(t: torch.Tensor) -> np.ndarray:
-    """A NumPy fp64 (complex128) copy: never a view of the tensor under test."""
-    return t.detach().cpu().to(torch.complex128 if t.is_complex() else torch.float64).numpy().copy()
-
-
-def close(got: torch.Tensor, want: np.ndarray, dtype: torch.dtype, scale: float) -> None:
-    assert np.allclose(f64(got), want, rtol=0, atol=8 * EPS[dtype] * scale + 1e-300), (f64(got), want)
-
-
-@pytest.mark.parametrize("dtype", list(EPS), ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("layout", ["rows", "interleaved", "padded"])
 @pytest.mark.parametrize("incx,incy", [(1, 1), (2, -1), (-3, 2)])
 def test_element_wise_routines_entry_by_entry(dtype: torch.dtype, layout: str, incx: int, incy: int,

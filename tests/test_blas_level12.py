@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from child import compiler_env, precompile
+from reference import EPS, close, f64, positions
 from tessera import InvalidArgumentError, UnsupportedError, device_info
 from tessera._core import launch
 from tessera.blas import (
@@ -48,14 +49,7 @@ from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, S
 from tessera.cli import main
 from tessera.tuning import load_logic, logic
 
-EPS = {torch.float16: 2**-10, torch.bfloat16: 2**-7, torch.float32: 2**-23, torch.float64: 2**-52}
 DTYPES = list(EPS)
-
-
-def positions(n: int, inc: int) -> list[int]:
-    """The reference BLAS's element order: from the start, or from the far end for inc < 0."""
-    first = 0 if inc >= 0 else (n - 1) * -inc
-    return [first + i * inc for i in range(n)]
 
 
 def make(length: int, dtype: torch.dtype, device: str, seed: int, stride: int = 1) -> torch.Tensor:
@@ -63,16 +57,6 @@ def make(length: int, dtype: torch.dtype, device: str, seed: int, stride: int = 
     gen = torch.Generator().manual_seed(seed)
     base = torch.randn(length * stride, generator=gen, dtype=torch.float64)
     return base.to(dtype).to(device)[::stride]
-
-
-def f64(t: torch.Tensor) -> np.ndarray:
-    """A NumPy fp64 (complex128) copy: never a view of the tensor under test."""
-    return t.detach().cpu().to(torch.complex128 if t.is_complex() else torch.float64).numpy().copy()
-
-
-def close(got: torch.Tensor | float, want: float | np.ndarray, dtype: torch.dtype, scale: float) -> None:
-    got = f64(got) if isinstance(got, torch.Tensor) else got
-    assert np.allclose(got, want, rtol=0, atol=8 * EPS[dtype] * scale + 1e-300), (got, want)
 
 
 # ------------------------------------------------------------------------------------------ level 1
