@@ -23,7 +23,7 @@ from tessera._core.device import torch_dtype
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
 from tessera._core.pdl import dependent_launch, dependents_may_launch
-from tessera.blas.kernels.level1 import _arg, _wide, batch_entry, batch_grid, vector_parts
+from tessera.blas.kernels.level1 import StridedVector, _arg, _wide, batch_entry, batch_grid, vector_parts
 
 
 @dataclass(frozen=True)
@@ -438,9 +438,9 @@ symv_finish_launch = Launcher(_symv_finish_kernel)
 trsv_launch = Launcher(_trsv_kernel)
 
 
-def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple, y: tuple, alpha: float,
-                beta: float, *, fp64: bool, config: GemvConfig, num_sms: int, max_split: int = 64,
-                batch: int = 1, a_batch: int = 0) -> None:
+def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: StridedVector, y: StridedVector,
+                alpha: float, beta: float, *, fp64: bool, config: GemvConfig, num_sms: int,
+                max_split: int = 64, batch: int = 1, a_batch: int = 0) -> None:
     """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san, vectors as (tensor,
     first element, increment[, batch step]), ``batch`` entries (A ``a_batch`` elements apart):
     columns split among programs until about ``config.per_sm`` programs per multiprocessor exist
@@ -467,7 +467,8 @@ def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: tuple, y
                             "SPLIT_P2": parts, "PDL": pdl}, 4, 3)
 
 
-def launch_ger(a: torch.Tensor, x: tuple, y: tuple, alpha: float, *, fp64: bool, config: GerConfig) -> None:
+def launch_ger(a: torch.Tensor, x: StridedVector, y: StridedVector, alpha: float, *, fp64: bool,
+               config: GerConfig) -> None:
     """A ← α x yᵀ + A for a 2-D A, or for each matrix of a 3-D one (any strides), vectors as
     (tensor, first element, increment[, batch step])."""
     m, n = a.shape[-2:]
@@ -510,8 +511,8 @@ def _symv_order(blocks: int, per_program: int, longest_first: bool, device: torc
 SYMV_PDL = PDL_AT_EXIT
 
 
-def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple, y: tuple, alpha: float, beta: float, *,
-                fp64: bool, config: SymvConfig, batch: int = 1, a_batch: int = 0) -> None:
+def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: StridedVector, y: StridedVector, alpha: float,
+                beta: float, *, fp64: bool, config: SymvConfig, batch: int = 1, a_batch: int = 0) -> None:
     """y ← α A·x + β y for symmetric A whose upper triangle is at a + i·sam + j·san (i ≤ j), for
     ``batch`` entries (A ``a_batch`` elements apart, vectors as (tensor, first, increment[, batch
     step]))."""
@@ -547,8 +548,9 @@ def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp6
             "PDL": pdl}
 
 
-def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: tuple, *, lower: bool, unit_diagonal: bool,
-                fp64: bool, config: TrsvConfig, batch: int = 1, a_batch: int = 0) -> None:
+def launch_trsv(a: torch.Tensor, sam: int, san: int, n: int, x: StridedVector, *, lower: bool,
+                unit_diagonal: bool, fp64: bool, config: TrsvConfig, batch: int = 1,
+                a_batch: int = 0) -> None:
     """Solve the triangular system in place (``lower`` after any transpose folded into the strides)
     for ``batch`` entries (A ``a_batch`` elements apart; x as (tensor, first, increment[, batch step]))."""
     blocks = cdiv(n, config.block)
