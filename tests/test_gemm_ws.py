@@ -5,6 +5,8 @@ sizes, both layouts of B, D in halves, and fp8 scales per tensor, row and column
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import os
 import subprocess
@@ -15,6 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
 
 from child import precompile
 from reference import assert_gemm_close
@@ -25,7 +29,7 @@ from tessera.blas import explain, gemm, space
 from tessera.blas.accuracy import FP8_FAST_ACCUMULATION
 from tessera.blas.kernels import gemm_scaled, gemm_ws
 from tessera.blas.kernels.gemm_scaled import launch_gemm_scaled
-from tessera.blas.kernels.gemm_tma import shared_memory_bytes
+from tessera.blas.kernels.gemm_tma import TmaConfig, shared_memory_bytes
 from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, scaled_ws_supported, ws_supported
 from tessera.cli import main
 from tessera.tuning import logic, packs
@@ -79,8 +83,9 @@ def test_who_the_family_takes() -> None:
     assert not ws_supported(a.t().contiguous().t(), b_row, None, d, 1.0)  # A column-major
     assert not ws_supported(a, b_row, None, d.float(), 1.0)  # another output dtype
     assert not ws_supported(a.float(), b_col.float(), None, d.float(), 1.0)  # fp32 IEEE
-    assert ws_supported(a.float(), b_col.float(), None, d.float(), 1.0, "tf32")  # B K-major (gemm copies it)
-    assert not ws_supported(a.float(), b_row.float(), None, d.float(), 1.0, "tf32")
+    assert ws_supported(a.float(), b_col.float(), None, d.float(), 1.0, "tf32")  # B K-major
+    assert ws_supported(a.float(), b_row.float(), None, d.float(), 1.0, "tf32")  # multiplied swapped
+    assert gemm_ws.swaps(b_row.float()) and not gemm_ws.swaps(b_col.float()) and not gemm_ws.swaps(b_row)
     assert not ws_supported(a.float(), b_col.float(), None, d.float(), 1.0, "tf32x3")  # no 3xTF32 in Gluon
     narrow = torch.empty(48, 36, dtype=torch.bfloat16)[:, :30]  # rows of 30 elements: not 16-byte multiples
     assert not ws_supported(a, narrow, None, torch.empty(64, 30, dtype=torch.bfloat16), 1.0)
@@ -177,6 +182,93 @@ def test_tf32_takes_only_configurations_with_128_byte_rows() -> None:
             assert not offered
 
 
+def test_which_configurations_multiply_swapped() -> None:
+    """A row-major tf32 B is multiplied as Dᵀ = Bᵀ·Aᵀ: the accumulator's rows are the tile's
+    columns (block_n a multiple of 16 a warp), and ping-pong is left out (ptxas serializes its
+    wgmma for want of registers). A configuration that cannot is refused by the launcher with what
+    to do, and selection does not give it a swapped call."""
+    fits = [*space.WS_TF32_SPACE[:4], WsConfig(256, 64, 32, 8, 4, 3, 2)]
+    misfits = [WsConfig(128, 64, 32, 8, 8, 3), WsConfig(128, 128, 32, 8, 4, 4, 2, pingpong=True),
+               WsConfig(64, 32, 16, 8, 4, 3)]
+    assert all(map(gemm_ws.swap_fits, fits)) and not any(map(gemm_ws.swap_fits, misfits))
+    assert space.WS_TF32_SPACE[4].pingpong  # the tf32 space's one misfit
+    a, b, d = torch.empty(512, 256), torch.empty(256, 512), torch.empty(512, 512)
+    with pytest.raises(InvalidArgumentError, match="cannot multiply a row-major float32 B"), \
+            building_for("cuda", "sm_90"), capture():
+        gemm_ws.launch_gemm_ws(a, b, d, num_sms=132, config=misfits[0])
+    swapped = space.GemmProblem(4096, 4096, 4096, 1, "tf32", True, True, True)
+    for config in fits[:3] + misfits[:2]:
+        with space.forced(config):
+            assert (space.select(swapped, H200).reason == "forced") == gemm_ws.swap_fits(config)
+            assert space.select(dataclasses.replace(swapped, ws_swapped=False), H200).reason == "forced"
+
+
+@pytest.mark.parametrize("trans_a", [False, True], ids=["A row-major", "A column-major"])
+def test_tf32_calls_on_hopper_copy_only_what_the_kernel_cannot_read(trans_a: bool,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the H200 (faked: nothing launches) a tf32 call with a row-major B and a configuration
+    that multiplies swapped reads both operands as they are; one that cannot (ping-pong), or
+    ``gemm_tma``, has gemm copy B K-major first; x @ W.t() (B column-major) is never copied; and a
+    column-major A (which the family reads only row-major) has both copied, unswapped."""
+    from tessera.blas import api
+
+    monkeypatch.setattr(api, "device_info", lambda device=None: H200)
+    a = torch.empty(4096, 2048).t() if trans_a else torch.empty(2048, 4096)
+    b_row, b_col = torch.empty(4096, 1024), torch.empty(1024, 4096).t()
+    tma = TmaConfig(128, 256, 32, 8, 8, 3, epilogue_split=2)
+    for config, b in itertools.product((space.WS_TF32_SPACE[0], space.WS_TF32_SPACE[4], tma), (b_row, b_col)):
+        with space.forced(config):
+            _, plan = api._plan(a, b, None, 1.0, 0.0, False, False, None, None, "tf32", allocate=False)
+        assert plan is not None and plan.choice.config == config, plan
+        swapped = not trans_a and b is b_row and config is space.WS_TF32_SPACE[0]
+        assert plan.problem.ws_swapped == swapped and plan.k_major == (not swapped), config.short()
+        assert (plan.op_b is b) == (swapped or b is b_col) and (plan.op_a is a) == (not trans_a)
+
+
+@gluon.constexpr_function
+def _swizzled_as_listed(linear, rows, cols):
+    """Whether Triton's own linear form of a swizzled tile is ``gemm_ws._swizzled_bases``'."""
+    return [list(b) for b in linear.offset_bases] == gemm_ws._swizzled_bases(rows, cols)
+
+
+@gluon.jit
+def _swapped_layouts(x, BN: gl.constexpr, BM: gl.constexpr, CHECK_BASES: gl.constexpr):
+    """Compiles only where the swapped tile's shared-memory accesses are as designed: Bᵀ's pieces
+    read with no bank conflict in the accumulator's row order (one in the plain swizzle), D's tile
+    written with at most one; and (CHECK_BASES) the hand-written swizzle bases are Triton's."""
+    layout: gl.constexpr = gemm_ws._accumulator_layout(BN, BM, gl.num_warps(), gl.float32)
+    operand: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=layout, k_width=1)
+    swizzled: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
+    piece = gl.zeros([BN, 8], gl.float32, operand)
+    plain = gl.allocate_shared_memory(gl.float32, [8, BN], swizzled)
+    ordered = gl.allocate_shared_memory(gl.float32, [8, BN], gemm_ws._row_order_layout(swizzled, 8, BN))
+    gl.static_assert(gl.bank_conflicts(piece.type, plain.permute((1, 0)).type) == 1)
+    gl.static_assert(gl.bank_conflicts(piece.type, ordered.permute((1, 0)).type) == 0)
+    tile = gl.zeros([BN, BM], gl.float32, layout).permute((1, 0))
+    d_view = gl.allocate_shared_memory(gl.float32, [BM, BN], gemm_ws._row_order_layout(swizzled, BM, BN))
+    gl.static_assert(gl.bank_conflicts(tile.type, d_view.type) <= 1)
+    if CHECK_BASES:
+        gl.static_assert(_swizzled_as_listed(gl.to_linear_layout(swizzled, [8, BN]), 8, BN))
+        gl.static_assert(_swizzled_as_listed(gl.to_linear_layout(swizzled, [BM, BN]), BM, BN))
+
+
+@pytest.mark.parametrize(("block_m", "block_n", "warps"), [(128, 256, 8), (256, 128, 8), (128, 128, 8),
+                                                          (128, 128, 4), (256, 64, 4)], ids=str)
+def test_swapped_tiles_read_without_bank_conflicts(block_m: int, block_n: int, warps: int) -> None:
+    """The swapped tile's layouts, compiled offline for sm_90 (Gluon's ``bank_conflicts`` at trace
+    time): Bᵀ's register reads conflict-free in the reordered view, the epilogue's stores at most
+    2-way, and the swizzle's bases as Triton defines them (checked where Triton can convert a
+    shared layout to its linear form: 3.6 aborts on it)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    check_bases = tuple(int(v) for v in triton.__version__.split(".")[:2]) >= (3, 9)
+    source = GluonASTSource(_swapped_layouts, {"x": "*fp32"},
+                            {"BN": block_n, "BM": block_m, "CHECK_BASES": check_bases}, {})
+    triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+
+
 def test_a_call_off_the_gpu_never_takes_it(device: str) -> None:
     """Off an sm_90 GPU (the interpreter, CI) gemm never picks the family, forced or not."""
     if device == "cuda" and space.ws_capable(device_info()):
@@ -186,17 +278,23 @@ def test_a_call_off_the_gpu_never_takes_it(device: str) -> None:
         assert not isinstance(explain(a.half(), a.t().half()).config, WsConfig)
 
 
-@pytest.mark.parametrize(("dtype", "b_col_major"), [("bf16", False), ("bf16", True), ("tf32", True)],
-                         ids=["b-row-major", "x@W.t()", "tf32"])
+@pytest.mark.parametrize(("dtype", "b_col_major", "config"),
+                         [("bf16", False, WsConfig()), ("bf16", True, WsConfig()),
+                          ("tf32", False, space.WS_TF32_SPACE[0]), ("tf32", True, space.WS_TF32_SPACE[0]),
+                          ("tf32", True, space.WS_TF32_SPACE[4])],
+                         ids=["b-row-major", "x@W.t()", "tf32 swapped", "tf32 x@W.t()", "tf32 pingpong"])
 @pytest.mark.parametrize("shape", [(8192, 8192, 8192), (4000, 12000, 1000)], ids=str)
-def test_pack_launches_are_a_real_calls(dtype: str, b_col_major: bool, shape: tuple[int, int, int]) -> None:
+def test_pack_launches_are_a_real_calls(dtype: str, b_col_major: bool, config: WsConfig,
+                                        shape: tuple[int, int, int]) -> None:
     """A large call's launch has the key of one of the launches a pack precompiles for the family
     (``representative_launch``), so an installed pack serves it without compiling (tf32: B
-    column-major, as gemm copies it)."""
-    config = space.WS_TF32_SPACE[0] if dtype == "tf32" else WsConfig()
+    row-major multiplied swapped, or column-major as it is or as gemm copies it; a configuration
+    that cannot swap has no row-major launches)."""
     elem = torch.float32 if dtype == "tf32" else torch.bfloat16
     with capture() as representative, building_for("cuda", "sm_90"):
         gemm_ws.representative_launch("gemm", config, dtype, 132)
+    gemms = [c for c in representative if c.launcher is gemm_ws._launch]
+    assert len(gemms) == (16 if dtype == "bf16" or gemm_ws.swap_fits(config) else 8)
     m, n, k = shape
     a = torch.empty(m, k, dtype=elem)
     b = torch.empty(n, k, dtype=a.dtype).t() if b_col_major else torch.empty(k, n, dtype=a.dtype)
@@ -226,7 +324,8 @@ def test_scaled_pack_launches_are_a_real_calls(b_col_major: bool, m: int, n: int
 
 def test_compiles_offline_for_sm90() -> None:
     """A pack build for sm_90 compiles the family's 16 representative launches (B row- and
-    column-major; M, N, K multiples of 16 or only of 8), D in halves on 4 stages, and the scaled
+    column-major; M, N, K multiples of 16 or only of 8; tf32's row-major B multiplied swapped),
+    D in halves on 4 stages, and the scaled
     fp8 use's 4 (M, N multiples of 16 or only of 8) with the running Triton — 3.9 in CI, whose
     Gluon renamed the TMA copies and the barrier (the aliases in gemm_ws)."""
     tile = {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_warps": 8}
@@ -243,7 +342,7 @@ def test_compiles_offline_for_sm90() -> None:
              "config": {**tile, "block_k": 32, "num_stages": 3, "epilogue_split": 2}}]
     with tempfile.TemporaryDirectory() as out:
         results = precompile("sm_90", jobs, out)
-        for job, result, launches in zip(jobs, results, (16, 16, 4, 4, 8), strict=True):
+        for job, result, launches in zip(jobs, results, (16, 16, 4, 4, 16), strict=True):
             assert result["status"] == "ok", (job, result)
             sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
                         if f.endswith(".launch.json")]
@@ -288,13 +387,16 @@ def test_gpu_results_against_fp64(config: WsConfig, dtype: torch.dtype) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", space.WS_TF32_SPACE, ids=lambda c: c.short())
 def test_gpu_tf32_results_against_fp64(config: WsConfig) -> None:
-    """float32 with TF32 allowed through the family (B row-major, copied K-major first, or
-    column-major as it is): edge tiles, K tails, more tiles than programs, within tf32's bound
-    of the fp64 product; a repeat call (its recipe replaying the copy) on a new B as right."""
+    """float32 with TF32 allowed through the family (B row-major, multiplied swapped where the
+    configuration can, else copied K-major first; or column-major as it is): edge tiles, K tails
+    (a step's last 8-deep pieces zero), K under one step, more tiles than programs, within tf32's
+    bound of the fp64 product; a repeat call (its recipe replaying the copy, if any) on a new B
+    as right."""
     if not space.ws_capable(device_info()):
         pytest.skip("needs an sm_90 GPU")
     gen = torch.Generator(device="cuda").manual_seed(11)
-    for m, n, k in ((300, 520, 136), (128, 256, 32), (1031, 2056, 1000), (2048, 4096, 256)):  # 256 tiles
+    for m, n, k in ((300, 520, 136), (128, 256, 32), (200, 136, 24), (1031, 2056, 1000), (520, 300, 96),
+                    (2048, 4096, 256)):  # the last: 256 tiles
         a = torch.randn(m, k, device="cuda", generator=gen)
         for layout in (lambda t: t, lambda t: t.t().contiguous().t()):
             b, fresh = (layout(torch.randn(k, n, device="cuda", generator=gen)) for _ in range(2))
@@ -302,7 +404,10 @@ def test_gpu_tf32_results_against_fp64(config: WsConfig) -> None:
                 with recording() as calls:
                     got = gemm(a, b, precision="tf32")
                 again = gemm(a, fresh, precision="tf32")
-            assert gemm_ws._launch in [c.launcher for c in calls], (m, n, k)
+            launchers = [c.launcher for c in calls]
+            assert gemm_ws._launch in launchers, (m, n, k)
+            if gemm_ws.swaps(b) and gemm_ws.swap_fits(config):
+                assert launchers == [gemm_ws._launch], (m, n, k)  # swapped: no copy of B
             assert_gemm_close(got, a, b, precision="tf32")
             assert_gemm_close(again, a, fresh, precision="tf32")
 

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 import torch
 
 from tessera._core import launch, log
-from tessera._core.device import FP32_PRECISIONS, TF32_KEYS, device_info, dtype_key, interpreter_enabled
+from tessera._core.device import (
+    FP32_PRECISIONS,
+    TF32_KEYS,
+    DeviceInfo,
+    device_info,
+    dtype_key,
+    interpreter_enabled,
+)
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
     as_tensor,
@@ -33,7 +40,7 @@ from tessera.blas.kernels.gemm_splitk import SplitKConfig, launch_gemm_splitk
 from tessera.blas.kernels.gemm_streamk import StreamKConfig, launch_gemm_streamk
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile
 from tessera.blas.kernels.gemm_tma import launch_gemm_tma, tma_supported
-from tessera.blas.kernels.gemm_ws import WsConfig, launch_gemm_ws, ws_supported
+from tessera.blas.kernels.gemm_ws import WsConfig, launch_gemm_ws, swaps, ws_supported
 from tessera.blas.quantized import (
     QUANTIZED_INPUTS,
     SCALED_RECIPES,
@@ -465,22 +472,36 @@ def _plan(
     if precision != "ieee" and info.backend == "hip":
         precision = "ieee"  # AMD GPUs have no tf32 in Triton: IEEE fp32 is what "allow tf32" gives
     key = dtype_key(a.dtype, precision)
-    k_major = key in TF32_KEYS and space.tf32_wants_k_major(info)
+    problem, choice = _selection(op_a, op_b, c_view, out, (m, n, k, batch), alpha, precision, key, info)
+    # tf32 on Hopper: wgmma reads 32-bit shared-memory operands K-major only, so the operands are
+    # copied so first, unless the warp-specialized kernel takes the call as it lies (a row-major B
+    # multiplied swapped)
+    k_major = (key in TF32_KEYS and space.tf32_wants_k_major(info)
+               and not (problem.ws_swapped and isinstance(choice.config, WsConfig)))
     if k_major:
         op_a, op_b = _k_major(op_a, op_b, materialize=allocate)
-    tma_ok = (
-        batch == 1
-        and a.dtype != torch.float64
-        and (space.tma_capable(info) or (info.backend == "interpreter" and a.dtype != torch.bfloat16))
-        and tma_supported(op_a, op_b, out)
-    )  # the interpreter's bf16 dot is wrong and only the tile family upcasts around it
-    ws_ok = tma_ok and space.ws_capable(info) and ws_supported(op_a, op_b, c_view, out, alpha, precision)
-    problem = space.GemmProblem(m, n, k, batch, key, tma_ok, ws_ok)
-    choice = space.select(problem, info)
+        problem, choice = _selection(op_a, op_b, c_view, out, (m, n, k, batch), alpha, precision, key, info)
     if allocate and log.modes():
         _log_call(problem, choice, a, b, trans_a, trans_b, batched)
     return out, _GemmPlan(op_a, op_b, c_view, out, batch, alpha, beta, precision, problem, choice,
                           info.multiprocessors or 1, k_major)
+
+
+def _selection(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, out: torch.Tensor,
+               sizes: tuple[int, int, int, int], alpha: float, precision: str, key: str,
+               info: DeviceInfo) -> tuple[space.GemmProblem, space.Choice]:
+    """The problem (m, n, k, batch of ``sizes``) as selection sees it for operands in these
+    layouts, and the choice made."""
+    batch = sizes[3]
+    tma_ok = (
+        batch == 1
+        and op_a.dtype != torch.float64
+        and (space.tma_capable(info) or (info.backend == "interpreter" and op_a.dtype != torch.bfloat16))
+        and tma_supported(op_a, op_b, out)
+    )  # the interpreter's bf16 dot is wrong and only the tile family upcasts around it
+    ws_ok = tma_ok and space.ws_capable(info) and ws_supported(op_a, op_b, c, out, alpha, precision)
+    problem = space.GemmProblem(*sizes, key, tma_ok, ws_ok, ws_ok and swaps(op_b))
+    return problem, space.select(problem, info)
 
 
 def _launch(plan: _GemmPlan) -> None:

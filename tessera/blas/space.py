@@ -24,7 +24,7 @@ from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
-from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, row_fits
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, row_fits, swap_fits
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.tuning import logic
@@ -49,6 +49,7 @@ class GemmProblem:
     dtype: str
     tma_ok: bool  # operands meet the descriptor rules and the batch is 1
     ws_ok: bool = False  # and the warp-specialized family takes them (``gemm_ws.ws_supported``, sm_90)
+    ws_swapped: bool = False  # with a row-major tf32 B, which it multiplies swapped (``gemm_ws.swap_fits``)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,8 @@ WS_SPACE: tuple[WsConfig, ...] = (
     WsConfig(128, 128, 64, 8, 4, 5, pingpong=True),  # probes: 0.986× torch at 8192³, 1.028× at 8192²×1024
 )
 # ... for tf32 (float32 rows of 32 elements: 128 bytes a K step; gemm_tma's tf32 tile, 128×256×32
-# with 3 stages and D in halves, and what fits beside it; not yet timed on the GPU)
+# with 3 stages and D in halves, and what fits beside it; not yet timed on the GPU). All but the
+# ping-pong pair multiply a row-major B swapped, without gemm's K-major copy (``gemm_ws.swap_fits``)
 WS_TF32_SPACE: tuple[WsConfig, ...] = (
     WsConfig(128, 256, 32, 8, 8, 3, 2), WsConfig(256, 128, 32, 8, 8, 3, 2), WsConfig(128, 128, 32, 8, 8, 5),
     WsConfig(128, 128, 32, 8, 4, 5), WsConfig(128, 128, 32, 8, 4, 4, 2, pingpong=True),
@@ -131,6 +133,8 @@ def _misfit(problem: GemmProblem, config: object) -> str | None:
         return "warp-specialized config does not fit this call"
     if isinstance(config, WsConfig) and not row_fits(config, torch_dtype(problem.dtype).itemsize):
         return f"warp-specialized config's K step is over 128 bytes a row for {problem.dtype}"
+    if isinstance(config, WsConfig) and problem.ws_swapped and not swap_fits(config):
+        return "warp-specialized config cannot multiply a row-major tf32 B swapped"
     if isinstance(config, StreamKConfig) and problem.batch != 1:
         return "stream-K config takes no batch"
     return None

@@ -13,15 +13,16 @@ Triton's automatic warp specialization of ``tl.range`` loops measured no gain on
 results with pointer stores (``benchmarks/gemm_ws_probe.py``); these explicit partitions were first
 timed by ``benchmarks/gemm_gluon_probe.py`` (docs/architecture.md).
 
-Two uses, one kernel: ``gemm`` (``WsConfig``, op ``gemm``) on 16-bit A row-major and B either way,
-or float32 with TF32 allowed (A row-major, B column-major: ``gemm`` copies it K-major, as wgmma reads
-32-bit operands only so), D row-major of A's dtype, no C, alpha 1 (:func:`ws_supported`; a K step
-of at most 128 bytes a row, :func:`row_fits`); and the scaled fp8 GEMM with fast
-accumulation (``ScaledWsConfig``, op ``gemm_scaled``: A row-major, B column-major since wgmma reads
-8-bit operands K-major only, D = A·B · scale_a · scale_b + bias in bf16, fp16 or fp32, the scales
-per tensor or per row of A / column of B; :func:`scaled_ws_supported`). Both need CUDA sm_90
-(wgmma) and 16-byte aligned rows. ``epilogue_split`` 2 stores D's tile in two column halves
-through one half-sized buffer, which leaves room for one more operand stage.
+Two uses, one kernel: ``gemm`` (``WsConfig``, op ``gemm``) on A row-major and B either way, 16-bit
+or float32 with TF32 allowed (wgmma reads 32-bit operands from shared memory only K-major, so a
+row-major float32 B is multiplied swapped, Dᵀ = Bᵀ·Aᵀ with Bᵀ's tiles in registers, :func:`_swapped`;
+``gemm_tma`` has B copied K-major instead), D row-major of A's dtype, no C, alpha 1
+(:func:`ws_supported`; a K step of at most 128 bytes a row, :func:`row_fits`); and the scaled fp8
+GEMM with fast accumulation (``ScaledWsConfig``, op ``gemm_scaled``: A row-major, B column-major
+since wgmma reads 8-bit operands K-major only, D = A·B · scale_a · scale_b + bias in bf16, fp16 or
+fp32, the scales per tensor or per row of A / column of B; :func:`scaled_ws_supported`). Both need CUDA sm_90
+(wgmma) and 16-byte aligned rows. ``epilogue_split`` 2 stores D's tile in two column halves (row
+halves when swapped) through one half-sized buffer, which leaves room for one more operand stage.
 
 Triton 3.6 and 3.9 name the TMA copies and the partition barrier differently: the aliases below
 take whichever the running Triton has.
@@ -61,6 +62,7 @@ from tessera.blas.kernels.gemm_tma import (
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # 3.9 / 3.6
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 _partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
+_PUBLIC_REINTERPRET = gl.constexpr(hasattr(gl.shared_memory_descriptor, "reinterpret"))  # 3.6: _reinterpret
 
 _GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 _FP8_DTYPES = {torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
@@ -74,7 +76,7 @@ class WsConfig:
     """Launch parameters of :func:`_gemm_ws_kernel`: a (block_m × block_n) output tile a step of
     block_k, ``num_warps`` multiplying warps (4 or 8: one or two warp groups stacked along M),
     ``num_stages`` operand stages in shared memory (fewer where they and D's buffers would not fit
-    the GPU's shared memory), D stored whole or in ``epilogue_split`` column halves; one loader
+    the GPU's shared memory), D stored whole or in ``epilogue_split`` halves; one loader
     warp besides. ``pingpong``: two warp groups of 4 warps, each multiplying whole tiles of its
     own, in turn, so that one stores its tile while the other's wgmma run (CUTLASS's ping-pong
     schedule; the cooperative default has both warp groups on one tile, the tensor cores idle
@@ -140,10 +142,74 @@ def _accumulator_layout(block_m, block_n, num_warps, operand_dtype):
 
 @gluon.constexpr_function
 def _b_col_major(b_desc, block_k):
-    """Whether B comes column-major: always with 8- and 32-bit operands (wgmma reads them K-major
-    only), else when its descriptor's block is (BN, BK) rows of K, not (BK, BN) (block_n > block_k
-    keeps the two apart, ``WsConfig``)."""
-    return b_desc.dtype.primitive_bitwidth != 16 or b_desc.block_type.shape[1] == block_k
+    """Whether B comes column-major: always with 8-bit operands (wgmma reads them K-major only, and
+    block_k may equal block_n), else when its descriptor's block is (BN, BK) rows of K, not (BK, BN)
+    (block_n > block_k keeps the two apart, ``WsConfig``)."""
+    return b_desc.dtype.primitive_bitwidth == 8 or b_desc.block_type.shape[1] == block_k
+
+
+@gluon.constexpr_function
+def _swapped(b_desc, block_k):
+    """Whether the tile is multiplied as Dᵀ = Bᵀ·Aᵀ: float32 (tf32) with B row-major. wgmma reads
+    32-bit operands from shared memory only K-major, which a row-major B is not, but its A operand
+    may come from registers in any layout: so B's tile (loaded as it lies) goes through registers
+    as the A operand, A's tile (K-major) is the shared-memory B operand, and the accumulator holds
+    the tile transposed. The alternative, copying B K-major before the call (``gemm_tma``'s way),
+    moves K·N·8 more bytes in a launch of its own."""
+    return b_desc.dtype.primitive_bitwidth == 32 and not _b_col_major(b_desc, block_k)
+
+
+@gluon.constexpr_function
+def _b_pieces(b_desc, block_k):
+    """B's boxes a K step: swapped, one a wgmma instruction's K (8 rows of B's tile, each its own
+    swizzled tile, which the register reads see in the accumulator's row order: shared-memory
+    views of another layout cannot be sliced, so the pieces are copied apart); else one."""
+    return block_k // b_desc.block_type.shape[0] if _swapped(b_desc, block_k) else 1
+
+
+@gluon.constexpr_function
+def _swizzled_bases(rows, cols):
+    """The offset bases of a (rows, cols) float32 tile in the 128-byte swizzle TMA writes
+    (NVMMASharedLayout, not transposed; cols a multiple of 32): offset bit i → the (row, column)
+    it adds. Bits 0–4 walk a 128-byte row; row bits 0–2 also flip the 16-byte chunk (the XOR
+    swizzle); then the rows, then the 32-column blocks. What ``gl.to_linear_layout`` gives for
+    that layout (a CPU test checks it with Triton 3.9; 3.6 cannot convert shared layouts)."""
+    bases = [[0, 1 << i] for i in range(5)]
+    bases += [[1 << i, 4 << i if i < 3 else 0] for i in range(rows.bit_length() - 1)]
+    bases += [[0, 32 << i] for i in range((cols // 32).bit_length() - 1)]
+    return bases
+
+
+@gluon.constexpr_function
+def _row_order_layout(layout, rows, cols):
+    """The float32 tile of ``layout`` (TMA's 128-byte swizzle) seen with its columns in the swapped
+    accumulator's row order: column n of each 32 is logical column r with n's bits 2, 3, 4 from
+    r's bits 3, 4, 2. A warp's wgmma fragment reads 8 consecutive rows × 4 K (Bᵀ's columns × rows
+    of B's tile): in the plain order they fall on 16 of the 32 banks under the swizzle (2-way
+    conflicts on every read), in this order on all 32 (Gluon's ``bank_conflicts``: 1 → 0). The
+    accumulator's rows are then in that order too, so D's tile is written through the same view
+    (2-way there, conflict-free in the plain order: a tile's one epilogue against its 16–32
+    reads a thread every K step). ``layout`` must be the 128-byte swizzle (float32, cols a
+    multiple of 32)."""
+    assert layout.swizzle_byte_width == 128 and layout.element_bitwidth == 32 and not layout.transposed
+
+    def reorder(base):
+        n = base[1]
+        r = (n & ~0b11100) | ((n >> 2 & 1) << 3) | ((n >> 3 & 1) << 4) | ((n >> 4 & 1) << 2)
+        return [base[0], r]
+
+    return gl.SharedLinearLayout([reorder(b) for b in _swizzled_bases(rows, cols)], [], 1024)
+
+
+@gluon.jit
+def _reinterpreted(buf, layout: gl.constexpr):
+    """``buf`` (float32, 2-D) seen through ``layout`` (Triton 3.9 names the method ``reinterpret``,
+    3.6 ``_reinterpret``)."""
+    if _PUBLIC_REINTERPRET:
+        view = buf.reinterpret(gl.float32, buf.shape, layout)
+    else:
+        view = buf._reinterpret(gl.float32, buf.shape, layout)
+    return view
 
 
 @gluon.constexpr_function
@@ -167,10 +233,11 @@ def _tile_origin(tile, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M
 def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES):
     """The loader warp: for every K step of every tile of this program, in order, wait until the
     stage is free (``empty``), then copy A's and B's tiles into it, completing on ``ready``."""
-    BM: gl.constexpr = d_desc.block_type.shape[0]
+    BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = _block_n(b_desc, BK)
     B_COL_MAJOR: gl.constexpr = _b_col_major(b_desc, BK)
+    B_PIECES: gl.constexpr = _b_pieces(b_desc, BK)
     num_m = gl.cdiv(M, BM)
     num_n = gl.cdiv(N, BN)
     step = 0
@@ -179,12 +246,14 @@ def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP
         for k in range(0, K, BK):
             s = step % STAGES
             mbarrier.wait(empty.index(s), ((step // STAGES) & 1) ^ 1)  # a fresh stage passes at once
-            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + B_PIECES * b_desc.block_type.nbytes)
             _tma_load(a_desc, [off_m, k], ready.index(s), a_bufs.index(s))
             if B_COL_MAJOR:
                 _tma_load(b_desc, [off_n, k], ready.index(s), b_bufs.index(s))
-            else:
-                _tma_load(b_desc, [k, off_n], ready.index(s), b_bufs.index(s))
+            else:  # swapped, in pieces of the box's rows
+                for j in gl.static_range(B_PIECES):
+                    _tma_load(b_desc, [k + j * b_desc.block_type.shape[0], off_n], ready.index(s),
+                              b_bufs.index(s * B_PIECES + j))
             step += 1
 
 
@@ -194,6 +263,42 @@ def _hand_back(empty, s, STAGES):
     done (the caller has waited for its own; the barrier waits for the other group's)."""
     _partition_barrier()
     mbarrier.arrive(empty.index((s + STAGES - 1) % STAGES), count=1)
+
+
+@gluon.jit
+def _mac_step(a_bufs, b_bufs, ready, empty, acc, step, k, STAGES, SWAPPED: gl.constexpr,
+              B_COL_MAJOR: gl.constexpr, b_registers: gl.constexpr):
+    """One K step (the program's ``step``-th stage, ``k`` deep into its tile): wait for the stage,
+    queue its wgmma behind the last, wait for the last only (one in flight) and hand the previous
+    stage back (none before a tile's first step).
+
+    Swapped (:func:`_swapped`), Bᵀ's tile is read into registers as the A operand. PTX leaves it
+    undefined to write those registers again before the wgmma reading them is done, and the next
+    step writes them while this one runs. So the step goes in pieces of one tf32 instruction's K
+    (8), each read into registers of its own, queued, and followed by a wait for all but the last
+    BK / 8 − 1 pieces: a piece's registers are written again only once the same piece of the step
+    before is done (what Triton's pipeliner does for register operands, splitting the dot by
+    instruction K; a whole step held twice in registers would need 64 more a thread than the
+    168 a 12-warp program has, and ptxas then serializes every wgmma)."""
+    s = step % STAGES
+    mbarrier.wait(ready.index(s), (step // STAGES) & 1)
+    if SWAPPED:
+        PIECES: gl.constexpr = a_bufs.type.shape[2] // 8
+        ordered: gl.constexpr = _row_order_layout(b_bufs.type.layout, 8, b_bufs.type.shape[2])
+        for j in gl.static_range(PIECES):
+            b_piece = _reinterpreted(b_bufs.index(s * PIECES + j), ordered).permute((1, 0)).load(b_registers)
+            a_piece = a_bufs.index(s).slice(j * 8, 8, dim=1).permute((1, 0))
+            acc = warpgroup_mma(b_piece, a_piece, acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=PIECES - 1, deps=(acc,))
+    else:
+        if B_COL_MAJOR:
+            acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), acc, is_async=True)
+        else:
+            acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+    if k > 0:
+        _hand_back(empty, s, STAGES)
+    return warpgroup_mma_init(acc)  # the loop carries the accumulator's type
 
 
 @gluon.jit
@@ -212,25 +317,39 @@ def _scaled(acc, off_m, off_n, M, N, epilogue, layout: gl.constexpr, BM: gl.cons
 
 
 @gluon.jit
-def _store(d_desc, d_smem, out, off_m, off_n, BM: gl.constexpr, BN: gl.constexpr):
-    """The tile into D through its descriptor (clipped to the matrix): whole, or, where D's block
-    is half the tile, its left and right halves one after the other through the one buffer. Each
-    waits for the buffer's previous store to have left it; the last store overlaps what follows."""
-    if d_desc.block_type.shape[1] == BN:
+def _store_halves(d_desc, d_smem, d_view, first, second, off_m, off_n, d_m: gl.constexpr, d_n: gl.constexpr):
+    """Two halves of the tile through the one half-sized buffer (written through ``d_view``), the
+    second ``d_m`` rows and ``d_n`` columns after the first; each waits for the buffer's previous
+    store to have left it."""
+    tma.store_wait(pendings=0)
+    d_view.store(first)
+    fence_async_shared()
+    _tma_store(d_desc, [off_m, off_n], d_smem)
+    tma.store_wait(pendings=0)
+    d_view.store(second)
+    fence_async_shared()
+    _tma_store(d_desc, [off_m + d_m, off_n + d_n], d_smem)
+
+
+@gluon.jit
+def _store(d_desc, d_smem, d_view, out, off_m, off_n, BM: gl.constexpr, BN: gl.constexpr):
+    """The tile into D through its descriptor (clipped to the matrix), written into the buffer
+    ``d_smem`` through ``d_view`` (itself, or a swapped tile's column order): whole, or, where D's
+    block is half the tile, in two halves through the one buffer: left and right (block (BM,
+    BN / 2)), or top and bottom (block (BM / 2, BN): a swapped tile, whose transposed accumulator
+    holds D's rows in registers, and splits only there). Each store waits for the buffer's
+    previous one to have left it; the last overlaps what follows."""
+    if d_desc.block_type.shape[0] == BM and d_desc.block_type.shape[1] == BN:
         tma.store_wait(pendings=0)
-        d_smem.store(out)
+        d_view.store(out)
         fence_async_shared()
         _tma_store(d_desc, [off_m, off_n], d_smem)
+    elif d_desc.block_type.shape[1] == BN:
+        top, bottom = gl.reshape(out, [2, BM // 2, BN]).permute(1, 2, 0).split()
+        _store_halves(d_desc, d_smem, d_view, top, bottom, off_m, off_n, BM // 2, 0)
     else:
         left, right = gl.reshape(out, [BM, 2, BN // 2]).permute(0, 2, 1).split()
-        tma.store_wait(pendings=0)
-        d_smem.store(left)
-        fence_async_shared()
-        _tma_store(d_desc, [off_m, off_n], d_smem)
-        tma.store_wait(pendings=0)
-        d_smem.store(right)
-        fence_async_shared()
-        _tma_store(d_desc, [off_m, off_n + BN // 2], d_smem)
+        _store_halves(d_desc, d_smem, d_view, left, right, off_m, off_n, 0, BN // 2)
 
 
 @gluon.jit
@@ -243,11 +362,15 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epi
     other group's wgmma. A group starts a tile once the one before it has seen its last stage
     arrive (``turns``): the stages come in the program's tile order, and a wait on a stage's
     ``ready`` phase two ahead of it would pass at once."""
-    BM: gl.constexpr = d_desc.block_type.shape[0]
+    BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = _block_n(b_desc, BK)
     B_COL_MAJOR: gl.constexpr = _b_col_major(b_desc, BK)
-    layout: gl.constexpr = _accumulator_layout(BM, BN, gl.num_warps(), a_desc.dtype)
+    SWAPPED: gl.constexpr = _swapped(b_desc, BK)
+    ACC_M: gl.constexpr = BN if SWAPPED else BM  # swapped, the accumulator is Dᵀ's tile
+    ACC_N: gl.constexpr = BM if SWAPPED else BN
+    layout: gl.constexpr = _accumulator_layout(ACC_M, ACC_N, gl.num_warps(), a_desc.dtype)
+    b_registers: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=layout, k_width=1)
     SCALED: gl.constexpr = a_desc.dtype.primitive_bitwidth == 8
     d_smem = gl.allocate_shared_memory(d_desc.dtype, d_desc.block_type.shape, d_desc.layout)
     num_m = gl.cdiv(M, BM)
@@ -261,18 +384,10 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epi
         if groups > 1 and turn >= 0:  # alone, a group never waits
             mbarrier.wait(turns.index(group), turn & 1)
         turn += 1
-        acc = warpgroup_mma_init(gl.zeros((BM, BN), gl.float32, layout))
+        acc = warpgroup_mma_init(gl.zeros((ACC_M, ACC_N), gl.float32, layout))
         for k in range(0, K, BK):
-            s = step % STAGES
-            mbarrier.wait(ready.index(s), (step // STAGES) & 1)
-            if B_COL_MAJOR:
-                acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), acc, is_async=True)
-            else:
-                acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-            if k > 0:
-                _hand_back(empty, s, STAGES)
-            acc = warpgroup_mma_init(acc)  # the loop carries the accumulator's type
+            acc = _mac_step(a_bufs, b_bufs, ready, empty, acc, step, k, STAGES, SWAPPED, B_COL_MAJOR,
+                            b_registers)
             step += 1
         if groups > 1:
             mbarrier.arrive(turns.index((group + 1) % groups), count=1)  # its stages have all come
@@ -281,7 +396,12 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epi
         step += (groups - 1) * k_steps
         if SCALED:
             acc = _scaled(acc, off_m, off_n, M, N, epilogue, layout, BM, BN)
-        _store(d_desc, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
+        if SWAPPED:  # the accumulator's rows in the reordered column order of Bᵀ's reads
+            d_view = _reinterpreted(d_smem, _row_order_layout(d_desc.layout, d_desc.block_type.shape[0],
+                                                              d_desc.block_type.shape[1]))
+            _store(d_desc, d_smem, d_view, acc.permute((1, 0)).to(d_desc.dtype), off_m, off_n, BM, BN)
+        else:
+            _store(d_desc, d_smem, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
     tma.store_wait(pendings=0)
 
 
@@ -308,7 +428,9 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
     :func:`_block_n`) and the scaling from A's dtype; None stays None."""
     dtype: gl.constexpr = a_desc.dtype
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
-    b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
+    B_PIECES: gl.constexpr = _b_pieces(b_desc, a_desc.block_type.shape[1])
+    b_bufs = gl.allocate_shared_memory(dtype, [STAGES * B_PIECES] + b_desc.block_type.shape,  # noqa: RUF005
+                                       b_desc.layout)
     ready, empty = stage_barriers(STAGES)
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(2):
@@ -331,14 +453,27 @@ def ws_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: to
                  alpha: float, precision: str = "ieee") -> bool:
     """Whether 2-D views ``a`` (M,K), ``b`` (K,N), ``d`` (M,N) fit the ``gemm`` use: A and B of one
     dtype, D of it too, A and D row-major, 16-byte aligned rows, no C, alpha 1, and either 16-bit
-    with B either way or float32 with ``precision`` "tf32" and B column-major (the caller checks the
-    device and the batch)."""
-    tf32 = a.dtype == torch.float32 and precision == "tf32" and b.stride(-2) == 1
+    or float32 with ``precision`` "tf32", B either way (tf32 row-major: multiplied swapped, which
+    not every configuration can, :func:`swap_fits`; the caller checks the device and the batch)."""
+    tf32 = a.dtype == torch.float32 and precision == "tf32"
     return (
         (a.dtype in _GL_DTYPES or tf32) and b.dtype == a.dtype and d.dtype == a.dtype
         and c is None and alpha == 1.0 and a.stride(-1) == 1
         and tma_supported(a, b, d)  # the descriptor family's rules: sizes, 16-byte rows, D row-major
     )
+
+
+def swaps(b: torch.Tensor) -> bool:
+    """Whether the kernel multiplies with ``b`` (K, N) swapped (:func:`_swapped`): float32, row-major."""
+    return b.dtype == torch.float32 and not is_col_major(b)
+
+
+def swap_fits(config: WsConfig) -> bool:
+    """Whether ``config`` can multiply swapped (a tf32 row-major B): the accumulator, Dᵀ's tile, has
+    block_n rows, 16 a warp (``block_n`` a multiple of 16 × num_warps), and no ping-pong, whose two
+    128-register accumulators leave ptxas too few registers for the Bᵀ pieces in flight (it
+    serializes every wgmma: offline SASS with Triton 3.6)."""
+    return not config.pingpong and config.block_n % (16 * config.num_warps) == 0
 
 
 def row_fits(config: WsConfig, element_bytes: int) -> bool:
@@ -384,28 +519,36 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
     m, k = a.shape
     n = b.shape[1]
     b_col = is_col_major(b)
+    if swaps(b) and not swap_fits(config):
+        raise InvalidArgumentError(
+            f"{config.short()} cannot multiply a row-major float32 B: the kernel takes it as Dᵀ = Bᵀ·Aᵀ, "
+            f"which needs block_n a multiple of 16 rows a warp and no pingpong; pick such a "
+            f"configuration or pass B column-major")
     b_desc = (block_descriptor(b.t(), [config.block_n, config.block_k]) if b_col
-              else block_descriptor(b, [config.block_k, config.block_n]))
+              else block_descriptor(b, [8 if swaps(b) else config.block_k, config.block_n]))
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
     scaled = scale_a is not None
     sa, sb = (scale_a, scale_b) if scaled else (d, d)
     strides = [0 if t.numel() == 1 else t.stride(0) for t in (sa, sb)] if scaled else [0, 0]
     stages = fitting_stages(config, a.element_size(), d.element_size(), d)
+    split = config.epilogue_split  # swapped, D's tile in row halves (:func:`_store`)
+    d_block = ([config.block_m // split, config.block_n] if swaps(b)
+               else [config.block_m, config.block_n // split])
     _launch((min(num_sms, tiles),),
-            (block_descriptor(a, [config.block_m, config.block_k]), b_desc,
-             block_descriptor(d, [config.block_m, config.block_n // config.epilogue_split]), sa, sb, bias,
+            (block_descriptor(a, [config.block_m, config.block_k]), b_desc, block_descriptor(d, d_block),
+             sa, sb, bias,
              *strides, m, n, k),
             dict(GROUP_M=config.group_m, STAGES=stages, PINGPONG=config.pingpong), config.num_warps, 1)
 
 
 def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -> None:
     """The launches ``gemm`` makes with ``config`` for problems of a full wave or more (the grid,
-    the SM count, is a launch argument): B row-major and column-major (x @ W.t(); tf32: only
-    column-major, after the K-major copies), each of M, N and K a multiple of 16 or only of 8 —
-    every specialization a 16-byte-row call can have (run under ``launch.capture()``). The scaled
-    use's launches are ``gemm_scaled``'s."""
+    the SM count, is a launch argument): B row-major and column-major (x @ W.t(); tf32 row-major
+    only where the configuration multiplies swapped, :func:`swap_fits`, else gemm copies B
+    K-major), each of M, N and K a multiple of 16 or only of 8 — every specialization a 16-byte-row
+    call can have (run under ``launch.capture()``). The scaled use's launches are ``gemm_scaled``'s."""
     rows, cols = full_wave_shape(config.block_m, config.block_n, num_sms)
-    layouts = (True,) if dtype in TF32_KEYS else (False, True)  # tf32: gemm copies B column-major
+    layouts = (True,) if dtype in TF32_KEYS and not swap_fits(config) else (False, True)
     for b_col, m, n, k in itertools.product(layouts, (rows, rows - 8), (cols, cols - 8), (1024, 1000)):
         a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col)
         launch_gemm_ws(a, b, d, num_sms=num_sms, config=config)
