@@ -225,6 +225,35 @@ def test_tf32_calls_on_hopper_copy_only_what_the_kernel_cannot_read(trans_a: boo
         assert (plan.op_b is b) == (swapped or b is b_col) and (plan.op_a is a) == (not trans_a)
 
 
+@pytest.mark.parametrize(("rows", "cols"), [(8, 64), (8, 256), (64, 128), (128, 256), (256, 128)], ids=str)
+def test_the_reordered_view_moves_whole_columns(rows: int, cols: int) -> None:
+    """The reordered view of a swizzled tile (``_row_order_layout``) sees every byte the plain
+    swizzle does, in the same row, and its column r is one column n = p(r) whatever the row and
+    the tile's height: so Bᵀ's pieces (8 rows) and D's tile (its rows) agree on which of D's
+    columns an accumulator row holds, and the product lands where it belongs."""
+    def coordinates(bases: list[list[int]]) -> list[tuple[int, int]]:
+        out = []
+        for offset in range(rows * cols):  # offset bit i adds bases[i], XOR-wise (a linear layout)
+            row = col = 0
+            for i, (r, c) in enumerate(bases):
+                if offset >> i & 1:
+                    row, col = row ^ r, col ^ c
+            out.append((row, col))
+        return out
+
+    swizzled = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
+    plain = coordinates(gemm_ws._swizzled_bases(rows, cols))
+    ordered = coordinates(gemm_ws._row_order_layout(swizzled, rows, cols).offset_bases)
+    assert sorted(plain) == sorted(ordered) == [(r, c) for r in range(rows) for c in range(cols)]
+    column = {}
+    for (row, n), (row_seen, r) in zip(plain, ordered, strict=True):
+        assert row == row_seen
+        assert column.setdefault(r, n) == n  # one physical column a logical one, in every row
+    reference = {r: (r & ~0b11100) | (r >> 3 & 1) << 2 | (r >> 4 & 1) << 3 | (r >> 2 & 1) << 4
+                 for r in range(cols)}
+    assert column == reference and sorted(column.values()) == list(range(cols))
+
+
 @gluon.constexpr_function
 def _swizzled_as_listed(linear, rows, cols):
     """Whether Triton's own linear form of a swizzled tile is ``gemm_ws._swizzled_bases``'."""
