@@ -57,14 +57,21 @@ def _stub_the_gpu() -> None:
 def _calls(size: int) -> dict[str, Callable[[], object]]:
     import torch
 
-    from tessera.blas import gemm
+    from tessera.blas import gemm, space
 
     a32, b32 = torch.randn(size, size), torch.randn(size, size)
     a16, b16 = a32.bfloat16(), b32.bfloat16()
+    swapping = space.WS_TF32_SPACE[1]  # gemm_ws multiplying the row-major B swapped: no copy
+
+    def tf32_swapped() -> object:
+        with space.forced(swapping):
+            return gemm(a32, b32, precision="tf32")
+
     return {"bf16": lambda: gemm(a16, b16), "fp32": lambda: gemm(a32, b32),
             "tf32": lambda: gemm(a32, b32, precision="tf32"),
             "tf32x3": lambda: gemm(a32, b32, precision="tf32x3"),
-            "tf32, B a transposed view": lambda: gemm(a32, b32.t(), precision="tf32")}
+            "tf32, B a transposed view": lambda: gemm(a32, b32.t(), precision="tf32"),
+            f"tf32 swapped ({swapping.short().split()[1]} forced)": tf32_swapped}
 
 
 def main() -> None:
@@ -88,7 +95,7 @@ def main() -> None:
         for _ in range(args.calls):
             call()
         per_call = (time.perf_counter() - start) / args.calls * 1e6
-        print(f"{kind:<28} {per_call:6.1f} µs a call")
+        print(f"{kind:<34} {per_call:6.1f} µs a call")
     a, b = (torch.empty(args.size, args.size) for _ in range(2))
     print(f"bf16 {args.size}³: {explain(a.bfloat16(), b.bfloat16()).config.short()}; tf32: "
           f"{explain(a, b, precision='tf32').config.short()}")
