@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,3 +75,61 @@ def sm90_ptx(launches: dict[str, tuple[str, str, str, dict, str, int]]) -> dict[
                           text=True, env=compiler_env(), timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_SWAPPED_LAYOUTS_CHILD = r"""
+import sys
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from tessera.blas.kernels import gemm_ws
+
+
+@gluon.constexpr_function
+def swizzled_as_listed(linear, rows, cols):
+    return [list(b) for b in linear.offset_bases] == gemm_ws._swizzled_bases(rows, cols)
+
+
+@gluon.jit
+def swapped_layouts(x, BN: gl.constexpr, BM: gl.constexpr, CHECK_BASES: gl.constexpr):
+    layout: gl.constexpr = gemm_ws._accumulator_layout(BN, BM, gl.num_warps(), gl.float32)
+    operand: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=layout, k_width=1)
+    swizzled: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
+    piece = gl.zeros([BN, 8], gl.float32, operand)
+    plain = gl.allocate_shared_memory(gl.float32, [8, BN], swizzled)
+    ordered = gl.allocate_shared_memory(gl.float32, [8, BN], gemm_ws._row_order_layout(swizzled, 8, BN))
+    gl.static_assert(gl.bank_conflicts(piece.type, plain.permute((1, 0)).type) == 1)
+    gl.static_assert(gl.bank_conflicts(piece.type, ordered.permute((1, 0)).type) == 0)
+    tile = gl.zeros([BN, BM], gl.float32, layout).permute((1, 0))
+    d_view = gl.allocate_shared_memory(gl.float32, [BM, BN], gemm_ws._row_order_layout(swizzled, BM, BN))
+    gl.static_assert(gl.bank_conflicts(tile.type, d_view.type) <= 1)
+    if CHECK_BASES:
+        gl.static_assert(swizzled_as_listed(gl.to_linear_layout(swizzled, [8, BN]), 8, BN))
+        gl.static_assert(swizzled_as_listed(gl.to_linear_layout(swizzled, [BM, BN]), BM, BN))
+
+
+block_m, block_n, warps = (int(v) for v in sys.argv[1:4])
+check_bases = tuple(int(v) for v in triton.__version__.split(".")[:2]) >= (3, 9)
+source = GluonASTSource(swapped_layouts, {"x": "*fp32"},
+                        {"BN": block_n, "BM": block_m, "CHECK_BASES": check_bases}, {})
+triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+print("ok")
+"""
+
+
+def swapped_layouts_compile(block_m: int, block_n: int, warps: int) -> subprocess.CompletedProcess:
+    """Compile, in a child for sm_90, a Gluon kernel that asserts at trace time the bank conflicts
+    of ``gemm_ws``'s swapped tf32 tile (block_m × block_n on ``warps`` warps): Bᵀ's register
+    reads in the plain swizzle (1) and in the reordered view (0), D's stores through it (≤ 1);
+    and, with Triton 3.9 or newer, that ``_swizzled_bases`` is Triton's linear form of the
+    swizzle. The process's result (stdout ends with "ok" when every assertion held)."""
+    with tempfile.TemporaryDirectory() as tmp:  # a jit function's source must be in a file
+        script = Path(tmp) / "swapped_layouts.py"
+        script.write_text(_SWAPPED_LAYOUTS_CHILD)
+        command = [sys.executable, str(script), str(block_m), str(block_n), str(warps)]
+        return subprocess.run(command, capture_output=True, text=True, env=compiler_env(), timeout=600,
+                              check=False)
