@@ -16,8 +16,11 @@ JIT's divisibility of K is unknown), 4 STS, 2 barriers; BK 16 136 registers. FFM
 the loop in both kernels, so this wins only if shared-memory reads (not FMA issue) hold the tile
 family back — what the GPU run answers.
 
-Usage: python benchmarks/sgemm_gluon_probe.py --sass [--bk 8,16,32]               (offline, sm_90)
-       python benchmarks/sgemm_gluon_probe.py OUT.json [--sizes 2048,4096,8192] [--bk 8,16]  (on the GPU)
+Double-buffered (``--buffers 2``, fortieth session): the next step's tiles are stored into a
+second pair of buffers while this step's are read, one barrier a step instead of two.
+
+Usage: python benchmarks/sgemm_gluon_probe.py --sass [--bk 8,16,32] [--buffers 1,2]      (offline, sm_90)
+       python benchmarks/sgemm_gluon_probe.py OUT.json [--sizes 2048,4096,8192] [--bk 8,16] [--buffers 1,2]
 """
 
 from __future__ import annotations
@@ -39,8 +42,18 @@ BM, BN, WARPS = gl.constexpr(128), gl.constexpr(128), 8
 
 
 @gluon.jit
+def _outer_products(a_buf, b_buf, acc, a_row: gl.constexpr, acc_layout: gl.constexpr, BK: gl.constexpr):
+    """acc + the step's BK outer products: a column of A (a thread's 8 rows) times a row of B."""
+    for kk in gl.static_range(BK):
+        a = gl.permute(a_buf.slice(kk, 1, dim=0).load(a_row), (1, 0))
+        b = b_buf.slice(kk, 1, dim=0).load(acc_layout)  # a thread's 8 columns
+        acc = acc + gl.convert_layout(a, acc_layout) * b
+    return acc
+
+
+@gluon.jit
 def _sgemm_kernel(a_ptr, b_ptr, d_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_dm,
-                  stride_dn, BK: gl.constexpr):
+                  stride_dn, BK: gl.constexpr, BUFFERS: gl.constexpr):
     # C: 8x8 a thread, 4x8 threads a warp, 4x2 warps: 128x128
     acc_layout: gl.constexpr = gl.BlockedLayout([8, 8], [4, 8], [4, 2], [1, 0])
     # one K row of A's transposed tile (1, BM) spread as acc's rows are: a thread's 8 rows
@@ -50,8 +63,9 @@ def _sgemm_kernel(a_ptr, b_ptr, d_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     b_load: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [8, 1], [1, 0])
     # both stored one K row after another, M (N) contiguous: a thread's 8 values of one k are
     # 2 LDS.128, shared by the threads of its row (column) group
-    a_smem = gl.allocate_shared_memory(gl.float32, [BK, BM], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
-    b_smem = gl.allocate_shared_memory(gl.float32, [BK, BN], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    unswizzled: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # of each buffer
+    a_smem = gl.allocate_shared_memory(gl.float32, [BUFFERS, BK, BM], unswizzled)
+    b_smem = gl.allocate_shared_memory(gl.float32, [BUFFERS, BK, BN], unswizzled)
 
     pid = gl.program_id(0)
     tiles_n = gl.cdiv(N, BN)
@@ -67,19 +81,36 @@ def _sgemm_kernel(a_ptr, b_ptr, d_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     acc = gl.zeros([BM, BN], gl.float32, acc_layout)
     a_next = gl.load(a_ptrs, mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
     b_next = gl.load(b_ptrs, mask=(kb[:, None] < K) & (rn[None, :] < N), other=0.0)
-    for k0 in range(0, K, BK):
-        _barrier()  # every thread is done reading the previous step
-        a_smem.store(gl.permute(a_next, (1, 0)))
-        b_smem.store(b_next)
+    if BUFFERS == 1:  # two barriers a step: the store waits for every read of the last step
+        for k0 in range(0, K, BK):
+            _barrier()  # every thread is done reading the previous step
+            a_smem.index(0).store(gl.permute(a_next, (1, 0)))
+            b_smem.index(0).store(b_next)
+            _barrier()
+            # the next step's loads in flight while this one multiplies (masked past K: zeros)
+            k1 = k0 + BK
+            a_next = gl.load(a_ptrs + k1 * stride_ak, mask=(rm[:, None] < M) & (k1 + ka[None, :] < K),
+                             other=0.0)
+            b_next = gl.load(b_ptrs + k1 * stride_bk, mask=(k1 + kb[:, None] < K) & (rn[None, :] < N),
+                             other=0.0)
+            acc = _outer_products(a_smem.index(0), b_smem.index(0), acc, a_row, acc_layout, BK)
+    else:  # two buffers, one barrier a step: the next step is stored beside the one being read
+        a_smem.index(0).store(gl.permute(a_next, (1, 0)))
+        b_smem.index(0).store(b_next)
         _barrier()
-        # the next step's loads in flight while this one multiplies (masked past K: zeros)
-        k1 = k0 + BK
-        a_next = gl.load(a_ptrs + k1 * stride_ak, mask=(rm[:, None] < M) & (k1 + ka[None, :] < K), other=0.0)
-        b_next = gl.load(b_ptrs + k1 * stride_bk, mask=(k1 + kb[:, None] < K) & (rn[None, :] < N), other=0.0)
-        for kk in gl.static_range(BK):  # one outer product a column of A and row of B
-            a = gl.permute(a_smem.slice(kk, 1, dim=0).load(a_row), (1, 0))
-            b = b_smem.slice(kk, 1, dim=0).load(acc_layout)  # a thread's 8 columns
-            acc = acc + gl.convert_layout(a, acc_layout) * b
+        for k0 in range(0, K, BK):
+            cur = (k0 // BK) % 2
+            k1 = k0 + BK
+            a_next = gl.load(a_ptrs + k1 * stride_ak, mask=(rm[:, None] < M) & (k1 + ka[None, :] < K),
+                             other=0.0)
+            b_next = gl.load(b_ptrs + k1 * stride_bk, mask=(k1 + kb[:, None] < K) & (rn[None, :] < N),
+                             other=0.0)
+            acc = _outer_products(a_smem.index(cur), b_smem.index(cur), acc, a_row, acc_layout, BK)
+            # the other buffer was last read in the previous step, which every thread finished
+            # before the barrier that ended it
+            a_smem.index(1 - cur).store(gl.permute(a_next, (1, 0)))
+            b_smem.index(1 - cur).store(b_next)
+            _barrier()
 
     dm = off_m + gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
     dn = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
@@ -87,14 +118,15 @@ def _sgemm_kernel(a_ptr, b_ptr, d_ptr, M, N, K, stride_am, stride_ak, stride_bk,
              mask=(dm[:, None] < M) & (dn[None, :] < N))
 
 
-def launch(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, bk: int) -> None:
+def launch(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, bk: int, buffers: int) -> None:
     m, k = a.shape
     n = b.shape[1]
     grid = (triton.cdiv(m, BM.value) * triton.cdiv(n, BN.value),)
-    _sgemm_kernel[grid](a, b, d, m, n, k, *a.stride(), *b.stride(), *d.stride(), BK=bk, num_warps=WARPS)
+    _sgemm_kernel[grid](a, b, d, m, n, k, *a.stride(), *b.stride(), *d.stride(), BK=bk, BUFFERS=buffers,
+                        num_warps=WARPS)
 
 
-def sass(bks: list[int]) -> None:
+def sass(variants: list[tuple[int, int]]) -> None:
     """Compile for sm_90 without a GPU and print registers and the main loop's opcode mix."""
     import collections
     import dataclasses
@@ -112,16 +144,16 @@ def sass(bks: list[int]) -> None:
     signature = {name: "*fp32" for name in ("a_ptr", "b_ptr", "d_ptr")}
     signature |= {name: "i32" for name in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
                                            "stride_bn", "stride_dm", "stride_dn")}
-    for bk in bks:
+    for bk, buffers in variants:
         # unit strides as the JIT specializes them for contiguous operands
-        constexprs = {"BK": bk, "stride_ak": 1, "stride_bn": 1, "stride_dn": 1}
+        constexprs = {"BK": bk, "BUFFERS": buffers, "stride_ak": 1, "stride_bn": 1, "stride_dn": 1}
         options = make_backend(target).parse_options({"num_warps": WARPS})
         try:
             source = GluonASTSource(_sgemm_kernel, signature | dict.fromkeys(constexprs, "constexpr"),
                                     constexprs)
             compiled = triton.compile(source, target=target, options=dataclasses.asdict(options))
         except Exception as error:  # noqa: BLE001 - a probe: report and go on
-            print(f"BK {bk}: failed: {str(error)[-400:]}")
+            print(f"BK {bk} x{buffers}: failed: {str(error)[-400:]}")
             continue
         with tempfile.TemporaryDirectory() as tmp:
             cubin = Path(tmp) / "k.cubin"
@@ -131,10 +163,10 @@ def sass(bks: list[int]) -> None:
         loop = collections.Counter(main_loop(instructions(text)))
         registers = usage.split("REG:")[1].split()[0] if "REG:" in usage else "?"
         top = "  ".join(f"{count} {op}" for op, count in loop.most_common(8))
-        print(f"BK {bk}: {registers} registers, shared {compiled.metadata.shared}; loop: {top}")
+        print(f"BK {bk} x{buffers}: {registers} registers, shared {compiled.metadata.shared}; loop: {top}")
 
 
-def measure(out: str, sizes: list[int], bks: list[int]) -> None:
+def measure(out: str, sizes: list[int], variants: list[tuple[int, int]]) -> None:
     """Check each configuration against fp64 and time it beside torch's SGEMM (CUDA graphs over
     cold copies, interleaved rounds)."""
     from tessera._core.timing import cold_copies, graph_rounds, run_record
@@ -149,16 +181,16 @@ def measure(out: str, sizes: list[int], bks: list[int]) -> None:
         scale = a.double().abs() @ b.double().abs()
         cases = {"sgemm": [lambda x=x, y=y: torch.matmul(x, y) for x, y in copies]}
         errors = {"sgemm": float(((torch.matmul(a, b).double() - exact).abs() / scale).max())}
-        for bk in bks:
-            name = f"gluon 128x128 BK{bk}"
+        for bk, buffers in variants:
+            name = f"gluon 128x128 BK{bk} x{buffers}"
             try:
-                launch(a, b, outs[0], bk)
+                launch(a, b, outs[0], bk, buffers)
                 torch.cuda.synchronize()
             except Exception as error:  # noqa: BLE001 - a probe: report and go on
                 print(name, "failed:", str(error)[-300:])
                 continue
             errors[name] = float(((outs[0].double() - exact).abs() / scale).max())
-            cases[name] = [lambda x=x, y=y, o=o, bk=bk: launch(x, y, o, bk)
+            cases[name] = [lambda x=x, y=y, o=o, bk=bk, buffers=buffers: launch(x, y, o, bk, buffers)
                            for (x, y), o in zip(copies, outs, strict=True)]
         times = graph_rounds(cases, 3)
         vendor = statistics.median(times["sgemm"])
@@ -180,12 +212,14 @@ def main() -> None:
     parser.add_argument("--sass", action="store_true", help="compile for sm_90 offline, print the loop mix")
     parser.add_argument("--sizes", default="2048,4096,8192")
     parser.add_argument("--bk", default="8,16,32")
+    parser.add_argument("--buffers", default="1,2", help="shared-memory buffers: 1 (two barriers a "
+                        "step) or 2 (the next step stored beside the current one, one barrier)")
     args = parser.parse_args()
-    bks = [int(v) for v in args.bk.split(",")]
+    variants = [(int(bk), int(buffers)) for bk in args.bk.split(",") for buffers in args.buffers.split(",")]
     if args.sass:
-        sass(bks)
+        sass(variants)
     elif args.out:
-        measure(args.out, [int(v) for v in args.sizes.split(",")], bks)
+        measure(args.out, [int(v) for v in args.sizes.split(",")], variants)
     else:
         parser.error("give OUT.json (on the GPU) or --sass")
 
