@@ -111,6 +111,7 @@ WS_SPACE: tuple[WsConfig, ...] = (
 WS_TF32_SPACE: tuple[WsConfig, ...] = (
     WsConfig(128, 256, 32, 8, 8, 3, 2), WsConfig(256, 128, 32, 8, 8, 3, 2), WsConfig(128, 128, 32, 8, 8, 5),
     WsConfig(128, 128, 32, 8, 4, 5), WsConfig(128, 128, 32, 8, 4, 4, 2, pingpong=True),
+    WsConfig(64, 128, 32, 8, 4, 6),  # 128 tiles at 1024³: one launch, no copy, under a wave
 )
 
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
