@@ -36,7 +36,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 # a CTA-wide barrier: 3.9's gl.barrier, 3.6's gl.thread_barrier
-from tessera.blas.kernels.gemm_ws import _partition_barrier as _barrier
+from tessera.blas.kernels.gluon_names import cta_barrier as _barrier
 
 BM, BN, WARPS = gl.constexpr(128), gl.constexpr(128), 8
 

@@ -42,16 +42,14 @@ from dataclasses import dataclass
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import PDL_AT_EXIT, Launcher, cdiv, pdl_mode, scratch
 from tessera.blas.kernels.gemm_tma import shared_memory_limit
 from tessera.blas.kernels.gemm_wq import sum_slices
 from tessera.blas.kernels.gemm_ws import block_descriptor, stage_barriers
-
-_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # 3.9 / 3.6
-_partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
+from tessera.blas.kernels.gluon_names import cta_barrier, tma_load
 
 _ACTIVATIONS = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 BLOCK_N = 64  # one warp group's wgmma rows: the output columns of a program
@@ -146,11 +144,11 @@ def _loader(c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAG
         mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)  # a fresh stage passes at once
         mbarrier.expect(ready.index(s), c_desc.block_type.nbytes + 4 * x_desc.block_type.nbytes)
         if _code_bits(c_desc.block_type.shape) == 8:
-            _tma_load(c_desc, [k * 256, off_n], ready.index(s), c_bufs.index(s))
+            tma_load(c_desc, [k * 256, off_n], ready.index(s), c_bufs.index(s))
         else:
-            _tma_load(c_desc, [off_n, k * 128], ready.index(s), c_bufs.index(s))
+            tma_load(c_desc, [off_n, k * 128], ready.index(s), c_bufs.index(s))
         for h in gl.static_range(4):
-            _tma_load(x_desc, [0, k * 256 + h * 64], ready.index(s), x_bufs.index(4 * s + h))
+            tma_load(x_desc, [0, k * 256 + h * 64], ready.index(s), x_bufs.index(4 * s + h))
 
 
 def _nibble_word_asm(bf16: bool) -> str:
@@ -338,7 +336,7 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
             t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, code_layout, DTYPE, False)
             t2 = _quarter(c_bufs, x_bufs, s, 3, t2, a_layout, code_layout, DTYPE, True)
             p0, p2 = warpgroup_mma_wait(num_outstanding=0, deps=(t0, t2))
-            _partition_barrier()  # every warp of the group is done with the stage
+            cta_barrier()  # every warp of the group is done with the stage
             mbarrier.arrive(empty.index(s), count=1)
             acc = acc + p0 * gl.expand_dims(s0, 1) + p2 * gl.expand_dims(s2, 1)
         else:
@@ -347,14 +345,14 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
             t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, code_layout, DTYPE, False)
             t3 = _quarter(c_bufs, x_bufs, s, 3, zero, a_layout, code_layout, DTYPE, False)
             p0, p1, p2, p3 = warpgroup_mma_wait(num_outstanding=0, deps=(t0, t1, t2, t3))
-            _partition_barrier()  # every warp of the group is done with the stage
+            cta_barrier()  # every warp of the group is done with the stage
             mbarrier.arrive(empty.index(s), count=1)
             acc = acc + p0 * gl.expand_dims(s0, 1) + p1 * gl.expand_dims(s1, 1)
             acc = acc + p2 * gl.expand_dims(s2, 1) + p3 * gl.expand_dims(s3, 1)
         s0, s1, s2, s3 = n0, n1, n2, n3
     if group > 0:
         red.index(group - 1).store(acc)
-        _partition_barrier()
+        cta_barrier()
         mbarrier.arrive(done.index(0), count=1)
     else:
         if groups > 1:

@@ -24,8 +24,8 @@ fp32, the scales per tensor or per row of A / column of B; :func:`scaled_ws_supp
 (wgmma) and 16-byte aligned rows. ``epilogue_split`` 2 stores D's tile in two column halves (row
 halves when swapped) through one half-sized buffer, which leaves room for one more operand stage.
 
-Triton 3.6 and 3.9 name the TMA copies and the partition barrier differently: the aliases below
-take whichever the running Triton has.
+Triton 3.6 and 3.9 name the TMA copies and the partition barrier differently: ``gluon_names``
+has the aliases.
 """
 
 from __future__ import annotations
@@ -58,11 +58,7 @@ from tessera.blas.kernels.gemm_tma import (
     is_col_major,
     tma_supported,
 )
-
-_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # 3.9 / 3.6
-_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
-_partition_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
-_PUBLIC_REINTERPRET = gl.constexpr(hasattr(gl.shared_memory_descriptor, "reinterpret"))  # 3.6: _reinterpret
+from tessera.blas.kernels.gluon_names import PUBLIC_REINTERPRET, cta_barrier, tma_load, tma_store
 
 _GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 _FP8_DTYPES = {torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
@@ -205,7 +201,7 @@ def _row_order_layout(layout, rows, cols):
 def _reinterpreted(buf, layout: gl.constexpr):
     """``buf`` (float32, 2-D) seen through ``layout`` (Triton 3.9 names the method ``reinterpret``,
     3.6 ``_reinterpret``)."""
-    if _PUBLIC_REINTERPRET:
+    if PUBLIC_REINTERPRET:
         view = buf.reinterpret(gl.float32, buf.shape, layout)
     else:
         view = buf._reinterpret(gl.float32, buf.shape, layout)
@@ -247,12 +243,12 @@ def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP
             s = step % STAGES
             mbarrier.wait(empty.index(s), ((step // STAGES) & 1) ^ 1)  # a fresh stage passes at once
             mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + B_PIECES * b_desc.block_type.nbytes)
-            _tma_load(a_desc, [off_m, k], ready.index(s), a_bufs.index(s))
+            tma_load(a_desc, [off_m, k], ready.index(s), a_bufs.index(s))
             if B_COL_MAJOR:
-                _tma_load(b_desc, [off_n, k], ready.index(s), b_bufs.index(s))
+                tma_load(b_desc, [off_n, k], ready.index(s), b_bufs.index(s))
             else:  # swapped, in pieces of the box's rows
                 for j in gl.static_range(B_PIECES):
-                    _tma_load(b_desc, [k + j * b_desc.block_type.shape[0], off_n], ready.index(s),
+                    tma_load(b_desc, [k + j * b_desc.block_type.shape[0], off_n], ready.index(s),
                               b_bufs.index(s * B_PIECES + j))
             step += 1
 
@@ -261,7 +257,7 @@ def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP
 def _hand_back(empty, s, STAGES):
     """Give the previous step's stage back to the loader once every warp group's wgmma on it is
     done (the caller has waited for its own; the barrier waits for the other group's)."""
-    _partition_barrier()
+    cta_barrier()
     mbarrier.arrive(empty.index((s + STAGES - 1) % STAGES), count=1)
 
 
@@ -324,11 +320,11 @@ def _store_halves(d_desc, d_smem, d_view, first, second, off_m, off_n, d_m: gl.c
     tma.store_wait(pendings=0)
     d_view.store(first)
     fence_async_shared()
-    _tma_store(d_desc, [off_m, off_n], d_smem)
+    tma_store(d_desc, [off_m, off_n], d_smem)
     tma.store_wait(pendings=0)
     d_view.store(second)
     fence_async_shared()
-    _tma_store(d_desc, [off_m + d_m, off_n + d_n], d_smem)
+    tma_store(d_desc, [off_m + d_m, off_n + d_n], d_smem)
 
 
 @gluon.jit
@@ -343,7 +339,7 @@ def _store(d_desc, d_smem, d_view, out, off_m, off_n, BM: gl.constexpr, BN: gl.c
         tma.store_wait(pendings=0)
         d_view.store(out)
         fence_async_shared()
-        _tma_store(d_desc, [off_m, off_n], d_smem)
+        tma_store(d_desc, [off_m, off_n], d_smem)
     elif d_desc.block_type.shape[1] == BN:
         top, bottom = gl.reshape(out, [2, BM // 2, BN]).permute(1, 2, 0).split()
         _store_halves(d_desc, d_smem, d_view, top, bottom, off_m, off_n, BM // 2, 0)
