@@ -170,8 +170,12 @@ def _device_sm_version(index: int) -> int:
 
 def launch_options(constexprs: dict[str, Any]) -> dict[str, Any]:
     """Compile options a launch implies besides warps and stages: ``launch_pdl`` for a launch
-    whose ``PDL`` mode is not off."""
-    return {"launch_pdl": True} if constexprs.get("PDL") else {}
+    whose ``PDL`` mode is not off, ``maxnreg`` for a kernel's nonzero ``MAXNREG`` (a register cap
+    that is part of the launch key, so a pack compiles it as the JIT does)."""
+    options: dict[str, Any] = {"launch_pdl": True} if constexprs.get("PDL") else {}
+    if constexprs.get("MAXNREG"):
+        options["maxnreg"] = constexprs["MAXNREG"]
+    return options
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from tessera._core.validate import (
 )
 from tessera.blas import space
 from tessera.blas.kernels.copy import column_major_copy, row_major_copy
+from tessera.blas.kernels.gemm_fma import FmaConfig, fma_supported, launch_gemm_fma
 from tessera.blas.kernels.gemm_scaled import launch_gemm_scaled
 from tessera.blas.kernels.gemm_splitk import SplitKConfig, launch_gemm_splitk
 from tessera.blas.kernels.gemm_streamk import StreamKConfig, launch_gemm_streamk
@@ -500,7 +501,8 @@ def _selection(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, o
         and tma_supported(op_a, op_b, out)
     )  # the interpreter's bf16 dot is wrong and only the tile family upcasts around it
     ws_ok = tma_ok and space.ws_capable(info) and ws_supported(op_a, op_b, c, out, alpha, precision)
-    problem = space.GemmProblem(*sizes, key, tma_ok, ws_ok, ws_ok and swaps(op_b))
+    fma_ok = batch == 1 and info.backend == "cuda" and fma_supported(op_a, op_b, c, out, precision)
+    problem = space.GemmProblem(*sizes, key, tma_ok, ws_ok, ws_ok and swaps(op_b), fma_ok)
     return problem, space.select(problem, info)
 
 
@@ -522,6 +524,9 @@ def _launch(plan: _GemmPlan) -> None:
         )
     elif isinstance(config, WsConfig):
         launch_gemm_ws(_as_2d(a), _as_2d(b), _as_2d(d), num_sms=plan.multiprocessors, config=config)
+    elif isinstance(config, FmaConfig):
+        launch_gemm_fma(_as_2d(a), _as_2d(b), None if c is None else _as_2d(c), _as_2d(d), plan.alpha,
+                        plan.beta, config=config)
     elif isinstance(config, SplitKConfig):
         launch_gemm_splitk(
             a, b, c, d, plan.batch, plan.alpha, plan.beta, precision=plan.precision,

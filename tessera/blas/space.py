@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from tessera._core.device import TF32_KEYS, DeviceInfo, device_info, dtype_key, torch_dtype
+from tessera.blas.kernels.gemm_fma import FmaConfig
 from tessera.blas.kernels.gemm_scaled import ScaledConfig, ScaledTmaConfig
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
@@ -29,9 +30,9 @@ from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.tuning import logic
 
-Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WsConfig | WqConfig | WqGemvConfig
-          | WqDequantConfig | WqWsConfig | ScaledConfig | GemvConfig | GemvGemmConfig | GerConfig | SymvConfig
-          | TrsvConfig | VectorConfig)
+Config = (TileConfig | TmaConfig | SplitKConfig | StreamKConfig | WsConfig | FmaConfig | WqConfig
+          | WqGemvConfig | WqDequantConfig | WqWsConfig | ScaledConfig | GemvConfig | GemvGemmConfig
+          | GerConfig | SymvConfig | TrsvConfig | VectorConfig)
 SIZE_KEYS = ("m", "n", "k", "batch")
 
 # Runs on any GPU Triton supports: 32x32x32 tiles, one stage (≤ 16 KiB of shared memory in fp64).
@@ -50,6 +51,7 @@ class GemmProblem:
     tma_ok: bool  # operands meet the descriptor rules and the batch is 1
     ws_ok: bool = False  # and the warp-specialized family takes them (``gemm_ws.ws_supported``, sm_90)
     ws_swapped: bool = False  # with a row-major tf32 B, which it multiplies swapped (``gemm_ws.swap_fits``)
+    fma_ok: bool = False  # the Gluon FMA family takes them (``gemm_fma.fma_supported``, NVIDIA)
 
 
 @dataclass(frozen=True)
@@ -114,10 +116,17 @@ WS_TF32_SPACE: tuple[WsConfig, ...] = (
     WsConfig(64, 128, 32, 8, 4, 6),  # 128 tiles at 1024³: one launch, no copy, under a wave
 )
 
+# The Gluon FMA family (IEEE float32, A and B row-major, NVIDIA): chosen through logic files. Offline
+# (sm_90, Triton 3.6, the 9 launches of a pack): BK 8 in two buffers 123–138 registers, 126–128 under
+# a 128 cap without spills (two programs a multiprocessor); in one buffer 127–130 (the cap spills);
+# BK 16 in two buffers 142–153 under a 168 cap (ptxas spilled at its own 128). Not yet timed.
+FMA_SPACE: tuple[FmaConfig, ...] = (FmaConfig(8, 2, 8, 128), FmaConfig(8, 1), FmaConfig(8, 2, 16, 128),
+                                    FmaConfig(16, 2, 8, 168))
+
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
 # sweeps, the tuner); a quantized op's config leaves float GEMMs (gemm_wq's own included) alone.
 forced = logic.Override()
-GEMM_CONFIGS = (TileConfig, TmaConfig, SplitKConfig, StreamKConfig, WsConfig)
+GEMM_CONFIGS = (TileConfig, TmaConfig, SplitKConfig, StreamKConfig, WsConfig, FmaConfig)
 
 
 def uses_tma(config: object) -> bool:
@@ -136,6 +145,8 @@ def _misfit(problem: GemmProblem, config: object) -> str | None:
         return f"warp-specialized config's K step is over 128 bytes a row for {problem.dtype}"
     if isinstance(config, WsConfig) and problem.ws_swapped and not swap_fits(config):
         return "warp-specialized config cannot multiply a row-major tf32 B swapped"
+    if isinstance(config, FmaConfig) and not problem.fma_ok:
+        return "FMA config does not fit this call (IEEE float32, 2-D, A and B row-major, NVIDIA)"
     if isinstance(config, StreamKConfig) and problem.batch != 1:
         return "stream-K config takes no batch"
     return None
@@ -305,7 +316,7 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
 
 logic.register_op("blas", "gemm", SIZE_KEYS,
                   {"gemm_tile": TileConfig, "gemm_tma": TmaConfig, "gemm_splitk": SplitKConfig,
-                   "gemm_streamk": StreamKConfig, "gemm_ws": WsConfig},
+                   "gemm_streamk": StreamKConfig, "gemm_ws": WsConfig, "gemm_fma": FmaConfig},
                   heuristic=heuristic_logic)
 
 

@@ -16,6 +16,7 @@ from tessera._core.timing import cold_copies, graph_ms, on_gpu
 from tessera.blas import space
 from tessera.blas.accuracy import FP8_ACCUMULATION, FP8_FAST_ACCUMULATION, gemm_reference
 from tessera.blas.api import gemm
+from tessera.blas.kernels.gemm_fma import FmaConfig
 from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX, ScaledConfig, ScaledTmaConfig, element_dtype
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
@@ -70,9 +71,9 @@ SPACES: dict[str, tuple[space.Config, ...]] = {
         c for c in space.TMA_SPACE if not c.warp_specialize and c.num_stages < 5 and _warps_suit(c))
     + tuple(c for c in space.SPLITK_SPACE if c.num_stages == 3)
     + tuple(c for c in space.STREAMK_SPACE if c.num_stages == 3 or c.tma)  # 4 stages won with descriptors
-    + space.WS_SPACE + space.WS_TF32_SPACE,
+    + space.WS_SPACE + space.WS_TF32_SPACE + space.FMA_SPACE,
     "wide": space.TILE_SPACE + space.TMA_SPACE + space.SPLITK_SPACE + space.STREAMK_SPACE + space.WS_SPACE
-    + space.WS_TF32_SPACE,
+    + space.WS_TF32_SPACE + space.FMA_SPACE,
     "tiny": (TileConfig(16, 16, 16, 1, 2, 1), TileConfig(32, 32, 16, 4, 4, 1),
              TileConfig(16, 32, 32, 8, 4, 2)),
 }
@@ -91,6 +92,8 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
         return m * n <= 256 * 8192 and k >= 4 * config.split_k * config.block_k
     if isinstance(config, StreamKConfig) and (batch != 1 or (config.tma and not space.tma_capable(device))):
         return False  # a persistent grid over one 2-D problem; descriptors need sm_90
+    if isinstance(config, FmaConfig):  # IEEE float32, one 2-D problem, NVIDIA
+        return dtype == "fp32" and batch == 1 and device.backend == "cuda"
     if isinstance(config, WsConfig):  # 16-bit or tf32 (its own space), one 2-D problem, Hopper's wgmma
         limit, element = device.shared_memory_per_block, torch_dtype(dtype).itemsize
         return (batch == 1 and space.ws_capable(device)
