@@ -106,6 +106,7 @@ WS_SPACE: tuple[WsConfig, ...] = (
     WsConfig(128, 256, 32, 8, 8, 6), WsConfig(256, 128, 64, 8, 8, 3), WsConfig(256, 128, 32, 8, 8, 6),
     WsConfig(128, 128, 64, 8, 4, 4), WsConfig(128, 128, 64, 8, 4, 5),
     WsConfig(128, 128, 64, 8, 4, 5, pingpong=True),  # probes: 0.986× torch at 8192³, 1.028× at 8192²×1024
+    WsConfig(64, 128, 64, 8, 4, 6),  # 128 tiles at 1024³ (0.82–0.87× there with gemm_tma's 64x128); untimed
 )
 # ... for tf32 (float32 rows of 32 elements: 128 bytes a K step; gemm_tma's tf32 tile, 128×256×32
 # with 3 stages and D in halves, and what fits beside it; not yet timed on the GPU). All but the
