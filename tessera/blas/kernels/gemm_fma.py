@@ -34,7 +34,9 @@ from triton.experimental.gluon import language as gl
 
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import Launcher, cdiv
+from tessera._core.validate import needs_int64_index
 from tessera.blas.kernels.gemm_tile import ODD_SIZE, REPRESENTATIVE_ROWS, representative_operands
+from tessera.blas.kernels.gemm_ws import grouped_tile_origin
 from tessera.blas.kernels.gluon_names import cta_barrier
 
 BLOCK = 128  # the tile's rows and columns: 8×8 a thread, 4×8 threads a warp, 4×2 warps
@@ -106,18 +108,6 @@ def _step_beside(a_cur, b_cur, a_other, b_other, a_ptrs, b_ptrs, acc, k_next, M,
 
 
 @gluon.jit
-def _tile_of(pid, M, N, GROUP_M: gl.constexpr):
-    """(row, column) of program ``pid``'s tile in grouped order: GROUP_M tile rows share B's
-    columns while they are in L2."""
-    num_m = gl.cdiv(M, TILE)
-    num_n = gl.cdiv(N, TILE)
-    per_group = GROUP_M * num_n
-    first_m = (pid // per_group) * GROUP_M
-    rows = gl.minimum(num_m - first_m, GROUP_M)
-    return (first_m + (pid % per_group) % rows) * TILE, ((pid % per_group) // rows) * TILE
-
-
-@gluon.jit
 def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                      stride_cm, stride_cn, stride_dm, stride_dn, alpha, beta,
                      HAS_C: gl.constexpr, SCALE_ALPHA: gl.constexpr, BK: gl.constexpr,
@@ -136,7 +126,8 @@ def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, 
     a0 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
     b0 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
 
-    off_m, off_n = _tile_of(gl.program_id(0), M, N, GROUP_M)
+    off_m, off_n = grouped_tile_origin(gl.program_id(0), gl.cdiv(M, TILE), gl.cdiv(N, TILE), TILE, TILE,
+                                       GROUP_M)
     rm = off_m + gl.arange(0, TILE, layout=gl.SliceLayout(1, a_load))
     ka = gl.arange(0, BK, layout=gl.SliceLayout(0, a_load))
     kb = gl.arange(0, BK, layout=gl.SliceLayout(1, b_load))
@@ -189,9 +180,7 @@ def fma_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: t
     checks the device and the batch)."""
     operands = (a, b, d) if c is None else (a, b, c, d)
     return (precision == "ieee" and all(t.dtype == torch.float32 and t.dim() == 2 for t in operands)
-            and a.stride(-1) == 1 and b.stride(-1) == 1
-            and all(sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True)) < 2**31
-                    for t in operands))
+            and a.stride(-1) == 1 and b.stride(-1) == 1 and not needs_int64_index(*operands))
 
 
 _launch = Launcher(_gemm_fma_kernel)

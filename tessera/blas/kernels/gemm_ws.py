@@ -216,9 +216,9 @@ def _block_n(b_desc, block_k):
 
 
 @gluon.jit
-def _tile_origin(tile, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M):
+def grouped_tile_origin(tile, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M):
     """(row, column) of output tile ``tile`` in grouped order, as ``gemm_tma.persistent_tile``
-    (a Gluon function cannot call a ``triton.jit`` one)."""
+    (a Gluon function cannot call a ``triton.jit`` one; ``gemm_fma`` calls this one too)."""
     per_group = GROUP_M * num_n
     first_m = (tile // per_group) * GROUP_M
     rows = gl.minimum(num_m - first_m, GROUP_M)
@@ -238,7 +238,7 @@ def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP
     num_n = gl.cdiv(N, BN)
     step = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
-        off_m, off_n = _tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
+        off_m, off_n = grouped_tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
         for k in range(0, K, BK):
             s = step % STAGES
             mbarrier.wait(empty.index(s), ((step // STAGES) & 1) ^ 1)  # a fresh stage passes at once
@@ -376,7 +376,7 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epi
     turn = group - 1  # the arrivals on turns[group] this group's next tile waits for, less one
     for tile in range(gl.program_id(0) + group * gl.num_programs(0), num_m * num_n,
                       groups * gl.num_programs(0)):
-        off_m, off_n = _tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
+        off_m, off_n = grouped_tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
         if groups > 1 and turn >= 0:  # alone, a group never waits
             mbarrier.wait(turns.index(group), turn & 1)
         turn += 1
