@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from devices import H200
 
 from child import precompile
 from reference import assert_gemm_close
@@ -21,9 +22,6 @@ from tessera.blas import explain, gemm, space
 from tessera.blas.kernels import gemm_fma
 from tessera.blas.kernels.gemm_fma import FmaConfig, fma_supported
 from tessera.blas.kernels.gemm_tile import TileConfig
-
-H200 = DeviceInfo(arch="sm_90", backend="cuda", name="NVIDIA H200", multiprocessors=132, warp_size=32,
-                  shared_memory_per_block=232448, peak_tflops={}, memory_bandwidth_tbs=None)
 
 
 @pytest.mark.parametrize("fields", [dict(block_k=4), dict(block_k=64), dict(buffers=3), dict(group_m=0),

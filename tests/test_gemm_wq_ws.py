@@ -11,16 +11,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from devices import H200
 
 from child import precompile, sm90_ptx
 from tessera import InvalidArgumentError
-from tessera._core.device import DeviceInfo, device_info
+from tessera._core.device import device_info
 from tessera._core.launch import recording
 from tessera.blas import dequantize_weight, gemm_wq, quantize_weight, space
 from tessera.blas.kernels import gemm_wq_ws
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, fitting_stages, wq_ws_supported
-
-H200 = DeviceInfo("sm_90", "cuda", "NVIDIA H200", 132, 32, 232448, {}, None)
 
 
 def test_config_rules_and_names() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from devices import H200
 from triton.experimental.gluon import language as gl
 
 from child import precompile, swapped_layouts_compile
@@ -33,8 +34,6 @@ from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, scaled_ws_sup
 from tessera.cli import main
 from tessera.tuning import logic, packs
 
-H200 = DeviceInfo(arch="sm_90", backend="cuda", name="NVIDIA H200", multiprocessors=132, warp_size=32,
-                  shared_memory_per_block=232448, peak_tflops={}, memory_bandwidth_tbs=None)
 SHIPPED = Path(__file__).resolve().parents[1] / "tessera" / "logic" / "sm_90"
 
 
