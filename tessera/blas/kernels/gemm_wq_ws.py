@@ -49,7 +49,7 @@ from tessera._core.launch import PDL_AT_EXIT, Launcher, cdiv, pdl_mode, scratch
 from tessera.blas.kernels.gemm_tma import shared_memory_limit
 from tessera.blas.kernels.gemm_wq import sum_slices
 from tessera.blas.kernels.gemm_ws import block_descriptor, stage_barriers
-from tessera.blas.kernels.gluon_names import cta_barrier, tma_load
+from tessera.blas.kernels.gluon_names import cta_barrier, reinterpret, tma_load
 
 _ACTIVATIONS = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 BLOCK_N = 64  # one warp group's wgmma rows: the output columns of a program
@@ -228,28 +228,16 @@ def _operand4(c_words, a_layout: gl.constexpr, word_layout: gl.constexpr, dtype:
     return gl.convert_layout(w, a_layout, assert_trivial=True)
 
 
-if hasattr(gl.shared_memory_descriptor, "reinterpret"):  # Triton 3.9
-
-    @gluon.jit
-    def _reinterpret(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
-        return buf.reinterpret(dtype, shape, layout)
-else:  # Triton 3.6 names it _reinterpret
-
-    @gluon.jit
-    def _reinterpret(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
-        return buf._reinterpret(dtype, shape, layout)
-
-
 @gluon.jit
 def _as_words4(c_step):
     """A stage's (64 × 128) bytes of 4-bit codes as (64 × 32) 32-bit words (:func:`_word_view4`)."""
-    return _reinterpret(c_step, gl.uint32, [64, 32], _word_view4())
+    return reinterpret(c_step, gl.uint32, [64, 32], _word_view4())
 
 
 @gluon.jit
 def _as_words8(c_quarter):
     """A quarter's (64 × 64) codes as (64 × 32) 16-bit words, the same bytes (:func:`_pair_view8`)."""
-    return _reinterpret(c_quarter, gl.uint16, [64, 32], _pair_view8())
+    return reinterpret(c_quarter, gl.uint16, [64, 32], _pair_view8())
 
 
 @gluon.jit

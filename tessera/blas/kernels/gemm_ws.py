@@ -58,7 +58,7 @@ from tessera.blas.kernels.gemm_tma import (
     is_col_major,
     tma_supported,
 )
-from tessera.blas.kernels.gluon_names import PUBLIC_REINTERPRET, cta_barrier, tma_load, tma_store
+from tessera.blas.kernels.gluon_names import cta_barrier, reinterpret, tma_load, tma_store
 
 _GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 _FP8_DTYPES = {torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5}
@@ -197,17 +197,6 @@ def _row_order_layout(layout, rows, cols):
     return gl.SharedLinearLayout([reorder(b) for b in _swizzled_bases(rows, cols)], [], 1024)
 
 
-@gluon.jit
-def _reinterpreted(buf, layout: gl.constexpr):
-    """``buf`` (float32, 2-D) seen through ``layout`` (Triton 3.9 names the method ``reinterpret``,
-    3.6 ``_reinterpret``)."""
-    if PUBLIC_REINTERPRET:
-        view = buf.reinterpret(gl.float32, buf.shape, layout)
-    else:
-        view = buf._reinterpret(gl.float32, buf.shape, layout)
-    return view
-
-
 @gluon.constexpr_function
 def _block_n(b_desc, block_k):
     """The tile's columns, from B's descriptor block ((BN, BK) column-major, (BK, BN) row-major):
@@ -280,9 +269,11 @@ def _mac_step(a_bufs, b_bufs, ready, empty, acc, step, k, STAGES, SWAPPED: gl.co
     mbarrier.wait(ready.index(s), (step // STAGES) & 1)
     if SWAPPED:
         PIECES: gl.constexpr = a_bufs.type.shape[2] // 8
-        ordered: gl.constexpr = _row_order_layout(b_bufs.type.layout, 8, b_bufs.type.shape[2])
+        BN: gl.constexpr = b_bufs.type.shape[2]
+        ordered: gl.constexpr = _row_order_layout(b_bufs.type.layout, 8, BN)
         for j in gl.static_range(PIECES):
-            b_piece = _reinterpreted(b_bufs.index(s * PIECES + j), ordered).permute((1, 0)).load(b_registers)
+            b_piece = reinterpret(b_bufs.index(s * PIECES + j), gl.float32, [8, BN], ordered)
+            b_piece = b_piece.permute((1, 0)).load(b_registers)
             a_piece = a_bufs.index(s).slice(j * 8, 8, dim=1).permute((1, 0))
             acc = warpgroup_mma(b_piece, a_piece, acc, is_async=True)
             acc = warpgroup_mma_wait(num_outstanding=PIECES - 1, deps=(acc,))
@@ -393,8 +384,9 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epi
         if SCALED:
             acc = _scaled(acc, off_m, off_n, M, N, epilogue, layout, BM, BN)
         if SWAPPED:  # the accumulator's rows in the reordered column order of Bᵀ's reads
-            d_view = _reinterpreted(d_smem, _row_order_layout(d_desc.layout, d_desc.block_type.shape[0],
-                                                              d_desc.block_type.shape[1]))
+            D_M: gl.constexpr = d_desc.block_type.shape[0]
+            D_N: gl.constexpr = d_desc.block_type.shape[1]
+            d_view = reinterpret(d_smem, gl.float32, [D_M, D_N], _row_order_layout(d_desc.layout, D_M, D_N))
             _store(d_desc, d_smem, d_view, acc.permute((1, 0)).to(d_desc.dtype), off_m, off_n, BM, BN)
         else:
             _store(d_desc, d_smem, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
