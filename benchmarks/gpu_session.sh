@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The next GPU session's plan as stages, one device call each (a call may run 10 minutes): every
+# stage writes its logs, JUnit XML and result JSONs under WORK/<stage>/, each command capped by
+# `timeout -s KILL` so one hang cannot eat the call, and the whole of WORK is tarred into
+# $OUT/r.tgz at the end (one file to bring back). Run from the repository root on the device:
+#   echo <rev> > .rev   # here, before the call: the device copy has no .git
+#   bash benchmarks/gpu_session.sh STAGE...
+# Stages (docs/status.md, "What the next session should run first", says why and in what order):
+#   verify   the GPU code that has never run: gemm_ws's gpu tests (tf32 multiplied swapped),
+#            gemm_fma's, the tf32 first call with a pack, test_gemm + test_gemm_gpu      ~8 min
+#   probes   tf32 swapped vs copy-then-gemm_tma vs torch (2048–8192); FMA_SPACE vs SGEMM;
+#            the 64×128×64 gemm_ws tile at 16-bit 1024³                                 ~8 min
+#   host     host overhead, first call (bf16 and tf32) with a pack, level 1/2 (batched)  ~8 min
+#   grid     the square grid against torch (`tessera bench gemm --preset grid`)         ~9 min
+# A stage that is not named is not run; unknown names stop the script before anything runs.
+set -uo pipefail
+PY=${PYTHON:-python3}
+OUT=${OUT:?the device tool sets OUT}
+WORK=${WORK:-/tmp/gpu-session}
+rev=$(cat .rev 2>/dev/null || git log -1 --format=%H 2>/dev/null || echo unknown)
+export PYTHONPATH=$PWD TESSERA_GIT_REV=$rev
+mkdir -p "$WORK"
+
+capped() {  # capped SECONDS NAME CMD...: run CMD, stdout+stderr to NAME.txt, its exit status logged
+    local seconds=$1 name=$2
+    shift 2
+    local start=$SECONDS
+    timeout -s KILL "$seconds" "$@" > "$dir/$name.txt" 2>&1
+    local rc=$?
+    echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$dir/summary.txt"
+    tail -3 "$dir/$name.txt"
+}
+
+verify() {
+    capped 200 ws "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs --junitxml="$dir/ws.xml"
+    capped 120 fma "$PY" -m pytest -m gpu tests/test_gemm_fma.py -q -rs --junitxml="$dir/fma.xml"
+    capped 90 first-call "$PY" -m pytest -m gpu tests/test_packs.py -q -rs -k first_call \
+        --junitxml="$dir/first-call.xml"
+    capped 180 gemm "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py -q -rs -x \
+        --junitxml="$dir/gemm.xml"
+}
+
+probes() {
+    capped 240 tf32 "$PY" benchmarks/gemm_gluon_probe.py "$dir/tf32.json" --dtypes tf32 \
+        --sizes 2048,4096,8192
+    capped 200 fp32 "$PY" benchmarks/sgemm_gluon_probe.py "$dir/fp32.json"
+    capped 120 w16-1024 "$PY" benchmarks/gemm_gluon_probe.py "$dir/w16-1024.json" --dtypes bf16,fp16 \
+        --sizes 1024 --configs 64x128x64:6:4:8
+}
+
+host() {
+    capped 90 host-overhead "$PY" benchmarks/host_overhead.py "$dir/host-overhead.json"
+    capped 150 first-call-bf16 "$PY" benchmarks/first_call.py "$dir/first-call-bf16.json"
+    capped 150 first-call-tf32 "$PY" benchmarks/first_call.py "$dir/first-call-tf32.json" --dtype tf32
+    capped 150 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
+}
+
+grid() {
+    capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
+}
+
+for stage in "$@"; do
+    case $stage in verify|probes|host|grid) ;; *) echo "unknown stage $stage (verify, probes, host, grid)"; exit 2;; esac
+done
+for stage in "$@"; do
+    dir=$WORK/$stage
+    mkdir -p "$dir"
+    echo "== $stage at $rev"
+    "$stage"
+done
+nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$WORK/gpu.txt" 2>&1
+tar czf "$OUT/r.tgz" -C "$WORK" .
