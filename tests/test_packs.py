@@ -19,7 +19,7 @@ import yaml
 
 from child import compiler_env
 from reference import assert_gemm_close
-from tessera import PackError
+from tessera import InvalidArgumentError, PackError
 from tessera.blas import explain, gemm
 from tessera.cli import main
 from tessera.tuning import packs
@@ -273,6 +273,38 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     (kernels / "index.json").unlink()
     from_sidecars = binaries._index(kernels, -2)
     assert from_index == from_sidecars and sum(map(len, from_index.values())) == 10 + 27 // 3
+
+
+def test_precompile_in_several_processes_builds_the_same_pack(tmp_path: Path) -> None:
+    """The shipped symv logic's two solutions (8 and 16 tiles a program) launch the same finishing
+    kernel: one process compiles it for the first only; dealt to two processes, the second
+    solution's process compiles it again and the build keeps the first's. Either way the pack
+    holds the same members, byte for byte, the same support table, and one binary a launch."""
+    folder = tmp_path / "logic"
+    folder.mkdir()
+    doc = yaml.safe_load((SHIPPED_LOGIC / "sm_90" / "blas.symv.bf16.yaml").read_text())
+    assert len(doc["solutions"]) == 2
+    (folder / "blas.symv.bf16.yaml").write_text(yaml.safe_dump({**doc, "arch": "gfx1103"}))
+    built = {}
+    for workers in (1, 2):
+        result = packs.build_pack("gfx1103", tmp_path / f"{workers}.tar.gz", logic_dir=folder,
+                                  precompile=True, workers=workers)
+        _, contents = packs.check_pack(result.path)
+        members = {k: v for k, v in contents.items() if k != "manifest.json"}
+        built[workers] = (result.manifest["support"], members)
+    assert built[1] == built[2]
+    support, contents = built[1]
+    assert [row["status"] for row in support] == ["ok", "ok"]
+    first, second = ({Path(f).name.split("-")[1] for f in row["files"]} for row in support)
+    assert "0" in first and "0" not in second  # the second solution's first launch is the first's
+    keys = [(entry["function"], entry["launch_key"]) for name, data in contents.items()
+            if name.endswith(".launch.json") for entry in [json.loads(data)]]
+    assert len(keys) == len(set(keys)) == len(first) + len(second)
+    with pytest.raises(InvalidArgumentError, match="at least one compiler process"):
+        packs.build_pack("gfx1103", tmp_path / "0.tar.gz", logic_dir=folder, precompile=True, workers=0)
+    assert main(["pack", "build", "--arch", "gfx1103", "--logic", str(folder), "--precompile", "-j", "0",
+                 "-o", str(tmp_path / "0.tar.gz")]) == 2
+    assert not (tmp_path / "0.tar.gz").exists()
 
 
 # Run in a child without the interpreter: a launch's Launcher key and the specialization Triton's

@@ -128,6 +128,8 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="target, e.g. sm_90 or gfx1103; several (comma-separated) write one pack each")
     build.add_argument("--logic", type=Path, help="directory of logic files (default: shipped or heuristic)")
     build.add_argument("--precompile", action="store_true", help="compile kernels for the arch offline")
+    build.add_argument("-j", "--jobs", type=int, default=None,
+                       help="compiler processes at once with --precompile (default: one a CPU, at most 8)")
     build.add_argument("--name")
     build.add_argument("--version", default="1")
     build.add_argument("-o", "--output", type=Path, required=True,

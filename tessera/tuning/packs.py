@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from tessera._core.device import offline_device
-from tessera._core.errors import LogicFileError, PackError
+from tessera._core.errors import InvalidArgumentError, LogicFileError, PackError
 from tessera.tuning import binaries, logic
 from tessera.tuning.paths import SHIPPED_LOGIC, install_root
 
@@ -99,41 +99,92 @@ def _logic_documents(arch: str, logic_dir: Path | None) -> tuple[dict[str, bytes
     return members, origins.pop() if len(origins) == 1 else "mixed"
 
 
-def _precompile(arch: str, logic_members: dict[str, bytes]) -> tuple[dict[str, bytes], list[dict]]:
-    """Compile every solution of the pack's logic for ``arch`` in a child process."""
+def default_workers() -> int:
+    """Compiler processes a pack build runs at once by default: one a CPU, at most 8 (each holds
+    torch and Triton, ~0.5 GB)."""
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _run_compilers(arch: str, jobs: list[dict], out: Path, workers: int) -> dict[int, tuple[dict, Path]]:
+    """Compile ``jobs`` for ``arch`` in ``workers`` child processes at once (jobs dealt round-robin,
+    each child writing into a folder of its own): job index → (its result line, that folder). A job
+    missing from the answer is one whose child stopped before it."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                      env.get("PYTHONPATH")]))
+    children = []
+    for shard in range(min(workers, len(jobs))):
+        folder = out / f"shard-{shard}"
+        folder.mkdir()
+        request = {"arch": arch, "out": str(folder), "warp_size": offline_device(arch).warp_size,
+                   "jobs": jobs[shard::workers]}
+        (folder / "request.json").write_text(json.dumps(request))
+        # files, not pipes, for the child's input and output: nothing blocks while its siblings run
+        with open(folder / "request.json") as stdin, open(folder / "stdout.txt", "w") as stdout, \
+                open(folder / "stderr.txt", "w") as stderr:
+            children.append((folder, subprocess.Popen([sys.executable, "-m", "tessera.tuning.precompile"],
+                                                      stdin=stdin, stdout=stdout, stderr=stderr, env=env)))
+    deadline = time.monotonic() + 3600
+    results: dict[int, tuple[dict, Path]] = {}
+    try:
+        for folder, child in children:
+            try:
+                child.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+            lines = (folder / "stdout.txt").read_text().splitlines()
+            answered = [json.loads(line) for line in lines if line.startswith("{")]
+            if child.returncode != 0 and not answered:
+                stderr = (folder / "stderr.txt").read_text().strip()
+                raise PackError(f"precompiling for {arch} failed to start: {stderr[-500:]}")
+            results.update((line["job"], (line, folder)) for line in answered)
+    finally:  # an error or an interrupt leaves no compiler writing into a folder about to go
+        for _, child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    return results
+
+
+def _precompile(arch: str, logic_members: dict[str, bytes],
+                workers: int | None = None) -> tuple[dict[str, bytes], list[dict]]:
+    """Compile every solution of the pack's logic for ``arch``, in ``workers`` child processes
+    (default :func:`default_workers`). The pack is the same for any number of them: a launch that
+    several jobs make (tf32's K-major copies) is kept from the first job in order that compiled
+    it, as one process compiling the jobs in order would have kept it."""
     jobs = []
     for name, data in sorted(logic_members.items()):
         doc = yaml.safe_load(data)
         for solution in doc["solutions"]:
             config = {k: v for k, v in solution.items() if k not in ("id", "kernel")}
-            jobs.append({"library": doc["library"], "op": doc["op"], "kernel": solution["kernel"],
-                         "dtype": doc["problem"]["dtype"], "config": config, "logic": name,
-                         "solution": solution["id"]})
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
-                                                      env.get("PYTHONPATH")]))
+            jobs.append({"index": len(jobs), "library": doc["library"], "op": doc["op"],
+                         "kernel": solution["kernel"], "dtype": doc["problem"]["dtype"], "config": config,
+                         "logic": name, "solution": solution["id"]})
+    members: dict[str, bytes] = {}
+    support = []
+    kept: set[tuple[str, str]] = set()  # (function, launch key) of the binaries packed so far
     with tempfile.TemporaryDirectory() as out:
-        request = {"arch": arch, "out": out, "warp_size": offline_device(arch).warp_size, "jobs": jobs}
-        done = subprocess.run([sys.executable, "-m", "tessera.tuning.precompile"],
-                              input=json.dumps(request), capture_output=True, text=True, env=env,
-                              timeout=3600, check=False)
-        results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        if done.returncode != 0 and not results:
-            raise PackError(f"precompiling for {arch} failed to start: {done.stderr.strip()[-500:]}")
-        members: dict[str, bytes] = {}
-        support = []
-        for job, result in zip(jobs, results, strict=False):
-            row = {k: job[k] for k in ("kernel", "dtype", "logic", "solution")} | {"status": result["status"]}
-            if result["status"] == "ok":
-                for name in result["files"]:
-                    members[f"kernels/{name}"] = (Path(out) / name).read_bytes()
-                row["files"] = [f"kernels/{name}" for name in result["files"]]
-            else:
-                row["reason"] = result["reason"]
-            support.append(row)
-        for job in jobs[len(results):]:
-            support.append({k: job[k] for k in ("kernel", "dtype", "logic", "solution")}
-                           | {"status": "failed", "reason": "the compiler process stopped early"})
+        results = _run_compilers(arch, jobs, Path(out), workers or default_workers()) if jobs else {}
+        for job in jobs:
+            row = {k: job[k] for k in ("kernel", "dtype", "logic", "solution")}
+            stopped = {"status": "failed", "reason": "the compiler process stopped early"}
+            result, folder = results.get(job["index"], (stopped, None))
+            row["status"] = result["status"]
+            if result["status"] != "ok":
+                support.append(row | {"reason": result["reason"]})
+                continue
+            files = []
+            for binary, metadata, sidecar in zip(*[iter(result["files"])] * 3, strict=True):
+                entry = json.loads((folder / sidecar).read_text())
+                key = (entry["function"], entry["launch_key"])
+                if key in kept:
+                    continue
+                kept.add(key)
+                for name in (binary, metadata, sidecar):
+                    members[f"kernels/{name}"] = (folder / name).read_bytes()
+                    files.append(f"kernels/{name}")
+            support.append(row | {"files": files})
     sidecars = {Path(name).name: data for name, data in members.items() if name.endswith(binaries.SIDECAR)}
     if sidecars:
         members[f"kernels/{binaries.INDEX}"] = binaries.index_document(sidecars)
@@ -141,14 +192,18 @@ def _precompile(arch: str, logic_members: dict[str, bytes]) -> tuple[dict[str, b
 
 
 def build_pack(arch: str, out: Path, *, logic_dir: Path | None = None, precompile: bool = False,
-               name: str | None = None, version: str = "1") -> BuildResult:
-    """Build a pack for ``arch`` (no GPU of that arch needed) and write it atomically to ``out``."""
+               name: str | None = None, version: str = "1", workers: int | None = None) -> BuildResult:
+    """Build a pack for ``arch`` (no GPU of that arch needed) and write it atomically to ``out``;
+    ``workers``: compiler processes for ``precompile`` (default :func:`default_workers`)."""
     import triton
 
     from tessera import __version__
 
+    if workers is not None and workers < 1:
+        raise InvalidArgumentError(f"a pack build runs at least one compiler process (asked for {workers}); "
+                                   f"pass --jobs 1 or more, or leave it out for one a CPU")
     logic_members, origin = _logic_documents(arch, logic_dir)
-    kernel_members, support = _precompile(arch, logic_members) if precompile else ({}, [])
+    kernel_members, support = _precompile(arch, logic_members, workers) if precompile else ({}, [])
     members = {**logic_members, **kernel_members}
     manifest = {
         "format": PACK_FORMAT, "name": name or f"tessera-{arch}", "version": str(version),

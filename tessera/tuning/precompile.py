@@ -1,15 +1,18 @@
 """Compile kernel families for a target we are not running on (run as a child process).
 
-``python -m tessera.tuning.precompile`` reads one JSON job from stdin —
-``{"arch": "gfx1103", "out": DIR, "jobs": [{"library", "op", "kernel", "dtype", "config"}, …]}``.
+``python -m tessera.tuning.precompile`` reads one JSON request from stdin —
+``{"arch": "gfx1103", "out": DIR, "jobs": [{"index", "library", "op", "kernel", "dtype", "config"}, …]}``
+(``index``: the job's place in the whole build, which a pack build deals to several such processes;
+it names the job's files and its result line).
 For each job it runs the family's ``representative_launch(op, config, dtype, num_sms)`` on CPU tensors
 under :func:`~tessera._core.launch.capture`, derives with Triton's own binder the specialization the
 JIT would compile for each captured launch on the target, compiles it with ``triton.compile`` and
 writes into DIR the binary, Triton's metadata and a ``.launch.json`` sidecar with the launch key
 (what the pack loader matches at run time) and Triton's specialization (to rebuild its source).
-It prints one JSON result line per job: ``{"status": "ok", "files": […]}`` or ``{"status":
-"failed", "reason": …}``. It runs apart from the caller because Triton's interpreter, when on,
-patches the language module process-wide.
+It prints one JSON result line per job: ``{"job": index, "status": "ok", "files": […]}`` (a
+binary, its metadata and its sidecar per launch) or ``{"job": index, "status": "failed",
+"reason": …}``. It runs apart from the caller because Triton's interpreter, when on, patches the
+language module process-wide.
 """
 
 from __future__ import annotations
@@ -94,8 +97,10 @@ def main() -> None:
     arch, out = request["arch"], Path(request["out"])
     target = _target(arch, request.get("warp_size", 32))
     num_sms = offline_device(arch).multiprocessors or 132
-    compiled: set[tuple] = set()  # launch keys in earlier jobs' files (e.g. tf32's K-major copies)
-    for i, job in enumerate(request["jobs"]):
+    compiled: set[tuple] = set()  # launch keys in this process's earlier jobs' files (tf32's K-major
+    # copies); the pack build drops what another process's earlier job compiled too
+    for position, job in enumerate(request["jobs"]):
+        i = job.get("index", position)
         family = registered_ops()[(job["library"], job["op"])].families[job["kernel"]]
         config = family(**job["config"])
         try:
