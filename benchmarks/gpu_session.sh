@@ -8,9 +8,11 @@
 # Stages (docs/status.md, "What the next session should run first", says why and in what order):
 #   verify   the GPU code that has never run: gemm_ws's gpu tests (tf32 multiplied swapped),
 #            gemm_fma's, the tf32 first call with a pack, test_gemm + test_gemm_gpu      ~8 min
-#   probes   tf32 swapped vs copy-then-gemm_tma vs torch (2048–8192); FMA_SPACE vs SGEMM;
+#   probes   tf32 swapped vs copy-then-gemm_tma vs torch (1024–8192); FMA_SPACE vs SGEMM;
 #            the 64×128×64 gemm_ws tile at 16-bit 1024³                                 ~8 min
-#   host     host overhead, first call (bf16 and tf32) with a pack, level 1/2 (batched)  ~8 min
+#   first    an sm_90 pack built here ($PACK instead if set) and installed under a
+#            TESSERA_HOME of this run, then the first call (bf16, tf32) in fresh processes ~8 min
+#   host     host overhead of small calls, level 1/2 (their kernels changed for batches) ~5 min
 #   grid     the square grid against torch (`tessera bench gemm --preset grid`)         ~9 min
 # A stage that is not named is not run; unknown names stop the script before anything runs.
 set -uo pipefail
@@ -36,23 +38,31 @@ verify() {
     capped 120 fma "$PY" -m pytest -m gpu tests/test_gemm_fma.py -q -rs --junitxml="$dir/fma.xml"
     capped 90 first-call "$PY" -m pytest -m gpu tests/test_packs.py -q -rs -k first_call \
         --junitxml="$dir/first-call.xml"
-    capped 180 gemm "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py -q -rs -x \
+    capped 160 gemm "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py -q -rs -x \
         --junitxml="$dir/gemm.xml"
 }
 
 probes() {
     capped 240 tf32 "$PY" benchmarks/gemm_gluon_probe.py "$dir/tf32.json" --dtypes tf32 \
-        --sizes 2048,4096,8192
+        --sizes 1024,2048,4096,8192
     capped 200 fp32 "$PY" benchmarks/sgemm_gluon_probe.py "$dir/fp32.json"
     capped 120 w16-1024 "$PY" benchmarks/gemm_gluon_probe.py "$dir/w16-1024.json" --dtypes bf16,fp16 \
         --sizes 1024 --configs 64x128x64:6:4:8
 }
 
-host() {
-    capped 90 host-overhead "$PY" benchmarks/host_overhead.py "$dir/host-overhead.json"
+first() {  # the pack and its install stay out of WORK (out of the tarball)
+    local pack=${PACK:-/tmp/gpu-session-sm_90.tar}
+    export TESSERA_HOME=/tmp/gpu-session-home
+    [ -f "$pack" ] || capped 240 pack-build "$PY" -m tessera pack build --arch sm_90 --precompile -o "$pack"
+    capped 60 pack-install "$PY" -m tessera pack install "$pack"
     capped 150 first-call-bf16 "$PY" benchmarks/first_call.py "$dir/first-call-bf16.json"
     capped 150 first-call-tf32 "$PY" benchmarks/first_call.py "$dir/first-call-tf32.json" --dtype tf32
-    capped 150 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
+    unset TESSERA_HOME
+}
+
+host() {
+    capped 90 host-overhead "$PY" benchmarks/host_overhead.py "$dir/host-overhead.json"
+    capped 200 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
 grid() {
@@ -60,7 +70,8 @@ grid() {
 }
 
 for stage in "$@"; do
-    case $stage in verify|probes|host|grid) ;; *) echo "unknown stage $stage (verify, probes, host, grid)"; exit 2;; esac
+    case $stage in verify|probes|first|host|grid) ;;
+        *) echo "unknown stage $stage (verify, probes, first, host, grid)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage
