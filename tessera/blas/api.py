@@ -33,7 +33,7 @@ from tessera._core.validate import (
     needs_int64_index,
     real_scalar,
 )
-from tessera.blas import space
+from tessera.blas import autograd, space
 from tessera.blas.kernels.copy import column_major_copy, row_major_copy
 from tessera.blas.kernels.gemm_fma import FmaConfig, fma_supported, launch_gemm_fma
 from tessera.blas.kernels.gemm_scaled import launch_gemm_scaled
@@ -150,8 +150,15 @@ def gemm(
     float64 accumulates in float64. As in BLAS, ``beta == 0``
     never reads C (NaN in C does not leak) and ``alpha == 0`` never reads A or B. C may broadcast
     to the result's shape; ``out`` may be C itself (in-place update) but must not overlap A or B.
-    Returns the result (``out`` when given).
+    Returns the result (``out`` when given). With grad mode on and an operand that requires a
+    gradient, the call records one (float operands; the backward products are Tessera GEMMs;
+    ``tessera.blas.autograd``); ``out=`` and the fp8 / int8 GEMM are then refused.
     """
+    if autograd.wants_grad(a, b, c, scale_a, scale_b, bias):
+        quantized = (getattr(a, "dtype", None) in QUANTIZED_INPUTS
+                     or any(t is not None for t in (scale_a, scale_b, bias)) or fast_accum is not False)
+        return autograd.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
+                             out_dtype=out_dtype, out=out, precision=precision, quantized=quantized)
     signature = None
     plain = (type(a) is torch.Tensor and type(b) is torch.Tensor and c is None and type(alpha) in _REALS
              and type(beta) in _REALS and not log.modes())

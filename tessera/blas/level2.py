@@ -90,8 +90,9 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
             # yᵀ (1 × m) = xᵀ (1 × n) · op(A)ᵀ, op(A)ᵀ an (n × m) view of A: no copy
             op_a_t = a.as_strided((n, m), (san, sam), a.storage_offset())
             y_row = y.elements()[None, :]
-            gemm(x.elements()[None, :], op_a_t, y_row if beta != 0.0 else None, alpha=alpha, beta=beta,
-                 out=y_row)
+            with torch.no_grad():  # level 2 records no gradients (gemm would, for an A that wants one)
+                gemm(x.elements()[None, :], op_a_t, y_row if beta != 0.0 else None, alpha=alpha, beta=beta,
+                     out=y_row)
             return
         config = space.SHAPE_OPS["gemv"].heuristic(dtype, info.backend).config  # the gemv kernel's tile
     if batch > 1:  # each entry has programs of its own: a tile no larger than its matrix

@@ -53,7 +53,7 @@ from tessera._core.validate import (
     check_no_overlap,
     check_same_device,
 )
-from tessera.blas import space
+from tessera.blas import autograd, space
 from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX, k_major, scaled_tma_supported
 from tessera.blas.kernels.gemm_wq import (
     WqDequantConfig,
@@ -337,6 +337,8 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     exact bytes, not ``gemm_wq_ws``), and the large-M path, round each dequantized weight to x's
     dtype (as ``dequantize_weight`` rounds to the scales' dtype); the other paths use the exact
     dequantized weight (the sum of x·(code − zero) exact, scaled once per group in fp32)."""
+    if autograd.wants_grad(x):
+        return autograd.gemm_wq(x, _check_quantized(qweight), out)
     signature = None
     if out is None and type(x) is torch.Tensor and type(qweight) is QuantizedWeight:
         signature = _signature(x, qweight)

@@ -1,0 +1,150 @@
+"""Gradients through gemm / matmul / gemm_wq, against torch's autograd on an fp64 reference."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tessera import InvalidArgumentError, UnsupportedError
+from tessera.blas import dequantize_weight, gemm, gemm_wq, matmul, quantize_weight
+
+
+def _leaf(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().clone().requires_grad_()
+
+
+def _reference_grads(fn, *inputs: torch.Tensor, grad: torch.Tensor) -> list[torch.Tensor | None]:
+    """The gradients torch's autograd gives ``fn`` on fp64 copies of ``inputs``."""
+    copies = [_leaf(t.double()) if t.requires_grad else t.double() for t in inputs]
+    fn(*copies).backward(grad.double())
+    return [c.grad for c in copies]
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_gemm_gradients_with_transposes_alpha_beta_and_a_bias_row(trans_a: bool, trans_b: bool,
+                                                                   device: str) -> None:
+    m, n, k = 5, 6, 7
+    a = _leaf(torch.randn((k, m) if trans_a else (m, k), dtype=torch.float64, device=device))
+    b = _leaf(torch.randn((n, k) if trans_b else (k, n), dtype=torch.float64, device=device))
+    c = _leaf(torch.randn(n, dtype=torch.float64, device=device))  # broadcasts over the rows
+    d = gemm(a, b, c, alpha=1.5, beta=-0.5, trans_a=trans_a, trans_b=trans_b)
+    assert d.grad_fn is not None
+    g = torch.randn_like(d)
+    d.backward(g)
+
+    def reference(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        return 1.5 * (x.t() if trans_a else x) @ (y.t() if trans_b else y) - 0.5 * z
+
+    for got, want in zip((a.grad, b.grad, c.grad), _reference_grads(reference, a, b, c, grad=g), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_gemm_gradients_sum_over_a_broadcast_batch(device: str) -> None:
+    """A 2-D A against a batch of B, and a batch-1 C: their gradients are summed over the batch."""
+    a = _leaf(torch.randn(4, 3, dtype=torch.float64, device=device))
+    b = _leaf(torch.randn(5, 3, 6, dtype=torch.float64, device=device))
+    c = _leaf(torch.randn(1, 4, 6, dtype=torch.float64, device=device))
+    d = gemm(a, b, c, beta=2.0)
+    assert d.shape == (5, 4, 6)
+    g = torch.randn_like(d)
+    d.backward(g)
+    want = _reference_grads(lambda x, y, z: x @ y + 2.0 * z, a, b, c, grad=g)
+    for got, expected in zip((a.grad, b.grad, c.grad), want, strict=True):
+        assert got.shape == expected.shape
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_gemm_gradcheck(device: str) -> None:
+    """Finite differences of the forward against the backward (fp64, both operands transposed)."""
+    a = _leaf(torch.randn(3, 4, dtype=torch.float64, device=device))
+    b = _leaf(torch.randn(5, 3, dtype=torch.float64, device=device))
+    assert torch.autograd.gradcheck(lambda x, y: gemm(x, y, alpha=0.75, trans_a=True, trans_b=True), (a, b))
+
+
+def test_half_operands_with_a_float32_result_get_half_gradients(device: str) -> None:
+    a = _leaf(torch.randn(8, 16, device=device).half())
+    b = _leaf(torch.randn(16, 8, device=device).half())
+    d = gemm(a, b, out_dtype=torch.float32)
+    g = torch.randn_like(d)
+    d.backward(g)
+    assert a.grad.dtype == b.grad.dtype == torch.float16
+    want_a, want_b = _reference_grads(lambda x, y: x @ y, a, b, grad=g.half().float())
+    torch.testing.assert_close(a.grad.double(), want_a, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(b.grad.double(), want_b, rtol=2e-2, atol=2e-2)
+
+
+def test_matmul_gradients_for_vectors_parameters_and_batches(device: str) -> None:
+    """An nn.Parameter (a Tensor subclass) gets its gradient through matmul's reshapes."""
+    weight = torch.nn.Parameter(torch.randn(6, 4, dtype=torch.float64, device=device))
+    vector = _leaf(torch.randn(6, dtype=torch.float64, device=device))
+    batch = _leaf(torch.randn(3, 2, 6, dtype=torch.float64, device=device))
+    for x, w in [(vector, weight), (weight.t(), vector), (batch, weight)]:
+        weight.grad = None
+        y = matmul(x, w)
+        g = torch.randn_like(y)
+        y.backward(g)
+        got = weight.grad.clone()
+        weight.grad = None
+        torch.matmul(x, w).backward(g)
+        torch.testing.assert_close(got, weight.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_no_gradient_is_recorded_without_grad_mode_or_a_leaf_that_wants_one(device: str) -> None:
+    a = _leaf(torch.randn(4, 4, dtype=torch.float64, device=device))
+    b = torch.randn(4, 4, dtype=torch.float64, device=device)
+    with torch.no_grad():
+        assert gemm(a, b).grad_fn is None
+    assert gemm(a.detach(), b).grad_fn is None
+    assert gemm(a, b).grad_fn is not None
+
+
+def test_beta_zero_never_reads_c_so_its_gradient_is_zero(device: str) -> None:
+    a, b = (_leaf(torch.randn(3, 3, dtype=torch.float64, device=device)) for _ in range(2))
+    c = _leaf(torch.full((3, 3), float("nan"), dtype=torch.float64, device=device))
+    d = gemm(a, b, c, beta=0.0)
+    d.backward(torch.full_like(d, float("nan")))
+    assert torch.equal(c.grad, torch.zeros_like(c))
+
+
+def test_what_records_no_gradient_is_refused(device: str) -> None:
+    a = _leaf(torch.randn(4, 4, device=device))
+    b = torch.randn(4, 4, device=device)
+    with pytest.raises(InvalidArgumentError, match="out= does not record gradients"):
+        gemm(a, b, out=torch.empty(4, 4, device=device))
+    codes = torch.randint(-8, 8, (4, 4), dtype=torch.int8, device=device)
+    scale = _leaf(torch.ones((), device=device))
+    with pytest.raises(UnsupportedError, match="no gradient"):
+        gemm(codes, codes, scale_a=scale, scale_b=torch.ones((), device=device))
+
+
+def test_gemm_wq_gradient_of_the_activations(device: str) -> None:
+    w = torch.randn(64, 32, device=device)
+    q = quantize_weight(w.half(), bits=4, group_size=32)
+    x = _leaf(torch.randn(3, 64, device=device).half())
+    y = gemm_wq(x, q)
+    g = torch.randn_like(y)
+    y.backward(g)
+    weight = dequantize_weight(q, torch.float64)
+    (want,) = _reference_grads(lambda v: v @ weight, x, grad=g)
+    torch.testing.assert_close(x.grad.double(), want, rtol=2e-2, atol=5e-2)
+    with pytest.raises(InvalidArgumentError, match="out= does not record gradients"):
+        gemm_wq(x, q, out=torch.empty_like(y))
+    q.scales.requires_grad_()
+    with pytest.raises(UnsupportedError, match="scales or zeros require a gradient"):
+        gemm_wq(x, q)
+
+
+def test_level2_records_no_gradient_even_on_its_gemm_route(device: str) -> None:
+    """gemv may run as a one-row GEMM (the logic's choice, forced here); with an A that requires a
+    gradient it still computes y in place and records nothing, as on its own kernel."""
+    from tessera.blas import gemv, space
+    from tessera.blas.kernels.level2 import GemvGemmConfig
+
+    a = _leaf(torch.randn(5, 7, dtype=torch.float64, device=device))
+    x = torch.randn(5, dtype=torch.float64, device=device)
+    y = torch.zeros(7, dtype=torch.float64, device=device)
+    with space.forced(GemvGemmConfig()):
+        got = gemv(a, x, y, trans=True)
+    assert got.grad_fn is None
+    torch.testing.assert_close(got, a.detach().t() @ x, rtol=1e-12, atol=1e-12)
