@@ -7,7 +7,8 @@
 #   bash benchmarks/gpu_session.sh STAGE...
 # Stages (docs/status.md, "What the next session should run first", says why and in what order):
 #   verify   the GPU code that has never run: gemm_ws's gpu tests (tf32 multiplied swapped),
-#            gemm_fma's, the tf32 first call with a pack, test_gemm + test_gemm_gpu      ~8 min
+#            gemm_fma's, the tf32 first call with a pack, test_gemm, test_gemm_gpu and
+#            test_autograd (mostly unmarked tests: they run on the GPU when there is one) ~8 min
 #   probes   tf32 swapped vs copy-then-gemm_tma vs torch (1024–8192); FMA_SPACE vs SGEMM;
 #            the 64×128×64 gemm_ws tile at 16-bit 1024³                                 ~8 min
 #   first    an sm_90 pack built here ($PACK instead if set) and installed under a
@@ -38,7 +39,7 @@ verify() {
     capped 120 fma "$PY" -m pytest -m gpu tests/test_gemm_fma.py -q -rs --junitxml="$dir/fma.xml"
     capped 90 first-call "$PY" -m pytest -m gpu tests/test_packs.py -q -rs -k first_call \
         --junitxml="$dir/first-call.xml"
-    capped 160 gemm "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py -q -rs -x \
+    capped 160 gemm "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py tests/test_autograd.py -q -rs -x \
         --junitxml="$dir/gemm.xml"
 }
 
