@@ -297,7 +297,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
         for arch in archs:
             out = args.output / f"tessera-{arch}.tar.gz" if len(archs) > 1 else args.output
             result = packs.build_pack(arch, out, logic_dir=args.logic, precompile=args.precompile,
-                                      name=args.name, version=args.version, workers=args.jobs)
+                                      name=args.name, version=args.version, workers=args.jobs,
+                                      progress=True)
             manifest = result.manifest
             print(f"built {out}: {manifest['name']} {manifest['version']} for {arch} "
                   f"(logic: {manifest['logic_origin']}, triton {manifest['runtime']['triton']}, "

@@ -105,7 +105,28 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def _run_compilers(arch: str, jobs: list[dict], out: Path, workers: int) -> dict[int, tuple[dict, Path]]:
+def _result_lines(folder: Path) -> list[str]:
+    """The result lines a compiler process has printed so far (one JSON object a job)."""
+    return [line for line in (folder / "stdout.txt").read_text().splitlines() if line.startswith("{")]
+
+
+def _follow(children: list[tuple[Path, subprocess.Popen]], total: int, title: str, deadline: float,
+            progress: bool) -> None:
+    """Wait for the compiler processes (until ``deadline``), counting the jobs they have answered
+    on a progress bar (stderr) when ``progress``."""
+    from tqdm import tqdm
+
+    with tqdm(total=total, desc=title, unit="solution", disable=not progress, file=sys.stderr) as bar:
+        while True:
+            running = any(child.poll() is None for _, child in children)
+            bar.update(sum(len(_result_lines(folder)) for folder, _ in children) - bar.n)
+            if not running or time.monotonic() > deadline:
+                return
+            time.sleep(0.2)
+
+
+def _run_compilers(arch: str, jobs: list[dict], out: Path, workers: int,
+                   progress: bool = False) -> dict[int, tuple[dict, Path]]:
     """Compile ``jobs`` for ``arch`` in ``workers`` child processes at once (jobs dealt round-robin,
     each child writing into a folder of its own): job index → (its result line, that folder). A job
     missing from the answer is one whose child stopped before it."""
@@ -127,14 +148,12 @@ def _run_compilers(arch: str, jobs: list[dict], out: Path, workers: int) -> dict
     deadline = time.monotonic() + 3600
     results: dict[int, tuple[dict, Path]] = {}
     try:
+        _follow(children, len(jobs), f"precompile {arch}", deadline, progress)
         for folder, child in children:
-            try:
-                child.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+            if child.poll() is None:  # past the deadline
                 child.kill()
                 child.wait()
-            lines = (folder / "stdout.txt").read_text().splitlines()
-            answered = [json.loads(line) for line in lines if line.startswith("{")]
+            answered = [json.loads(line) for line in _result_lines(folder)]
             if child.returncode != 0 and not answered:
                 stderr = (folder / "stderr.txt").read_text().strip()
                 raise PackError(f"precompiling for {arch} failed to start: {stderr[-500:]}")
@@ -147,8 +166,8 @@ def _run_compilers(arch: str, jobs: list[dict], out: Path, workers: int) -> dict
     return results
 
 
-def _precompile(arch: str, logic_members: dict[str, bytes],
-                workers: int | None = None) -> tuple[dict[str, bytes], list[dict]]:
+def _precompile(arch: str, logic_members: dict[str, bytes], workers: int | None = None,
+                progress: bool = False) -> tuple[dict[str, bytes], list[dict]]:
     """Compile every solution of the pack's logic for ``arch``, in ``workers`` child processes
     (default :func:`default_workers`). The pack is the same for any number of them: a launch that
     several jobs make (tf32's K-major copies) is kept from the first job in order that compiled
@@ -165,7 +184,8 @@ def _precompile(arch: str, logic_members: dict[str, bytes],
     support = []
     kept: set[tuple[str, str]] = set()  # (function, launch key) of the binaries packed so far
     with tempfile.TemporaryDirectory() as out:
-        results = _run_compilers(arch, jobs, Path(out), workers or default_workers()) if jobs else {}
+        results = (_run_compilers(arch, jobs, Path(out), workers or default_workers(), progress)
+                   if jobs else {})
         for job in jobs:
             row = {k: job[k] for k in ("kernel", "dtype", "logic", "solution")}
             stopped = {"status": "failed", "reason": "the compiler process stopped early"}
@@ -192,9 +212,11 @@ def _precompile(arch: str, logic_members: dict[str, bytes],
 
 
 def build_pack(arch: str, out: Path, *, logic_dir: Path | None = None, precompile: bool = False,
-               name: str | None = None, version: str = "1", workers: int | None = None) -> BuildResult:
+               name: str | None = None, version: str = "1", workers: int | None = None,
+               progress: bool = False) -> BuildResult:
     """Build a pack for ``arch`` (no GPU of that arch needed) and write it atomically to ``out``;
-    ``workers``: compiler processes for ``precompile`` (default :func:`default_workers`)."""
+    ``workers``: compiler processes for ``precompile`` (default :func:`default_workers`);
+    ``progress``: a progress bar of the compiled solutions on stderr."""
     import triton
 
     from tessera import __version__
@@ -203,7 +225,8 @@ def build_pack(arch: str, out: Path, *, logic_dir: Path | None = None, precompil
         raise InvalidArgumentError(f"a pack build runs at least one compiler process (asked for {workers}); "
                                    f"pass --jobs 1 or more, or leave it out for one a CPU")
     logic_members, origin = _logic_documents(arch, logic_dir)
-    kernel_members, support = _precompile(arch, logic_members, workers) if precompile else ({}, [])
+    kernel_members, support = (_precompile(arch, logic_members, workers, progress) if precompile
+                               else ({}, []))
     members = {**logic_members, **kernel_members}
     manifest = {
         "format": PACK_FORMAT, "name": name or f"tessera-{arch}", "version": str(version),
