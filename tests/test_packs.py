@@ -307,6 +307,38 @@ def test_precompile_in_several_processes_builds_the_same_pack(tmp_path: Path) ->
     assert not (tmp_path / "0.tar.gz").exists()
 
 
+def test_a_crashed_compiler_process_fails_only_its_own_solutions(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiler process killed before a job (a test hook: ``TESSERA_TEST_KILL_AT=precompile-N``)
+    fails that job and the rest of its share with the reason; the other processes' solutions are
+    packed. Only when no process answered anything does the build stop."""
+    folder = tmp_path / "logic"
+    folder.mkdir()
+    symv = yaml.safe_load((SHIPPED_LOGIC / "sm_90" / "blas.symv.bf16.yaml").read_text())
+    (folder / "blas.symv.bf16.yaml").write_text(yaml.safe_dump({**symv, "arch": "gfx1103"}))
+    tile = {"schema": 1, "arch": "gfx1103", "library": "blas", "op": "gemm", "problem": {"dtype": "fp16"},
+            "solutions": [{"id": 0, "kernel": "gemm_tile", "block_m": 32, "block_n": 32, "block_k": 32,
+                           "num_warps": 4, "num_stages": 2}],
+            "table": [{"m": 64, "n": 64, "k": 64, "batch": 1, "solution": 0}]}
+    (folder / "blas.gemm.fp16.yaml").write_text(yaml.safe_dump(tile))  # job 0; symv's are 1 and 2
+
+    def statuses(kill_at: str, workers: int) -> list[tuple[str, str]]:
+        monkeypatch.setenv("TESSERA_TEST_KILL_AT", kill_at)
+        result = packs.build_pack("gfx1103", tmp_path / f"{kill_at}-{workers}.tar.gz", logic_dir=folder,
+                                  precompile=True, workers=workers)
+        packs.check_pack(result.path)
+        return [(row["status"], row.get("reason", "")) for row in result.manifest["support"]]
+
+    # two processes: [0, 2] and [1]; the second dies at once
+    (first, second, third) = statuses("precompile-1", 2)
+    assert first[0] == third[0] == "ok"
+    assert second[0] == "failed" and "stopped before it (exit code -9" in second[1]
+    # one process dies after answering job 0: jobs 1 and 2 fail
+    assert [status for status, _ in statuses("precompile-1", 1)] == ["ok", "failed", "failed"]
+    with pytest.raises(PackError, match="failed to start"):
+        statuses("precompile-0", 1)
+
+
 # Run in a child without the interpreter: a launch's Launcher key and the specialization Triton's
 # own binder derives for sm_90, as JSON on the last line.
 _KEYS_PREAMBLE = r"""

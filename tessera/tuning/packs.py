@@ -126,10 +126,11 @@ def _follow(children: list[tuple[Path, subprocess.Popen]], total: int, title: st
 
 
 def _run_compilers(arch: str, jobs: list[dict], out: Path, workers: int,
-                   progress: bool = False) -> dict[int, tuple[dict, Path]]:
+                   progress: bool = False) -> dict[int, tuple[dict, Path | None]]:
     """Compile ``jobs`` for ``arch`` in ``workers`` child processes at once (jobs dealt round-robin,
-    each child writing into a folder of its own): job index → (its result line, that folder). A job
-    missing from the answer is one whose child stopped before it."""
+    each child writing into a folder of its own): job index → (its result line, that folder). A
+    job its process did not answer (it crashed or ran past the hour) is a failed result saying so;
+    the build stops only where no process answered anything (they could not start)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
                                                       env.get("PYTHONPATH")]))
@@ -145,19 +146,24 @@ def _run_compilers(arch: str, jobs: list[dict], out: Path, workers: int,
                 open(folder / "stderr.txt", "w") as stderr:
             children.append((folder, subprocess.Popen([sys.executable, "-m", "tessera.tuning.precompile"],
                                                       stdin=stdin, stdout=stdout, stderr=stderr, env=env)))
-    deadline = time.monotonic() + 3600
-    results: dict[int, tuple[dict, Path]] = {}
+    results: dict[int, tuple[dict, Path | None]] = {}
     try:
-        _follow(children, len(jobs), f"precompile {arch}", deadline, progress)
-        for folder, child in children:
+        _follow(children, len(jobs), f"precompile {arch}", time.monotonic() + 3600, progress)
+        endings = []
+        for shard, (folder, child) in enumerate(children):
             if child.poll() is None:  # past the deadline
                 child.kill()
                 child.wait()
             answered = [json.loads(line) for line in _result_lines(folder)]
-            if child.returncode != 0 and not answered:
-                stderr = (folder / "stderr.txt").read_text().strip()
-                raise PackError(f"precompiling for {arch} failed to start: {stderr[-500:]}")
             results.update((line["job"], (line, folder)) for line in answered)
+            last = ((folder / "stderr.txt").read_text().strip().splitlines() or ["no message"])[-1]
+            endings.append((child.returncode, bool(answered), last))
+            stopped = {"status": "failed", "reason": f"the compiler process stopped before it (exit code "
+                                                     f"{child.returncode}: {last[-300:]})"}
+            for job in jobs[shard::workers]:
+                results.setdefault(job["index"], (stopped, None))
+        if all(code != 0 and not answered for code, answered, _ in endings):
+            raise PackError(f"precompiling for {arch} failed to start: {endings[0][2][-500:]}")
     finally:  # an error or an interrupt leaves no compiler writing into a folder about to go
         for _, child in children:
             if child.poll() is None:
@@ -188,8 +194,7 @@ def _precompile(arch: str, logic_members: dict[str, bytes], workers: int | None 
                    if jobs else {})
         for job in jobs:
             row = {k: job[k] for k in ("kernel", "dtype", "logic", "solution")}
-            stopped = {"status": "failed", "reason": "the compiler process stopped early"}
-            result, folder = results.get(job["index"], (stopped, None))
+            result, folder = results[job["index"]]
             row["status"] = result["status"]
             if result["status"] != "ok":
                 support.append(row | {"reason": result["reason"]})

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -101,6 +103,8 @@ def main() -> None:
     # copies); the pack build drops what another process's earlier job compiled too
     for position, job in enumerate(request["jobs"]):
         i = job.get("index", position)
+        if os.environ.get("TESSERA_TEST_KILL_AT") == f"precompile-{i}":  # reliability tests: a crash
+            os.kill(os.getpid(), signal.SIGKILL)
         family = registered_ops()[(job["library"], job["op"])].families[job["kernel"]]
         config = family(**job["config"])
         try:
