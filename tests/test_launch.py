@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -451,3 +452,35 @@ def test_replay_honours_a_disabled_direct_launch(monkeypatch: pytest.MonkeyPatch
 
         monkeypatch.setattr(launch, "run_compiled", direct)
         assert_gemm_close(gemm(a, b), a, b)
+
+
+def test_a_launch_switches_to_its_operands_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With several GPUs, a launch on another GPU's tensors (FakeTensors on "cuda:1" here, the
+    device switch recorded) runs with that GPU current — its binary, context and stream — as
+    torch's own ops do; on the current GPU's tensors, or on CPU tensors, it does not switch."""
+    import contextlib
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    current, entered = [0], []
+
+    @contextlib.contextmanager
+    def switch(index: int) -> Iterator[None]:
+        entered.append(index)
+        before, current[0] = current[0], index
+        try:
+            yield
+        finally:
+            current[0] = before
+
+    monkeypatch.setattr(launch, "several_gpus", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: current[0])
+    monkeypatch.setattr(torch.cuda, "device", switch)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        on_1, on_0 = torch.empty(16, device="cuda:1"), torch.empty(16, device="cuda:0")
+    for t, switched in ((on_1, [1]), (on_0, []), (torch.empty(16), [])):
+        entered.clear()
+        with capture() as calls:
+            gemm_tile._launch((1,), (t, 16), {}, 4, 1)
+        assert entered == switched and len(calls) == 1 and current == [0]
+    assert launch.operands_device([3, None, on_1]) == 1 and launch.operands_device([1.0]) is None

@@ -321,6 +321,11 @@ class Launcher:
 
     def __call__(self, grid: Sequence[int], args: Sequence[Any], constexprs: dict[str, Any],
                  num_warps: int, num_stages: int) -> None:
+        if several_gpus():  # launch on the operands' GPU, as torch's own ops do
+            index = operands_device(args)
+            if index is not None and index != torch.cuda.current_device():
+                with torch.cuda.device(index):
+                    return self(grid, args, constexprs, num_warps, num_stages)
         captured = _captured.get()
         if captured is not None:
             captured.append(Call(self, tuple(grid), tuple(args), dict(constexprs), num_warps, num_stages))
@@ -375,6 +380,24 @@ class Launcher:
         from tessera.tuning import binaries
 
         return binaries.load(self.kernel, repr(key[1:]))
+
+
+@functools.cache
+def several_gpus() -> bool:
+    """Whether this process sees more than one GPU: only then can a launch's operands live on a
+    GPU other than the current one (one GPU: no per-launch check at all)."""
+    return torch.cuda.is_available() and torch.cuda.device_count() > 1
+
+
+def operands_device(args: Sequence[Any]) -> int | None:
+    """The GPU index of a launch's first tensor argument (a tensor descriptor's too); None when
+    it has none on a GPU. Kernels are compiled for, loaded into and queued on the current device
+    (Triton's JIT works so too), so a launch on another GPU's tensors must switch to it first."""
+    for arg in args:
+        t = getattr(arg, "base", arg)
+        if isinstance(t, torch.Tensor):
+            return t.device.index if t.is_cuda else None
+    return None
 
 
 @functools.cache
