@@ -484,3 +484,18 @@ def test_a_launch_switches_to_its_operands_gpu(monkeypatch: pytest.MonkeyPatch) 
             gemm_tile._launch((1,), (t, 16), {}, 4, 1)
         assert entered == switched and len(calls) == 1 and current == [0]
     assert launch.operands_device([3, None, on_1]) == 1 and launch.operands_device([1.0]) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gemm_on_the_second_gpu_while_the_first_is_current(dtype: torch.dtype) -> None:
+    """First and repeat calls (the replay) on cuda:1 operands with cuda:0 current: the result is
+    right and on cuda:1, and the current device is left as it was."""
+    torch.cuda.set_device(0)
+    a = torch.randn(1000, 512, device="cuda:1", dtype=dtype)
+    b = torch.randn(512, 768, device="cuda:1", dtype=dtype)
+    for _ in range(3):
+        d = gemm(a, b)
+        assert d.device == a.device and torch.cuda.current_device() == 0
+        assert_gemm_close(d, a, b)
