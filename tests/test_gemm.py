@@ -190,6 +190,10 @@ def test_empty_output(m: int, n: int, k: int, device: str) -> None:
 def test_empty_batch(device: str) -> None:
     d = gemm(torch.empty(0, 4, 3, device=device), torch.empty(0, 3, 5, device=device))
     assert d.shape == (0, 4, 5)
+    # against a broadcast operand (2-D, or a batch of one) the batch stays empty: nothing launches
+    for b in (torch.empty(3, 5, device=device), torch.empty(1, 3, 5, device=device)):
+        assert gemm(torch.empty(0, 4, 3, device=device), b).shape == (0, 4, 5)
+        assert gemm(b.transpose(-1, -2), torch.empty(0, 3, 4, device=device)).shape == (0, 5, 4)
 
 
 def test_k_zero_gives_beta_c(device: str) -> None:
@@ -261,7 +265,13 @@ def test_property_shapes_and_strides(
 
 @pytest.mark.parametrize("sa,sb", [((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((4, 5), (5, 3)),
                                    ((2, 4, 5), (5, 3)), ((5,), (2, 5, 3)), ((2, 4, 5), (5,)),
-                                   ((2, 4, 5), (2, 5, 3)), ((1, 4, 5), (3, 5, 2))])
+                                   ((2, 4, 5), (2, 5, 3)), ((1, 4, 5), (3, 5, 2)),
+                                   # N-D: attention-shaped, a matrix against 4-D, broadcasting
+                                   # batch dimensions, a batch of one, an empty batch, K = 0
+                                   ((2, 3, 4, 5), (2, 3, 5, 6)), ((2, 3, 4, 5), (5, 6)),
+                                   ((5,), (2, 3, 5, 4)), ((2, 1, 4, 5), (1, 3, 5, 2)),
+                                   ((3, 1, 4, 5), (2, 5, 6)), ((1, 1, 4, 5), (1, 5, 3)),
+                                   ((0, 2, 4, 5), (5, 3)), ((2, 3, 4, 0), (2, 3, 0, 2))])
 def test_matmul_follows_torch(sa: tuple, sb: tuple, device: str) -> None:
     a, b = rand(sa, torch.float32, device), rand(sb, torch.float32, device)
     expected = torch.matmul(a.cpu().double(), b.cpu().double())

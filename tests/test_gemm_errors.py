@@ -112,8 +112,12 @@ def test_not_a_tensor() -> None:
 
 
 def test_matmul_errors(device: str) -> None:
-    with pytest.raises(InvalidArgumentError, match=r"1-D, 2-D or 3-D"):
-        matmul(torch.randn(1, 1, 1, 1, device=device), torch.randn(1, 1, device=device))
+    with pytest.raises(InvalidArgumentError, match=r"a.dim\(\) must be at least 1"):
+        matmul(torch.tensor(2.0, device=device), torch.randn(1, 1, device=device))
+    with pytest.raises(InvalidArgumentError, match=r"batch dimensions do not broadcast"):
+        matmul(torch.randn(2, 3, 1, 1, device=device), torch.randn(4, 1, 1, device=device))
+    with pytest.raises(InvalidArgumentError, match=r"inner dimensions differ"):
+        matmul(torch.randn(2, 3, 4, 5, device=device), torch.randn(4, 3, device=device))
     with pytest.raises(InvalidArgumentError, match=r"inner dimensions differ"):
         matmul(torch.randn(3, device=device), torch.randn(4, device=device))
 

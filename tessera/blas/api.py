@@ -7,6 +7,7 @@ leaves ``out`` untouched.
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 
 import torch
@@ -435,7 +436,7 @@ def _plan(
             f"batch sizes differ: a has {batch_a}, b has {batch_b}; expected equal sizes, or one "
             "operand 2-D or with batch 1 to broadcast"
         )
-    batch = max(batch_a, batch_b)
+    batch = batch_b if batch_a == 1 else batch_a  # an empty batch stays empty against a broadcast one
     out_shape = (batch, m, n) if batched else (m, n)
 
     tensors = {"a": a, "b": b}
@@ -609,17 +610,20 @@ def _log_call(
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``torch.matmul`` semantics for 1-D, 2-D and 3-D operands, computed by :func:`gemm`.
+    """``torch.matmul`` semantics, computed by :func:`gemm`: any number of dimensions.
 
-    1-D operands are promoted to a row (left) or column (right) and the added dimension removed
-    from the result; 2-D with 3-D broadcasts over the batch. Float32 follows
-    ``torch.backends.cuda.matmul.allow_tf32`` as torch does.
+    A 1-D operand is promoted to a row (left) or a column (right) and the added dimension removed
+    from the result; the dimensions before the last two are batch dimensions and broadcast. A
+    matrix against a batch stays one GEMM whose matrix is shared; batches of the same shape are
+    flattened into one (a view when their layout allows, else a copy); batch dimensions that
+    broadcast against each other are expanded first (a copy of the broadcast operand). Float32
+    follows ``torch.backends.cuda.matmul.allow_tf32`` as torch does.
     """
     a = as_tensor("a", a)
     b = as_tensor("b", b)
     for name, t in (("a", a), ("b", b)):
-        if t.dim() not in (1, 2, 3):
-            raise invalid(f"{name}.dim()", f"{t.dim()} (shape {tuple(t.shape)})", "1-D, 2-D or 3-D")
+        if t.dim() == 0:
+            raise invalid(f"{name}.dim()", "0 (a scalar)", "at least 1 (vectors and matrices)")
     if a.dim() == 1 and b.dim() == 1:
         if a.shape[0] != b.shape[0]:
             raise InvalidArgumentError(
@@ -628,18 +632,37 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return gemm(a.unsqueeze(0), b.unsqueeze(1), precision=_matmul_precision(a))[0, 0]
     a2 = a.unsqueeze(0) if a.dim() == 1 else a
     b2 = b.unsqueeze(1) if b.dim() == 1 else b
-    if a2.dim() == 3 and b2.dim() == 3 and a2.shape[0] != b2.shape[0] and 1 not in (
-        a2.shape[0], b2.shape[0]
-    ):
+    try:
+        batch = torch.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except RuntimeError as exc:
         raise InvalidArgumentError(
-            f"batch dimensions do not broadcast: a {tuple(a.shape)}, b {tuple(b.shape)}"
-        )
-    result = gemm(a2, b2, precision=_matmul_precision(a))
+            f"batch dimensions do not broadcast: a {tuple(a.shape)}, b {tuple(b.shape)}") from exc
+    (m, k), (k_b, n) = a2.shape[-2:], b2.shape[-2:]
+    if k != k_b:
+        raise InvalidArgumentError(
+            f"inner dimensions differ: a {tuple(a.shape)}, b {tuple(b.shape)}; expected a.shape[-1] == "
+            f"b.shape[-2] (or b's only dimension)")
+    result = gemm(_batch_of_matrices(a2, batch), _batch_of_matrices(b2, batch),
+                  precision=_matmul_precision(a)).reshape(*batch, m, n)
     if a.dim() == 1:
         result = result.squeeze(-2)
     if b.dim() == 1:
         result = result.squeeze(-1)
     return result
+
+
+def _batch_of_matrices(t: torch.Tensor, batch: torch.Size) -> torch.Tensor:
+    """``t`` as gemm takes it in a matmul over ``batch``: a matrix as it is (gemm broadcasts it),
+    else one batch dimension, ``t``'s own flattened where its batch is all of ``batch``, or after
+    expanding it to ``batch`` (a 1-sized batch of one matrix stays that one matrix)."""
+    if t.dim() == 2:
+        return t
+    own = t.shape[:-2]
+    if math.prod(own) == 1:
+        return t.reshape(t.shape[-2:])
+    if own != batch:
+        t = t.expand(*batch, *t.shape[-2:])
+    return t.reshape(math.prod(batch), *t.shape[-2:])
 
 
 def _matmul_precision(a: torch.Tensor) -> str:
