@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import tessera
 from reference import assert_gemm_close, op
+from tessera import InvalidArgumentError
 from tessera._core.launch import building_for
 from tessera.blas import explain, gemm, matmul, space
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
@@ -261,6 +262,45 @@ def test_property_shapes_and_strides(
     c = rand((m, n), torch.float32, device)
     d = gemm(a, b, c, beta=beta, trans_a=trans_a, trans_b=trans_b)
     assert_gemm_close(d, a, b, c, beta=beta, trans_a=trans_a, trans_b=trans_b)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    m=st.integers(0, 9), n=st.integers(0, 9), k=st.integers(0, 9),
+    batch_a=st.sampled_from([None, 0, 1, 3]), batch_b=st.sampled_from([None, 0, 1, 3]),
+    trans_a=st.booleans(), trans_b=st.booleans(),
+    c_shape=st.sampled_from(["none", "full", "row", "column", "batch-one"]),
+    alpha=st.sampled_from([1.0, -2.0, 0.0]),
+)
+def test_property_batches_broadcasting_and_empty_dimensions(
+    m: int, n: int, k: int, batch_a: int | None, batch_b: int | None, trans_a: bool, trans_b: bool,
+    c_shape: str, alpha: float, device: str,
+) -> None:
+    """Any mix of a 2-D operand, a batch of one, an empty batch and a batch of three (where they
+    broadcast), zero-sized M, N or K, transposes and a C of several broadcast shapes, against
+    torch's fp64 arithmetic on the same operands — or an InvalidArgumentError where batches clash."""
+    def make(batch: int | None, rows: int, cols: int, trans: bool) -> torch.Tensor:
+        shape = (cols, rows) if trans else (rows, cols)
+        return torch.randn(*(() if batch is None else (batch,)), *shape, dtype=torch.float64, device=device)
+
+    a, b = make(batch_a, m, k, trans_a), make(batch_b, k, n, trans_b)
+    sizes = {x for x in (batch_a, batch_b) if x is not None}
+    batch = None if not sizes else (max(sizes) if sizes <= {1, 3} else 0)
+    if {0, 3} <= sizes:
+        with pytest.raises(InvalidArgumentError, match="batch sizes differ"):
+            gemm(a, b, trans_a=trans_a, trans_b=trans_b)
+        return
+    out_shape = ((batch,) if batch is not None else ()) + (m, n)
+    c = {"none": None, "full": out_shape, "row": (n,), "column": (m, 1),
+         "batch-one": (1, m, n) if batch is not None else None}[c_shape]
+    c = None if c is None else torch.randn(*c, dtype=torch.float64, device=device)
+    beta = 0.0 if c is None else 0.5
+    d = gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
+    want = alpha * (a.transpose(-1, -2) if trans_a else a) @ (b.transpose(-1, -2) if trans_b else b)
+    if c is not None:
+        want = want + beta * c
+    assert d.shape == want.shape == out_shape
+    torch.testing.assert_close(d, want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("sa,sb", [((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((4, 5), (5, 3)),
