@@ -75,19 +75,26 @@ def test_half_operands_with_a_float32_result_get_half_gradients(device: str) -> 
 
 
 def test_matmul_gradients_for_vectors_parameters_and_batches(device: str) -> None:
-    """An nn.Parameter (a Tensor subclass) gets its gradient through matmul's reshapes."""
-    weight = torch.nn.Parameter(torch.randn(6, 4, dtype=torch.float64, device=device))
-    vector = _leaf(torch.randn(6, dtype=torch.float64, device=device))
-    batch = _leaf(torch.randn(3, 2, 6, dtype=torch.float64, device=device))
-    for x, w in [(vector, weight), (weight.t(), vector), (batch, weight)]:
-        weight.grad = None
+    """Vectors, an nn.Parameter (a Tensor subclass), a batch against a matrix and 4-D batches that
+    broadcast: gradients through matmul's reshapes and expansions, as torch.matmul's."""
+    def f64(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, dtype=torch.float64, device=device)
+
+    weight = torch.nn.Parameter(f64(6, 4))
+    vector = _leaf(f64(6))
+    cases = [(vector, weight), (weight.t(), vector), (_leaf(f64(3, 2, 6)), weight),
+             (_leaf(f64(2, 1, 3, 6)), torch.nn.Parameter(f64(1, 4, 6, 4)))]
+    for x, w in cases:
+        leaves = [t for t in (x, w, weight, vector) if t.is_leaf and t.requires_grad]
+        leaves = list(dict.fromkeys(leaves))
         y = matmul(x, w)
         g = torch.randn_like(y)
-        y.backward(g)
-        got = weight.grad.clone()
-        weight.grad = None
-        torch.matmul(x, w).backward(g)
-        torch.testing.assert_close(got, weight.grad, rtol=1e-12, atol=1e-12)
+        got = torch.autograd.grad(y, leaves, g, allow_unused=True)
+        want = torch.autograd.grad(torch.matmul(x, w), leaves, g, allow_unused=True)
+        for mine, theirs in zip(got, want, strict=True):
+            assert (mine is None) == (theirs is None)
+            if mine is not None:
+                torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-12)
 
 
 def test_no_gradient_is_recorded_without_grad_mode_or_a_leaf_that_wants_one(device: str) -> None:
