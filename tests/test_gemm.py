@@ -303,6 +303,40 @@ def test_property_batches_broadcasting_and_empty_dimensions(
     torch.testing.assert_close(d, want, rtol=1e-12, atol=1e-12)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    m=st.integers(1, 20), n=st.integers(1, 20), k=st.integers(0, 20),
+    out_layout=st.sampled_from(["row", "col", "padded-row", "padded-col"]),
+    in_place=st.booleans(), beta=st.sampled_from([0.0, 1.0, -0.5]),
+)
+def test_property_out_views_and_in_place_updates(
+    m: int, n: int, k: int, out_layout: str, in_place: bool, beta: float, device: str,
+) -> None:
+    """``out`` as a row- or column-major view, padded inside a larger buffer, possibly C itself
+    (BLAS's in-place update), twice in a row (the second call replays the first's recipe): the
+    view holds the fp64 result and nothing around it in the buffer changes."""
+    a = torch.randn(m, k, dtype=torch.float64, device=device)
+    b = torch.randn(k, n, dtype=torch.float64, device=device)
+    padded = out_layout.startswith("padded")
+    rows, cols = (m + 3, n + 5) if padded else (m, n)
+    buffer = torch.randn(rows, cols, dtype=torch.float64, device=device)
+    if out_layout.endswith("col"):
+        buffer = torch.randn(cols, rows, dtype=torch.float64, device=device).t()
+    out = buffer[1:m + 1, 2:n + 2] if padded else buffer
+    around = torch.zeros(rows, cols, dtype=torch.bool, device=device)  # the buffer outside out
+    if padded:
+        around[:] = True
+        around[1:m + 1, 2:n + 2] = False
+    for _ in range(2):
+        before = buffer.clone()
+        c = out if in_place else torch.randn(m, n, dtype=torch.float64, device=device)
+        want = a @ b + beta * c.clone()
+        got = gemm(a, b, c if beta != 0.0 else None, beta=beta, out=out)
+        assert got is out
+        torch.testing.assert_close(out, want, rtol=1e-12, atol=1e-12)
+        assert torch.equal(buffer[around], before[around])
+
+
 @pytest.mark.parametrize("sa,sb", [((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((4, 5), (5, 3)),
                                    ((2, 4, 5), (5, 3)), ((5,), (2, 5, 3)), ((2, 4, 5), (5,)),
                                    ((2, 4, 5), (2, 5, 3)), ((1, 4, 5), (3, 5, 2)),
