@@ -28,12 +28,14 @@ def as_tensor(name: str, value: object) -> torch.Tensor:
     raise invalid(name, type(value).__name__, "a torch.Tensor or an object with __dlpack__")
 
 
-def check_dtype(name: str, t: torch.Tensor, allowed: Iterable[torch.dtype]) -> None:
+def check_dtype(name: str, t: torch.Tensor, allowed: Iterable[torch.dtype], also: str = "") -> None:
+    """Refuse ``t`` unless its dtype is one of ``allowed``; ``also`` names what else the caller
+    takes on another path (said in the message)."""
     allowed = tuple(allowed)
     if t.dtype not in allowed:
         names = ", ".join(str(d).replace("torch.", "") for d in allowed)
         raise UnsupportedError(
-            f"{name} has dtype {str(t.dtype).replace('torch.', '')}; supported: {names}"
+            f"{name} has dtype {str(t.dtype).replace('torch.', '')}; supported: {names}{also}"
         )
 
 

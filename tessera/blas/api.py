@@ -398,7 +398,8 @@ def _plan(
 
     check_ndim("a", a, (2, 3))
     check_ndim("b", b, (2, 3))
-    check_dtype("a", a, FLOAT_DTYPES)
+    check_dtype("a", a, FLOAT_DTYPES, "; and int8, float8_e4m3fn or float8_e5m2 with scale_a / scale_b "
+                "(int8 also without: an exact int32 product)")
     if b.dtype != a.dtype:
         raise UnsupportedError(
             f"a and b must share a dtype (actual: a {_dtype_name(a.dtype)}, b {_dtype_name(b.dtype)});"
