@@ -155,3 +155,53 @@ def test_level2_records_no_gradient_even_on_its_gemm_route(device: str) -> None:
         got = gemv(a, x, y, trans=True)
     assert got.grad_fn is None
     torch.testing.assert_close(got, a.detach().t() @ x, rtol=1e-12, atol=1e-12)
+
+
+def _in_place_writers(device: str) -> dict:
+    """Each Tessera routine that writes an operand in place, as a function of that operand (a
+    float64 vector of 8 or an 8 × 8 matrix, as ``shape`` says)."""
+    from tessera.blas import axpy, gemv, ger, scal, symv, trsv
+    from tessera.rand import Generator
+
+    def f64(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, dtype=torch.float64, device=device)
+
+    a, b, x = f64(8, 8), f64(8, 8), f64(8)
+    q = quantize_weight(torch.randn(64, 8, device=device).half(), bits=4, group_size=32)
+    return {
+        "gemm out": ((8, 8), lambda t: gemm(a, b, out=t)),
+        "gemm out (a repeat call)": ((8, 8), lambda t: gemm(a, b, out=t)),
+        "gemm in place on C": ((8, 8), lambda t: gemm(a, b, t, beta=1.0, out=t)),
+        "axpy": ((8,), lambda t: axpy(2.0, x, t)),
+        "scal": ((8,), lambda t: scal(2.0, t)),
+        "gemv": ((8,), lambda t: gemv(a, x, t, beta=1.0)),
+        "symv": ((8,), lambda t: symv(a, x, t, beta=1.0)),
+        "ger": ((8, 8), lambda t: ger(1.0, x, x, t)),
+        "trsv": ((8,), lambda t: trsv(a + 8 * torch.eye(8, dtype=a.dtype, device=device), t)),
+        "gemm_wq out": ((1, 8), lambda t: gemm_wq(torch.randn(1, 64, device=device).half(), q, out=t)),
+        "rand out": ((8,), lambda t: Generator(seed=1, device=device).normal(8, dtype=t.dtype, out=t)),
+    }
+
+
+@pytest.mark.parametrize("name", ["gemm out", "gemm out (a repeat call)", "gemm in place on C", "axpy",
+                                  "scal", "gemv", "symv", "ger", "trsv", "gemm_wq out", "rand out"])
+def test_in_place_writes_refuse_tensors_autograd_tracks_and_tell_it_otherwise(name: str, device: str) -> None:
+    """A routine that writes an operand in place refuses one that requires a gradient under grad
+    mode (its write would be invisible to autograd; torch refuses in-place ops on such leaves
+    too), writes it under no_grad, and bumps the version of what it writes: a backward pass that
+    saved the tensor before the write then raises instead of using the new values."""
+    shape, write = _in_place_writers(device)[name]
+    dtype = torch.float16 if name == "gemm_wq out" else torch.float64
+    tracked = torch.randn(*shape, dtype=dtype, device=device, requires_grad=True)
+    with pytest.raises(InvalidArgumentError, match=r"requires (a gradient|one)"):
+        write(tracked)
+    with torch.no_grad():
+        write(tracked)
+    weight = torch.randn(*shape, dtype=dtype, device=device, requires_grad=True)
+    saved = torch.randn(*shape, dtype=dtype, device=device)
+    if name == "gemm out (a repeat call)":
+        write(saved.clone())  # the signature's recipe: the write below replays it
+    loss = (weight * saved).sum()  # saves `saved` for the gradient of weight
+    write(saved)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()

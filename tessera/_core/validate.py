@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import torch
+from torch.autograd.graph import increment_version
 
 from tessera._core.device import interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
@@ -131,3 +132,20 @@ def max_offset(t: torch.Tensor) -> int:
 def needs_int64_index(*tensors: torch.Tensor) -> bool:
     """True when some element offset does not fit int32, so kernels must index in int64."""
     return any(t.numel() > 0 and max_offset(t) > INT32_MAX for t in tensors)
+
+
+def check_untracked_write(name: str, t: torch.Tensor) -> None:
+    """Refuse to write ``t`` in place where autograd tracks it (grad mode on and ``t`` requiring a
+    gradient): Tessera's kernels write through data pointers, which autograd cannot record — torch
+    refuses such writes too (in-place ops on leaves, ``out=`` with gradients)."""
+    if t.requires_grad and torch.is_grad_enabled():
+        raise InvalidArgumentError(
+            f"{name} requires a gradient, and Tessera would write it in place, which autograd cannot "
+            f"record; write it under torch.no_grad(), or into a tensor that does not require one")
+
+
+def mark_written(*tensors: torch.Tensor) -> None:
+    """Tell autograd that ``tensors`` were written in place through their data pointers (their
+    version counters, shared with their views, go up), so a backward pass that saved one of them
+    before the write raises instead of using the new values."""
+    increment_version(tensors)

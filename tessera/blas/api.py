@@ -30,7 +30,9 @@ from tessera._core.validate import (
     check_no_internal_overlap,
     check_no_overlap,
     check_same_device,
+    check_untracked_write,
     extent_offsets,
+    mark_written,
     needs_int64_index,
     real_scalar,
 )
@@ -176,8 +178,17 @@ def gemm(
         signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, out)
         recipe = _RECIPES.get(signature)
         if recipe is not None:  # validated and selected before for exactly this signature
-            return recipe.run(a, b, trans_a, trans_b, alpha, beta, out)
+            if out is None:
+                return recipe.run(a, b, trans_a, trans_b, alpha, beta)
+            check_untracked_write("out", out)
+            recipe.run(a, b, trans_a, trans_b, alpha, beta, out)
+            mark_written(out)
+            return out
     a, b = as_tensor("a", a), as_tensor("b", b)
+    given_out = out is not None  # written in place: autograd must not track it, and is told after
+    if given_out:
+        out = as_tensor("out", out)
+        check_untracked_write("out", out)
     if a.dtype in QUANTIZED_INPUTS:
         out, scaled = _plan_quantized(a, b, c, alpha, beta, trans_a, trans_b, scale_a, scale_b, bias,
                                       out_dtype, out, fast_accum, allocate=True)
@@ -188,15 +199,16 @@ def gemm(
                                    fast_accum=fast_accum, num_sms=num_sms)
             if signature is not None:
                 remember_scaled(signature, calls, op_a, op_b, out, (sa, sb, bias_t))
+        if given_out:
+            mark_written(out)
         return out
     _check_not_quantized_args(a, scale_a, scale_b, bias, fast_accum)
     with launch.recording() if signature is not None else contextlib.nullcontext([]) as copies:
         out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
                           allocate=True)  # its only launches: the K-major copies of tf32 on Hopper
-    if plan is not None:
-        if signature is None or plan.c is not None:
-            _launch(plan)
-            return out
+    if plan is not None and (signature is None or plan.c is not None):
+        _launch(plan)
+    elif plan is not None:
         with launch.recording() as calls:
             _launch(plan)
         if len(_RECIPES) >= _RECIPES_MAX:
@@ -208,6 +220,8 @@ def gemm(
                                       plan.problem, plan.choice, plan.multiprocessors, plan.k_major,
                                       plain, launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d)),
                                       extents, None if plain else _copy_replays(given, plan, copies))
+    if given_out:
+        mark_written(out)
     return out
 
 

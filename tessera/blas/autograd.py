@@ -13,7 +13,8 @@ wider (fp16/bf16 → fp32), as torch's autocast does. Not differentiable, and re
 message rather than silently cut from the graph: ``out=`` (torch refuses it too), the fp8 / int8
 GEMM with scales, and a quantized weight's own tensors (``gemm_wq`` treats the weight as a
 constant: the gradient goes to x only). Level-1 and level-2 routines record no gradients (BLAS
-semantics: several update their operands in place).
+semantics: several update their operands in place; what is written in place must not require a
+gradient, and autograd is told of the write: ``validate.mark_written``).
 """
 
 from __future__ import annotations

@@ -33,7 +33,14 @@ import torch
 
 from tessera._core.errors import invalid
 from tessera._core.launch import next_power_of_2
-from tessera._core.validate import as_tensor, check_dtype, check_same_device, real_scalar
+from tessera._core.validate import (
+    as_tensor,
+    check_dtype,
+    check_same_device,
+    check_untracked_write,
+    mark_written,
+    real_scalar,
+)
 from tessera.blas import space
 from tessera.blas.kernels import level1 as k
 
@@ -102,8 +109,10 @@ class Vector:
         return self.data.as_strided((self.n,), (abs(self.step),), offset)
 
     def check_writable(self) -> None:
-        """An output batch's rows must not share elements (an expanded tensor, overlapping strides):
+        """A written vector must not be tracked by autograd (:func:`check_untracked_write`), and an
+        output batch's rows must not share elements (an expanded tensor, overlapping strides):
         entries are written at once."""
+        check_untracked_write(self.name, self.tensor)
         if not self.batched or self.batch < 2 or self.n == 0 or self.step == 0:
             return
         step, across = abs(self.tensor.stride(-1) * self.inc), abs(self.tensor.stride(0))
@@ -170,6 +179,7 @@ def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float =
     k.launch_map(op, x.kernel_args(), (y or x).kernel_args(), x.n, alpha, beta,
                  fp64=x.fp64 or (y is not None and y.fp64),
                  config=_shape("level1_map", x, batch), batch=batch)
+    mark_written(*(v.tensor for v in ((x, y) if op in (k.SWAP, k.ROT) else (y or x,)) if v is not None))
 
 
 def _element(v: Vector, i: int) -> torch.Tensor:

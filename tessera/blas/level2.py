@@ -27,6 +27,8 @@ from tessera._core.validate import (
     check_dtype,
     check_no_internal_overlap,
     check_same_device,
+    check_untracked_write,
+    mark_written,
     real_scalar,
 )
 from tessera.blas import space
@@ -102,6 +104,7 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
                   fp64=_fp64(a, x.tensor, y.tensor), config=config, num_sms=info.multiprocessors or 8,
                   max_split=2 if info.backend == "interpreter" else 64,  # the CPU runs programs one by one
                   batch=batch, a_batch=a_batch)
+    mark_written(y.tensor)
 
 
 def _scale_only(y: Vector, beta: float) -> None:
@@ -163,6 +166,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
     k.launch_symv(a, sam, san, n, x_vec.kernel_args(), y_vec.kernel_args(), alpha, beta,
                   fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a),
                   batch=batch, a_batch=a_batch)
+    mark_written(y_vec.tensor)
     return y_vec.tensor
 
 
@@ -174,6 +178,7 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
     x_vec, y_vec = _vector("x", x, m, incx), _vector("y", y, n, incy)
     check_same_device({"a": a, "x": x_vec.tensor, "y": y_vec.tensor})
     check_no_internal_overlap("a", a)
+    check_untracked_write("a", a)
     batch, _ = _batch(a, x_vec, y_vec)
     if (x_vec.batched or y_vec.batched) and a.dim() == 2:
         raise invalid("a.dim()", 2, f"3-D, one matrix an entry: the written matrix holds the batch "
@@ -182,6 +187,7 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
         return a
     k.launch_ger(a, x_vec.kernel_args(), y_vec.kernel_args(), alpha,
                  fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("ger", (m, n), a))
+    mark_written(a)
     return a
 
 
@@ -203,4 +209,5 @@ def trsv(a: object, x: object, *, lower: bool = False, trans: bool = False, unit
     k.launch_trsv(a, sam, san, n, x_vec.kernel_args(), lower=lower != trans, unit_diagonal=unit_diagonal,
                   fp64=_fp64(a, x_vec.tensor), config=space.shape_of("trsv", (n,), a), batch=batch,
                   a_batch=a_batch)
+    mark_written(x_vec.tensor)
     return x_vec.tensor

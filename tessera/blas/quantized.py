@@ -52,6 +52,8 @@ from tessera._core.validate import (
     check_no_internal_overlap,
     check_no_overlap,
     check_same_device,
+    check_untracked_write,
+    mark_written,
 )
 from tessera.blas import autograd, space
 from tessera.blas.kernels.gemm_scaled import FAST_SUFFIX, k_major, scaled_tma_supported
@@ -354,10 +356,13 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     lead = tuple(x.shape[:-1])
     m = math.prod(lead)
     x2 = x.reshape(m, k)
+    given_out = out is not None
     if out is None:
         out = torch.empty((*lead, n), dtype=x.dtype, device=x.device)
     elif tuple(out.shape) != (*lead, n) or out.dtype != x.dtype:
         raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"{(*lead, n)} {x.dtype}")
+    else:
+        check_untracked_write("out", out)
     tensors = {"x": x, "qweight.codes": q.codes, "qweight.scales": q.scales, "out": out}
     if q.zeros is not None:
         tensors["qweight.zeros"] = q.zeros
@@ -391,6 +396,8 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
         if signature is not None:
             words = reads_words(config, q.bits) and q.words is not None
             _remember(signature, calls, x2, q, y2, words, tuple(out.shape))
+    if given_out:
+        mark_written(out)
     return out
 
 

@@ -40,7 +40,13 @@ import torch
 from tessera._core import log
 from tessera._core.device import device_info, interpreter_enabled
 from tessera._core.errors import UnsupportedError, invalid
-from tessera._core.validate import as_tensor, check_dtype, check_same_device
+from tessera._core.validate import (
+    as_tensor,
+    check_dtype,
+    check_same_device,
+    check_untracked_write,
+    mark_written,
+)
 from tessera.rand.kernels.mrg import launch_mrg
 from tessera.rand.kernels.philox import (
     POISSON_ATTEMPTS,
@@ -197,6 +203,7 @@ class Generator:
         if n:
             target = out if out.is_contiguous() else torch.empty(shape, dtype=dtype, device=out.device)
             launch_poisson(target.view(-1), float(lam), self.seed, self.subsequence, self.offset)
+            mark_written(target)  # out itself, or a copy that torch's copy_ below counts in
             if target is not out:
                 out.copy_(target)
         self.offset += words
@@ -212,6 +219,7 @@ class Generator:
         if tuple(out.shape) != shape or out.dtype != dtype:
             raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"shape {shape} and dtype {dtype}")
         check_same_device({"out": out, "generator": torch.empty(0, device=self.device)})
+        check_untracked_write("out", out)
         return out
 
     def _draw(self, kind: int, shape: Sequence[int] | int, dtype: torch.dtype, out: torch.Tensor | None,
@@ -246,6 +254,7 @@ class Generator:
             else:
                 launch_stream(target.view(-1), kind, self.seed, self.subsequence, self.offset, mean, std,
                               choice.config)
+            mark_written(target)  # out itself, or a copy that torch's copy_ below counts in
             if target is not out:
                 out.copy_(target)
             if log.trace_enabled():
@@ -279,6 +288,7 @@ class Generator:
                             device_info(out.device))
             launch_sobol(target, self._directions, self._shifts, self.offset,
                          0 if kind == 0 else (3 if dtype == torch.float64 else 1), choice.config)
+            mark_written(target)
             if dtype == torch.float16:
                 target.clamp_(min=2.0**-24)  # fp16 cannot hold 2⁻³³: keep the interval (0, 1]
             if target is not out:
