@@ -6,16 +6,19 @@
 #   echo <rev> > .rev   # here, before the call: the device copy has no .git
 #   bash benchmarks/gpu_session.sh STAGE...
 # Stages (docs/status.md, "What the next session should run first", says why and in what order):
-#   verify   the GPU code that has never run: gemm_ws's gpu tests (tf32 multiplied swapped),
-#            gemm_fma's, the tf32 first call with a pack, test_gemm, test_gemm_gpu and
-#            test_autograd (mostly unmarked tests: they run on the GPU when there is one) ~8 min
-#   probes   tf32 swapped vs copy-then-gemm_tma vs torch (1024–8192); FMA_SPACE vs SGEMM;
-#            the 64×128×64 gemm_ws tile at 16-bit 1024³                                 ~8 min
+#   verify   the GPU code that has never run: gemm_ws's gpu tests (tf32 multiplied swapped)
+#            and gemm_fma's                                                              ~5 min
+#   tests    the tf32 first call with a pack, test_gemm, test_gemm_gpu and test_autograd
+#            (mostly unmarked tests: they run on the GPU when there is one)              ~4 min
+#   tf32     tf32 swapped vs copy-then-gemm_tma vs torch (1024–8192)                     ~4 min
+#   fp32     FMA_SPACE vs SGEMM; the 64×128×64 gemm_ws tile at 16-bit 1024³              ~5 min
 #   first    an sm_90 pack built here ($PACK instead if set) and installed under a
 #            TESSERA_HOME of this run, then the first call (bf16, tf32) in fresh processes ~8 min
 #   host     host overhead of small calls, level 1/2 (their kernels changed for batches) ~5 min
 #   grid     the square grid against torch (`tessera bench gemm --preset grid`)         ~9 min
 # A stage that is not named is not run; unknown names stop the script before anything runs.
+# A lent machine can be taken back mid-call, and then nothing of the call comes back: one short
+# stage a call.
 set -uo pipefail
 PY=${PYTHON:-python3}
 OUT=${OUT:?the device tool sets OUT}
@@ -37,15 +40,21 @@ capped() {  # capped SECONDS NAME CMD...: run CMD, stdout+stderr to NAME.txt, it
 verify() {
     capped 200 ws "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs --junitxml="$dir/ws.xml"
     capped 120 fma "$PY" -m pytest -m gpu tests/test_gemm_fma.py -q -rs --junitxml="$dir/fma.xml"
+}
+
+tests() {
     capped 90 first-call "$PY" -m pytest -m gpu tests/test_packs.py -q -rs -k first_call \
         --junitxml="$dir/first-call.xml"
     capped 160 gemm "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py tests/test_autograd.py -q -rs -x \
         --junitxml="$dir/gemm.xml"
 }
 
-probes() {
+tf32() {
     capped 240 tf32 "$PY" benchmarks/gemm_gluon_probe.py "$dir/tf32.json" --dtypes tf32 \
         --sizes 1024,2048,4096,8192
+}
+
+fp32() {
     capped 200 fp32 "$PY" benchmarks/sgemm_gluon_probe.py "$dir/fp32.json"
     capped 120 w16-1024 "$PY" benchmarks/gemm_gluon_probe.py "$dir/w16-1024.json" --dtypes bf16,fp16 \
         --sizes 1024 --configs 64x128x64:6:4:8
@@ -71,8 +80,8 @@ grid() {
 }
 
 for stage in "$@"; do
-    case $stage in verify|probes|first|host|grid) ;;
-        *) echo "unknown stage $stage (verify, probes, first, host, grid)"; exit 2;; esac
+    case $stage in verify|tests|tf32|fp32|first|host|grid) ;;
+        *) echo "unknown stage $stage (verify, tests, tf32, fp32, first, host, grid)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage
