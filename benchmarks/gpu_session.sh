@@ -22,7 +22,7 @@
 set -uo pipefail
 PY=${PYTHON:-python3}
 OUT=${OUT:?the device tool sets OUT}
-WORK=${WORK:-/tmp/gpu-session}
+WORK=${WORK:-$(mktemp -d /tmp/gpu-session.XXXXXX)}  # fresh: a lent machine may hold older runs' files
 rev=$(cat .rev 2>/dev/null || git log -1 --format=%H 2>/dev/null || echo unknown)
 export PYTHONPATH=$PWD TESSERA_GIT_REV=$rev
 mkdir -p "$WORK"
@@ -61,8 +61,8 @@ fp32() {
 }
 
 first() {  # the pack and its install stay out of WORK (out of the tarball)
-    local pack=${PACK:-/tmp/gpu-session-sm_90.tar}
-    export TESSERA_HOME=/tmp/gpu-session-home
+    local pack=${PACK:-$WORK-sm_90.tar}  # beside WORK, out of the tarball
+    export TESSERA_HOME=$WORK-home
     [ -f "$pack" ] || capped 240 pack-build "$PY" -m tessera pack build --arch sm_90 --precompile -o "$pack"
     capped 60 pack-install "$PY" -m tessera pack install "$pack"
     capped 150 first-call-bf16 "$PY" benchmarks/first_call.py "$dir/first-call-bf16.json"
