@@ -201,6 +201,30 @@ def test_which_configurations_multiply_swapped() -> None:
             assert space.select(dataclasses.replace(swapped, ws_swapped=False), H200).reason == "forced"
 
 
+def test_the_shipped_tf32_row_runs_its_tile_exchanged_on_a_column_major_b() -> None:
+    """The sm_90 tf32 logic's 2048³ row (tuned on A @ B, multiplied swapped) names gemm_ws
+    256×128×32 split2: a row-major B gets it as it is; a column-major B (x @ W.t(), multiplied
+    as it lies) gets block_m and block_n exchanged, the same accumulator (128×256, the best of that
+    layout on the H200); a forced configuration is never exchanged; the exchange leaves square
+    and ping-pong tiles alone; and a pack compiles the exchanged tile for the column-major
+    launches (so that call, too, loads a binary and compiles nothing)."""
+    swapped = space.GemmProblem(2048, 2048, 2048, 1, "tf32", True, True, True)
+    row = space.select(swapped, H200)
+    assert row.config == WsConfig(256, 128, 32, 8, 8, 3, 2), row.reason
+    column = space.select(dataclasses.replace(swapped, ws_swapped=False), H200)
+    assert column.config == WsConfig(128, 256, 32, 8, 8, 3, 2) and "exchanged" in column.reason
+    with space.forced(row.config):
+        assert space.select(dataclasses.replace(swapped, ws_swapped=False), H200).config == row.config
+    square = WsConfig(128, 128, 32, 8, 4, 4, 2, pingpong=True)
+    assert gemm_ws.unswapped(square) is square and gemm_ws.unswapped(space.WS_TF32_SPACE[2]) == \
+        space.WS_TF32_SPACE[2]
+    with building_for("cuda", "sm_90"), capture() as calls:
+        gemm_ws.representative_launch("gemm", row.config, "tf32", 132)
+    tiles = {(call.args[0].block_shape[0], call.args[1].block_shape[0] == 8) for call in calls
+             if getattr(call.args[0], "block_shape", None) is not None}
+    assert tiles == {(256, True), (128, False)}  # A's block rows: swapped 256, column-major B 128
+
+
 @pytest.mark.parametrize("trans_a", [False, True], ids=["A row-major", "A column-major"])
 def test_tf32_calls_on_hopper_copy_only_what_the_kernel_cannot_read(trans_a: bool,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.blas.kernels.gemm_wq import WqConfig, WqDequantConfig, WqGemvConfig
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
-from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, row_fits, swap_fits
+from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, row_fits, swap_fits, unswapped
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.tuning import logic
@@ -171,7 +171,14 @@ def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory:
                                   (problem.m, problem.n, problem.k, problem.batch),
                                   usable=lambda cfg: _misfit(problem, cfg) is None)
     if match is not None:
-        return Choice(match.config, match.describe())
+        config = match.config
+        if (problem.dtype == "tf32" and isinstance(config, WsConfig) and problem.ws_ok
+                and not problem.ws_swapped and swap_fits(config)):  # a row tuned swapped, B column-major
+            exchanged = unswapped(config)
+            if exchanged != config and _misfit(problem, exchanged) is None:
+                return Choice(exchanged, f"{match.describe()}; block_m and block_n exchanged: tuned on "
+                                         f"a row-major B (multiplied swapped), this B is column-major")
+        return Choice(config, match.describe())
     choice = _select_heuristic(problem, backend, arch, shared_memory)
     return Choice(choice.config, "; ".join([*reasons, choice.reason]))
 

@@ -30,6 +30,7 @@ has the aliases.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from dataclasses import dataclass
@@ -464,6 +465,21 @@ def swap_fits(config: WsConfig) -> bool:
     return not config.pingpong and config.block_n % (16 * config.num_warps) == 0
 
 
+def unswapped(config: WsConfig) -> WsConfig:
+    """The tile a tf32 call with B column-major (x @ W.t(), multiplied as it is) runs for a logic
+    row tuned on the swapped product (the tuner's A @ B, B row-major): block_m and block_n
+    exchanged, which keeps the accumulator's shape — swapped, a (block_m × block_n) tile holds Dᵀ's
+    (block_n × block_m). Measured on the H200 (``gpu-session-h200-c08cc10/tf32.txt``): 256×128×32
+    swapped and 128×256×32 on a K-major B were each the best of its layout at 2048³–8192³, and
+    each 4–16 % slower in the other. ``config`` itself where the exchanged tile is not valid."""
+    if config.pingpong or config.block_m == config.block_n:
+        return config
+    try:
+        return dataclasses.replace(config, block_m=config.block_n, block_n=config.block_m)
+    except InvalidArgumentError:
+        return config
+
+
 def row_fits(config: WsConfig, element_bytes: int) -> bool:
     """Whether a K step's row of an operand tile, ``block_k`` elements, fits the 128-byte swizzle
     that TMA boxes and wgmma's shared-memory operands use here (float32: block_k ≤ 32)."""
@@ -536,8 +552,10 @@ def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -
     K-major), each of M, N and K a multiple of 16 or only of 8 — every specialization a 16-byte-row
     call can have (run under ``launch.capture()``). The scaled use's launches are ``gemm_scaled``'s."""
     rows, cols = full_wave_shape(config.block_m, config.block_n, num_sms)
-    layouts = (True,) if dtype in TF32_KEYS and not swap_fits(config) else (False, True)
+    tf32 = dtype in TF32_KEYS
+    layouts = (True,) if tf32 and not swap_fits(config) else (False, True)
     for b_col, m, n, k in itertools.product(layouts, (rows, rows - 8), (cols, cols - 8), (1024, 1000)):
         a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col)
-        launch_gemm_ws(a, b, d, num_sms=num_sms, config=config)
+        tile = unswapped(config) if tf32 and b_col and swap_fits(config) else config  # as space.select
+        launch_gemm_ws(a, b, d, num_sms=num_sms, config=tile)
     representative_k_major_copies(dtype)  # last, as the other families
