@@ -206,8 +206,8 @@ def test_the_shipped_tf32_row_runs_its_tile_exchanged_on_a_column_major_b() -> N
     256×128×32 split2: a row-major B gets it as it is; a column-major B (x @ W.t(), multiplied
     as it lies) gets block_m and block_n exchanged, the same accumulator (128×256, the best of that
     layout on the H200); a forced configuration is never exchanged; the exchange leaves square
-    and ping-pong tiles alone; and a pack compiles the exchanged tile for the column-major
-    launches (so that call, too, loads a binary and compiles nothing)."""
+    and ping-pong tiles alone; and a pack compiles both tiles for the column-major launches (so
+    that call, too, loads a binary and compiles nothing, forced or not)."""
     swapped = space.GemmProblem(2048, 2048, 2048, 1, "tf32", True, True, True)
     row = space.select(swapped, H200)
     assert row.config == WsConfig(256, 128, 32, 8, 8, 3, 2), row.reason
@@ -222,7 +222,7 @@ def test_the_shipped_tf32_row_runs_its_tile_exchanged_on_a_column_major_b() -> N
         gemm_ws.representative_launch("gemm", row.config, "tf32", 132)
     tiles = {(call.args[0].block_shape[0], call.args[1].block_shape[0] == 8) for call in calls
              if getattr(call.args[0], "block_shape", None) is not None}
-    assert tiles == {(256, True), (128, False)}  # A's block rows: swapped 256, column-major B 128
+    assert tiles == {(256, True), (128, False), (256, False)}  # column-major B: exchanged and forced
 
 
 @pytest.mark.parametrize("trans_a", [False, True], ids=["A row-major", "A column-major"])
@@ -313,7 +313,8 @@ def test_pack_launches_are_a_real_calls(dtype: str, b_col_major: bool, config: W
     with capture() as representative, building_for("cuda", "sm_90"):
         gemm_ws.representative_launch("gemm", config, dtype, 132)
     gemms = [c for c in representative if c.launcher is gemm_ws._launch]
-    assert len(gemms) == (16 if dtype == "bf16" or gemm_ws.swap_fits(config) else 8)
+    exchanged = dtype == "tf32" and gemm_ws.swap_fits(config) and gemm_ws.unswapped(config) != config
+    assert len(gemms) == (16 if dtype == "bf16" or gemm_ws.swap_fits(config) else 8) + (8 if exchanged else 0)
     m, n, k = shape
     a = torch.empty(m, k, dtype=elem)
     b = torch.empty(n, k, dtype=a.dtype).t() if b_col_major else torch.empty(k, n, dtype=a.dtype)
@@ -343,8 +344,8 @@ def test_scaled_pack_launches_are_a_real_calls(b_col_major: bool, m: int, n: int
 
 def test_compiles_offline_for_sm90() -> None:
     """A pack build for sm_90 compiles the family's 16 representative launches (B row- and
-    column-major; M, N, K multiples of 16 or only of 8; tf32's row-major B multiplied swapped),
-    D in halves on 4 stages, and the scaled
+    column-major; M, N, K multiples of 16 or only of 8; tf32's row-major B multiplied swapped, and
+    its column-major B with the tile exchanged too: 24), D in halves on 4 stages, and the scaled
     fp8 use's 4 (M, N multiples of 16 or only of 8) with the running Triton — 3.9 in CI, whose
     Gluon renamed the TMA copies and the barrier (the aliases in gemm_ws)."""
     tile = {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_warps": 8}
@@ -361,7 +362,7 @@ def test_compiles_offline_for_sm90() -> None:
              "config": {**tile, "block_k": 32, "num_stages": 3, "epilogue_split": 2}}]
     with tempfile.TemporaryDirectory() as out:
         results = precompile("sm_90", jobs, out)
-        for job, result, launches in zip(jobs, results, (16, 16, 4, 4, 16), strict=True):
+        for job, result, launches in zip(jobs, results, (16, 16, 4, 4, 24), strict=True):
             assert result["status"] == "ok", (job, result)
             sidecars = [json.loads((Path(out) / f).read_text()) for f in result["files"]
                         if f.endswith(".launch.json")]

@@ -549,13 +549,17 @@ def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -
     """The launches ``gemm`` makes with ``config`` for problems of a full wave or more (the grid,
     the SM count, is a launch argument): B row-major and column-major (x @ W.t(); tf32 row-major
     only where the configuration multiplies swapped, :func:`swap_fits`, else gemm copies B
-    K-major), each of M, N and K a multiple of 16 or only of 8 — every specialization a 16-byte-row
-    call can have (run under ``launch.capture()``). The scaled use's launches are ``gemm_scaled``'s."""
+    K-major; tf32 column-major also with the tile exchanged, :func:`unswapped`, as selection runs
+    a swapped row there), each of M, N and K a multiple of 16 or only of 8 — every specialization
+    a 16-byte-row call can have (run under ``launch.capture()``). The scaled use's launches are
+    ``gemm_scaled``'s."""
     rows, cols = full_wave_shape(config.block_m, config.block_n, num_sms)
     tf32 = dtype in TF32_KEYS
     layouts = (True,) if tf32 and not swap_fits(config) else (False, True)
     for b_col, m, n, k in itertools.product(layouts, (rows, rows - 8), (cols, cols - 8), (1024, 1000)):
         a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col)
-        tile = unswapped(config) if tf32 and b_col and swap_fits(config) else config  # as space.select
-        launch_gemm_ws(a, b, d, num_sms=num_sms, config=tile)
+        # a column-major tf32 B: the tile as selection runs it (exchanged) and as forced (as it is)
+        tiles = {config, unswapped(config)} if tf32 and b_col and swap_fits(config) else {config}
+        for tile in sorted(tiles, key=lambda c: c.block_m):
+            launch_gemm_ws(a, b, d, num_sms=num_sms, config=tile)
     representative_k_major_copies(dtype)  # last, as the other families
