@@ -12,6 +12,9 @@
 #            (mostly unmarked tests: they run on the GPU when there is one)              ~4 min
 #   tf32     tf32 swapped vs copy-then-gemm_tma vs torch (1024–8192)                     ~4 min
 #   fp32     FMA_SPACE vs SGEMM; the 64×128×64 gemm_ws tile at 16-bit 1024³              ~5 min
+#   rows     the rows the forty-first session's logic changed, through calls: tf32 2048³ with
+#            B row-major (swapped) and column-major (the tile exchanged), bf16 / fp16 1024³,
+#            and controls (tf32 4096³ x @ W.t(), tf32 1024³)                          ~2 min
 #   first    an sm_90 pack built here ($PACK instead if set) and installed under a
 #            TESSERA_HOME of this run, then the first call (bf16, tf32) in fresh processes ~8 min
 #   host     host overhead of small calls, level 1/2 (their kernels changed for batches) ~5 min
@@ -60,6 +63,17 @@ fp32() {
         --sizes 1024 --configs 64x128x64:6:4:8
 }
 
+rows() {
+    local i=0 args
+    for args in "-m 2048 -n 2048 -k 2048 --dtype tf32" "-m 2048 -n 2048 -k 2048 --dtype tf32 --trans-b" \
+                "-m 1024 -n 1024 -k 1024 --dtype bf16" "-m 1024 -n 1024 -k 1024 --dtype fp16" \
+                "-m 4096 -n 4096 -k 4096 --dtype tf32 --trans-b" "-m 1024 -n 1024 -k 1024 --dtype tf32"; do
+        i=$((i + 1))
+        # shellcheck disable=SC2086  # args are words on purpose
+        capped 60 "row-$i" "$PY" -m tessera bench gemm $args --rounds 3 --json "$dir/row-$i.json"
+    done
+}
+
 first() {  # the pack and its install stay out of WORK (out of the tarball)
     local pack=${PACK:-$WORK-sm_90.tar}  # beside WORK, out of the tarball
     export TESSERA_HOME=$WORK-home
@@ -80,8 +94,8 @@ grid() {
 }
 
 for stage in "$@"; do
-    case $stage in verify|tests|tf32|fp32|first|host|grid) ;;
-        *) echo "unknown stage $stage (verify, tests, tf32, fp32, first, host, grid)"; exit 2;; esac
+    case $stage in verify|tests|tf32|fp32|rows|first|host|grid) ;;
+        *) echo "unknown stage $stage (verify, tests, tf32, fp32, rows, first, host, grid)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage
