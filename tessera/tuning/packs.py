@@ -55,8 +55,9 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _test_hook(stage: str) -> None:
-    """Reliability tests kill an install at a chosen stage (``TESSERA_TEST_KILL_AT=<stage>``)."""
+def kill_point(stage: str) -> None:
+    """Reliability tests kill an install, or a compiler process, at a chosen stage
+    (``TESSERA_TEST_KILL_AT=<stage>``)."""
     if os.environ.get("TESSERA_TEST_KILL_AT") == stage:
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -417,16 +418,16 @@ def install_pack(path: Path, *, root: Path | None = None, arch: str | None = Non
             _write_durably(target, data)
         for folder in {(staging / name).parent for name in contents} | {staging}:
             _fsync_dir(folder)
-        _test_hook("extracted")
+        kill_point("extracted")
         digest = _sha256(json.dumps(manifest, sort_keys=True).encode())[:8]
         final = root / "packs" / f"{manifest['name']}-{manifest['version']}-{digest}-{time.time_ns()}"
         final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging, final)
         _fsync_dir(final.parent)
-        _test_hook("moved")
+        kill_point("moved")
         previous = _target(root / "current")
         _point(root / "current", final)
-        _test_hook("switched")
+        kill_point("switched")
         if previous is not None:
             _point(root / "previous", previous)
         _prune(root)

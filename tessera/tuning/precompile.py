@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,6 +92,7 @@ def main() -> None:
     from tessera._core.device import offline_device
     from tessera._core.launch import building_for, capture, function_name
     from tessera.tuning.logic import registered_ops
+    from tessera.tuning.packs import kill_point
 
     request = json.load(sys.stdin)
     arch, out = request["arch"], Path(request["out"])
@@ -103,8 +102,7 @@ def main() -> None:
     # copies); the pack build drops what another process's earlier job compiled too
     for position, job in enumerate(request["jobs"]):
         i = job.get("index", position)
-        if os.environ.get("TESSERA_TEST_KILL_AT") == f"precompile-{i}":  # reliability tests: a crash
-            os.kill(os.getpid(), signal.SIGKILL)
+        kill_point(f"precompile-{i}")  # reliability tests: a crash before this job
         family = registered_ops()[(job["library"], job["op"])].families[job["kernel"]]
         config = family(**job["config"])
         try:
