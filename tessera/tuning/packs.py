@@ -114,13 +114,14 @@ def _result_lines(folder: Path) -> list[str]:
 def _follow(children: list[tuple[Path, subprocess.Popen]], total: int, title: str, deadline: float,
             progress: bool) -> None:
     """Wait for the compiler processes (until ``deadline``), counting the jobs they have answered
-    on a progress bar (stderr) when ``progress``."""
+    on a progress bar (stderr) when ``progress`` (their output is read only then)."""
     from tqdm import tqdm
 
     with tqdm(total=total, desc=title, unit="solution", disable=not progress, file=sys.stderr) as bar:
         while True:
             running = any(child.poll() is None for _, child in children)
-            bar.update(sum(len(_result_lines(folder)) for folder, _ in children) - bar.n)
+            if progress:
+                bar.update(sum(len(_result_lines(folder)) for folder, _ in children) - bar.n)
             if not running or time.monotonic() > deadline:
                 return
             time.sleep(0.2)
