@@ -106,21 +106,23 @@ WS_SPACE: tuple[WsConfig, ...] = (
     WsConfig(128, 256, 32, 8, 8, 6), WsConfig(256, 128, 64, 8, 8, 3), WsConfig(256, 128, 32, 8, 8, 6),
     WsConfig(128, 128, 64, 8, 4, 4), WsConfig(128, 128, 64, 8, 4, 5),
     WsConfig(128, 128, 64, 8, 4, 5, pingpong=True),  # probes: 0.986× torch at 8192³, 1.028× at 8192²×1024
-    WsConfig(64, 128, 64, 8, 4, 6),  # 128 tiles at 1024³ (0.82–0.87× there with gemm_tma's 64x128); untimed
+    WsConfig(64, 128, 64, 8, 4, 6),  # 128 tiles: 1024³ 0.91× torch (gemm_tma's 64x128 0.88×; shipped there)
 )
 # ... for tf32 (float32 rows of 32 elements: 128 bytes a K step; gemm_tma's tf32 tile, 128×256×32
-# with 3 stages and D in halves, and what fits beside it; not yet timed on the GPU). All but the
-# ping-pong pair multiply a row-major B swapped, without gemm's K-major copy (``gemm_ws.swap_fits``)
+# with 3 stages and D in halves, and what fits beside it). All but the ping-pong pair multiply a
+# row-major B swapped, without gemm's K-major copy (``gemm_ws.swap_fits``): 256×128×32 1.014× torch
+# at 2048³ (shipped there), 0.97–0.99× at 4096³–8192³ (gpu-session-h200-c08cc10/)
 WS_TF32_SPACE: tuple[WsConfig, ...] = (
     WsConfig(128, 256, 32, 8, 8, 3, 2), WsConfig(256, 128, 32, 8, 8, 3, 2), WsConfig(128, 128, 32, 8, 8, 5),
     WsConfig(128, 128, 32, 8, 4, 5), WsConfig(128, 128, 32, 8, 4, 4, 2, pingpong=True),
-    WsConfig(64, 128, 32, 8, 4, 6),  # 128 tiles at 1024³: one launch, no copy, under a wave
+    WsConfig(64, 128, 32, 8, 4, 6),  # 128 tiles at 1024³, one launch: 0.84× (the copy path 1.13×)
 )
 
 # The Gluon FMA family (IEEE float32, A and B row-major, NVIDIA): chosen through logic files. Offline
 # (sm_90, Triton 3.6, the 9 launches of a pack): BK 8 in two buffers 123–138 registers, 126–128 under
 # a 128 cap without spills (two programs a multiprocessor); in one buffer 127–130 (the cap spills);
-# BK 16 in two buffers 142–153 under a 168 cap (ptxas spilled at its own 128). Not yet timed.
+# BK 16 in two buffers 142–153 under a 168 cap (ptxas spilled at its own 128). On the H200 0.75–0.82×
+# SGEMM from 2048³, below the tile family's 0.87–0.89× (gpu-session-h200-c08cc10/): no logic takes it.
 FMA_SPACE: tuple[FmaConfig, ...] = (FmaConfig(8, 2, 8, 128), FmaConfig(8, 1), FmaConfig(8, 2, 16, 128),
                                     FmaConfig(16, 2, 8, 168))
 
