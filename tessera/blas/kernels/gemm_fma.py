@@ -14,8 +14,9 @@ second pair of shared buffers beside the ones being read (one barrier a step; tw
 not indices into one, else Triton's barrier analysis adds a second), with 1 after every thread
 has read them (two barriers).
 
-Chosen through logic files only (the tuner offers ``FMA_SPACE`` to fp32); not yet timed on the
-GPU in the library (``benchmarks/sgemm_gluon_probe.py`` times it beside cuBLAS's SGEMM).
+Chosen through logic files only (the tuner offers ``FMA_SPACE`` to fp32). On the H200 it ran
+0.75–0.82× cuBLAS's SGEMM from 2048³, below the tile family's 0.87–0.89×, so no shipped logic takes
+it (``benchmarks/sgemm_gluon_probe.py``, ``benchmarks/results/gpu-session-h200-c08cc10/``).
 
 Takes (:func:`fma_supported`): float32 with IEEE precision, one 2-D problem, A and B row-major
 (the rows its loads coalesce: K-contiguous A, N-contiguous B), C and D of any strides, every
