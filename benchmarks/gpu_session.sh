@@ -19,6 +19,9 @@
 #            TESSERA_HOME of this run, then the first call (bf16, tf32) in fresh processes ~8 min
 #   host     host overhead of small calls, level 1/2 (their kernels changed for batches) ~5 min
 #   grid     the square grid against torch (`tessera bench gemm --preset grid`)         ~9 min
+#   nt       tf32 tuned on x @ W.t() (B column-major: an NT layout logic file) at 4096³ and 8192³,
+#            installed into this copy's shipped logic, then those calls and the NN ones (whose B
+#            is copied K-major, so they select in the NT file too) through calls              ~6 min
 # A stage that is not named is not run; unknown names stop the script before anything runs.
 # A lent machine can be taken back mid-call, and then nothing of the call comes back: one short
 # stage a call.
@@ -89,13 +92,27 @@ host() {
     capped 200 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
+nt() {
+    capped 240 tune-nt "$PY" -m tessera tune gemm --dtype tf32 --layout NT --sizes 4096x4096x4096,8192x8192x8192 \
+        --families gemm_tma,gemm_ws --max-distance 0.7 --budget-minutes 3.2 --out "$dir/tune"
+    cp "$dir/tune/sm_90/blas.gemm.tf32.NT.yaml" tessera/logic/sm_90/ && echo "installed the NT logic" \
+        | tee -a "$dir/summary.txt"
+    local i=0 args
+    for args in "-m 4096 -n 4096 -k 4096 --dtype tf32 --trans-b" "-m 8192 -n 8192 -k 8192 --dtype tf32 --trans-b" \
+                "-m 4096 -n 4096 -k 4096 --dtype tf32" "-m 8192 -n 8192 -k 8192 --dtype tf32"; do
+        i=$((i + 1))
+        # shellcheck disable=SC2086  # args are words on purpose
+        capped 45 "nt-row-$i" "$PY" -m tessera bench gemm $args --rounds 3 --json "$dir/nt-row-$i.json"
+    done
+}
+
 grid() {
     capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
 }
 
 for stage in "$@"; do
-    case $stage in verify|tests|tf32|fp32|rows|first|host|grid) ;;
-        *) echo "unknown stage $stage (verify, tests, tf32, fp32, rows, first, host, grid)"; exit 2;; esac
+    case $stage in verify|tests|tf32|fp32|rows|first|host|grid|nt) ;;
+        *) echo "unknown stage $stage (verify, tests, tf32, fp32, rows, first, host, grid, nt)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage

@@ -225,6 +225,33 @@ def test_the_shipped_tf32_row_runs_its_tile_exchanged_on_a_column_major_b() -> N
     assert tiles == {(256, True), (128, False), (256, False)}  # column-major B: exchanged and forced
 
 
+def test_a_tf32_row_tuned_on_a_column_major_b_is_taken_as_it_is(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row of an NT layout file was timed on a column-major B, unswapped: it runs as tuned, where
+    the same row in the dtype's file (timed on a row-major B, swapped) is exchanged for that B."""
+    tall = WsConfig(256, 128, 32, 8, 8, 3, 2)
+    row = {"schema": 1, "arch": "sm_90", "library": "blas", "op": "gemm", "problem": {"dtype": "tf32"},
+           "solutions": [{"id": 0, "kernel": "gemm_ws", **dataclasses.asdict(tall)}],
+           "table": [{"m": 4096, "n": 4096, "k": 4096, "batch": 1, "solution": 0}]}
+    folder = tmp_path / "sm_90"
+    folder.mkdir()
+    (folder / "blas.gemm.tf32.yaml").write_text(yaml.safe_dump(row))
+    monkeypatch.setattr(logic, "SHIPPED_LOGIC", tmp_path)
+    logic.reload()
+    try:
+        column = space.GemmProblem(4096, 4096, 4096, 1, "tf32", True, True, False, layout="NT")
+        assert space.select(column, H200).config == WsConfig(128, 256, 32, 8, 8, 3, 2)  # exchanged
+        (folder / "blas.gemm.tf32.NT.yaml").write_text(yaml.safe_dump({**row, "problem": {"dtype": "tf32",
+                                                                                          "layout": "NT"}}))
+        logic.reload()
+        choice = space.select(column, H200)
+        assert choice.config == tall and "NT.yaml" in choice.reason
+        assert "exchanged" not in choice.reason
+    finally:
+        monkeypatch.undo()
+        logic.reload()
+
+
 @pytest.mark.parametrize("trans_a", [False, True], ids=["A row-major", "A column-major"])
 def test_tf32_calls_on_hopper_copy_only_what_the_kernel_cannot_read(trans_a: bool,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:

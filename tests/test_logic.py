@@ -87,6 +87,7 @@ BAD = [
     (lambda d: d.update(distance="manhattan"), "field 'distance': 'manhattan' is unknown"),
     (lambda d: d.update(max_distance=-1), "field 'max_distance'"),
     (lambda d: d.update(solutions={"id": 0}), "field 'solutions': must be list"),
+    (lambda d: d["problem"].update(layout="NX"), "field 'problem.layout': 'NX' is unknown"),
 ]
 
 
@@ -188,6 +189,47 @@ def test_logic_in_the_wrong_place_is_refused(tmp_path: Path, device: str) -> Non
     a = torch.randn(4, 4, device=device).half()
     with pytest.warns(UserWarning, match=f"its location for {device_info().arch}/blas.gemm.fp16"):
         explain(a, a)
+
+
+NT_TILE = TileConfig(16, 32, 16, 1, 2, 1)
+
+
+def test_layout_logic_refines_its_dtype_file(tmp_path: Path, device: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layout file (here NT: B column-major) takes calls in its layout within its max_distance;
+    other layouts, and sizes beyond it, keep the dtype's file; a pack's dtype file is not overridden
+    by the wheel's layout file, and the pack's own layout file comes first."""
+    arch = device_info().arch
+    monkeypatch.setattr(logic, "SHIPPED_LOGIC", tmp_path / "shipped")
+    shipped = tmp_path / "shipped" / arch
+    general = write(shipped / "blas.gemm.fp32.yaml", {**GOOD, "arch": arch})
+    nt = _mutated(lambda d: (d.update(arch=arch, max_distance=1.0), d["problem"].update(layout="NT"),
+                             d["solutions"][0].update(block_n=32)))
+    layout_file = write(shipped / "blas.gemm.fp32.NT.yaml", nt)
+    logic.reload()
+    try:
+        a, w = torch.randn(70, 50, device=device), torch.randn(40, 50, device=device)
+        choice = explain(a, w.t())  # x @ W.t(): B column-major
+        assert choice.config == NT_TILE and str(layout_file) in choice.reason
+        assert_gemm_close(gemm(a, w.t()), a, w.t())
+        row_major = explain(a, w.t().contiguous())
+        assert row_major.config == TileConfig(16, 16, 16, 1, 2, 1) and str(general) in row_major.reason
+        far = explain(torch.randn(900, 8, device=device), torch.randn(700, 8, device=device).t())
+        assert str(layout_file) + ": no usable row within its max_distance" in far.reason
+        assert str(general) in far.reason  # beyond the layout file's rows: the dtype's file decides
+        pack_general = _installed(tmp_path, GOOD)
+        logic.reload()
+        assert str(pack_general) in explain(a, w.t()).reason  # the pack's dtype file before the wheel's
+        pack_nt = write(pack_general.with_name("blas.gemm.fp32.NT.yaml"), nt)
+        logic.reload()
+        assert str(pack_nt) in explain(a, w.t()).reason
+        write(pack_nt, {**GOOD, "arch": arch})  # dtype-file content under the layout's name
+        logic.reload()
+        with pytest.warns(UserWarning, match=f"its location for {arch}/blas.gemm.fp32.NT"):
+            assert str(pack_general) in explain(a, w.t()).reason
+    finally:
+        monkeypatch.undo()
+        logic.reload()
 
 
 def _device(arch: str, backend: str, shared: int | None) -> DeviceInfo:

@@ -228,6 +228,14 @@ def test_build_from_logic_dir(tmp_path: Path) -> None:
     assert result.manifest["logic_origin"] == "tuned"
     with pytest.raises(PackError, match="is logic for interpreter, not sm_90"):
         packs.build_pack("sm_90", tmp_path / "x.tar.gz", logic_dir=folder)
+    nt = {**GOOD, "problem": {"dtype": "fp32", "layout": "NT"}}
+    (folder / "blas.gemm.fp32.yaml").write_text(yaml.safe_dump(nt))  # a layout's logic, misnamed
+    misnamed = re.escape("holds logic for blas.gemm.fp32.NT: name it blas.gemm.fp32.NT.yaml")
+    with pytest.raises(PackError, match=misnamed):
+        packs.build_pack("interpreter", tmp_path / "n.tar.gz", logic_dir=folder)
+    (folder / "blas.gemm.fp32.yaml").rename(folder / "blas.gemm.fp32.NT.yaml")
+    built = packs.build_pack("interpreter", tmp_path / "n.tar.gz", logic_dir=folder)
+    assert "logic/interpreter/blas.gemm.fp32.NT.yaml" in built.manifest["files"]
 
 
 def test_precompile_reports_support(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import yaml
 from tessera import InvalidArgumentError
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.cli import main
-from tessera.tuning import load_logic
+from tessera.tuning import load_logic, logic
 from tessera.tuning.tuner import TunableOp, Tuner, parse_sizes
 
 CONFIGS = [TileConfig(16, 16, 16, 1, 2, 1), TileConfig(32, 32, 16, 4, 4, 1), TileConfig(16, 32, 32, 8, 4, 2),
@@ -154,6 +154,56 @@ def test_cli_tune_gemm_writes_logic_and_plot(tmp_path: Path, capsys: pytest.Capt
         row = next(line.split() for line in out.splitlines() if line.startswith(label))
         assert figures and float(row[2]) == pytest.approx(statistics.median(figures), rel=1e-3)
         assert float(row[4]) >= 1.0  # the tuned pick is the best median, the default's among them
+
+
+def test_cli_tune_gemm_in_a_layout(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """--layout NT times column-major B operands and writes the layout's own logic file, which a
+    call in that layout then takes."""
+    import json
+
+    import torch
+
+    from tessera import device_info
+    from tessera.blas import explain, tune
+    from tessera.blas.tune import default_choice
+    from tessera.tuning.tuner import config_key
+
+    if torch.cuda.is_available():
+        pytest.skip("the tiny space is for the interpreter; the GPU run uses real spaces")
+    seen: list[tuple[bool, bool]] = []
+    real_gemm = tune.gemm
+
+    def spy(a: torch.Tensor, b: torch.Tensor, **kwargs: object) -> torch.Tensor:
+        seen.append((a.stride(-1) == 1, b.stride(-2) == 1 and b.stride(-1) != 1))
+        return real_gemm(a, b, **kwargs)
+
+    monkeypatch.setattr(tune, "gemm", spy)
+    assert main(["tune", "gemm", "--dtype", "fp32", "--sizes", "20x24x16", "--space", "tiny", "--layout",
+                 "NT", "--no-plot", "--families", "gemm_tma", "--out", str(tmp_path)]) == 0
+    assert "blas.gemm.fp32.NT.yaml" in capsys.readouterr().out
+    assert seen and set(seen) == {(True, True)}  # A row-major, B column-major in every timed call
+    folder = tmp_path / "interpreter"
+    journal = (folder / "blas.gemm.fp32.NT.journal.jsonl").read_text().splitlines()
+    default = default_choice((20, 24, 16, 1), "fp32", device_info())
+    # the tiny space holds tile configurations only: --families gemm_tma leaves the default alone
+    assert {json.loads(line)["config"] for line in journal} == {config_key(default)}
+    lf = load_logic(folder / "blas.gemm.fp32.NT.yaml")
+    assert lf.problem == {"dtype": "fp32", "layout": "NT"} and not (folder / "blas.gemm.fp32.yaml").exists()
+    monkeypatch.setattr(logic, "SHIPPED_LOGIC", tmp_path)
+    logic.reload()
+    try:
+        a, w = torch.randn(20, 16), torch.randn(24, 16)
+        assert "blas.gemm.fp32.NT.yaml" in explain(a, w.t()).reason
+        assert "blas.gemm.fp32.NT.yaml" not in explain(a, w.t().contiguous()).reason
+    finally:
+        monkeypatch.undo()
+        logic.reload()
+    with pytest.raises(SystemExit):
+        main(["tune", "gemm", "--dtype", "fp32", "--layout", "NX", "--out", str(tmp_path / "x")])
+    assert main(["tune", "gemm", "--dtype", "int8", "--layout", "NT", "--out", str(tmp_path / "q")]) == 2
+    assert main(["tune", "gemm", "--dtype", "fp32", "--families", "gemm_magic", "--sizes", "20x24x16",
+                 "--out", str(tmp_path / "f")]) == 2
 
 
 SCALED_FAMILIES = {"gemm_scaled", "gemm_scaled_tma"}

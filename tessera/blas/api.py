@@ -43,7 +43,7 @@ from tessera.blas.kernels.gemm_scaled import launch_gemm_scaled
 from tessera.blas.kernels.gemm_splitk import SplitKConfig, launch_gemm_splitk
 from tessera.blas.kernels.gemm_streamk import StreamKConfig, launch_gemm_streamk
 from tessera.blas.kernels.gemm_tile import TileConfig, launch_gemm_tile
-from tessera.blas.kernels.gemm_tma import launch_gemm_tma, tma_supported
+from tessera.blas.kernels.gemm_tma import is_col_major, launch_gemm_tma, tma_supported
 from tessera.blas.kernels.gemm_ws import WsConfig, launch_gemm_ws, swaps, ws_supported
 from tessera.blas.quantized import (
     QUANTIZED_INPUTS,
@@ -525,7 +525,8 @@ def _selection(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, o
     )  # the interpreter's bf16 dot is wrong and only the tile family upcasts around it
     ws_ok = tma_ok and space.ws_capable(info) and ws_supported(op_a, op_b, c, out, alpha, precision)
     fma_ok = batch == 1 and info.backend == "cuda" and fma_supported(op_a, op_b, c, out, precision)
-    problem = space.GemmProblem(*sizes, key, tma_ok, ws_ok, ws_ok and swaps(op_b), fma_ok)
+    layout = ("T" if is_col_major(op_a) else "N") + ("T" if is_col_major(op_b) else "N")
+    problem = space.GemmProblem(*sizes, key, tma_ok, ws_ok, ws_ok and swaps(op_b), fma_ok, layout)
     return problem, space.select(problem, info)
 
 

@@ -52,6 +52,7 @@ class GemmProblem:
     ws_ok: bool = False  # and the warp-specialized family takes them (``gemm_ws.ws_supported``, sm_90)
     ws_swapped: bool = False  # with a row-major tf32 B, which it multiplies swapped (``gemm_ws.swap_fits``)
     fma_ok: bool = False  # the Gluon FMA family takes them (``gemm_fma.fma_supported``, NVIDIA)
+    layout: str | None = None  # op(A) then op(B), N row-major, T column-major: a layout logic file's key
 
 
 @dataclass(frozen=True)
@@ -171,10 +172,11 @@ def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory:
                    _logic_generation: int) -> Choice:
     match, reasons = logic.lookup(arch, "blas", "gemm", problem.dtype,
                                   (problem.m, problem.n, problem.k, problem.batch),
-                                  usable=lambda cfg: _misfit(problem, cfg) is None)
+                                  usable=lambda cfg: _misfit(problem, cfg) is None, layout=problem.layout)
     if match is not None:
         config = match.config
-        if (problem.dtype == "tf32" and isinstance(config, WsConfig) and problem.ws_ok
+        tuned_swapped = match.logic.problem.get("layout", "NN")[1] == "N"  # the tuner's B: row-major
+        if (problem.dtype == "tf32" and isinstance(config, WsConfig) and problem.ws_ok and tuned_swapped
                 and not problem.ws_swapped and swap_fits(config)):  # a row tuned swapped, B column-major
             exchanged = unswapped(config)
             if exchanged != config and _misfit(problem, exchanged) is None:

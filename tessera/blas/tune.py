@@ -37,6 +37,7 @@ from tessera.blas.quantized import (
     scaled_fits,
     wq_ws_ok,
 )
+from tessera.tuning.logic import LAYOUTS
 from tessera.tuning.tuner import TunableOp, runtime_of
 
 LLM_NK = ((4096, 4096), (8192, 8192), (14336, 4096), (4096, 14336))
@@ -111,8 +112,12 @@ def _fits(config: space.Config, problem: tuple[int, ...], dtype: str, device: De
 
 
 def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], space_name: str,
-                 device: DeviceInfo | None = None) -> TunableOp:
-    """The GEMM op as the tuner sees it, on the current device (GPU, or the interpreter)."""
+                 device: DeviceInfo | None = None, layout: str | None = None) -> TunableOp:
+    """The GEMM op as the tuner sees it, on the current device (GPU, or the interpreter). With a
+    ``layout`` (``logic.LAYOUTS``: NT is A row-major and B column-major, as in ``x @ W.t()``) the
+    operands are stored so and the logic file is that layout's; without one, both row-major."""
+    if layout is not None and layout not in LAYOUTS:
+        raise InvalidArgumentError(f"layout {layout!r} is unknown; expected one of {', '.join(LAYOUTS)}")
     device = device or device_info()
     elem_dtype = torch_dtype(dtype)
     precision = precision_of(dtype)
@@ -127,9 +132,10 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
             prepared.clear()  # one problem at a time: keep memory bounded
             m, n, k, batch = problem
             gen = torch.Generator().manual_seed(hash(problem) % 2**31)
-            shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
-            a = torch.randn(shape_a, generator=gen).to(elem_dtype).to(target)
-            b = torch.randn(shape_b, generator=gen).to(elem_dtype).to(target)
+            a = _stored((batch, m, k), (layout or "NN")[0], gen).to(elem_dtype).to(target)
+            b = _stored((batch, k, n), (layout or "NN")[1], gen).to(elem_dtype).to(target)
+            if batch == 1:
+                a, b = a[0], b[0]
             exact, bound = gemm_reference(a, b, None, alpha=1.0, beta=0.0, out_dtype=elem_dtype,
                                           precision=precision)
             prepared[problem] = (a, b, exact, bound, cold_copies((a, b)))
@@ -162,7 +168,15 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
             return 2.0 * m * n * k * batch / graph_ms(calls) / 1e9
 
     return TunableOp("blas", "gemm", device.arch, dtype, list(problems), candidates, check, measure,
-                     runtime=runtime_of(device), warm=_parallel_warm(run))
+                     runtime=runtime_of(device), warm=_parallel_warm(run), layout=layout)
+
+
+def _stored(shape: tuple[int, int, int], order: str, gen: torch.Generator) -> torch.Tensor:
+    """Random normal (batch, rows, cols) matrices, row-major (``order`` N) or column-major (T)."""
+    batch, rows, cols = shape
+    if order == "T":
+        return torch.randn(batch, cols, rows, generator=gen).transpose(-1, -2)
+    return torch.randn(batch, rows, cols, generator=gen)
 
 
 def _parallel_warm(run: Callable[[tuple[int, ...], space.Config], object]

@@ -24,6 +24,7 @@ from tessera.cli.tuning import (
     cmd_tune_level2,
     cmd_tune_rand,
 )
+from tessera.tuning.logic import LAYOUTS
 
 
 def _run_options(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +36,9 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
                         help="the logic applies within this log distance of a tuned size (sum of squared "
                              "natural-log ratios, square-rooted; 0.69 = one size doubled); farther, the "
                              "heuristic decides. Default: no limit (the nearest row always applies)")
+    parser.add_argument("--families", metavar="NAMES",
+                        help="time only these kernel families, comma-separated (e.g. gemm_tma,gemm_ws); "
+                             "the heuristic's own pick is always timed. Default: the whole space")
     parser.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
 
 
@@ -84,6 +88,10 @@ def _build_parser() -> argparse.ArgumentParser:
     tg.add_argument("--sizes", default="preset",
                     help="preset names (preset, square, skinny, batched, tiny) or MxNxK[xB], comma-separated")
     tg.add_argument("--space", default="default", choices=["default", "wide", "tiny"])
+    tg.add_argument("--layout", choices=list(LAYOUTS),
+                    help="operands' layout, A then B (N row-major, T column-major; NT is x @ W.t()): "
+                         "writes that layout's logic file, which refines the dtype's (default: NN, "
+                         "the dtype's own file)")
     _run_options(tg)
     tv = tune_sub.add_parser("gemv", help="tune BLAS gemv's tile for the running device")
     tv.add_argument("--dtype", default="bf16",

@@ -6,10 +6,14 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tessera._core.device import DeviceInfo
 from tessera._core.errors import InvalidArgumentError, TesseraError
 from tessera.cli.common import use_interpreter_without_gpu
+
+if TYPE_CHECKING:
+    from tessera.tuning.tuner import TunableOp
 
 
 def cmd_logic(args: argparse.Namespace) -> int:
@@ -47,7 +51,8 @@ def cmd_logic(args: argparse.Namespace) -> int:
             failed += 1
             print(f"invalid: {exc}", file=sys.stderr)
             continue
-        print(f"ok: {path} ({logic.arch} {logic.library}.{logic.op} {logic.problem.get('dtype')}, "
+        layout = f" {logic.problem['layout']}" if "layout" in logic.problem else ""
+        print(f"ok: {path} ({logic.arch} {logic.library}.{logic.op} {logic.problem.get('dtype')}{layout}, "
               f"{len(logic.solutions)} solutions, {len(logic.table)} rows)")
     return 1 if failed else 0
 
@@ -61,10 +66,11 @@ def _tuning_device(interpreting: bool) -> DeviceInfo:
     return device_info()
 
 
-def _matmul_tflops(problem: tuple[int, ...], dtype: str) -> float:
-    """``torch.matmul``'s TFLOP/s on (m, n, k, batch) in ``dtype`` (bf16 … tf32), timed as the tuner
-    times its candidates: from a CUDA graph over cold operand copies. tf32 is torch's allow_tf32
-    (off by default: plain fp32 was once timed as the tf32 vendor)."""
+def _matmul_tflops(problem: tuple[int, ...], dtype: str, layout: str | None = None) -> float:
+    """``torch.matmul``'s TFLOP/s on (m, n, k, batch) in ``dtype`` (bf16 … tf32), operands stored in
+    ``layout`` (default NN), timed as the tuner times its candidates: from a CUDA graph over cold
+    operand copies. tf32 is torch's allow_tf32 (off by default: plain fp32 was once timed as the tf32
+    vendor)."""
     import torch
 
     from tessera._core.device import torch_dtype
@@ -72,9 +78,12 @@ def _matmul_tflops(problem: tuple[int, ...], dtype: str) -> float:
 
     m, n, k, batch = problem
     target = "cuda" if on_gpu() else "cpu"
-    shape_a, shape_b = ((batch, m, k), (batch, k, n)) if batch > 1 else ((m, k), (k, n))
-    a = torch.randn(shape_a, device=target).to(torch_dtype(dtype))
-    b = torch.randn(shape_b, device=target).to(torch_dtype(dtype))
+    a_t, b_t = ((layout or "NN")[i] == "T" for i in (0, 1))
+    a = torch.randn(batch, *((k, m) if a_t else (m, k)), device=target).to(torch_dtype(dtype))
+    b = torch.randn(batch, *((n, k) if b_t else (k, n)), device=target).to(torch_dtype(dtype))
+    a, b = (a.transpose(-1, -2) if a_t else a), (b.transpose(-1, -2) if b_t else b)
+    if batch == 1:
+        a, b = a[0], b[0]
     previous, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, dtype == "tf32"
     try:
         calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in cold_copies((a, b))]
@@ -90,13 +99,17 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     from tessera.tuning.tuner import parse_sizes
 
     problems = parse_sizes(args.sizes, SIZE_PRESETS, width=4)
+    if args.layout is not None and quantized_op(args.dtype) is not None:
+        raise InvalidArgumentError(f"--layout is for float GEMM; --dtype {args.dtype} has its own fixed "
+                                   f"operand layout: leave --layout out")
     device = _tuning_device(interpreting)
     if quantized_op(args.dtype) is not None:
         return _tune_quantized(args, problems, device)
-    op = gemm_tunable(args.dtype, problems, args.space, device)
+    op = gemm_tunable(args.dtype, problems, args.space, device, layout=args.layout)
     path, rows = _tune(op, args, problems, lambda problem: default_choice(problem, args.dtype, device),
-                       lambda problem: _matmul_tflops(problem, args.dtype))
-    return _summarize(path, f"GEMM {args.dtype} on {device.name}", *rows, "vendor", "TFLOP/s", args.no_plot)
+                       lambda problem: _matmul_tflops(problem, args.dtype, args.layout))
+    return _summarize(path, f"GEMM {args.dtype} {args.layout or 'NN'} on {device.name}", *rows, "vendor",
+                      "TFLOP/s", args.no_plot)
 
 
 def _tune_quantized(args: argparse.Namespace, problems: list[tuple[int, ...]], device: DeviceInfo) -> int:
@@ -114,7 +127,31 @@ def _tune_quantized(args: argparse.Namespace, problems: list[tuple[int, ...]], d
                       args.no_plot)
 
 
-def _tune(op: object, args: argparse.Namespace, problems: list[tuple[int, ...]],
+def _only_families(op: TunableOp, names: str, default_config: Callable[[tuple[int, ...]], object]
+                   ) -> TunableOp:
+    """``op`` with its candidates cut to the kernel families named (``--families``), the heuristic's
+    pick kept: a short tune of the families that can win at its sizes."""
+    import dataclasses
+
+    from tessera.tuning.logic import registered_ops
+
+    known = registered_ops()[(op.library, op.op)].families
+    wanted = {name.strip() for name in names.split(",") if name.strip()}
+    unknown = sorted(wanted - set(known))
+    if unknown or not wanted:
+        raise InvalidArgumentError(f"--families {names!r}: {', '.join(unknown) or 'none named'} is not a "
+                                   f"kernel family of {op.library}.{op.op}; its families: "
+                                   f"{', '.join(sorted(known))}")
+    every = op.candidates
+
+    def candidates(problem: tuple[int, ...]) -> list[object]:
+        default = default_config(problem)
+        return [c for c in every(problem) if c.kernel in wanted or c == default]
+
+    return dataclasses.replace(op, candidates=candidates)
+
+
+def _tune(op: TunableOp, args: argparse.Namespace, problems: list[tuple[int, ...]],
           default_config: Callable[[tuple[int, ...]], object],
           vendor_figure: Callable[[tuple[int, ...]], float],
           ) -> tuple[Path, tuple[list[str], list[float], list[float], list[float]]]:
@@ -125,6 +162,8 @@ def _tune(op: object, args: argparse.Namespace, problems: list[tuple[int, ...]],
     here."""
     from tessera.tuning.tuner import Tuner, config_key
 
+    if args.families:
+        op = _only_families(op, args.families, default_config)
     tuner = Tuner(op, args.out, resume=args.resume,
                   budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes,
                   max_distance=args.max_distance)

@@ -1,4 +1,4 @@
-"""Tuning machinery shared by every library: logic files (and, to come, the tuner and packs)."""
+"""Tuning machinery shared by every library: logic files, the tuner, packs and their precompiled kernels."""
 
 from tessera.tuning.logic import (
     LogicFile,

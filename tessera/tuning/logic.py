@@ -6,7 +6,7 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
     arch: sm_90
     library: blas
     op: gemm
-    problem: {dtype: bf16}
+    problem: {dtype: bf16}                           # optional layout: NT (file blas.gemm.bf16.NT.yaml)
     runtime: {triton: "3.6.0", backend: cuda}        # what it was tuned with
     solutions:                                       # a kernel family and its parameters
       - {id: 0, kernel: gemm_tma, block_m: 128, block_n: 256, block_k: 64, group_m: 8,
@@ -22,6 +22,14 @@ feeds the tuner, the loader and the launcher. Libraries declare their ops with :
 Files are read with ``yaml.safe_load``; any defect raises :class:`LogicFileError` naming the file
 and the field. Lookup order (:func:`logic_for`): the installed pack, then the logic shipped in the
 wheel; callers fall through to their heuristic when neither has a file.
+
+A problem may also name its operands' layout, as Tensile's problem types name their transposes:
+``layout: NT`` (A row-major, B column-major, as in ``x @ W.t()``), in ``<library>.<op>.<dtype>.NT.yaml``.
+Such a file refines its dtype's file (:func:`lookup`): a call in that layout takes the nearest of its
+rows when one is within its max_distance, else the dtype's file decides, so a layout file can hold
+only the sizes where the layout changes the best solution. Within a source (the installed pack, then
+the shipped logic) the layout file comes first; a source's layout file never overrides an earlier
+source's dtype file.
 """
 
 from __future__ import annotations
@@ -46,6 +54,13 @@ SCHEMA_VERSION = 1
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DISTANCES = ("log_euclidean",)
 ORIGINS = ("tuned", "heuristic")
+# operand layouts a problem may name: A then B, N = row-major, T = column-major (stored transposed)
+LAYOUTS = ("NN", "NT", "TN", "TT")
+
+
+def problem_stem(library: str, op: str, dtype: str, layout: str | None = None) -> str:
+    """A logic file's name without ``.yaml``: ``blas.gemm.tf32``, or ``blas.gemm.tf32.NT`` for a layout."""
+    return f"{library}.{op}.{dtype}" + (f".{layout}" if layout else "")
 
 
 @dataclass(frozen=True)
@@ -175,6 +190,9 @@ def load_logic(path: str | Path) -> LogicFile:
         known = ", ".join(f"{lib}.{name}" for lib, name in sorted(ops)) or "none registered"
         raise _fail(path, "op", f"{library}.{op} is unknown; known: {known}")
     problem = _require(doc, path, "problem", dict)
+    if problem.get("layout", LAYOUTS[0]) not in LAYOUTS:
+        raise _fail(path, "problem.layout", f"{problem['layout']!r} is unknown; known: {', '.join(LAYOUTS)} "
+                                            f"(A then B; N row-major, T column-major)")
     runtime = doc.get("runtime", {})
     if not isinstance(runtime, dict):
         raise _fail(path, "runtime", f"must be a mapping (actual: {runtime!r})")
@@ -251,8 +269,8 @@ def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[
         raise _fail(path, where, str(exc)) from exc
 
 
-def _candidates(arch: str, library: str, op: str, dtype: str) -> list[tuple[str, Path]]:
-    name = f"{library}.{op}.{dtype}.yaml"
+def _candidates(arch: str, library: str, op: str, dtype: str, layout: str | None) -> list[tuple[str, Path]]:
+    name = f"{problem_stem(library, op, dtype, layout)}.yaml"
     return [("installed pack", installed_logic() / arch / name), ("shipped", SHIPPED_LOGIC / arch / name)]
 
 
@@ -302,11 +320,13 @@ def generation() -> int:
     return _generation
 
 
-def logic_for(arch: str, library: str, op: str, dtype: str) -> tuple[LogicFile | None, list[str]]:
-    """The logic file to use, and why each earlier source was passed over (for trace logs)."""
+def logic_for(arch: str, library: str, op: str, dtype: str, layout: str | None = None
+              ) -> tuple[LogicFile | None, list[str]]:
+    """The logic file to use for the problem (dtype, and a layout for a layout file), and why each
+    earlier source was passed over (for trace logs)."""
     if _ignoring:
         return None, ["logic files ignored (tessera.tuning.logic.ignored)"]
-    return _logic_for_cached(arch, library, op, dtype)
+    return _logic_for_cached(arch, library, op, dtype, layout)
 
 
 def heuristic_document(arch: str, backend: str, library: str, op: str, dtype: str,
@@ -355,10 +375,19 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
 
 
 def lookup(arch: str, library: str, op: str, dtype: str, sizes: tuple[int, ...],
-           usable: Callable[[Any], bool] = lambda _: True) -> tuple[Match | None, list[str]]:
+           usable: Callable[[Any], bool] = lambda _: True, layout: str | None = None
+           ) -> tuple[Match | None, list[str]]:
     """The nearest usable row of the logic file for (arch, library, op, dtype), and why each source
-    was passed over: the first half of every library's selection (its heuristic is the second)."""
+    was passed over: the first half of every library's selection (its heuristic is the second).
+    With a ``layout``, that layout's file first, when its source is not behind the dtype file's."""
     found, passed = logic_for(arch, library, op, dtype)
+    if layout is not None:
+        refined, refined_passed = logic_for(arch, library, op, dtype, layout)
+        if refined is not None and (found is None or _from_pack(refined) or not _from_pack(found)):
+            match = refined.nearest(sizes, usable)
+            if match is not None:
+                return dataclasses.replace(match, passed=tuple(refined_passed)), list(refined_passed)
+            passed = [f"{refined.path}: no usable row within its max_distance", *passed]
     if found is None:
         return None, list(passed)
     match = found.nearest(sizes, usable)
@@ -367,20 +396,26 @@ def lookup(arch: str, library: str, op: str, dtype: str, sizes: tuple[int, ...],
     return dataclasses.replace(match, passed=tuple(passed)), list(passed)
 
 
+def _from_pack(logic: LogicFile) -> bool:
+    """Whether ``logic`` was read from the installed pack (else it is the wheel's)."""
+    return installed_logic() in logic.path.parents
+
+
 @functools.lru_cache(maxsize=256)
-def _logic_for_cached(arch: str, library: str, op: str, dtype: str
+def _logic_for_cached(arch: str, library: str, op: str, dtype: str, layout: str | None
                       ) -> tuple[LogicFile | None, list[str]]:
     passed: list[str] = []
-    for source, path in _candidates(arch, library, op, dtype):
+    wanted = f"{arch}/{problem_stem(library, op, dtype, layout)}"
+    for source, path in _candidates(arch, library, op, dtype, layout):
         if not path.is_file():
-            passed.append(f"no {source} logic for {arch}/{library}.{op}.{dtype}")
+            passed.append(f"no {source} logic for {wanted}")
             continue
         try:
             logic = load_logic(path)
-            found = (logic.arch, logic.library, logic.op, logic.problem.get("dtype"))
-            if found != (arch, library, op, dtype):
-                raise LogicFileError(f"{path}: its content is for {'/'.join(map(str, found))}, its "
-                                     f"location for {arch}/{library}.{op}.{dtype}")
+            found = f"{logic.arch}/" + problem_stem(logic.library, logic.op, str(logic.problem.get("dtype")),
+                                                    logic.problem.get("layout"))
+            if found != wanted:
+                raise LogicFileError(f"{path}: its content is for {found}, its location for {wanted}")
         except LogicFileError as exc:  # a broken file must not break every call: say so, fall through
             warnings.warn(f"ignoring {source} logic: {exc} (run `tessera logic validate {path}`)",
                           stacklevel=2)

@@ -87,13 +87,18 @@ def _logic_documents(arch: str, logic_dir: Path | None) -> tuple[dict[str, bytes
         parsed = logic.load_logic(path)
         if parsed.arch != arch:
             raise PackError(f"{path} is logic for {parsed.arch}, not {arch}")
+        expected = logic.problem_stem(parsed.library, parsed.op, str(parsed.problem.get("dtype")),
+                                      parsed.problem.get("layout")) + ".yaml"
+        if path.name != expected:  # the loader finds a problem's logic by its file name only
+            raise PackError(f"{path} holds logic for {expected[:-5]}: name it {expected} (a pack's "
+                            f"logic is looked up by file name)")
         members[f"logic/{arch}/{path.name}"] = path.read_bytes()
         origins.add(parsed.origin)
     if logic_dir is None:
         device = offline_device(arch)
         for (library, op), spec in sorted(logic.registered_ops().items()):
             for doc in spec.heuristic(device) if spec.heuristic else []:
-                name = f"logic/{arch}/{library}.{op}.{doc['problem']['dtype']}.yaml"
+                name = f"logic/{arch}/{logic.problem_stem(library, op, doc['problem']['dtype'])}.yaml"
                 if name not in members:
                     members[name] = yaml.safe_dump(doc, sort_keys=False).encode()
                     origins.add("heuristic")

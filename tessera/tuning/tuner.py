@@ -46,6 +46,7 @@ class TunableOp:
     figure: str = "tflops"
     runtime: dict[str, Any] = dataclasses.field(default_factory=dict)
     warm: Callable[[tuple[int, ...], Sequence[Any]], None] | None = None  # compile ahead, in parallel
+    layout: str | None = None  # the operands' layout, for a layout logic file (``logic.LAYOUTS``)
 
 
 def runtime_of(device: Any) -> dict[str, Any]:
@@ -76,7 +77,7 @@ class Tuner:
         self.retime_top, self.retimes = retime_top, retimes
         self.folder = Path(out_dir) / op.arch
         self.folder.mkdir(parents=True, exist_ok=True)
-        stem = f"{op.library}.{op.op}.{op.dtype}"
+        stem = logic.problem_stem(op.library, op.op, op.dtype, op.layout)
         self.logic_path = self.folder / f"{stem}.yaml"
         self.journal_path = self.folder / f"{stem}.journal.jsonl"
         if self.journal_path.exists() and not resume:
@@ -114,7 +115,7 @@ class Tuner:
         work = [(p, c) for p in self.op.problems for c in self.op.candidates(p)]
         started = time.monotonic()
         bar = tqdm(total=len(work), initial=sum((p, config_key(c)) in done for p, c in work),
-                   desc=f"tune {self.op.library}.{self.op.op} {self.op.dtype}", unit="candidate",
+                   desc=f"tune {self.logic_path.stem}", unit="candidate",
                    disable=not self.progress)
         try:
             for problem in self.op.problems:
@@ -201,7 +202,9 @@ class Tuner:
             row = dict(zip(spec.size_keys, sizes, strict=True))
             table.append({**row, "solution": ids[key], self.op.figure: float(f"{figure:.4g}")})
         doc = {"schema": logic.SCHEMA_VERSION, "arch": self.op.arch, "library": self.op.library,
-               "op": self.op.op, "problem": {"dtype": self.op.dtype}, "origin": "tuned",
+               "op": self.op.op, "problem": {"dtype": self.op.dtype, **({"layout": self.op.layout}
+                                                                       if self.op.layout else {})},
+               "origin": "tuned",
                "runtime": self.op.runtime, "solutions": solutions, "table": table,
                "distance": "log_euclidean"}
         if self.max_distance is not None:
