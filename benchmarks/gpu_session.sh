@@ -93,8 +93,8 @@ host() {
 }
 
 nt() {
-    capped 240 tune-nt "$PY" -m tessera tune gemm --dtype tf32 --layout NT --sizes 4096x4096x4096,8192x8192x8192 \
-        --families gemm_tma,gemm_ws --max-distance 0.7 --budget-minutes 3.2 --out "$dir/tune"
+    capped 220 tune-nt "$PY" -m tessera tune gemm --dtype tf32 --layout NT --sizes 4096x4096x4096,8192x8192x8192 \
+        --families gemm_tma,gemm_ws --max-distance 0.7 --budget-minutes 2.8 --out "$dir/tune"
     cp "$dir/tune/sm_90/blas.gemm.tf32.NT.yaml" tessera/logic/sm_90/ && echo "installed the NT logic" \
         | tee -a "$dir/summary.txt"
     local i=0 args
@@ -102,7 +102,7 @@ nt() {
                 "-m 4096 -n 4096 -k 4096 --dtype tf32" "-m 8192 -n 8192 -k 8192 --dtype tf32"; do
         i=$((i + 1))
         # shellcheck disable=SC2086  # args are words on purpose
-        capped 45 "nt-row-$i" "$PY" -m tessera bench gemm $args --rounds 3 --json "$dir/nt-row-$i.json"
+        capped 35 "nt-row-$i" "$PY" -m tessera bench gemm $args --rounds 3 --json "$dir/nt-row-$i.json"
     done
 }
 
