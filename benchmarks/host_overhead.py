@@ -23,6 +23,7 @@ import torch
 import triton
 
 from tessera import blas
+from tessera._core.device import torch_matmul_tf32_as
 from tessera._core.launch import Launcher
 from tessera._core.timing import git_revision, per_call_us
 from tessera.blas import explain, gemm, space
@@ -139,10 +140,9 @@ def main() -> None:
             per_call_us(lambda: gemm(f32_a, f32_b, precision="tf32x3"), calls=500))
         samples.setdefault("  its K-major copy of B alone (column_major_copy)", []).append(
             per_call_us(lambda: column_major_copy(f32_b), calls=500))
-        allowed, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, True
-        samples.setdefault("torch.matmul 1024^3 fp32, tf32 allowed", []).append(
-            per_call_us(lambda: torch.matmul(f32_a, f32_b), calls=500))
-        torch.backends.cuda.matmul.allow_tf32 = allowed
+        with torch_matmul_tf32_as(True):
+            samples.setdefault("torch.matmul 1024^3 fp32, tf32 allowed", []).append(
+                per_call_us(lambda: torch.matmul(f32_a, f32_b), calls=500))
         samples.setdefault("tessera.blas.explain (validation + selection only)", []).append(
             per_call_us(lambda: explain(a, b)))
         samples.setdefault("tessera.gemm fp8 256^3 fast, warp-specialized (gemm_scaled_ws)", []).append(

@@ -354,6 +354,50 @@ def test_matmul_follows_torch(sa: tuple, sb: tuple, device: str) -> None:
     torch.testing.assert_close(got.cpu().double(), expected, rtol=1e-5, atol=1e-5)
 
 
+_PRECISION_CHILD = r"""
+import json
+import torch
+from tessera._core.device import torch_matmul_tf32_as
+from tessera.blas.api import _matmul_precision
+
+x, seen = torch.empty(1), []
+seen.append(_matmul_precision(x))  # torch's default: IEEE
+if hasattr(torch.backends, "fp32_precision"):  # the new API: reading allow_tf32 raises after it
+    torch.backends.fp32_precision = "tf32"
+    seen.append(_matmul_precision(x))
+    with torch_matmul_tf32_as(False):
+        seen.append(_matmul_precision(x))
+    seen.append(_matmul_precision(x))
+    torch.backends.cuda.matmul.fp32_precision = "ieee"  # the backend's own setting wins
+    seen.append(_matmul_precision(x))
+torch.backends.cuda.matmul.allow_tf32 = True  # the legacy API
+seen.append(_matmul_precision(x))
+torch.set_float32_matmul_precision("highest")
+seen.append(_matmul_precision(x))
+seen.append(_matmul_precision(x.double()))
+print(json.dumps(seen))
+"""
+
+
+def test_matmul_follows_torchs_float32_precision_through_either_api() -> None:
+    """matmul's float32 is TF32 exactly where torch.matmul's is, set by the legacy ``allow_tf32`` /
+    ``set_float32_matmul_precision`` or by the ``fp32_precision`` API (after which reading
+    ``allow_tf32`` raises in torch: reading it crashed matmul); benchmarks set it and restore it
+    alike. In a child process: these are process-wide torch settings."""
+    import json
+    import subprocess
+    import sys
+
+    from child import compiler_env
+
+    done = subprocess.run([sys.executable, "-c", _PRECISION_CHILD], env=compiler_env(), capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    new_api = ["tf32", "ieee", "tf32", "ieee"] if hasattr(torch.backends, "fp32_precision") else []
+    assert seen == ["ieee", *new_api, "tf32", "ieee", "ieee"]
+
+
 def test_dlpack_inputs(device: str) -> None:
     if device != "cpu":
         pytest.skip("numpy operands only exist on the CPU")

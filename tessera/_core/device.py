@@ -7,10 +7,12 @@ packs can be keyed by it. Peaks are datasheet figures (dense, no sparsity) looke
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
 import platform
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -215,6 +217,39 @@ def dtype_key(dtype: torch.dtype, precision: str = "ieee") -> str:
 def precision_of(key: str) -> str:
     """The ``precision`` a dtype key is computed with (:func:`dtype_key`'s other half)."""
     return key if key in TF32_KEYS else "ieee"
+
+
+def torch_matmul_tf32() -> bool:
+    """Whether ``torch.matmul`` multiplies float32 on CUDA in TF32: torch's ``fp32_precision`` where
+    torch has it (``torch.backends.fp32_precision`` and the cuda.matmul one, whichever applies;
+    once they are used, reading the legacy ``allow_tf32`` raises), else ``allow_tf32``."""
+    matmul = torch.backends.cuda.matmul
+    try:
+        return matmul.fp32_precision == "tf32"
+    except AttributeError:  # a torch before the fp32_precision API
+        return bool(matmul.allow_tf32)
+
+
+@contextlib.contextmanager
+def torch_matmul_tf32_as(enabled: bool) -> Iterator[None]:
+    """``torch.matmul``'s float32 in TF32 (or IEEE) inside the block, the previous setting back
+    after: the vendor side of a benchmark, set through the API the running torch reads."""
+    matmul = torch.backends.cuda.matmul
+    try:
+        previous = matmul.fp32_precision
+    except AttributeError:  # a torch before the fp32_precision API
+        previous_allowed = matmul.allow_tf32
+        matmul.allow_tf32 = enabled
+        try:
+            yield
+        finally:
+            matmul.allow_tf32 = previous_allowed
+        return
+    matmul.fp32_precision = "tf32" if enabled else "ieee"
+    try:
+        yield
+    finally:
+        matmul.fp32_precision = previous
 
 
 _DTYPE_KEYS: dict[torch.dtype, str] = {

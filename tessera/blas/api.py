@@ -20,6 +20,7 @@ from tessera._core.device import (
     device_info,
     dtype_key,
     interpreter_enabled,
+    torch_matmul_tf32,
 )
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
@@ -633,7 +634,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     matrix against a batch stays one GEMM whose matrix is shared; batches of the same shape are
     flattened into one (a view when their layout allows, else a copy); batch dimensions that
     broadcast against each other are expanded first (a copy of the broadcast operand). Float32
-    follows ``torch.backends.cuda.matmul.allow_tf32`` as torch does.
+    is multiplied in TF32 where torch.matmul's is (``torch.backends.cuda.matmul.fp32_precision``,
+    or ``allow_tf32`` on a torch without it).
     """
     a = as_tensor("a", a)
     b = as_tensor("b", b)
@@ -682,6 +684,4 @@ def _batch_of_matrices(t: torch.Tensor, batch: torch.Size) -> torch.Tensor:
 
 
 def _matmul_precision(a: torch.Tensor) -> str:
-    if a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32:
-        return "tf32"
-    return "ieee"
+    return "tf32" if a.dtype == torch.float32 and torch_matmul_tf32() else "ieee"

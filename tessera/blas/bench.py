@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from tessera._core.device import DeviceInfo, device_info, precision_of, torch_dtype
+from tessera._core.device import DeviceInfo, device_info, precision_of, torch_dtype, torch_matmul_tf32_as
 from tessera._core.timing import back_to_back_ms, cold_copies, flushed_ms, graph_ms, on_gpu
 from tessera.blas.api import explain, gemm
 from tessera.tuning import logic
@@ -130,9 +130,7 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None,
     def vendor() -> torch.Tensor:
         return torch.matmul(op_a, op_b)
 
-    previous_tf32 = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = case.dtype == "tf32"
-    try:
+    with torch_matmul_tf32_as(case.dtype == "tf32"):
         ref, got = vendor().double(), ours().double()
         rel_err = ((got - ref).norm() / ref.norm().clamp_min(1e-300)).item()
         choice = heuristic_choice = _choice_for(case, a, b)
@@ -156,8 +154,6 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None,
                 timings.setdefault("copy", []).append(flushed_ms(copy))
                 if on_gpu():
                     timings.setdefault("copy_graph", []).append(graph_ms([copy]))
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = previous_tf32
 
     med = {k: statistics.median(v) for k, v in timings.items()}
     peak = info.peak(case.dtype)

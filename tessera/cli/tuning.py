@@ -69,11 +69,11 @@ def _tuning_device(interpreting: bool) -> DeviceInfo:
 def _matmul_tflops(problem: tuple[int, ...], dtype: str, layout: str | None = None) -> float:
     """``torch.matmul``'s TFLOP/s on (m, n, k, batch) in ``dtype`` (bf16 … tf32), operands stored in
     ``layout`` (default NN), timed as the tuner times its candidates: from a CUDA graph over cold
-    operand copies. tf32 is torch's allow_tf32 (off by default: plain fp32 was once timed as the tf32
-    vendor)."""
+    operand copies. tf32 is torch.matmul with TF32 on (off by default: plain fp32 was once timed as
+    the tf32 vendor)."""
     import torch
 
-    from tessera._core.device import torch_dtype
+    from tessera._core.device import torch_dtype, torch_matmul_tf32_as
     from tessera._core.timing import cold_copies, graph_ms, on_gpu
 
     m, n, k, batch = problem
@@ -84,12 +84,9 @@ def _matmul_tflops(problem: tuple[int, ...], dtype: str, layout: str | None = No
     a, b = (a.transpose(-1, -2) if a_t else a), (b.transpose(-1, -2) if b_t else b)
     if batch == 1:
         a, b = a[0], b[0]
-    previous, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, dtype == "tf32"
-    try:
+    with torch_matmul_tf32_as(dtype == "tf32"):
         calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in cold_copies((a, b))]
         return 2.0 * m * n * k * batch / graph_ms(calls) / 1e9
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = previous
 
 
 def cmd_tune_gemm(args: argparse.Namespace) -> int:
