@@ -266,6 +266,10 @@ def test_cli_validate_and_show(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert main(["logic", "show", str(good)]) == 0
     out = capsys.readouterr().out
     assert "gemm_tile 16x16x16 g1 w2 s1" in out and "4096x4096x4096x1" in out
+    nt = write(tmp_path / "blas.gemm.fp32.NT.yaml", _mutated(lambda d: d["problem"].update(layout="NT")))
+    assert main(["logic", "validate", str(nt)]) == 0 and main(["logic", "show", str(nt)]) == 0
+    out = capsys.readouterr().out
+    assert "blas.gemm fp32 NT, 2 solutions" in out and "'layout': 'NT'" in out
 
 
 # a partial re-tune of GOOD: 4096³ gets a new solution, 1024³ is new, 64³ is not re-tuned; its
