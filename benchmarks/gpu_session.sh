@@ -20,8 +20,10 @@
 #   host     host overhead of small calls, level 1/2 (their kernels changed for batches) ~5 min
 #   grid     the square grid against torch (`tessera bench gemm --preset grid`)         ~9 min
 #   fp32logic  the sm_90 logic the issue asks and the wheel lacks: fp32 skinny (M 1…256 on the LLM
-#            layers' N, K), batched and 16384³; tf32 batched 32³×1024 and 256³×64 (tune_gemm.sh;
-#            RESUME=DIR in the repository holding an earlier call's journals continues them) ~9 min
+#            layers' N, K) and batched (tune_gemm.sh; RESUME=DIR in the repository holding an
+#            earlier call's journals continues them)                                        ~8 min
+#   fp32big  fp32 16384³ (the tile and FMA families: others run seconds a call there) and tf32
+#            batched 32³×1024 and 256³×64                                                  ~5 min
 #   nt       tf32 tuned on x @ W.t() (B column-major: an NT layout logic file) at 4096³ and 8192³,
 #            installed into this copy's shipped logic, then those calls and the NN ones (whose B
 #            is copied K-major, so they select in the NT file too) through calls              ~6 min
@@ -112,8 +114,13 @@ nt() {
 fp32logic() {  # merge what comes back: tessera logic merge SHIPPED NEW -o SHIPPED
     mkdir -p "$dir/tune/sm_90"
     if [ -n "${RESUME:-}" ]; then cp "$RESUME"/*.journal.jsonl "$dir/tune/sm_90/"; fi
-    SIZES=skinny,batched,16384x16384x16384 capped 470 tune-fp32 bash benchmarks/tune_gemm.sh "$dir/tune" 440 fp32
-    SIZES=32x32x32x1024,256x256x256x64 capped 90 tune-tf32 bash benchmarks/tune_gemm.sh "$dir/tune" 75 tf32
+    SIZES=skinny,batched capped 530 tune-fp32 bash benchmarks/tune_gemm.sh "$dir/tune" 500 fp32
+}
+
+fp32big() {  # its own folder: a journal of other sizes would make tune_gemm.sh resume that run
+    SIZES=16384x16384x16384 FAMILIES=gemm_tile,gemm_fma capped 280 tune-fp32 bash benchmarks/tune_gemm.sh \
+        "$dir/tune" 260 fp32
+    SIZES=32x32x32x1024,256x256x256x64 capped 100 tune-tf32 bash benchmarks/tune_gemm.sh "$dir/tune" 85 tf32
 }
 
 grid() {
@@ -121,9 +128,9 @@ grid() {
 }
 
 for stage in "$@"; do
-    case $stage in verify|tests|tf32|fp32|rows|first|host|grid|nt|fp32logic) ;;
-        *) echo "unknown stage $stage (verify, tests, tf32, fp32, rows, first, host, grid, nt, fp32logic)"
-           exit 2;; esac
+    case $stage in verify|tests|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big) ;;
+        *) echo "unknown stage $stage (verify, tests, tf32, fp32, rows, first, host, grid, nt, fp32logic," \
+                "fp32big)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage
