@@ -10,6 +10,8 @@
 #            and gemm_fma's                                                              ~5 min
 #   tests    the tf32 first call with a pack, test_gemm, test_gemm_gpu and test_autograd
 #            (mostly unmarked tests: they run on the GPU when there is one)              ~4 min
+#   rest     every other gpu-marked test (level 1/2, core, weight-only, launch, quantized,
+#            rand)                                                                       ~3 min
 #   tf32     tf32 swapped vs copy-then-gemm_tma vs torch (1024–8192)                     ~4 min
 #   fp32     FMA_SPACE vs SGEMM; the 64×128×64 gemm_ws tile at 16-bit 1024³              ~5 min
 #   rows     the rows the forty-first session's logic changed, through calls: tf32 2048³ with
@@ -56,8 +58,14 @@ verify() {
 tests() {
     capped 90 first-call "$PY" -m pytest -m gpu tests/test_packs.py -q -rs -k first_call \
         --junitxml="$dir/first-call.xml"
-    capped 160 gemm "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py tests/test_autograd.py -q -rs -x \
+    # 37 s with Triton's cache warm, over 160 s cold (the forty-second session's first call was cut there)
+    capped 280 gemm "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py tests/test_autograd.py -q -rs -x \
         --junitxml="$dir/gemm.xml"
+}
+
+rest() {  # the gpu-marked tests that verify and tests leave out
+    capped 400 rest "$PY" -m pytest -m gpu tests/test_blas_level12.py tests/test_core.py tests/test_gemm_wq_ws.py \
+        tests/test_launch.py tests/test_quantized.py tests/test_rand.py -q -rs --junitxml="$dir/rest.xml"
 }
 
 tf32() {
@@ -128,9 +136,9 @@ grid() {
 }
 
 for stage in "$@"; do
-    case $stage in verify|tests|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big) ;;
-        *) echo "unknown stage $stage (verify, tests, tf32, fp32, rows, first, host, grid, nt, fp32logic," \
-                "fp32big)"; exit 2;; esac
+    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big) ;;
+        *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
+                "fp32logic, fp32big)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage
