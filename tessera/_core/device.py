@@ -236,20 +236,14 @@ def torch_matmul_tf32_as(enabled: bool) -> Iterator[None]:
     after: the vendor side of a benchmark, set through the API the running torch reads."""
     matmul = torch.backends.cuda.matmul
     try:
-        previous = matmul.fp32_precision
+        name, value, previous = "fp32_precision", "tf32" if enabled else "ieee", matmul.fp32_precision
     except AttributeError:  # a torch before the fp32_precision API
-        previous_allowed = matmul.allow_tf32
-        matmul.allow_tf32 = enabled
-        try:
-            yield
-        finally:
-            matmul.allow_tf32 = previous_allowed
-        return
-    matmul.fp32_precision = "tf32" if enabled else "ieee"
+        name, value, previous = "allow_tf32", enabled, matmul.allow_tf32
+    setattr(matmul, name, value)
     try:
         yield
     finally:
-        matmul.fp32_precision = previous
+        setattr(matmul, name, previous)
 
 
 _DTYPE_KEYS: dict[torch.dtype, str] = {
