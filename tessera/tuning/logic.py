@@ -117,6 +117,11 @@ class LogicFile:
     max_distance: float | None
     origin: str = "tuned"
 
+    @property
+    def stem(self) -> str:
+        """The file name (without ``.yaml``) its content belongs under: :func:`problem_stem`."""
+        return problem_stem(self.library, self.op, str(self.problem.get("dtype")), self.problem.get("layout"))
+
     def nearest(self, sizes: tuple[int, ...], usable: Callable[[Any], bool] = lambda _: True
                 ) -> Match | None:
         """The table row nearest to ``sizes`` whose solution is ``usable``, within max_distance."""
@@ -412,8 +417,7 @@ def _logic_for_cached(arch: str, library: str, op: str, dtype: str, layout: str 
             continue
         try:
             logic = load_logic(path)
-            found = f"{logic.arch}/" + problem_stem(logic.library, logic.op, str(logic.problem.get("dtype")),
-                                                    logic.problem.get("layout"))
+            found = f"{logic.arch}/{logic.stem}"
             if found != wanted:
                 raise LogicFileError(f"{path}: its content is for {found}, its location for {wanted}")
         except LogicFileError as exc:  # a broken file must not break every call: say so, fall through

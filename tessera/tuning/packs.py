@@ -87,10 +87,8 @@ def _logic_documents(arch: str, logic_dir: Path | None) -> tuple[dict[str, bytes
         parsed = logic.load_logic(path)
         if parsed.arch != arch:
             raise PackError(f"{path} is logic for {parsed.arch}, not {arch}")
-        expected = logic.problem_stem(parsed.library, parsed.op, str(parsed.problem.get("dtype")),
-                                      parsed.problem.get("layout")) + ".yaml"
-        if path.name != expected:  # the loader finds a problem's logic by its file name only
-            raise PackError(f"{path} holds logic for {expected[:-5]}: name it {expected} (a pack's "
+        if path.name != f"{parsed.stem}.yaml":  # the loader finds a problem's logic by its file name only
+            raise PackError(f"{path} holds logic for {parsed.stem}: name it {parsed.stem}.yaml (a pack's "
                             f"logic is looked up by file name)")
         members[f"logic/{arch}/{path.name}"] = path.read_bytes()
         origins.add(parsed.origin)
