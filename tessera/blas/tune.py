@@ -130,12 +130,8 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
         a second even at 16384³, where on the host they took minutes per candidate."""
         if problem not in prepared:
             prepared.clear()  # one problem at a time: keep memory bounded
-            m, n, k, batch = problem
             gen = torch.Generator().manual_seed(hash(problem) % 2**31)
-            a = _stored((batch, m, k), (layout or "NN")[0], gen).to(elem_dtype).to(target)
-            b = _stored((batch, k, n), (layout or "NN")[1], gen).to(elem_dtype).to(target)
-            if batch == 1:
-                a, b = a[0], b[0]
+            a, b = (t.to(elem_dtype).to(target) for t in stored_operands(problem, layout, generator=gen))
             exact, bound = gemm_reference(a, b, None, alpha=1.0, beta=0.0, out_dtype=elem_dtype,
                                           precision=precision)
             prepared[problem] = (a, b, exact, bound, cold_copies((a, b)))
@@ -171,12 +167,22 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
                      runtime=runtime_of(device), warm=_parallel_warm(run), layout=layout)
 
 
-def _stored(shape: tuple[int, int, int], order: str, gen: torch.Generator) -> torch.Tensor:
-    """Random normal (batch, rows, cols) matrices, row-major (``order`` N) or column-major (T)."""
-    batch, rows, cols = shape
-    if order == "T":
-        return torch.randn(batch, cols, rows, generator=gen).transpose(-1, -2)
-    return torch.randn(batch, rows, cols, generator=gen)
+def stored_operands(problem: tuple[int, ...], layout: str | None, *, generator: torch.Generator | None = None,
+                    device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """Random normal float32 A (M×K) and B (K×N) of ``problem`` (m, n, k, batch; 3-D when the batch is
+    over 1), stored in ``layout`` (A then B, N row-major, T column-major; default NN): what the
+    tuner times and checks, and what the vendor is timed on beside it."""
+    m, n, k, batch = problem
+
+    def matrix(rows: int, cols: int, order: str) -> torch.Tensor:
+        if order == "T":
+            t = torch.randn(batch, cols, rows, generator=generator, device=device).transpose(-1, -2)
+        else:
+            t = torch.randn(batch, rows, cols, generator=generator, device=device)
+        return t if batch > 1 else t[0]
+
+    order = layout or "NN"
+    return matrix(m, k, order[0]), matrix(k, n, order[1])
 
 
 def _parallel_warm(run: Callable[[tuple[int, ...], space.Config], object]

@@ -75,15 +75,11 @@ def _matmul_tflops(problem: tuple[int, ...], dtype: str, layout: str | None = No
 
     from tessera._core.device import torch_dtype, torch_matmul_tf32_as
     from tessera._core.timing import cold_copies, graph_ms, on_gpu
+    from tessera.blas.tune import stored_operands
 
     m, n, k, batch = problem
-    target = "cuda" if on_gpu() else "cpu"
-    a_t, b_t = ((layout or "NN")[i] == "T" for i in (0, 1))
-    a = torch.randn(batch, *((k, m) if a_t else (m, k)), device=target).to(torch_dtype(dtype))
-    b = torch.randn(batch, *((n, k) if b_t else (k, n)), device=target).to(torch_dtype(dtype))
-    a, b = (a.transpose(-1, -2) if a_t else a), (b.transpose(-1, -2) if b_t else b)
-    if batch == 1:
-        a, b = a[0], b[0]
+    a, b = (t.to(torch_dtype(dtype)) for t in stored_operands(problem, layout,
+                                                              device="cuda" if on_gpu() else "cpu"))
     with torch_matmul_tf32_as(dtype == "tf32"):
         calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in cold_copies((a, b))]
         return 2.0 * m * n * k * batch / graph_ms(calls) / 1e9
