@@ -26,6 +26,8 @@
 #            earlier call's journals continues them)                                        ~8 min
 #   fp32big  fp32 16384³ (the tile and FMA families: others run seconds a call there) and tf32
 #            batched 32³×1024 and 256³×64                                                  ~5 min
+#   pdlws    gemm_ws with programmatic dependent launch below a full wave (early) against off
+#            (TESSERA_PDL=off), alternated twice: bf16 / fp16 1024³, tf32 2048³      ~4 min
 #   nt       tf32 tuned on x @ W.t() (B column-major: an NT layout logic file) at 4096³ and 8192³,
 #            installed into this copy's shipped logic, then those calls and the NN ones (whose B
 #            is copied K-major, so they select in the NT file too) through calls              ~6 min
@@ -131,14 +133,30 @@ fp32big() {  # its own folder: a journal of other sizes would make tune_gemm.sh 
     SIZES=32x32x32x1024,256x256x256x64 capped 100 tune-tf32 bash benchmarks/tune_gemm.sh "$dir/tune" 85 tf32
 }
 
+pdlws() {
+    local rep mode i args
+    for rep in 1 2; do
+        for mode in off measured; do
+            i=0
+            for args in "-m 1024 -n 1024 -k 1024 --dtype bf16" "-m 1024 -n 1024 -k 1024 --dtype fp16" \
+                        "-m 2048 -n 2048 -k 2048 --dtype tf32"; do
+                i=$((i + 1))
+                # shellcheck disable=SC2086  # args are words on purpose
+                capped 60 "pdl-$mode-$i-$rep" env TESSERA_PDL=$mode "$PY" -m tessera bench gemm $args --rounds 3 \
+                    --json "$dir/pdl-$mode-$i-$rep.json"
+            done
+        done
+    done
+}
+
 grid() {
     capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
 }
 
 for stage in "$@"; do
-    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big) ;;
+    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage

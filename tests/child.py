@@ -38,6 +38,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import torch
 import triton
 
 from tessera._core.launch import building_for, capture
@@ -58,8 +59,15 @@ out = {}
 with tempfile.TemporaryDirectory() as tmp:
     for name, (module, op, config_class, fields, dtype, index) in json.loads(sys.argv[1]).items():
         family = importlib.import_module(module)
+        config = getattr(family, config_class)(**fields)
         with capture() as calls, building_for("cuda", "sm_90"):
-            family.representative_launch(op, getattr(family, config_class)(**fields), dtype, 132)
+            if isinstance(op, list):  # [launch function, M, N, K]: its launch for A (M, K) @ B (K, N)
+                launch, m, n, k = op
+                element = getattr(torch, dtype)
+                getattr(family, launch)(torch.empty(m, k, dtype=element), torch.empty(k, n, dtype=element),
+                                        torch.empty(m, n, dtype=element), num_sms=132, config=config)
+            else:
+                family.representative_launch(op, config, dtype, 132)
         kept.clear()
         precompile.compile_call(calls[index], precompile._target("sm_90", 32), Path(tmp), name)
         out[name] = kept[0]
@@ -70,7 +78,8 @@ print(json.dumps(out))
 def sm90_ptx(launches: dict[str, tuple[str, str, str, dict, str, int]]) -> dict[str, str]:
     """The sm_90 PTX of chosen launches, compiled in a child as a pack build compiles them (with
     the running Triton): name → (family module, op, config class, its fields, dtype, which of
-    the family's representative launches)."""
+    the family's representative launches), or → (module, [launch function, M, N, K], config
+    class, fields, torch dtype name, 0) for the launch of one A (M, K) @ B (K, N) call."""
     done = subprocess.run([sys.executable, "-c", _PTX_CHILD, json.dumps(launches)], capture_output=True,
                           text=True, env=compiler_env(), timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

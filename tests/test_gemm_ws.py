@@ -20,9 +20,10 @@ import yaml
 from devices import H200
 from triton.experimental.gluon import language as gl
 
-from child import precompile, swapped_layouts_compile
+from child import precompile, sm90_ptx, swapped_layouts_compile
 from reference import assert_gemm_close
 from tessera import InvalidArgumentError
+from tessera._core import launch
 from tessera._core.device import DeviceInfo, device_info
 from tessera._core.launch import building_for, capture, recording
 from tessera.blas import explain, gemm, space
@@ -424,6 +425,52 @@ def test_compiles_offline_for_sm90() -> None:
             assert metadata["shared"] <= 232448, job  # 4 stages fit beside D's half-sized buffer
     [refused] = precompile("gfx942", jobs[:1], "/nonexistent")
     assert refused["status"] == "failed"
+
+
+def test_launches_below_a_full_wave_let_the_next_kernel_start_early() -> None:
+    """A grid of fewer tiles than multiprocessors (bf16 1024³ on 64×128 tiles: 128 of 132) launches
+    with programmatic dependent launch early, and both partitions wait for the previous kernel
+    before their first copy or store (sm_90 PTX, offline); a full wave launches with it off."""
+    modes = {}
+    for size, config in ((1024, WsConfig(64, 128, 64, 8, 4, 6)), (8192, WsConfig())):
+        a = torch.empty(size, size, dtype=torch.bfloat16)
+        with capture() as calls, building_for("cuda", "sm_90"):
+            gemm_ws.launch_gemm_ws(a, a, torch.empty_like(a), num_sms=132, config=config)
+        modes[size] = calls[0].constexprs["PDL"]
+    assert modes == {1024: launch.PDL_EARLY, 8192: launch.PDL_OFF}
+    call = ["launch_gemm_ws", 1024, 1024, 1024]
+    fields = dataclasses.asdict(WsConfig(64, 128, 64, 8, 4, 6))
+    launch_spec = ("tessera.blas.kernels.gemm_ws", call, "WsConfig", fields, "bfloat16", 0)
+    ptx = sm90_ptx({"early": launch_spec})["early"]
+    assert ptx.count("griddepcontrol.wait") == 2 and ptx.count("griddepcontrol.launch_dependents") == 2
+    # a partition's wait leads its code, so the first in the text leads the first TMA copy (load or store)
+    assert ptx.index("griddepcontrol.wait") < ptx.index("cp.async.bulk.tensor")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", [launch.PDL_EARLY, launch.PDL_AT_EXIT])
+def test_gpu_dependent_launches_see_the_previous_call(mode: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sub-wave calls with programmatic dependent launch, chained: each reads the matrix the call
+    before wrote and writes the one that call read; the chain's result is the fp64 chain's
+    (orthogonal factors keep it bounded, so a stale read would be off by the matrix's size)."""
+    if not space.ws_capable(device_info()):
+        pytest.skip("needs an sm_90 GPU")
+    monkeypatch.setattr(launch, "_PDL", mode)
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    q = [torch.linalg.qr(torch.randn(1024, 1024, device="cuda", generator=gen, dtype=torch.float64))[0]
+         for _ in range(2)]
+    factors = [f.to(torch.bfloat16) for f in q]
+    x = torch.randn(1024, 1024, device="cuda", generator=gen).to(torch.bfloat16)
+    y = torch.empty_like(x)
+    want = x.double()
+    with space.forced(WsConfig(64, 128, 64, 8, 4, 6)), recording() as calls:
+        for _ in range(6):
+            gemm(x, factors[0], out=y)  # reads x
+            gemm(y, factors[1], out=x)  # reads y, just written; writes x, read before
+            want = want @ factors[0].double() @ factors[1].double()
+    torch.cuda.synchronize()
+    assert {c.launcher for c in calls} == {gemm_ws._launch} and {c.constexprs["PDL"] for c in calls} == {mode}
+    assert (x.double() - want).abs().max() < 0.1 * want.abs().max()
 
 
 @pytest.mark.gpu

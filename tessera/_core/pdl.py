@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 
@@ -38,3 +40,16 @@ def dependents_may_launch(PDL: tl.constexpr):
     has let it already, off has no next launch to start)."""
     if PDL == 2:
         gdc_launch_dependents()
+
+
+@gluon.jit
+def gluon_dependent_launch(PDL):
+    """:func:`dependent_launch` for Gluon kernels (which cannot call ``triton.jit`` functions), in
+    every partition of a warp-specialized kernel that touches global memory: ``PDL`` may arrive
+    there as a runtime value (partitions' arguments do), a branch then taken at run time."""
+    if PDL != 0:
+        gl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=gl.int32,
+                                  is_pure=False, pack=1)
+        if PDL == 1:
+            gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [],
+                                      dtype=gl.int32, is_pure=False, pack=1)
