@@ -27,7 +27,7 @@
 #   fp32big  fp32 16384³ (the tile and FMA families: others run seconds a call there) and tf32
 #            batched 32³×1024 and 256³×64                                                  ~5 min
 #   pdlws    gemm_ws with programmatic dependent launch below a full wave (early) against off
-#            (TESSERA_PDL=off), alternated twice: bf16 / fp16 1024³, tf32 2048³      ~4 min
+#            (TESSERA_PDL=off), alternated twice: bf16 / fp16 1024³, tf32 2048³; its gpu tests ~6 min
 #   nt       tf32 tuned on x @ W.t() (B column-major: an NT layout logic file) at 4096³ and 8192³,
 #            installed into this copy's shipped logic, then those calls and the NN ones (whose B
 #            is copied K-major, so they select in the NT file too) through calls              ~6 min
@@ -135,6 +135,8 @@ fp32big() {  # its own folder: a journal of other sizes would make tune_gemm.sh 
 
 pdlws() {
     local rep mode i args
+    capped 200 pdl-tests "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs -k "dependent_launches or results_against" \
+        --junitxml="$dir/pdl-tests.xml"
     for rep in 1 2; do
         for mode in off measured; do
             i=0
