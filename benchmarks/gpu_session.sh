@@ -26,8 +26,9 @@
 #            earlier call's journals continues them)                                        ~8 min
 #   fp32big  fp32 16384³ (the tile and FMA families: others run seconds a call there) and tf32
 #            batched 32³×1024 and 256³×64                                                  ~5 min
-#   pdlws    gemm_ws with programmatic dependent launch below a full wave (early) against off
-#            (TESSERA_PDL=off), alternated twice: bf16 / fp16 1024³, tf32 2048³; its gpu tests ~6 min
+#   pdlws    gemm_ws's gpu result tests, then its programmatic dependent launch below a full wave
+#            (measured: early) against off and exit (pdl_modes.sh, two rounds): bf16 / fp16
+#            1024³, tf32 2048³                                                              ~9 min
 #   nt       tf32 tuned on x @ W.t() (B column-major: an NT layout logic file) at 4096³ and 8192³,
 #            installed into this copy's shipped logic, then those calls and the NN ones (whose B
 #            is copied K-major, so they select in the NT file too) through calls              ~6 min
@@ -134,21 +135,11 @@ fp32big() {  # its own folder: a journal of other sizes would make tune_gemm.sh 
 }
 
 pdlws() {
-    local rep mode i args
     capped 200 pdl-tests "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs -k "dependent_launches or results_against" \
         --junitxml="$dir/pdl-tests.xml"
-    for rep in 1 2; do
-        for mode in off measured; do
-            i=0
-            for args in "-m 1024 -n 1024 -k 1024 --dtype bf16" "-m 1024 -n 1024 -k 1024 --dtype fp16" \
-                        "-m 2048 -n 2048 -k 2048 --dtype tf32"; do
-                i=$((i + 1))
-                # shellcheck disable=SC2086  # args are words on purpose
-                capped 60 "pdl-$mode-$i-$rep" env TESSERA_PDL=$mode "$PY" -m tessera bench gemm $args --rounds 3 \
-                    --json "$dir/pdl-$mode-$i-$rep.json"
-            done
-        done
-    done
+    CASES="-m 1024 -n 1024 -k 1024 --dtype bf16;-m 1024 -n 1024 -k 1024 --dtype fp16;-m 2048 -n 2048 -k 2048 --dtype tf32" \
+        MODES="0 measured exit" capped 330 pdl-modes bash benchmarks/pdl_modes.sh "$dir/modes" 300
+    cat "$dir/modes/modes.txt"
 }
 
 grid() {
