@@ -29,6 +29,9 @@
 #   pdlws    gemm_ws's gpu result tests, then its programmatic dependent launch below a full wave
 #            (measured: early) against off and exit (pdl_modes.sh, two rounds): bf16 / fp16
 #            1024³, tf32 2048³                                                              ~9 min
+#   pdlwq    gemm_wq_ws's main launch (weight-only decode; PDL off until timed) with programmatic
+#            dependent launch off / early / exit (pdl_modes.sh DECODE=1: quantized.py
+#            --decode-only, W4A16 / W8A16 at M = 1, 16 × 8192², alternating) within 170 s    ~3 min
 #   nt       tf32 tuned on x @ W.t() (B column-major: an NT layout logic file) at 4096³ and 8192³,
 #            installed into this copy's shipped logic, then those calls and the NN ones (whose B
 #            is copied K-major, so they select in the NT file too) through calls              ~6 min
@@ -142,14 +145,19 @@ pdlws() {
     cat "$dir/modes/modes.txt"
 }
 
+pdlwq() {
+    CASES="" DECODE=1 MODES="0 early exit" capped 185 pdl-modes bash benchmarks/pdl_modes.sh "$dir/modes" 170
+    cat "$dir/modes/modes.txt"
+}
+
 grid() {
     capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
 }
 
 for stage in "$@"; do
-    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws) ;;
+    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage

@@ -6,13 +6,13 @@
 # The result JSONs record the mode (their "settings"); a line per run goes to OUT/modes.txt.
 # Usage: [ROUNDS=2] [MODES="0 measured early exit"] [DECODE=1] benchmarks/pdl_modes.sh OUT SECONDS
 #   GEMM cases: bf16, tf32 and fp32 1024³ and bf16 512 × 64³ (CASES overrides, ';'-separated
-#   `tessera bench gemm` arguments); DECODE=1 adds quantized.py --decode-only (W4/W8A16, M = 1, 16),
+#   `tessera bench gemm` arguments; empty: none); DECODE=1 adds quantized.py --decode-only (W4/W8A16, M = 1, 16),
 #   DECODE=rows quantized.py --rows-only (also M = 4096, the fp8 and int8 scaled GEMMs at 8192³).
 set -uo pipefail
 out=${1:?usage: benchmarks/pdl_modes.sh OUT SECONDS}
 deadline=$((SECONDS + ${2:?seconds}))
 PY=${PYTHON:-python3}
-cases=${CASES:-"-m 1024 -n 1024 -k 1024 --dtype bf16;-m 1024 -n 1024 -k 1024 --dtype tf32;-m 1024 -n 1024 -k 1024 --dtype fp32;-m 64 -n 64 -k 64 --batch 512 --dtype bf16"}
+cases=${CASES-"-m 1024 -n 1024 -k 1024 --dtype bf16;-m 1024 -n 1024 -k 1024 --dtype tf32;-m 1024 -n 1024 -k 1024 --dtype fp32;-m 64 -n 64 -k 64 --batch 512 --dtype bf16"}
 mkdir -p "$out"
 run=0
 for round in $(seq "${ROUNDS:-2}"); do

@@ -15,8 +15,9 @@ from devices import H200
 
 from child import precompile, sm90_ptx
 from tessera import InvalidArgumentError
+from tessera._core import launch
 from tessera._core.device import device_info
-from tessera._core.launch import recording
+from tessera._core.launch import building_for, capture, recording
 from tessera.blas import dequantize_weight, gemm_wq, quantize_weight, space
 from tessera.blas.kernels import gemm_wq_ws
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, fitting_stages, wq_ws_supported
@@ -141,6 +142,21 @@ def test_compiles_offline_for_sm90() -> None:
     assert refused["status"] == "failed"
 
 
+def test_pdl_is_off_until_measured_and_forced_for_comparisons(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The main launch takes no programmatic dependent launch by default (not yet timed), and the
+    mode ``TESSERA_PDL`` forces (here: ``launch._PDL``) for the A/B that would decide it."""
+    q = _weight(512, 128)
+    x = torch.empty(16, 512, dtype=torch.bfloat16)
+    y = torch.empty(16, 128, dtype=torch.bfloat16)
+    modes = []
+    for forced in (None, launch.PDL_EARLY, launch.PDL_AT_EXIT):
+        monkeypatch.setattr(launch, "_PDL", forced)
+        with capture() as calls, building_for("cuda", "sm_90"):
+            gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, 4, 128, y, WqWsConfig(8, 3))
+        modes.append(calls[0].constexprs["PDL"])
+    assert modes == [launch.PDL_OFF, launch.PDL_EARLY, launch.PDL_AT_EXIT]
+
+
 def test_measured_code_reads_reach_the_sm90_code() -> None:
     """The code reads timed on the H200 are in the code compiled for sm_90 (offline, with the
     running Triton): 8-bit codes as 16-bit words through ``ldmatrix.trans`` (two a quarter for
@@ -255,3 +271,27 @@ def test_gpu_through_gemm_wq_and_replayed(config: WqWsConfig) -> None:
             y = gemm_wq(x, asymmetric)
         assert gemm_wq_ws._launch not in [c.launcher for c in calls]
         _reference_check(x.reshape(12, 1024), asymmetric, y.reshape(12, 256))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", [launch.PDL_EARLY, launch.PDL_AT_EXIT])
+@pytest.mark.parametrize("bits", [4, 8])
+def test_gpu_dependent_launches_read_what_the_previous_kernel_wrote(mode: int, bits: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """With programmatic dependent launch forced on (the A/B that decides its mode), each call
+    reads the activations a copy kernel wrote just before it into the same buffer: every result
+    is its own activations' product, not the previous ones'."""
+    _gpu()
+    monkeypatch.setattr(launch, "_PDL", mode)
+    q = _weight(4096, 4096, bits=bits, group=128, device="cuda")
+    gen = torch.Generator().manual_seed(21)
+    sources = [torch.randn(16, 4096, generator=gen).to(torch.bfloat16).cuda() for _ in range(4)]
+    x = torch.empty_like(sources[0])
+    outs = [torch.empty(16, 4096, dtype=torch.bfloat16, device="cuda") for _ in sources]
+    with recording() as calls:
+        for source, y in zip(sources, outs, strict=True):
+            x.copy_(source)  # written by the kernel just before the launch that reads it
+            gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, bits, 128, y, WqWsConfig(8, 3))
+    assert {c.constexprs["PDL"] for c in calls} == {mode}
+    for source, y in zip(sources, outs, strict=True):
+        _reference_check(source, q, y)

@@ -45,7 +45,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import PDL_AT_EXIT, Launcher, cdiv, pdl_mode, scratch
+from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, pdl_mode, scratch
+from tessera._core.pdl import gluon_dependent_launch
 from tessera.blas.kernels.gemm_tma import shared_memory_limit
 from tessera.blas.kernels.gemm_wq import sum_slices
 from tessera.blas.kernels.gemm_ws import block_descriptor, stage_barriers
@@ -134,9 +135,11 @@ def _code_bits(code_box):
 
 
 @gluon.jit
-def _loader(c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAGES: gl.constexpr):
+def _loader(c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAGES: gl.constexpr, PDL):
     """The loader warp: each step's codes and its four activation boxes into the next free stage
-    (the program's steps k_first … k_first + k_steps − 1)."""
+    (the program's steps k_first … k_first + k_steps − 1), after the stream's previous kernel with
+    a ``PDL`` mode (it may have written the activations)."""
+    gluon_dependent_launch(PDL)
     off_n = gl.program_id(0) * 64
     for i in range(k_steps):
         s = i % STAGES
@@ -286,14 +289,16 @@ def _scale(s_ptr, i, h: gl.constexpr, cols, stride_sg, GROUP: gl.constexpr):
 
 @gluon.jit
 def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps,
-                stride_sg, stride_ym, stride_ys, STAGES, group, groups):
+                stride_sg, stride_ym, stride_ys, STAGES, group, groups, PDL):
     """A multiplying warp group (``group`` of ``groups``): steps group, group + groups, …; a step's
     four quarters' wgmma issued as their codes become operands, then waited for together, each
     group's sum scaled by its columns' scales (loaded a step ahead; with groups of 128 rows two
     quarters chain into one sum, which keeps ptxas's wgmma pipelined with 3 warp groups at 16
     rows). The other warp groups' sums are added through shared memory into group 0's, which
     stores the tile. The quantization group comes as ``consts``'s shape: a constant passed to a
-    partition arrives as a runtime value, a shape as a constant."""
+    partition arrives as a runtime value, a shape as a constant. With a ``PDL`` mode it first
+    waits for the stream's previous kernel (which may write the scales or read y)."""
+    gluon_dependent_launch(PDL)
     M_PAD: gl.constexpr = x_bufs.shape[1]
     DTYPE: gl.constexpr = x_bufs.dtype
     GROUP: gl.constexpr = 64 * consts.shape[1]
@@ -355,10 +360,11 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
 
 @gluon.jit
 def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym, stride_ys,
-                       GROUP: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
+                       GROUP: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr, PDL: gl.constexpr):
     """Y = X · dequant(Q) for one 64-column block and one of ``num_programs(1)`` K slices (see the
     module docstring; a slice's sum goes to slice ``program_id(1)`` of y, ``stride_ys`` apart): the
-    stage ring and its barriers, the loader warp and the multiplying warp groups."""
+    stage ring and its barriers, the loader warp and the multiplying warp groups (``PDL``: a
+    ``launch.PDL_*`` mode, every partition waiting for the previous kernel)."""
     M_PAD: gl.constexpr = x_desc.block_type.shape[0]
     c_bufs = gl.allocate_shared_memory(gl.uint8, [STAGES] + c_desc.block_type.shape, c_desc.layout)  # noqa: RUF005
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [4 * STAGES] + x_desc.block_type.shape,  # noqa: RUF005
@@ -372,15 +378,15 @@ def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym,
     mbarrier.init(done.index(0), count=CONSUMERS - 1)
     k_steps = K // 256 // gl.num_programs(1)
     k_first = gl.program_id(1) * k_steps
-    loads = (c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAGES)
+    loads = (c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAGES, PDL)
     regs: gl.constexpr = _worker_registers(CONSUMERS)
     # the multiplying groups' arguments: all alike but the group's index (Triton takes no starred tuples)
     shared = (c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M, k_first, k_steps, stride_sg,
               stride_ym, stride_ys, STAGES)
-    g0 = shared + (0, CONSUMERS)  # noqa: RUF005
-    g1 = shared + (1, CONSUMERS)  # noqa: RUF005
-    g2 = shared + (2, CONSUMERS)  # noqa: RUF005
-    g3 = shared + (3, CONSUMERS)  # noqa: RUF005
+    g0 = shared + (0, CONSUMERS, PDL)  # noqa: RUF005
+    g1 = shared + (1, CONSUMERS, PDL)  # noqa: RUF005
+    g2 = shared + (2, CONSUMERS, PDL)  # noqa: RUF005
+    g3 = shared + (3, CONSUMERS, PDL)  # noqa: RUF005
     if CONSUMERS == 2:
         gl.warp_specialize([(_multiplier, g0), (_multiplier, g1), (_loader, loads)], [4, 1],
                            [regs, LOADER_REGISTERS])
@@ -438,6 +444,10 @@ def fitting_stages(config: WqWsConfig, m: int, shared_memory: int | None, bits: 
 
 
 _launch = Launcher(_gemm_wq_ws_kernel)
+# The main launch's programmatic-dependent-launch mode: off until timed (``TESSERA_PDL`` forces
+# early or exit for that A/B, ``benchmarks/pdl_modes.sh`` with DECODE=1); its slice sum, a second
+# launch, runs at exit as ``gemm_wq``'s does.
+WQ_WS_PDL = PDL_OFF
 
 
 def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, bits: int, group: int,
@@ -458,7 +468,7 @@ def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor
     else:  # fp32 slices, added by a second launch as they leave (programmatic dependent launch)
         target, strides = scratch("wq slices", split * m * n, torch.float32, y.device, False), (n, m * n)
     _launch((cdiv(n, BLOCK_N), split), (codes_desc, x_desc, scales, target, m, k, scales.stride(0), *strides),
-            dict(GROUP=group, STAGES=stages, CONSUMERS=config.consumers), 4, 1)
+            dict(GROUP=group, STAGES=stages, CONSUMERS=config.consumers, PDL=pdl_mode(y, WQ_WS_PDL)), 4, 1)
     if split > 1:
         sum_slices(target, split, y, pdl=pdl_mode(y, PDL_AT_EXIT))
 
