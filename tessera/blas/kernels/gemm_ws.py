@@ -522,9 +522,10 @@ _launch = Launcher(_gemm_ws_kernel)
 def ws_pdl(tiles: int, num_sms: int) -> int:
     """The programmatic-dependent-launch mode of a launch of ``tiles`` output tiles: early while
     the grid is less than a full wave (its launch and barrier setup overlap the previous kernel's
-    tail, as ``gemm_tma``'s 16-bit launches measured: 1024³ 0.76 → 0.84× cuBLAS in graphs), off
-    from a full wave on (where ``gemm_tma`` measured it tied or slower). A full wave or more
-    shares one binary, the one a pack's representative launch compiles."""
+    tail: bf16 / fp16 1024³ 6.4 → 5.4 µs in graphs, 0.86 → 1.02 / 1.03× cuBLAS, at exit 0.95×;
+    ``benchmarks/results/gpu-session-h200-ed859bb/pdlws/``), off from a full wave on (untimed
+    here; ``gemm_tma``'s measured tied or slower there). A full wave or more shares one binary,
+    the one a pack's representative launch compiles."""
     return PDL_EARLY if tiles < num_sms else PDL_OFF
 
 
