@@ -12,7 +12,6 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 from triton.experimental import gluon
-from triton.experimental.gluon import language as gl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 
@@ -44,12 +43,11 @@ def dependents_may_launch(PDL: tl.constexpr):
 
 @gluon.jit
 def gluon_dependent_launch(PDL):
-    """:func:`dependent_launch` for Gluon kernels (which cannot call ``triton.jit`` functions), in
-    every partition of a warp-specialized kernel that touches global memory: ``PDL`` may arrive
-    there as a runtime value (partitions' arguments do), a branch then taken at run time."""
+    """:func:`dependent_launch` for Gluon kernels, which cannot call ``triton.jit`` functions but
+    can call Triton's builtins: in every partition of a warp-specialized kernel that touches
+    global memory. ``PDL`` may arrive there as a runtime value (partitions' arguments do); off,
+    the compiled code has no ``griddepcontrol`` (offline PTX, Triton 3.6 and 3.9)."""
     if PDL != 0:
-        gl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=gl.int32,
-                                  is_pure=False, pack=1)
+        gdc_wait()
         if PDL == 1:
-            gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [],
-                                      dtype=gl.int32, is_pure=False, pack=1)
+            gdc_launch_dependents()
