@@ -31,10 +31,14 @@
 #            1024³, tf32 2048³                                                              ~9 min
 #   pdlwq    gemm_wq_ws's main launch (weight-only decode; PDL off until timed) with programmatic
 #            dependent launch off / early / exit (pdl_modes.sh DECODE=1: quantized.py
-#            --decode-only, W4A16 / W8A16 at M = 1, 16 × 8192², alternating) within 170 s    ~3 min
+#            --decode-only, W4A16 / W8A16 at M = 1, 16 × 8192², alternating) within 170 s, then
+#            its gpu test of chained calls with PDL forced early and at exit                 ~5 min
 #   nt       tf32 tuned on x @ W.t() (B column-major: an NT layout logic file) at 4096³ and 8192³,
 #            installed into this copy's shipped logic, then those calls and the NN ones (whose B
 #            is copied K-major, so they select in the NT file too) through calls              ~6 min
+#   cluster  gemm_ws on clusters of two sharing B by TMA multicast (benchmarks/cluster_probe.py, never
+#            run on a GPU): checked on edge-tile sizes first (a hang is killed there), then fp8 and
+#            bf16 8192³ timed beside torch, the shipped gemm and the same tiles without clusters ~6 min
 # A stage that is not named is not run; unknown names stop the script before anything runs.
 # A lent machine can be taken back mid-call, and then nothing of the call comes back: one short
 # stage a call.
@@ -148,6 +152,16 @@ pdlws() {
 pdlwq() {
     CASES="" DECODE=1 MODES="0 early exit" capped 185 pdl-modes bash benchmarks/pdl_modes.sh "$dir/modes" 170
     cat "$dir/modes/modes.txt"
+    capped 120 pdl-tests "$PY" -m pytest -m gpu tests/test_gemm_wq_ws.py -q -rs -k dependent_launches \
+        --junitxml="$dir/pdl-tests.xml"
+}
+
+cluster() {
+    capped 150 cluster-check "$PY" benchmarks/cluster_probe.py "$dir/check.json" --dtypes fp8,bf16 \
+        --sizes 2000x2056x1024,1024 --rounds 1
+    grep -q '"error"' "$dir/check.json" 2>/dev/null && echo "cluster-check found errors" | tee -a "$dir/summary.txt"
+    capped 330 cluster "$PY" benchmarks/cluster_probe.py "$dir/cluster.json" --dtypes fp8,bf16 --sizes 8192 \
+        --rounds 3
 }
 
 grid() {
@@ -155,9 +169,9 @@ grid() {
 }
 
 for stage in "$@"; do
-    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq) ;;
+    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage
