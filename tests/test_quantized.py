@@ -582,6 +582,13 @@ def test_scaled_gemm_bad_input(device: str) -> None:
         gemm(i8, i8.t(), out_dtype=torch.bfloat16)
     with pytest.raises(UnsupportedError, match="2-D"):
         gemm(i8[None], i8.t()[None])
+    # found by fuzzing: these reached the layout code (IndexError) or compared a tensor alpha
+    with pytest.raises(InvalidArgumentError, match=r"b\.dim\(\)"):
+        gemm(i8, i8[0])
+    with pytest.raises(InvalidArgumentError, match=r"a\.dim\(\)"):
+        explain(a8[0, 0], a8.t(), scale_a=one, scale_b=one)
+    with pytest.raises(InvalidArgumentError, match="alpha must be a real"):
+        gemm(i8, i8.t(), alpha=torch.ones(3, device=device))
     with pytest.raises(InvalidArgumentError, match="apply to fp8/int8"):
         gemm(torch.ones(2, 2, device=device), torch.ones(2, 2, device=device), scale_a=one, scale_b=one)
     with pytest.raises(InvalidArgumentError, match="fast_accum"):

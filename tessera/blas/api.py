@@ -350,6 +350,9 @@ def _plan_quantized(a: torch.Tensor, b: torch.Tensor, c: object, alpha: float, b
                     out_dtype: torch.dtype | None, out: torch.Tensor | None, fast_accum: bool, *,
                     allocate: bool) -> tuple:
     """fp8/int8 operands: alpha, beta and C do not apply (scales and bias do)."""
+    check_ndim("a", a, (2, 3))  # 3-D: a batch, refused by plan_scaled as not yet supported
+    check_ndim("b", b, (2, 3))
+    alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     if c is not None or beta != 0.0 or alpha != 1.0:
         raise UnsupportedError("fp8/int8 GEMM takes scale_a, scale_b and bias, not alpha, beta or c "
                                "(fold alpha into a scale; add C afterwards)")
