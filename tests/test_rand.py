@@ -210,8 +210,11 @@ def test_statistics(device: str) -> None:
 
 def test_bad_input(device: str) -> None:
     g = Generator(device=device)
-    with pytest.raises(InvalidArgumentError, match="shape must be non-negative integers"):
+    with pytest.raises(InvalidArgumentError, match=r"shape must be an integer or a sequence of integers"):
         g.uniform((3, -1))
+    for shape in (None, 2.5, True, 10**20, (2, 2**63)):  # not a shape; too large for any tensor
+        with pytest.raises(InvalidArgumentError, match="shape must be"):
+            g.normal(shape)
     with pytest.raises(UnsupportedError, match="int8 is not supported"):
         g.uniform(4, torch.int8)
     with pytest.raises(InvalidArgumentError, match="name must be one of"):
@@ -401,6 +404,8 @@ def test_sobol_bad_input(device: str) -> None:
     g = Generator("sobol32", dimensions=4, device=device)
     with pytest.raises(InvalidArgumentError, match=r"shape must be \(n, 4\)"):
         g.uniform((10, 3))
+    with pytest.raises(InvalidArgumentError, match="shape must be an integer or a sequence"):
+        g.uniform(None)
     with pytest.raises(UnsupportedError, match="normal draws from sobol32"):
         g.normal(4)
     with pytest.raises(InvalidArgumentError, match="at most 2\\*\\*32"):

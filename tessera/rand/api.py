@@ -97,10 +97,16 @@ def _nonnegative_int(name: str, value: object, limit: int) -> int:
 
 def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
     """A draw's shape as a tuple of non-negative integers (an int n is (n,)), or a clear error."""
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape):
-        raise invalid("shape", shape, "non-negative integers")
-    return shape
+    expected = "an integer or a sequence of integers in [0, 2**63)"
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)
+    except TypeError:  # not iterable: None, a float, a bool
+        raise invalid("shape", repr(shape), expected) from None
+    if any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**63 for s in dims):
+        raise invalid("shape", dims, expected)
+    return dims
 
 
 def _check_float(kind: int, dtype: torch.dtype) -> None:
@@ -266,9 +272,9 @@ class Generator:
 
     def _draw_sobol(self, kind: int, shape: Sequence[int] | int, dtype: torch.dtype,
                     out: torch.Tensor | None) -> torch.Tensor:
-        shape = (shape, self.dimensions) if isinstance(shape, int) else tuple(shape)
-        if (len(shape) != 2 or shape[1] != self.dimensions
-                or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape)):
+        points = isinstance(shape, int) and not isinstance(shape, bool)
+        shape = _shape((shape, self.dimensions) if points else shape)
+        if len(shape) != 2 or shape[1] != self.dimensions:
             raise invalid("shape", shape, f"(n, {self.dimensions}) or n: points × dimensions")
         _check_float(kind, dtype)
         n = shape[0]
