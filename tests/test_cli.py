@@ -79,6 +79,9 @@ def test_quick_preset_without_gpu_uses_interpreter_sizes(capsys: pytest.CaptureF
     (["bench", "gemm", "-m", "4"], "give -m, -n and -k"),
     (["bench", "gemm", "--quick", "-m", "4"], "not both"),
     (["bench", "gemm", "-m", "-1", "-n", "2", "-k", "2"], "-m must be non-negative"),
+    (["bench", "gemm", "-m", "2", "-n", "2", "-k", "2", "--batch", "0"], "--batch must be at least 1"),
+    # a path that cannot be written: a message, not a traceback, and before any benchmark runs
+    (["report", "--bench", "none", "-o", "/proc/tessera-report"], "/proc/tessera-report: "),
 ])
 def test_bad_arguments_exit_2_with_message(argv: list[str], message: str,
                                            capsys: pytest.CaptureFixture) -> None:

@@ -43,8 +43,10 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("give either -m/-n/-k or a preset, not both")
     for name, value in (("-m", args.m), ("-n", args.n), ("-k", args.k), ("--batch", args.batch),
                         ("--rounds", args.rounds)):
-        if value is not None and value < (1 if name in ("--batch", "--rounds") else 0):
-            raise InvalidArgumentError(f"{name} must be non-negative (actual: {value})")
+        least = 1 if name in ("--batch", "--rounds") else 0
+        if value is not None and value < least:
+            raise InvalidArgumentError(f"{name} must be {'at least 1' if least else 'non-negative'} "
+                                       f"(actual: {value})")
     if interpreting:
         print("No GPU: running Tessera's kernels in Triton's CPU interpreter (TRITON_INTERPRET=1). "
               "Times below measure the interpreter, not GPU performance.")
@@ -97,6 +99,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tessera.blas.bench import PRESETS, format_table, run_case
     from tessera.tuning import packs
 
+    args.output.mkdir(parents=True, exist_ok=True)  # before the benchmark: a bad path fails at once
+
     info = device_info()
     installed = [{"name": p.manifest["name"], "version": p.manifest["version"],
                   "arch": p.manifest["arch"], "triton": p.manifest["runtime"].get("triton"),
@@ -108,7 +112,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     rows = [run_case(c, rounds=1 if interpreting else 3, info=info)
             for c in tqdm(cases, desc="report", unit="problem", disable=len(cases) < 2, file=sys.stderr)]
     data = {**_provenance(info, interpreting, command=False), "packs": installed, "gemm": rows}
-    args.output.mkdir(parents=True, exist_ok=True)
     write_json_atomically(args.output / "report.json", data)
     current = next((p for p in installed if p["current"]), None)
     pack_line = (f"{current['name']} {current['version']} (logic: {current['logic_origin']})"

@@ -196,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     except TesseraError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a path given on the command line cannot be read or written
+        print(f"tessera: {exc.filename or ''}: {exc.strerror or exc}; check the path and its "
+              f"permissions", file=sys.stderr)
+        return 2
 
 
 def _info(args: argparse.Namespace) -> int:
