@@ -143,8 +143,8 @@ def _mc_loader(a_desc, bh_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, 
 @gluon.jit
 def _mc_multiplier(a_desc, bh_desc, d_desc, a_bufs, b_bufs, ready, empty, epilogue, M, N, K, GROUP_M, STAGES):
     """``gemm_ws``'s multiplying partition on the cluster's tiles: this program's BM rows of
-    each 2·BM × BN cluster tile, B column-major (K-major), one wgmma in flight, the stage handed
-    back (to both programs, by the rewrite), the tile (fp8: scaled) stored through D."""
+    each 2·BM × BN cluster tile (B either way), one wgmma in flight, the stage handed back (to
+    both programs, by the rewrite), the tile (fp8: scaled) stored through D."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BN: gl.constexpr = 2 * _half_width(bh_desc, a_desc.block_type.shape[1])
     B_COL_MAJOR: gl.constexpr = _b_col_major(bh_desc, a_desc.block_type.shape[1])

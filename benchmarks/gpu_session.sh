@@ -39,6 +39,9 @@
 #   cluster  gemm_ws on clusters of two sharing B by TMA multicast (benchmarks/cluster_probe.py, never
 #            run on a GPU): checked on edge-tile sizes first (a hang is killed there), then fp8 and
 #            bf16 8192³ timed beside torch, the shipped gemm and the same tiles without clusters ~6 min
+#   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
+#            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
+#            variants checked against the shipped call, then timed from graphs beside copy)  ~4 min
 # A stage that is not named is not run; unknown names stop the script before anything runs.
 # A lent machine can be taken back mid-call, and then nothing of the call comes back: one short
 # stage a call.
@@ -164,14 +167,20 @@ cluster() {
         --rounds 3
 }
 
+symv() {
+    capped 150 symv-tests "$PY" -m pytest tests/test_blas_level12.py -q -rs -k symv \
+        --junitxml="$dir/symv-tests.xml"
+    capped 200 symv-floor "$PY" benchmarks/symv_floor.py "$dir/symv-floor.json" --shipped-only
+}
+
 grid() {
     capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
 }
 
 for stage in "$@"; do
-    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster) ;;
+    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq, cluster)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage

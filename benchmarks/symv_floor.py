@@ -46,7 +46,9 @@ Both modes also time symv forced to the shipped tile with the other program orde
 (``longest_first``: the programs with the most tiles launched first) and to 64-edge tiles,
 longest first, with 16 or 8 tiles a program, prefetched into registers or staged through shared
 memory (3 or 4 stages): timed since the twenty-seventh session (``symv-floor-h200-ceac80c.json``
-… ``-40e96ec.json``).
+… ``-40e96ec.json``); and the shipped tile with the finish overlapping the walk
+(``overlap_finish``, forty-fourth session: the finish's programs wait on row-block counts), each
+variant checked against the shipped call's result before it is timed.
 
 Usage: python benchmarks/symv_floor.py OUT.json [--shipped-only] (the copy, torch and the shipped
 launches only: with TESSERA_PDL set, one programmatic-dependent-launch mode's figures)
@@ -226,7 +228,7 @@ def main() -> None:
     sink = torch.empty(1 << 16, dtype=torch.float32, device=DEVICE)
 
     def main_only() -> None:
-        k.symv_launch((programs,), (a, x, plan, order, ws_row, ws_col, N, N, 1, 0, 1, 0, 0, programs),
+        k.symv_launch((programs,), (a, x, plan, order, ws_row, ws_col, None, N, N, 1, 0, 1, 0, 0, programs),
                       {"FP64": False, "BS": tile, "STAGES": config.num_stages,
                        "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
 
@@ -234,7 +236,8 @@ def main() -> None:
 
     def finish_only() -> None:
         k.symv_finish_launch((cdiv(N, finish["ROWS"]),),
-                             (ws_row, ws_col, y, N, blocks, config.per_program, 0, 1, 0, programs, 1.0, 0.0),
+                             (ws_row, ws_col, None, y, N, blocks, config.per_program, 0, 1, 0, programs, 1.0,
+                              0.0),
                              finish, 4, 3)
 
     ws_row_tc, ws_col_tc = torch.zeros_like(ws_row), torch.zeros_like(ws_col)
@@ -264,7 +267,18 @@ def main() -> None:
     # the finish in programs of fewer rows (more programs, fewer partials each)
     variants += [dataclasses.replace(config, finish_rows=rows) for rows in (32, 16, 8)
                  if config.tile % rows == 0]
+    # the finish overlapping the walk, its programs waiting on row-block counts (forty-fourth session)
+    variants += [dataclasses.replace(config, overlap_finish=True),
+                 dataclasses.replace(config, overlap_finish=True, per_program=8),
+                 dataclasses.replace(config, overlap_finish=True, finish_rows=8)]
+    reference = blas.symv(a, x).float()
     for variant in dict.fromkeys(v for v in variants if v != config):
+        got = torch.empty_like(y)
+        forced_symv(variant, a, x, got)  # checked before it is timed: a wrong variant's time means nothing
+        error = float((got.float() - reference).abs().max() / reference.abs().max())
+        if error > 1e-2:
+            print(f"forced {variant.short()}: wrong (max |diff| {error:.3g} of max |y|), not timed")
+            continue
         cases[f"forced {variant.short()}"] = functools.partial(forced_symv, variant, a, x, y)
     checks: dict[str, dict[str, float]] = {}
     if not shipped_only:

@@ -402,10 +402,12 @@ def test_gpu_symv_many_block_rows(lower: bool) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("overlapped", [False, True], ids=["finish after", "finish overlapped"])
 @pytest.mark.parametrize("mode", [launch.PDL_EARLY, launch.PDL_AT_EXIT])
-def test_gpu_symv_dependent_launches(mode: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gpu_symv_dependent_launches(mode: int, overlapped: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """symv's two launches with programmatic dependent launch forced on: a chain of calls, each
-    reading the vector the one before wrote (and writing the one it read) sees its output."""
+    reading the vector the one before wrote (and writing the one it read) sees its output; also
+    with the finish overlapping the walk (its programs waiting on row-block counts)."""
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("programmatic dependent launch needs sm_90")
     monkeypatch.setattr(launch, "_PDL", mode)
@@ -416,10 +418,12 @@ def test_gpu_symv_dependent_launches(mode: int, monkeypatch: pytest.MonkeyPatch)
     x = torch.randn(n, device="cuda", generator=gen)
     y = torch.empty_like(x)
     want = x.double()
-    for _ in range(6):
-        symv(a, x, y)  # reads x
-        symv(a, y, x)  # reads y, just written; writes x, read before
-        want = sym @ (sym @ want)
+    shape = dataclasses.replace(space.SYMV_HEURISTIC, overlap_finish=overlapped)
+    with space.forced(shape):
+        for _ in range(6):
+            symv(a, x, y)  # reads x
+            symv(a, y, x)  # reads y, just written; writes x, read before
+            want = sym @ (sym @ want)
     torch.cuda.synchronize()
     assert torch.allclose(x.double(), want, rtol=1e-3, atol=1e-3 * want.abs().max().item())
 
@@ -739,7 +743,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.runtime.jit import JITFunction
 from tessera.blas.kernels.level1 import _reduce_kernel, _extreme_kernel
-from tessera.blas.kernels.level2 import _symv_kernel
+from tessera.blas.kernels.level2 import _symv_finish_kernel, _symv_kernel
 
 
 def ptx(kernel, types, constexprs):
@@ -757,9 +761,14 @@ for name, op in (("dot", 0), ("asum", 1), ("nrm2", 2)):
                     dict(OP=op, COMPLEX=False, CONJ=False, FP64=False, BLOCK=1024, ITERS=2))
 out["iamax"] = ptx(_extreme_kernel, ["*fp32", "*fp32", "*i64"] + ["i32"] * 4,
                    dict(LARGEST=True, COMPLEX=False, FP64=False, BLOCK=1024, ITERS=2))
+symv_types = ["*bf16", "*bf16", "*i32", "*i32", "*fp32", "*fp32", "*i32"] + ["i32"] * 8
 for mode in (0, 1, 2):
-    symv_types = ["*bf16", "*bf16", "*i32", "*i32", "*fp32", "*fp32"] + ["i32"] * 8
-    out[f"symv-pdl{mode}"] = ptx(_symv_kernel, symv_types, dict(FP64=False, BS=64, STAGES=0, PDL=mode))
+    out[f"symv-pdl{mode}"] = ptx(_symv_kernel, symv_types[:6] + ["constexpr"] + symv_types[7:],
+                                 dict(count_ptr=None, FP64=False, BS=64, STAGES=0, PDL=mode))
+out["symv-counted"] = ptx(_symv_kernel, symv_types, dict(FP64=False, BS=64, STAGES=0, PDL=1))
+finish_types = ["*fp32", "*fp32", "*i32", "*bf16"] + ["i32"] * 7 + ["fp64", "fp64"]
+finish_constexprs = dict(BETA_ZERO=True, FP64=False, BS=64, ROWS=16, COLUMN=8, RIGHT=128, PDL=2)
+out["finish-counted"] = ptx(_symv_finish_kernel, finish_types, finish_constexprs)
 print(json.dumps(out))
 """
 
@@ -781,6 +790,13 @@ def test_measured_memory_hints_reach_the_sm90_code() -> None:
     at_exit = ptx["symv-pdl2"]
     assert at_exit.index("griddepcontrol.wait") < at_exit.index("griddepcontrol.launch_dependents")
     assert "L2::evict_first" in at_exit and "L2::evict_last" in at_exit  # A's tiles; the row sums
+    assert ".gpu.release" not in at_exit  # no counting without the overlapped finish
+    # the overlapped finish: the walk counts itself in (release), the finish waits on the count
+    # (acquire), reads the parts past L1 and waits for the walk's grid only after its stores
+    counted, finish = ptx["symv-counted"], ptx["finish-counted"]
+    assert "red.global.gpu.release.add" in counted or "atom.global.gpu.release.add" in counted
+    assert "gpu.acquire" in finish and "ld.global.cg" in finish
+    assert finish.index("st.global") < finish.index("griddepcontrol.wait")
 
 
 @pytest.mark.parametrize("shape", [GerConfig(16, 32, 2), GerConfig(64, 16, 4)], ids=lambda c: c.short())
@@ -829,6 +845,46 @@ def test_every_symv_config_agrees_with_numpy(shape: SymvConfig, dtype: torch.dty
         got = symv(full.to(dtype).to(device), x.to(dtype), y.clone().to(dtype), alpha=2.0, beta=-1.0)
     tol = 1e-12 if dtype == torch.float64 else 1e-5
     assert np.allclose(f64(got), 2.0 * sym.numpy() @ f64(x) - f64(y), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("shape", [SymvConfig(8, 3, 2, overlap_finish=True),
+                                   SymvConfig(16, 3, 4, True, 0, 4, True),
+                                   SymvConfig(32, 2, 4, False, 3, 8, True)],
+                         ids=lambda c: c.short())
+def test_symv_overlapped_finish_counts_its_parts(shape: SymvConfig, device: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The overlapped finish waits for row block I's count to reach (blocks − I) + ⌈(I + 1) / per
+    program⌉: the main launch alone must count exactly that (checked first, so that a wrong
+    count fails here instead of leaving the finish waiting); then whole calls agree with numpy,
+    twice in a row and batched (each call's finish leaves the counts zeroed for the next)."""
+    n, blocks = 75, -(-75 // shape.tile)
+    kept: list[torch.Tensor] = []
+    counted = k2.scratch
+
+    def scratch(*args: object) -> torch.Tensor:
+        kept.append(counted(*args))
+        return kept[-1]
+
+    gen = torch.Generator().manual_seed(36)
+    full = torch.randn(n, n, generator=gen, dtype=torch.float64)
+    sym = torch.triu(full) + torch.triu(full, 1).T
+    x, y = make(n, torch.float64, device, 37), make(n, torch.float64, device, 38)
+    with monkeypatch.context() as patch:
+        patch.setattr(k2, "scratch", scratch)
+        patch.setattr(k2, "symv_finish_launch", lambda *args: None)
+        with space.forced(shape):
+            symv(full.to(device), x)
+    counts = kept[0][:2 * blocks].tolist()
+    kept[0].zero_()  # no finish ran to zero them
+    want = [blocks - i + i // shape.per_program + 1 for i in range(blocks)]
+    assert counts == want + [0] * blocks
+    with space.forced(shape):
+        for _ in range(2):
+            got = symv(full.to(device), x, y.clone(), alpha=2.0, beta=-1.0)
+            assert np.allclose(f64(got), 2.0 * sym.numpy() @ f64(x) - f64(y), rtol=1e-12, atol=1e-12)
+        stack = full.to(device).expand(3, n, n)
+        got = symv(stack, x.expand(3, n).clone())
+    assert np.allclose(f64(got), np.tile(sym.numpy() @ f64(x), (3, 1)), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("rows", [3, -1, 128])

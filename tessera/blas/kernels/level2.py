@@ -21,7 +21,16 @@ import triton.language as tl
 
 from tessera._core.device import torch_dtype
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, next_power_of_2, pdl_mode
+from tessera._core.launch import (
+    PDL_AT_EXIT,
+    PDL_EARLY,
+    PDL_OFF,
+    Launcher,
+    cdiv,
+    next_power_of_2,
+    pdl_mode,
+    scratch,
+)
 from tessera._core.pdl import dependent_launch, dependents_may_launch
 from tessera.blas.kernels.level1 import StridedVector, _arg, _wide, batch_entry, batch_grid, vector_parts
 
@@ -78,7 +87,10 @@ class SymvConfig:
     the most tiles first (each block column's short remainder last), so the grid's tail is
     short programs rather than full ones of the last block columns. ``num_stages`` 0 prefetches
     the next tile into registers; 2 or more let Triton's software pipelining keep
-    ``num_stages − 1`` tiles in flight through shared memory (asynchronous copies)."""
+    ``num_stages − 1`` tiles in flight through shared memory (asynchronous copies).
+    ``overlap_finish``: the finish launch starts while the walk runs (programmatic dependent
+    launch early, where the GPU has it) and each of its programs waits for its row block's count
+    of finished walk programs instead of for the whole walk (:func:`_symv_finish_kernel`)."""
 
     tile: int = 64
     per_program: int = 8
@@ -86,6 +98,7 @@ class SymvConfig:
     longest_first: bool = False
     num_stages: int = 0
     finish_rows: int = 0  # rows a program of the finish launch adds up (0: ``tile``; divides it)
+    overlap_finish: bool = False
 
     kernel = "symv"
 
@@ -99,7 +112,8 @@ class SymvConfig:
         return (f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
                 f"{f' s{self.num_stages}' if self.num_stages else ''}"
                 f"{' longest-first' if self.longest_first else ''}"
-                f"{f' finish {self.finish_rows}' if self.finish_rows else ''}")
+                f"{f' finish {self.finish_rows}' if self.finish_rows else ''}"
+                f"{' overlapped' if self.overlap_finish else ''}")
 
 
 @dataclass(frozen=True)
@@ -243,8 +257,8 @@ def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r,
 
 
 @triton.jit
-def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, sam, san, x_start, incx,
-                 a_batch, x_batch, programs,
+def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, count_ptr, n, sam, san, x_start,
+                 incx, a_batch, x_batch, programs,
                  FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1,
     the row this program takes from ``order``; a lower triangle comes with its strides swapped),
@@ -255,7 +269,9 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
     loop. The diagonal tile (the column's last) is read through a triangle mask, the tiles above
     it through a column mask only (16-byte loads). The stored triangle's other side is never
     read; :func:`_symv_finish_kernel` adds the parts. Batch entry b (the plan's ``programs``
-    programs each) reads A and x ``b·…_batch`` elements on and has parts of its own."""
+    programs each) reads A and x ``b·…_batch`` elements on and has parts of its own. With
+    ``count_ptr`` (not None: the overlapped finish), a program ends by counting itself in for
+    each row block it left parts of (its tiles' and its block column's)."""
     dependent_launch(PDL)
     b, launched = batch_entry(programs)
     a_ptr += b * a_batch
@@ -288,27 +304,33 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n, s
         tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
         mirrored += tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None]
     tl.store(ws_col_ptr + row.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
+    if count_ptr is not None:
+        tl.debug_barrier()  # every thread's stores before the counts
+        counts = count_ptr + b * 2 * tl.cdiv(n, BS)  # [entry, (parts in, readers), row block]
+        for i in range(i_first, i_last):  # the row sums of tiles (i, bj)
+            tl.atomic_add(counts + i, 1, sem="release")
+        tl.atomic_add(counts + bj, 1, sem="release")  # the mirrored sums: row block bj
 
 
 @triton.jit
-def _symv_row_parts(ws_row_ptr, j0, rows, row_ok, n, blocks, RIGHT: tl.constexpr):
+def _symv_row_parts(ws_row_ptr, j0, rows, row_ok, n, blocks, RIGHT: tl.constexpr, CACHE: tl.constexpr):
     """The row sums that block columns j0 … j0 + RIGHT − 1 (those < blocks) left for ``rows``."""
     right = j0 + tl.arange(0, RIGHT)
     return tl.load(ws_row_ptr + right.to(tl.int64)[:, None] * n + rows[None, :],
-                   mask=(right < blocks)[:, None] & row_ok[None, :], other=0)
+                   mask=(right < blocks)[:, None] & row_ok[None, :], other=0, cache_modifier=CACHE)
 
 
 @triton.jit
-def _symv_col_parts(ws_col_ptr, p0, last, r, BS: tl.constexpr, COLUMN: tl.constexpr):
+def _symv_col_parts(ws_col_ptr, p0, last, r, BS: tl.constexpr, COLUMN: tl.constexpr, CACHE: tl.constexpr):
     """The mirrored sums that programs p0 … p0 + COLUMN − 1 (those < last) left for places r."""
     programs = p0 + tl.arange(0, COLUMN)
     return tl.load(ws_col_ptr + programs.to(tl.int64)[:, None] * BS + r[None, :],
-                   mask=(programs < last)[:, None], other=0)
+                   mask=(programs < last)[:, None], other=0, cache_modifier=CACHE)
 
 
 @triton.jit
-def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y_start, incy, y_batch,
-                        programs, alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr,
+def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, count_ptr, y_ptr, n, blocks, per_program, y_start, incy,
+                        y_batch, programs, alpha: tl.float64, beta: tl.float64, BETA_ZERO: tl.constexpr,
                         FP64: tl.constexpr, BS: tl.constexpr, ROWS: tl.constexpr, COLUMN: tl.constexpr,
                         RIGHT: tl.constexpr, PDL: tl.constexpr):
     """y for ROWS rows of row block I (ROWS divides BS): the row sums of tiles (I, J ≥ I) (RIGHT
@@ -317,8 +339,17 @@ def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y
     block column I follow those of columns J < I, ⌈(J + 1) / per_program⌉ each
     (:func:`_symv_programs`), so their first index is computed, not loaded: the first load of
     each kind leaves at once, in one round trip to memory (the finish is on symv's critical
-    path, after the main launch). Batch entry b's programs follow entry b − 1's."""
-    dependent_launch(PDL)
+    path, after the main launch). Batch entry b's programs follow entry b − 1's.
+
+    Overlapped (``count_ptr`` not None; the main launch lets this one start early): instead of
+    waiting for the whole main launch first, a program waits until row block I's count reaches
+    its walk programs' number — (blocks − I) programs left row sums for it, ⌈(I + 1) / per
+    program⌉ mirrored sums — then reads the parts past L1 (other programs on this multiprocessor
+    may have cached their lines before they were written); the row block's last program to pass
+    zeroes its counts for the next call; and it waits for the main launch at its end, so that
+    the launch after this one never overlaps the main launch."""
+    if count_ptr is None:
+        dependent_launch(PDL)
     b, row_program = batch_entry(tl.cdiv(n, ROWS))
     ws_row_ptr += b * blocks * n
     ws_col_ptr += b * programs * BS
@@ -331,14 +362,28 @@ def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, y_ptr, n, blocks, per_program, y
     q, rem = bi // per_program, bi % per_program
     first = per_program * q * (q + 1) // 2 + rem * (q + 1)  # Σ_{J<I} ⌈(J + 1) / per_program⌉
     last = first + q + 1
-    row_parts = _symv_row_parts(ws_row_ptr, bi, rows, row_ok, n, blocks, RIGHT)  # both in flight at once
-    col_parts = _symv_col_parts(ws_col_ptr, first, last, r, BS, COLUMN)
+    CACHE: tl.constexpr = "" if count_ptr is None else ".cg"
+    if count_ptr is not None:
+        counts = count_ptr + b * 2 * blocks
+        expected = (blocks - bi) + (q + 1)
+        seen = tl.atomic_add(counts + bi, 0, sem="acquire")
+        while seen < expected:
+            seen = tl.atomic_add(counts + bi, 0, sem="acquire")
+        readers = tl.atomic_add(counts + blocks + bi, 1, sem="relaxed")
+        if readers == tl.cdiv(tl.minimum(BS, n - bi * BS), ROWS) - 1:  # the row block's last reader
+            tl.atomic_xchg(counts + bi, 0, sem="relaxed")
+            tl.atomic_xchg(counts + blocks + bi, 0, sem="relaxed")
+    # both kinds in flight at once
+    row_parts = _symv_row_parts(ws_row_ptr, bi, rows, row_ok, n, blocks, RIGHT, CACHE)
+    col_parts = _symv_col_parts(ws_col_ptr, first, last, r, BS, COLUMN, CACHE)
     total = tl.sum(row_parts, 0) + tl.sum(col_parts, 0)
     for j0 in range(bi + RIGHT, blocks, RIGHT):  # more block columns than one load takes
-        total += tl.sum(_symv_row_parts(ws_row_ptr, j0, rows, row_ok, n, blocks, RIGHT), 0)
+        total += tl.sum(_symv_row_parts(ws_row_ptr, j0, rows, row_ok, n, blocks, RIGHT, CACHE), 0)
     for p0 in range(first + COLUMN, last, COLUMN):
-        total += tl.sum(_symv_col_parts(ws_col_ptr, p0, last, r, BS, COLUMN), 0)
+        total += tl.sum(_symv_col_parts(ws_col_ptr, p0, last, r, BS, COLUMN, CACHE), 0)
     _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
+    if count_ptr is not None:
+        dependent_launch(PDL)
 
 
 @triton.jit
@@ -525,14 +570,19 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: StridedVector, y
     ws_row = torch.empty(batch * blocks * n, dtype=wide, device=a.device)  # [entry, J, rows of blocks I ≤ J]
     ws_col = torch.empty(batch * programs * tile, dtype=wide, device=a.device)
     (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
+    counts = None
     pdl = pdl_mode(ws_row, SYMV_PDL)
+    main_pdl = pdl
+    if config.overlap_finish:  # left zeroed by each call's finish
+        counts = scratch("symv counts", batch * 2 * blocks, torch.int32, a.device, True)
+        main_pdl = pdl_mode(ws_row, PDL_EARLY)  # the finish starts once every walk program has
     symv_launch((batch_grid(batch, programs),),
-                (a, xd, plan, order, ws_row, ws_col, n, sam, san, xs, xi, a_batch, xb, programs),
-                {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl}, config.num_warps, 3)
+                (a, xd, plan, order, ws_row, ws_col, counts, n, sam, san, xs, xi, a_batch, xb, programs),
+                {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": main_pdl}, config.num_warps, 3)
     finish = symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl)
     symv_finish_launch((batch_grid(batch, cdiv(n, finish["ROWS"])),),
-                       (ws_row, ws_col, yd, n, blocks, config.per_program, ys, yi, yb, programs, alpha, beta),
-                       finish, 4, 3)
+                       (ws_row, ws_col, counts, yd, n, blocks, config.per_program, ys, yi, yb, programs,
+                        alpha, beta), finish, 4, 3)
 
 
 def symv_finish_constexprs(config: SymvConfig, blocks: int, beta_zero: bool, fp64: bool,
