@@ -51,3 +51,13 @@ def gluon_dependent_launch(PDL):
         gdc_wait()
         if PDL == 1:
             gdc_launch_dependents()
+
+
+@triton.jit
+def release_fence():
+    """``fence.acq_rel.gpu``: this thread's earlier memory operations (and those a barrier
+    ordered before them) become visible GPU-wide before its later ones — with relaxed atomics
+    after it, one release for several counts. CUDA only: for kernels that take a PDL mode,
+    under a check that it is on (PDL is CUDA's; off, the kernel boundary orders everything)."""
+    tl.inline_asm_elementwise("fence.acq_rel.gpu;\n\tmov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
+                              pack=1)

@@ -31,7 +31,7 @@ from tessera._core.launch import (
     pdl_mode,
     scratch,
 )
-from tessera._core.pdl import dependent_launch, dependents_may_launch
+from tessera._core.pdl import dependent_launch, dependents_may_launch, release_fence
 from tessera.blas.kernels.level1 import StridedVector, _arg, _wide, batch_entry, batch_grid, vector_parts
 
 
@@ -271,7 +271,9 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, coun
     read; :func:`_symv_finish_kernel` adds the parts. Batch entry b (the plan's ``programs``
     programs each) reads A and x ``b·…_batch`` elements on and has parts of its own. With
     ``count_ptr`` (not None: the overlapped finish), a program ends by counting itself in for
-    each row block it left parts of (its tiles' and its block column's)."""
+    each row block it left parts of (its tiles' and its block column's): behind one release
+    fence where PDL may run the finish beside it; without PDL the finish starts after this grid
+    has finished, which orders everything already."""
     dependent_launch(PDL)
     b, launched = batch_entry(programs)
     a_ptr += b * a_batch
@@ -306,10 +308,12 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, coun
     tl.store(ws_col_ptr + row.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
     if count_ptr is not None:
         tl.debug_barrier()  # every thread's stores before the counts
+        if PDL != 0:  # the finish may run beside this grid: one release fence for all the counts
+            release_fence()  # (a release on each count would fence each)
         counts = count_ptr + b * 2 * tl.cdiv(n, BS)  # [entry, (parts in, readers), row block]
         for i in range(i_first, i_last):  # the row sums of tiles (i, bj)
-            tl.atomic_add(counts + i, 1, sem="release")
-        tl.atomic_add(counts + bj, 1, sem="release")  # the mirrored sums: row block bj
+            tl.atomic_add(counts + i, 1, sem="relaxed")
+        tl.atomic_add(counts + bj, 1, sem="relaxed")  # the mirrored sums: row block bj
 
 
 @triton.jit
