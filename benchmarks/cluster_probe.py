@@ -489,8 +489,8 @@ def run_on_gpu() -> None:
             cases[f"plain {config.short()}"][0]()  # compiled before the timing
         rows += timed_rows(cases, args.rounds, label, size)
         rows.append(shipped_row(label, size, explain(a, b, **kwargs)))
-    with open(args.out, "w") as f:
-        json.dump({**record, "rows": rows}, f, indent=1)
+        with open(args.out, "w") as f:  # after each problem: a call cut short keeps what it measured
+            json.dump({**record, "rows": rows}, f, indent=1)
 
 
 def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor, kwargs: dict) -> torch.Tensor:

@@ -37,8 +37,9 @@
 #            installed into this copy's shipped logic, then those calls and the NN ones (whose B
 #            is copied K-major, so they select in the NT file too) through calls              ~6 min
 #   cluster  gemm_ws on clusters of two sharing B by TMA multicast (benchmarks/cluster_probe.py, never
-#            run on a GPU): checked on edge-tile sizes first (a hang is killed there), then fp8 and
-#            bf16 8192³ timed beside torch, the shipped gemm and the same tiles without clusters ~6 min
+#            run on a GPU): checked on edge-tile sizes first (its compiles, and a hang, are capped
+#            there), then fp8 and bf16 8192³ timed beside torch, the shipped gemm and the same
+#            tiles without clusters (the JSON written after each problem)                      ~9 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~4 min
@@ -162,10 +163,10 @@ pdlwq() {
 cluster() {  # the check's sizes are multiples of 16 as 8192 is (one binary serves both commands);
     # 2000 × 2064 leaves partial cluster tiles along M and N; at M = 1920 the last cluster tile's
     # second program has no row in the matrix (its copies all out of bounds, its store clipped away)
-    capped 150 cluster-check "$PY" benchmarks/cluster_probe.py "$dir/check.json" --dtypes fp8,bf16 \
+    capped 240 cluster-check "$PY" benchmarks/cluster_probe.py "$dir/check.json" --dtypes fp8,bf16 \
         --sizes 2000x2064x1024,1920x2064x1024 --rounds 1
     grep -q '"error"' "$dir/check.json" 2>/dev/null && echo "cluster-check found errors" | tee -a "$dir/summary.txt"
-    capped 330 cluster "$PY" benchmarks/cluster_probe.py "$dir/cluster.json" --dtypes fp8,bf16 --sizes 8192 \
+    capped 300 cluster "$PY" benchmarks/cluster_probe.py "$dir/cluster.json" --dtypes fp8,bf16 --sizes 8192 \
         --rounds 3
 }
 
