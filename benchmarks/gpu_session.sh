@@ -42,7 +42,7 @@
 #            tiles without clusters (the JSON written after each problem)                      ~9 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
-#            variants checked against the shipped call, then timed from graphs beside copy)  ~4 min
+#            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
 # A stage that is not named is not run; unknown names stop the script before anything runs.
 # A lent machine can be taken back mid-call, and then nothing of the call comes back: one short
 # stage a call.
@@ -171,7 +171,7 @@ cluster() {  # the check's sizes are multiples of 16 as 8192 is (one binary serv
 }
 
 symv() {
-    capped 150 symv-tests "$PY" -m pytest tests/test_blas_level12.py -q -rs -k symv \
+    capped 200 symv-tests "$PY" -m pytest tests/test_blas_level12.py -q -rs -k symv \
         --junitxml="$dir/symv-tests.xml"
     capped 200 symv-floor "$PY" benchmarks/symv_floor.py "$dir/symv-floor.json" --shipped-only
 }
