@@ -30,7 +30,7 @@ Usage: python benchmarks/cluster_probe.py OUT.json [--sizes 8192,MxNxK] [--dtype
        (GPU: fp8 with B column-major, 16-bit with B row-major (NN, the grid's) and column-major
        (NT, x @ W.t()); each configuration checked against the vendor, then timed from CUDA graphs
        beside torch, the shipped gemm and the same configuration without clusters (gemm_ws forced),
-       interleaved; without --configs each dtype's DEFAULTS)
+       interleaved; without --configs each dtype's DEFAULTS; --rounds 0: the checks only)
        python benchmarks/cluster_probe.py --offline [--configs ...] [--keep DIR]   (no GPU: compile
        for sm_90 with the running Triton, 3.6 or 3.9, and print, a JSON line a binary, the SASS's
        registers and what the rewrite put there; DIR keeps the SASS listings)
@@ -477,9 +477,11 @@ def run_on_gpu() -> None:
             run = ClusterGemm(config)
             name = f"cluster2 {config.short()}"
             why = _checked(run, a, b, want, out_dtype, scales)
-            if why is not None:
-                rows.append({"dtype": label, "size": size, "case": name, "error": why})
-                print(label, size, name, why, flush=True)
+            if why is not None or args.rounds == 0:
+                rows.append({"dtype": label, "size": size, "case": name, "error": why} if why else
+                            {"dtype": label, "size": size, "case": name, "checked": True,
+                             "clusters": run.clusters})
+                print(label, size, name, why or f"right ({run.clusters} clusters resident)", flush=True)
                 continue
             outs = [torch.empty(want.shape, device="cuda", dtype=out_dtype) for _ in pairs]
             cases[name] = [lambda x=x, y=y, z=z, r=run, s=scales: r(x, y, z, s)
@@ -487,8 +489,9 @@ def run_on_gpu() -> None:
             cases[f"plain {config.short()}"] = [lambda x=x, y=y, c=config, w=kwargs: _forced(c, x, y, w)
                                                 for x, y in pairs]
             cases[f"plain {config.short()}"][0]()  # compiled before the timing
-        rows += timed_rows(cases, args.rounds, label, size)
-        rows.append(shipped_row(label, size, explain(a, b, **kwargs)))
+        if args.rounds:
+            rows += timed_rows(cases, args.rounds, label, size)
+            rows.append(shipped_row(label, size, explain(a, b, **kwargs)))
         with open(args.out, "w") as f:  # after each problem: a call cut short keeps what it measured
             json.dump({**record, "rows": rows}, f, indent=1)
 
