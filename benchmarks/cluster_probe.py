@@ -356,9 +356,9 @@ SASS_COUNTS = {"multicast copies": r"UTMALDG\.2D\.MULTICAST", "copies": r"UTMALD
 
 def offline(configs: str, keep: str | None) -> list[dict]:
     """Compile each configuration (fp8; bf16 with B column- and row-major) for sm_90 without a
-    GPU, as a pack build does,
-    and return (and print, a JSON line each) its SASS's registers and what the rewrite put there
-    (``SASS_COUNTS``); ``keep``: a folder for the SASS listings."""
+    GPU, as a pack build does, and return (and print, a JSON line each) its shared memory, its
+    SASS's registers and what the rewrite put there (``SASS_COUNTS``); ``keep``: a folder for the
+    SASS listings."""
     import json
 
     from benchmarks.sass_mix import cuobjdump
@@ -381,15 +381,18 @@ def offline(configs: str, keep: str | None) -> list[dict]:
                 launcher((66,), args, constexprs, config.num_warps, 1)
             with tempfile.TemporaryDirectory() as tmp:
                 target = precompile._target("sm_90", 32)
-                binary = Path(tmp) / precompile.compile_call(calls[0], target, Path(tmp), "mc")[0]
+                binary, metadata = precompile.compile_call(calls[0], target, Path(tmp), "mc")[:2]
+                binary = Path(tmp) / binary
                 sass, usage = cuobjdump("-sass", str(binary)), cuobjdump("-res-usage", str(binary))
+                shared = json.loads((Path(tmp) / metadata).read_text())["shared"]
             if keep:
                 Path(keep).mkdir(parents=True, exist_ok=True)
                 layout = "col" if b_col_major else "row"
                 (Path(keep) / f"{dtype}-{layout}-{text.replace(':', '_')}.sass").write_text(sass)
             registers = re.search(r"REG:(\d+)", usage)
             row = {"dtype": dtype, "b": "column-major" if b_col_major else "row-major",
-                   "config": config.short(), "registers": int(registers.group(1)) if registers else None,
+                   "config": config.short(), "shared memory": shared,
+                   "registers": int(registers.group(1)) if registers else None,
                    **{name: len(re.findall(pattern, sass)) for name, pattern in SASS_COUNTS.items()}}
             print(json.dumps(row), flush=True)
             rows.append(row)
