@@ -59,7 +59,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from tessera._core.launch import cdiv
 from tessera.blas.kernels.gemm_ws import (
     LOADER_REGISTERS,
-    ScaledWsConfig,
     WsConfig,
     _accumulator_layout,
     _b_col_major,
@@ -288,10 +287,14 @@ def install_rewrite() -> None:
 # --- the launch -------------------------------------------------------------------------------
 
 def _parse(text: str, fp8: bool) -> WsConfig:
-    tile, stages, warps, group, *rest = text.split(":")
-    bm, bn, bk = (int(v) for v in tile.split("x"))
-    return (ScaledWsConfig if fp8 else WsConfig)(bm, bn, bk, int(group), int(warps), int(stages),
-                                                 int(rest[0]) if rest else 1)
+    """A configuration as the Gluon probe writes it (``gemm_gluon_probe.parse_config``); the
+    cluster kernel has no ping-pong form."""
+    from benchmarks.gemm_gluon_probe import parse_config
+
+    config = parse_config(text, fp8)
+    if config.pingpong:
+        raise ValueError(f"configuration {text!r}: clusters take the cooperative tile (no :pp)")
+    return config
 
 
 def launch_arguments(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, config: WsConfig,
@@ -414,31 +417,13 @@ DEFAULT = "default"  # each dtype's DEFAULTS entry
 
 
 def _cases(dtype_name: str, size: int | str, one: torch.Tensor, b_col_major: bool) -> tuple:
-    """(a, b, the vendor's fp32 result, cold operand copies, {"torch", "shipped"} call lists,
-    gemm's keyword arguments): fp8 e4m3 (B column-major) with per-tensor scales of one, bf16 out,
-    fast accumulation, against ``torch._scaled_mm``; 16-bit against torch.matmul, B column-major
-    (x @ W.t()) or row-major (a @ b, the grid's layout)."""
-    from benchmarks.gemm_ws_probe import DTYPES, dims
-    from tessera._core.timing import cold_copies
-    from tessera.blas import gemm
+    """``gemm_ws_probe.vendor_cases`` (fp8 e4m3 with B column-major against ``torch._scaled_mm``,
+    16-bit with B either way against torch.matmul), then gemm's keyword arguments for it."""
+    from benchmarks.gemm_ws_probe import DTYPES, vendor_cases
 
-    m, n, k = dims(size)
-    a = torch.randn(m, k, device="cuda").to(DTYPES[dtype_name])
-    b = (torch.randn(n, k, device="cuda").to(DTYPES[dtype_name]).t() if b_col_major
-         else torch.randn(k, n, device="cuda").to(DTYPES[dtype_name]))
-    pairs = cold_copies((a, b))
-    if dtype_name == "fp8":
-        scaled = {"scale_a": one, "scale_b": one}
-        kwargs = {**scaled, "fast_accum": True}
-        want = torch._scaled_mm(a, b, **scaled, out_dtype=torch.float32)
-        vendor = [lambda x=x, y=y: torch._scaled_mm(x, y, **scaled, out_dtype=torch.bfloat16,
-                                                     use_fast_accum=True) for x, y in pairs]
-    else:
-        kwargs = {}
-        want = torch.matmul(a.float(), b.float())
-        vendor = [lambda x=x, y=y: torch.matmul(x, y) for x, y in pairs]
-    shipped = [lambda x=x, y=y: gemm(x, y, **kwargs) for x, y in pairs]
-    return a, b, want, pairs, {"torch": vendor, "shipped": shipped}, kwargs
+    fp8 = dtype_name == "fp8"
+    kwargs = {"scale_a": one, "scale_b": one, "fast_accum": True} if fp8 else {}
+    return (*vendor_cases(DTYPES[dtype_name], size, one, b_col_major or fp8), kwargs)
 
 
 def _checked(run: ClusterGemm, a: torch.Tensor, b: torch.Tensor, want: torch.Tensor, out_dtype: torch.dtype,
@@ -460,6 +445,7 @@ def run_on_gpu() -> None:
     and the same configuration without clusters (gemm_ws forced), interleaved from CUDA graphs."""
     import json
 
+    from benchmarks.gemm_gluon_probe import forced_fp8, forced_gemm
     from benchmarks.gemm_ws_probe import probe_arguments, shipped_row, timed_rows
     from tessera.blas import explain
 
@@ -489,7 +475,8 @@ def run_on_gpu() -> None:
             outs = [torch.empty(want.shape, device="cuda", dtype=out_dtype) for _ in pairs]
             cases[name] = [lambda x=x, y=y, z=z, r=run, s=scales: r(x, y, z, s)
                            for (x, y), z in zip(pairs, outs, strict=True)]
-            cases[f"plain {config.short()}"] = [lambda x=x, y=y, c=config, w=kwargs: _forced(c, x, y, w)
+            cases[f"plain {config.short()}"] = [(lambda x=x, y=y, c=config: forced_fp8(c, x, y, one)) if fp8
+                                                else (lambda x=x, y=y, c=config: forced_gemm(c, x, y))
                                                 for x, y in pairs]
             cases[f"plain {config.short()}"][0]()  # compiled before the timing
         if args.rounds:
@@ -497,13 +484,6 @@ def run_on_gpu() -> None:
             rows.append(shipped_row(label, size, explain(a, b, **kwargs)))
         with open(args.out, "w") as f:  # after each problem: a call cut short keeps what it measured
             json.dump({**record, "rows": rows}, f, indent=1)
-
-
-def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor, kwargs: dict) -> torch.Tensor:
-    from tessera.blas import gemm, space
-
-    with space.forced(config):
-        return gemm(a, b, **kwargs)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, swap_fits
 
 
-def _parse(text: str, fp8: bool) -> WsConfig:
+def parse_config(text: str, fp8: bool) -> WsConfig:
     tile, stages, warps, group, *rest = text.split(":")
     bm, bn, bk = (int(v) for v in tile.split("x"))
     pingpong = rest[-1:] == ["pp"]
@@ -46,12 +46,12 @@ def _parse(text: str, fp8: bool) -> WsConfig:
                                                  int(rest[0]) if rest else 1, pingpong)
 
 
-def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def forced_gemm(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     with space.forced(config):
         return gemm(a, b, precision=precision_for(a))
 
 
-def _fp8(config: WsConfig, a: torch.Tensor, b: torch.Tensor, one: torch.Tensor) -> torch.Tensor:
+def forced_fp8(config: WsConfig, a: torch.Tensor, b: torch.Tensor, one: torch.Tensor) -> torch.Tensor:
     """fp8 A (row-major) times B (column-major), per-tensor scales, bf16 out, fast accumulation."""
     with space.forced(config):
         return gemm(a, b, scale_a=one, scale_b=one, fast_accum=True)
@@ -81,7 +81,7 @@ def main() -> None:
         if dtype_name == "tf32":
             layouts.append((" on K-major B", [(x, y.t().contiguous().t()) for x, y in sets]))
         for config, (suffix, operands) in itertools.product(
-                [_parse(c, fp8) for c in listed.split(",")], layouts):
+                [parse_config(c, fp8) for c in listed.split(",")], layouts):
             name = config.short() + (suffix or (_tf32_path(config) if dtype_name == "tf32" else ""))
             x0, y0 = operands[0]
             with space.forced(config):
@@ -89,7 +89,7 @@ def main() -> None:
             try:
                 if taken != config:
                     raise RuntimeError(f"the call does not take the family: it ran {taken.short()}")
-                got = _fp8(config, x0, y0, one) if fp8 else _forced(config, x0, y0)
+                got = forced_fp8(config, x0, y0, one) if fp8 else forced_gemm(config, x0, y0)
                 err = float((got.float() - want).abs().max()) / scale
                 why = f"wrong: max |diff| {err:.3g} of max |torch|" if err > 0.02 else None
             except Exception as exc:  # noqa: BLE001 - a probe reports what failed and goes on
@@ -98,8 +98,8 @@ def main() -> None:
                 rows.append({"dtype": dtype_name, "size": size, "case": name, "error": why})
                 print(dtype_name, size, name, why, flush=True)
                 continue
-            cases[name] = [(lambda x=x, y=y, c=config: _fp8(c, x, y, one)) if fp8 else
-                           (lambda x=x, y=y, c=config: _forced(c, x, y)) for x, y in operands]
+            cases[name] = [(lambda x=x, y=y, c=config: forced_fp8(c, x, y, one)) if fp8 else
+                           (lambda x=x, y=y, c=config: forced_gemm(c, x, y)) for x, y in operands]
         rows += timed_rows(cases, args.rounds, dtype_name, size)
         rows.append(shipped_row(dtype_name, size, explain(a, b, **scaled)))
     with open(args.out, "w") as f:

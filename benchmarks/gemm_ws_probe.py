@@ -141,14 +141,17 @@ def shipped_row(dtype_name: str, size: int | str, choice: Choice | None) -> dict
             "kernel": None if choice is None else choice.config.short()}
 
 
-def vendor_cases(dtype: torch.dtype, size: int | str, one: torch.Tensor) -> tuple:
+def vendor_cases(dtype: torch.dtype, size: int | str, one: torch.Tensor,
+                 b_col_major: bool = False) -> tuple:
     """(a, b, the vendor's fp32 result, cold operand copies, {"torch", "shipped"} call lists) for a
-    GEMM of ``size`` (:func:`dims`): 16-bit and tf32 against torch.matmul; fp8 e4m3 (B column-major, what
-    8-bit tensor cores and ``torch._scaled_mm`` take; per-tensor scales of one, bf16 out) against
-    ``torch._scaled_mm`` with fast accumulation, the shipped ``gemm`` in the same mode."""
+    GEMM of ``size`` (:func:`dims`): 16-bit and tf32 against torch.matmul, B row-major or (with
+    ``b_col_major``, as x @ W.t()) column-major; fp8 e4m3 (B column-major, what 8-bit tensor cores
+    and ``torch._scaled_mm`` take; per-tensor scales of one, bf16 out) against ``torch._scaled_mm``
+    with fast accumulation, the shipped ``gemm`` in the same mode."""
     m, n, k = dims(size)
     a = torch.randn(m, k, device="cuda").to(dtype)
-    b = torch.randn(k, n, device="cuda").to(dtype)
+    b = (torch.randn(n, k, device="cuda").to(dtype).t() if b_col_major
+         else torch.randn(k, n, device="cuda").to(dtype))
     if dtype.itemsize == 1:
         b = torch.randn(n, k, device="cuda").to(dtype).t()
         want = torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float32)
