@@ -574,12 +574,11 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: StridedVector, y
     ws_row = torch.empty(batch * blocks * n, dtype=wide, device=a.device)  # [entry, J, rows of blocks I ≤ J]
     ws_col = torch.empty(batch * programs * tile, dtype=wide, device=a.device)
     (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
-    counts = None
+    # overlapped: counts left zeroed by each call's finish, which starts once every walk program has
+    counts = (scratch("symv counts", batch * 2 * blocks, torch.int32, a.device, True)
+              if config.overlap_finish else None)
     pdl = pdl_mode(ws_row, SYMV_PDL)
-    main_pdl = pdl
-    if config.overlap_finish:  # left zeroed by each call's finish
-        counts = scratch("symv counts", batch * 2 * blocks, torch.int32, a.device, True)
-        main_pdl = pdl_mode(ws_row, PDL_EARLY)  # the finish starts once every walk program has
+    main_pdl = pdl_mode(ws_row, PDL_EARLY) if config.overlap_finish else pdl
     symv_launch((batch_grid(batch, programs),),
                 (a, xd, plan, order, ws_row, ws_col, counts, n, sam, san, xs, xi, a_batch, xb, programs),
                 {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": main_pdl}, config.num_warps, 3)
