@@ -89,6 +89,32 @@ def test_bad_arguments_exit_2_with_message(argv: list[str], message: str,
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["pack", "build", "--arch", "nonsense", "-o", "x.tar.gz"], "'nonsense' is not an architecture name"),
+    (["pack", "build", "--arch", "gfx1103", "-o", "."], "is a directory; give the pack's file path"),
+    (["logic", "show", "binary.yaml"], "binary.yaml: not UTF-8 text"),
+])
+def test_bad_paths_and_names_exit_2_with_message(argv: list[str], message: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    """Found by fuzzing the command line: an arch that is no architecture's name built a pack
+    of the heuristic's logic for a "hip" GPU nothing is, a directory as -o and a binary logic
+    file raised tracebacks (pathlib's ValueError, UnicodeDecodeError)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "binary.yaml").write_bytes(bytes(range(128, 256)))
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["binary.yaml"], "nothing written"
+
+
+@pytest.mark.parametrize("budget", ["0", "-1", "nan", "soon"])
+def test_tuning_budget_must_be_positive(budget: str, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["tune", "gemm", "--dtype", "bf16", "--budget-minutes", budget, "--out", "unused"])
+    assert exit_.value.code == 2
+    assert f"{budget!r} is not a positive number" in capsys.readouterr().err
+
+
 def test_python_dash_m_entry_point() -> None:
     result = subprocess.run([sys.executable, "-m", "tessera", "info"], capture_output=True, text=True,
                             timeout=120, check=False)

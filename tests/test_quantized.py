@@ -410,6 +410,42 @@ def test_bad_input(device: str) -> None:
     assert gemm_wq(torch.randn(2, 0, device=device, dtype=torch.float16), empty).eq(0).all()  # K = 0
 
 
+def test_bad_arguments_of_the_weight_calls(device: str) -> None:
+    """Arguments of the wrong type, weights put together by hand that quantize_weight would not
+    make, and an output over the activations: each refused with its reason (a float group size
+    used to reach reshape's TypeError, a string dtype torch's RuntimeError, and an ``out`` that
+    is ``x`` was written while other programs still read x)."""
+    w = torch.randn(64, 16, device=device, dtype=torch.float16)
+    for kwargs in ({"bits": 4.0}, {"bits": True}, {"group_size": 32.0}, {"group_size": True}):
+        with pytest.raises(UnsupportedError, match="the int"):
+            quantize_weight(w, **kwargs)
+    with pytest.raises(InvalidArgumentError, match="symmetric"):
+        quantize_weight(w, group_size=32, symmetric="no")
+    q = quantize_weight(w, group_size=32, symmetric=False)
+    for dtype in (torch.int32, "bf16"):
+        with pytest.raises(InvalidArgumentError, match=r"floating-point torch\.dtype"):
+            dequantize_weight(q, dtype)
+    x = torch.randn(2, 64, device=device, dtype=torch.float16)
+    for broken, field in ((dataclasses.replace(q, scales=q.scales.double(), zeros=q.zeros.double()),
+                           r"scales\.dtype"),
+                          (dataclasses.replace(q, zeros=q.zeros.float()), r"zeros\.dtype"),
+                          (dataclasses.replace(q, scales=None), r"scales must be a torch\.Tensor"),
+                          (dataclasses.replace(q, group_size=32.0), "int group_size"),
+                          (dataclasses.replace(q, shape=[64, 16]), "shape a"),
+                          (dataclasses.replace(q, shape=(64, 16.0)), "shape a")):
+        with pytest.raises(InvalidArgumentError, match=field):
+            gemm_wq(x, broken)
+    square = quantize_weight(torch.randn(64, 64, device=device, dtype=torch.float16), group_size=32)
+    x = torch.randn(2, 64, device=device, dtype=torch.float16)
+    before = x.clone()
+    with pytest.raises(InvalidArgumentError, match="overlaps input x"):
+        gemm_wq(x, square, out=x)
+    narrow = quantize_weight(torch.randn(32, 2, device=device, dtype=torch.float16), group_size=32)
+    with pytest.raises(InvalidArgumentError, match=r"overlaps input qweight\.scales"):
+        gemm_wq(x[:1, :32], narrow, out=narrow.scales)  # (1, 2): the output's shape and dtype
+    assert torch.equal(x, before)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("bits", [4, 8])
 @pytest.mark.parametrize("m", [1, 16, 300])

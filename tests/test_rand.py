@@ -242,6 +242,34 @@ def test_bad_input(device: str) -> None:
     assert Generator(device=device).skip(10).offset == 10
 
 
+def test_bad_arguments_refused_before_drawing(device: str) -> None:
+    """What fuzzing the generators found: each refused with Tessera's error and its reason, and the
+    stream not consumed (a device torch cannot parse and a string dtype used to raise torch's
+    errors, lognormal returned int32 or complex values, and an expanded ``out`` failed in torch's
+    copy after the draw)."""
+    for bad in ("gpu", 3.5, True):
+        with pytest.raises(InvalidArgumentError, match="device must be"):
+            Generator(device=bad)
+    with pytest.raises(InvalidArgumentError, match="scramble must be True or False"):
+        Generator("sobol32", dimensions=2, scramble="yes", device=device)
+    g = Generator(device=device)
+    for draw in (lambda: g.uniform(4, "float32"), lambda: g.normal(4, dtype=None),
+                 lambda: g.lognormal(4, dtype="float32"), lambda: g.poisson(4, 1.0, dtype="int64")):
+        with pytest.raises(InvalidArgumentError, match=r"dtype must be a torch\.dtype"):
+            draw()
+    for dtype in (torch.int32, torch.complex64):
+        with pytest.raises(UnsupportedError, match="is not supported"):
+            g.lognormal(4, dtype=dtype)
+    expanded = torch.empty(1, 4, device=device).expand(3, 4)
+    for draw in (lambda: g.uniform((3, 4), out=expanded), lambda: g.lognormal((3, 4), out=expanded),
+                 lambda: g.poisson((3, 4), 2.0, out=torch.empty(1, 4, dtype=torch.int64, device=device)
+                                   .expand(3, 4)),
+                 lambda: Generator("sobol32", dimensions=4, device=device).uniform((3, 4), out=expanded)):
+        with pytest.raises(InvalidArgumentError, match=r"out.stride\(\) must be non-zero strides"):
+            draw()
+    assert g.offset == 0, "a refused draw must not consume the stream"
+
+
 def _cuda_include_dirs() -> list[str]:
     """Where curand_kernel.h and the CUDA runtime headers may be: the toolkit or pip nvidia-* wheels."""
     import glob

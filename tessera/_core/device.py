@@ -12,6 +12,7 @@ import ctypes
 import functools
 import os
 import platform
+import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -19,6 +20,9 @@ from typing import Any
 import torch
 
 INTERPRETER_ARCH = "interpreter"
+# the names an architecture has here: NVIDIA's sm_<major><minor> (sm_90, sm_100a), AMD's gfx ID as
+# gcnArchName gives it without features (gfx1103, gfx90a), or the interpreter
+ARCH_NAME = re.compile(rf"sm_\d{{2,3}}a?|gfx[0-9a-f]{{3,4}}|{INTERPRETER_ARCH}")
 
 # Dense peak TFLOP/s per dtype and HBM bandwidth (TB/s), by a substring of the device name.
 # Sources: vendor datasheets (SXM parts). The tf32 row is the tensor-core rate; "fp32" is plain FMA;

@@ -72,6 +72,7 @@ from tessera.tuning import logic
 BITS = (4, 8)
 GROUP_SIZES = (32, 64, 128)
 ACTIVATIONS = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+SCALE_DTYPES = (torch.float16, torch.bfloat16, torch.float32)  # the weights quantize_weight takes
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,14 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
     not ``symmetric``) per ``group_size`` (32, 64 or 128) rows of each column."""
     w = as_tensor("w", w)
     check_ndim("w", w, (2,))
-    check_dtype("w", w, (torch.float16, torch.bfloat16, torch.float32))
-    if bits not in BITS:
-        raise UnsupportedError(f"bits={bits!r} is not supported; supported: 4 or 8")
-    if group_size not in GROUP_SIZES:
-        raise UnsupportedError(f"group_size={group_size!r} is not supported; supported: 32, 64 or 128")
+    check_dtype("w", w, SCALE_DTYPES)
+    if type(bits) is not int or bits not in BITS:
+        raise UnsupportedError(f"bits={bits!r} is not supported; supported: the int 4 or 8")
+    if type(group_size) is not int or group_size not in GROUP_SIZES:
+        raise UnsupportedError(f"group_size={group_size!r} is not supported; "
+                               "supported: the int 32, 64 or 128")
+    if not isinstance(symmetric, bool):
+        raise invalid("symmetric", repr(symmetric), "True or False")
     k, n = w.shape
     if k % group_size:
         raise invalid("w.shape[0] (K)", k, f"a multiple of group_size={group_size} (pad K with zero rows)")
@@ -179,6 +183,8 @@ def dequantize_weight(q: QuantizedWeight, dtype: torch.dtype | None = None) -> t
     """The (K, N) weight the quantized one stands for, (code − zero) · scale, rounded to ``dtype``
     (default: the scales' dtype; float32 or float64 hold it exactly)."""
     q = _check_quantized(q)
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise invalid("dtype", repr(dtype), "None or a floating-point torch.dtype")
     zero = q.zeros.float() if q.zeros is not None else torch.full_like(q.scales, 2 ** (q.bits - 1),
                                                                           dtype=torch.float32)
     per_row = torch.repeat_interleave
@@ -187,11 +193,19 @@ def dequantize_weight(q: QuantizedWeight, dtype: torch.dtype | None = None) -> t
 
 
 def _check_quantized(q: object) -> QuantizedWeight:
+    """``q`` as ``quantize_weight`` makes them (a weight built by hand, e.g. from a checkpoint,
+    must match it): int bits 4 or 8, an int group size 32/64/128 dividing K, a (K, N) shape of
+    ints, uint8 codes, float16/bfloat16/float32 scales and zero points of one dtype and strides,
+    each tensor of its shape."""
     if not isinstance(q, QuantizedWeight):
         raise invalid("qweight", type(q).__name__, "a QuantizedWeight from tessera.blas.quantize_weight")
-    if q.bits not in BITS or q.group_size not in GROUP_SIZES or q.shape[0] % q.group_size:
-        raise invalid("qweight", f"bits={q.bits}, group_size={q.group_size}, shape={q.shape}",
-                      "bits 4 or 8, group_size 32/64/128 dividing K (as quantize_weight makes them)")
+    shape_ok = (isinstance(q.shape, tuple) and len(q.shape) == 2
+                and all(type(d) is int and d >= 0 for d in q.shape))
+    if (type(q.bits) is not int or q.bits not in BITS or type(q.group_size) is not int
+            or q.group_size not in GROUP_SIZES or not shape_ok or q.shape[0] % q.group_size):
+        raise invalid("qweight", f"bits={q.bits!r}, group_size={q.group_size!r}, shape={q.shape!r}",
+                      "int bits 4 or 8, an int group_size 32/64/128 dividing K, shape a (K, N) tuple of "
+                      "ints (as quantize_weight makes them)")
     k, n = q.shape
     rows = k // 2 if q.bits == 4 else k
     expected = {"codes": (rows, n), "scales": (k // q.group_size, n)}
@@ -199,10 +213,16 @@ def _check_quantized(q: object) -> QuantizedWeight:
         expected["zeros"] = (k // q.group_size, n)
     for name, shape in expected.items():
         t = getattr(q, name)
+        if not isinstance(t, torch.Tensor):
+            raise invalid(f"qweight.{name}", type(t).__name__, "a torch.Tensor")
         if tuple(t.shape) != shape:
             raise invalid(f"qweight.{name}.shape", tuple(t.shape), f"{shape} for a {k}x{n} weight")
     if q.codes.dtype != torch.uint8:
         raise invalid("qweight.codes.dtype", q.codes.dtype, "torch.uint8")
+    if q.scales.dtype not in SCALE_DTYPES:
+        raise invalid("qweight.scales.dtype", q.scales.dtype, "float16, bfloat16 or float32")
+    if q.zeros is not None and q.zeros.dtype != q.scales.dtype:
+        raise invalid("qweight.zeros.dtype", q.zeros.dtype, f"the scales' {q.scales.dtype}")
     if q.zeros is not None and q.zeros.stride() != q.scales.stride():
         raise invalid("qweight.zeros.stride()", q.zeros.stride(), f"the scales' {q.scales.stride()}")
     return q
@@ -234,6 +254,14 @@ class _WqRecipe:
 # call's launches, as repeat ``gemm`` calls do (api._RECIPES): a decode step is host-bound eagerly.
 _RECIPES: dict[tuple, _WqRecipe] = {}
 _RECIPES_MAX = 512
+
+
+def _well_typed(q: object) -> bool:
+    """Whether ``q`` is a QuantizedWeight whose fields have the types a recipe's key is made of
+    (the rest is :func:`_check_quantized`'s, on a first call)."""
+    return (type(q) is QuantizedWeight and type(q.shape) is tuple
+            and all(type(t) is torch.Tensor for t in (q.codes, q.scales))
+            and (q.zeros is None or type(q.zeros) is torch.Tensor))
 
 
 def _signature(x: torch.Tensor, q: QuantizedWeight) -> tuple:
@@ -342,7 +370,7 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     if autograd.wants_grad(x):
         return autograd.gemm_wq(x, _check_quantized(qweight), out)
     signature = None
-    if out is None and type(x) is torch.Tensor and type(qweight) is QuantizedWeight:
+    if out is None and type(x) is torch.Tensor and _well_typed(qweight):
         signature = _signature(x, qweight)
         recipe = _RECIPES.get(signature)
         if recipe is not None:  # validated and selected before for exactly this signature
@@ -367,6 +395,8 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     if q.zeros is not None:
         tensors["qweight.zeros"] = q.zeros
     check_same_device(tensors)
+    if given_out:
+        check_no_overlap("out", out, {name: t for name, t in tensors.items() if name != "out"})
     if out.numel() == 0:
         return out
     if k == 0:

@@ -29,7 +29,7 @@ from tessera.tuning.logic import LAYOUTS
 
 def _run_options(parser: argparse.ArgumentParser) -> None:
     """The options every ``tessera tune`` subcommand shares (budget, resume, plot, output)."""
-    parser.add_argument("--budget-minutes", type=float, help="stop (progress saved) after this long")
+    parser.add_argument("--budget-minutes", type=_positive, help="stop (progress saved) after this long")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--max-distance", type=_non_negative, metavar="D",
@@ -50,6 +50,17 @@ def _non_negative(text: str) -> float:
         value = -1.0
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative number")
+    return value
+
+
+def _positive(text: str) -> float:
+    """argparse type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
     return value
 
 

@@ -43,6 +43,7 @@ from tessera._core.errors import UnsupportedError, invalid
 from tessera._core.validate import (
     as_tensor,
     check_dtype,
+    check_no_internal_overlap,
     check_same_device,
     check_untracked_write,
     mark_written,
@@ -89,6 +90,16 @@ def _default_device() -> torch.device:
     return torch.device("cpu")
 
 
+def _device(device: object) -> torch.device:
+    """``device`` (a torch.device, a string such as "cuda:0", or a device index) as a torch.device."""
+    if isinstance(device, bool) or not isinstance(device, (torch.device, str, int)):
+        raise invalid("device", repr(device), 'a torch.device, a string such as "cuda:0", or an index')
+    try:
+        return torch.device(device)
+    except RuntimeError as exc:  # a string torch does not parse
+        raise invalid("device", repr(device), 'a device torch knows, such as "cpu" or "cuda:0"') from exc
+
+
 def _nonnegative_int(name: str, value: object, limit: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
         raise invalid(name, repr(value), f"an integer in [0, {limit})")
@@ -109,8 +120,15 @@ def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
     return dims
 
 
+def _check_dtype_type(dtype: object) -> None:
+    """A dtype argument must be a torch.dtype (a string such as "float32" is not one)."""
+    if not isinstance(dtype, torch.dtype):
+        raise invalid("dtype", repr(dtype), "a torch.dtype, e.g. torch.float32")
+
+
 def _check_float(kind: int, dtype: torch.dtype) -> None:
     """Every draw but raw words (kind 0) writes a floating-point dtype."""
+    _check_dtype_type(dtype)
     if kind != 0 and dtype not in FLOAT_DTYPES:
         raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported; "
                                "supported: float16, bfloat16, float32, float64")
@@ -132,13 +150,15 @@ class Generator:
                               "(the shipped Joe–Kuo direction numbers)")
         elif dimensions is not None or scramble:
             raise invalid("dimensions/scramble", (dimensions, scramble), f"unset for {name}")
-        self.name, self.scramble = name, bool(scramble)
+        if not isinstance(scramble, bool):
+            raise invalid("scramble", repr(scramble), "True or False")
+        self.name, self.scramble = name, scramble
         self.dimensions: int = dimensions if quasi else 0  # 0: a pseudo-random stream
         self.seed = _nonnegative_int("seed", seed, 2**64)
         self.subsequence = _nonnegative_int("subsequence", subsequence, 2**64)
         self._limit = 2**32 if quasi else _MAX_WORDS  # positions must stay below this
         self.offset = _nonnegative_int("offset", offset, self._limit)
-        self.device = torch.device(device) if device is not None else _default_device()
+        self.device = _device(device) if device is not None else _default_device()
         self._directions: torch.Tensor | None = None
         self._shifts: torch.Tensor | None = None
 
@@ -177,6 +197,7 @@ class Generator:
     def lognormal(self, shape: Sequence[int] | int, mean: float = 0.0, std: float = 1.0,
                   dtype: torch.dtype = torch.float32, *, out: torch.Tensor | None = None) -> torch.Tensor:
         """``exp(normal(mean, std))``: the logarithm is normal (curand_log_normal)."""
+        _check_float(1, dtype)
         if out is not None:
             self._check_out(out, _shape(shape), dtype)
         result = self.normal(shape, mean, std, torch.float64 if dtype == torch.float64 else torch.float32)
@@ -197,6 +218,7 @@ class Generator:
         if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam < 2**31 or (
                 not math.isfinite(lam)):
             raise invalid("lam", repr(lam), "a finite number in [0, 2**31)")
+        _check_dtype_type(dtype)
         if dtype not in (torch.int32, torch.int64, torch.float32, torch.float64):
             raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported for "
                                    "poisson; supported: int32, int64, float32, float64")
@@ -225,6 +247,7 @@ class Generator:
         if tuple(out.shape) != shape or out.dtype != dtype:
             raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"shape {shape} and dtype {dtype}")
         check_same_device({"out": out, "generator": torch.empty(0, device=self.device)})
+        check_no_internal_overlap("out", out)
         check_untracked_write("out", out)
         return out
 

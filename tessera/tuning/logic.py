@@ -178,6 +178,9 @@ def load_logic(path: str | Path) -> LogicFile:
         doc = yaml.load(path.read_text(), Loader=_SAFE_LOADER)
     except OSError as exc:
         raise LogicFileError(f"{path}: cannot be read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise LogicFileError(f"{path}: not UTF-8 text, so not a logic file ({exc.reason} at byte "
+                             f"{exc.start})") from exc
     except yaml.YAMLError as exc:
         raise LogicFileError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(doc, dict):

@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from tessera._core.device import offline_device
+from tessera._core.device import ARCH_NAME, INTERPRETER_ARCH, offline_device
 from tessera._core.errors import InvalidArgumentError, LogicFileError, PackError
 from tessera.tuning import binaries, logic
 from tessera.tuning.paths import SHIPPED_LOGIC, install_root
@@ -234,6 +234,13 @@ def build_pack(arch: str, out: Path, *, logic_dir: Path | None = None, precompil
     if workers is not None and workers < 1:
         raise InvalidArgumentError(f"a pack build runs at least one compiler process (asked for {workers}); "
                                    f"pass --jobs 1 or more, or leave it out for one a CPU")
+    if not isinstance(arch, str) or not ARCH_NAME.fullmatch(arch):
+        raise PackError(f"--arch {arch!r} is not an architecture name: expected sm_<NN> (NVIDIA, e.g. "
+                        f"sm_90), gfx<ID> (AMD, e.g. gfx1103, gfx90a) or {INTERPRETER_ARCH!r}")
+    out = Path(out)
+    if out.is_dir() or not out.name:
+        raise PackError(f"-o {out}: is a directory; give the pack's file path "
+                        f"(e.g. {out / f'tessera-{arch}.tar.gz'})")
     logic_members, origin = _logic_documents(arch, logic_dir)
     kernel_members, support = (_precompile(arch, logic_members, workers, progress) if precompile
                                else ({}, []))
@@ -246,7 +253,6 @@ def build_pack(arch: str, out: Path, *, logic_dir: Path | None = None, precompil
         "files": {path: _sha256(data) for path, data in sorted(members.items())},
         "support": support,
     }
-    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
     try:
