@@ -15,6 +15,12 @@ every entry, batch stride 0); one that is written must hold the batch, its rows 
 element. The pointer-array form (``*_batched``: entries anywhere in memory) is not offered: a
 list of tensors is ``torch.stack``-ed by the caller.
 
+A written vector must share no element with the other argument (Fortran BLAS leaves that
+undefined; on a GPU other programs would read what one wrote), except that axpy, copy and swap
+take the very same vector twice (element i of each in one place: ``axpy(α, x, x)`` scales x).
+Interleaved vectors, such as two columns of one row-major matrix, share no element and are
+taken (``tessera._core.footprint`` decides it element by element, not by byte range).
+
 Edge cases follow the reference BLAS (LAPACK 3.12): n ≤ 0 does nothing and reduces to 0; ``scal``,
 ``asum``, ``iamax``, ``iamin`` do nothing / return 0 (−1) for incx ≤ 0; ``nrm2`` walks any increment
 (0 repeats the first element); an output increment of 0 (axpy, copy, swap, rot into one element)
@@ -32,6 +38,7 @@ import math
 import torch
 
 from tessera._core.errors import invalid
+from tessera._core.footprint import Footprint, check_apart
 from tessera._core.launch import next_power_of_2
 from tessera._core.validate import (
     as_tensor,
@@ -108,11 +115,23 @@ class Vector:
             return self.data.as_strided((self.batch, self.n), (self.batch_step, abs(self.step)), offset)
         return self.data.as_strided((self.n,), (abs(self.step),), offset)
 
+    def footprint(self) -> Footprint:
+        """The bytes of the n elements (of every entry of a batch), for :func:`check_apart`."""
+        size = self.data.element_size()
+        entries = ((self.batch, self.batch_step * size),) if self.batched else ()
+        return Footprint(self.data.data_ptr() + self.start * size, (*entries, (self.n, self.step * size)),
+                         size * (2 if self.complex else 1))
+
     def check_writable(self) -> None:
-        """A written vector must not be tracked by autograd (:func:`check_untracked_write`), and an
-        output batch's rows must not share elements (an expanded tensor, overlapping strides):
-        entries are written at once."""
+        """A written vector must not be tracked by autograd (:func:`check_untracked_write`), its
+        elements must be distinct where the increment is not 0 (not an expanded tensor: BLAS's
+        one-element output is increment 0), and an output batch's rows must not share elements
+        (overlapping strides): entries are written at once."""
         check_untracked_write(self.name, self.tensor)
+        if self.n > 1 and self.inc != 0 and self.tensor.stride(-1) == 0:
+            raise invalid(f"{self.name}.stride()", tuple(self.tensor.stride()),
+                          f"a non-zero element stride for a written vector (no expand()); for BLAS's "
+                          f"one-element output pass inc{self.name}=0")
         if not self.batched or self.batch < 2 or self.n == 0 or self.step == 0:
             return
         step, across = abs(self.tensor.stride(-1) * self.inc), abs(self.tensor.stride(0))
@@ -129,10 +148,11 @@ class Vector:
 
 
 def _vectors(x: object, y: object, n: int | None, incx: int, incy: int, complex_ok: bool = False,
-             written: str = "y") -> tuple[Vector, Vector, int]:
+             written: str = "y", same_ok: bool = True) -> tuple[Vector, Vector, int]:
     """Both vectors with one n (by default as many elements as the shorter one reaches). Batched
     (2-D) operands share their batch; an unbatched read-only one is used for every entry, a written
-    one (``written``: "y", "xy" or "") must have the batch."""
+    one (``written``: "y", "xy" or "") must have the batch and share no element with the other —
+    unless ``same_ok`` and both are the very same elements in one order (element-wise routines)."""
     vx = Vector("x", x, n, incx, complex_ok, batched=True)
     vy = Vector("y", y, n, incy, complex_ok, batched=True)
     if vx.n != vy.n:
@@ -148,6 +168,10 @@ def _vectors(x: object, y: object, n: int | None, incx: int, incy: int, complex_
                 raise invalid(f"{v.name}.dim()", 1, "2-D, as the other vector: a written vector "
                                                     "holds the whole batch")
             v.check_writable()
+    if written:
+        w, other = (vy, vx) if written == "y" else (vx, vy)
+        check_apart(w.name if written == "y" else "x", w.footprint(), {other.name: other.footprint()},
+                    frozenset({other.name}) if same_ok else frozenset())
     return vx, vy, vx.n
 
 
@@ -279,7 +303,7 @@ def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx:
     """Plane rotation (x, y) ← (c·x + s·y, c·y − s·x) in place; returns (x, y). Batched: both
     2-D, one rotation (c, s) for every row."""
     c, s = real_scalar("c", c), real_scalar("s", s)
-    vx, vy, n = _vectors(x, y, n, incx, incy, written="xy")
+    vx, vy, n = _vectors(x, y, n, incx, incy, written="xy", same_ok=False)
     if n and (vx.inc == 0 or vy.inc == 0):  # in order, on the host: a degenerate case
         for ex, ey in _entries(vx, vy):
             for i in range(n):

@@ -10,7 +10,9 @@ Batched (rocBLAS's ``*_strided_batched``): a 3-D matrix is a batch of matrices a
 batch of vectors (one a row), ``a.stride(0)`` / ``x.stride(0)`` the batch strides; every routine
 runs the batch in the launches of one call. An operand that is only read may stay unbatched (the
 same matrix or vector for every entry); the written one (y; A for ger; x for trsv) holds the
-batch, its entries sharing no element. α and β are the batch's.
+batch, its entries sharing no element. α and β are the batch's. The written operand shares no
+element with one the call reads (y = x in gemv is refused: its programs would read x as others
+write it); a vector in A's padding or interleaved with it is taken (``tessera._core.footprint``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 
 from tessera._core.device import device_info
 from tessera._core.errors import invalid
+from tessera._core.footprint import Footprint, check_apart
 from tessera._core.launch import next_power_of_2
 from tessera._core.validate import (
     as_tensor,
@@ -71,6 +74,8 @@ def _batch(a: torch.Tensor, *vectors: Vector, written: Vector | None = None) -> 
                                                   f"batch of {batch}")
     if written is not None:
         written.check_writable()
+        check_apart(written.name, written.footprint(), {"a": Footprint.of_tensor(a), **{
+            v.name: v.footprint() for v in vectors if v is not written}})
     return batch, a.stride(0) if a.dim() == 3 else 0
 
 
@@ -179,6 +184,7 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
     check_same_device({"a": a, "x": x_vec.tensor, "y": y_vec.tensor})
     check_no_internal_overlap("a", a)
     check_untracked_write("a", a)
+    check_apart("a", Footprint.of_tensor(a), {"x": x_vec.footprint(), "y": y_vec.footprint()})
     batch, _ = _batch(a, x_vec, y_vec)
     if (x_vec.batched or y_vec.batched) and a.dim() == 2:
         raise invalid("a.dim()", 2, f"3-D, one matrix an entry: the written matrix holds the batch "
