@@ -637,6 +637,29 @@ def test_repeat_calls_with_out_reuse_the_plan_and_still_refuse_overlap(device: s
     assert torch.equal(storage, before)
 
 
+def test_out_interleaved_with_an_operand_is_taken(device: str) -> None:
+    """An ``out`` whose byte range meets A's but which shares no element with it (the odd columns
+    of the buffer whose even columns are A) is taken, on a first call and on a repeat one (the
+    recipe's byte ranges meet, so it decides element by element); an ``out`` on A's own columns,
+    one over, shares elements and is refused before anything is written."""
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    b = torch.randn(24, 24, device=device)
+    for _ in range(2):
+        storage = torch.randn(40, 48, device=device)
+        a, out = storage[:, 0::2], storage[:, 1::2]
+        want = a.double() @ b.double()
+        assert gemm(a, b, out=out) is out
+        assert torch.allclose(out.double(), want, rtol=1e-4, atol=1e-4)
+    assert len(api._RECIPES) == 1
+    storage = torch.randn(40, 49, device=device)
+    before = storage.clone()
+    with pytest.raises(tessera.InvalidArgumentError, match="out overlaps input a"):
+        gemm(storage[:, 0:48:2], b, out=storage[:, 2:49:2])  # out's columns are A's, one over
+    assert torch.equal(storage, before)
+
+
 def test_repeat_calls_reuse_the_plan_and_follow_overrides(device: str) -> None:
     """A repeat call with the same signature skips validation and selection (a recipe is stored
     once), stays correct for new data and strides of the same signature, and a forced config or

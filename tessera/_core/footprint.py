@@ -146,8 +146,8 @@ def check_apart(written: str, footprint: Footprint, reads: dict[str, Footprint],
     one place, as ``axpy(α, x, x)`` scales x)."""
     for name, other in reads.items():
         if footprints_meet(footprint, other) and not (name in same_ok and other == footprint):
-            same = f", or be the very same vector as {name}" if name in same_ok else ""
+            same = f" (or the very same vector as {name})" if name in same_ok else ""
             raise InvalidArgumentError(
-                f"{written} shares memory with {name} (an element in common, or elements that could not "
-                f"be shown apart); {written} must share no element with {name}{same}: pass a separate "
-                f"tensor (e.g. {name}.clone())")
+                f"{written} overlaps input {name} in memory (an element in common, or elements that could "
+                f"not be shown apart); Tessera never writes over an input it still reads: pass a separate "
+                f"tensor{same}, e.g. {name}.clone()")

@@ -13,6 +13,7 @@ from torch.autograd.graph import increment_version
 
 from tessera._core.device import interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
+from tessera._core.footprint import Footprint, check_apart
 
 INT32_MAX = 2**31 - 1
 
@@ -90,23 +91,17 @@ def extent_offsets(t: torch.Tensor) -> tuple[int, int]:
     return (lo - t.data_ptr(), hi - t.data_ptr()) if lo != hi else (0, 0)
 
 
-def check_disjoint_extents(out_name: str, out_extent: tuple[int, int],
-                           inputs: Iterable[tuple[str, tuple[int, int]]]) -> None:
-    """The byte range ``out_extent`` [lo, hi) must not meet any input's; empty ranges meet nothing."""
+def extents_meet(out_extent: tuple[int, int], inputs: Iterable[tuple[int, int]]) -> bool:
+    """Whether the byte range ``out_extent`` [lo, hi) meets any input's; empty ranges meet nothing."""
     out_lo, out_hi = out_extent
-    if out_lo == out_hi:
-        return
-    for name, (lo, hi) in inputs:
-        if lo != hi and lo < out_hi and out_lo < hi:
-            raise InvalidArgumentError(
-                f"{out_name} overlaps input {name} in memory; pass a separate output tensor "
-                "(Tessera never writes over an input it still reads)"
-            )
+    return out_lo != out_hi and any(lo != hi and lo < out_hi and out_lo < hi for lo, hi in inputs)
 
 
 def check_no_overlap(out_name: str, out: torch.Tensor, inputs: dict[str, torch.Tensor]) -> None:
-    """``out`` must not share memory with any input (the kernel would read what it wrote)."""
-    check_disjoint_extents(out_name, _extent(out), ((name, _extent(t)) for name, t in inputs.items()))
+    """``out`` must share no element with any input (the kernel would read what it wrote); an
+    output interleaved with an input without sharing an element is taken (:mod:`footprint`)."""
+    reads = {name: Footprint.of_tensor(t) for name, t in inputs.items()}
+    check_apart(out_name, Footprint.of_tensor(out), reads)
 
 
 def real_scalar(name: str, value: object) -> float:

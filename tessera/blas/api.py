@@ -25,7 +25,6 @@ from tessera._core.device import (
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
     as_tensor,
-    check_disjoint_extents,
     check_dtype,
     check_ndim,
     check_no_internal_overlap,
@@ -33,6 +32,7 @@ from tessera._core.validate import (
     check_same_device,
     check_untracked_write,
     extent_offsets,
+    extents_meet,
     mark_written,
     needs_int64_index,
     real_scalar,
@@ -153,7 +153,8 @@ def gemm(
     |x| > 3.4026e38, rounds to inf in the split; NVIDIA; AMD GPUs compute IEEE fp32);
     float64 accumulates in float64. As in BLAS, ``beta == 0``
     never reads C (NaN in C does not leak) and ``alpha == 0`` never reads A or B. C may broadcast
-    to the result's shape; ``out`` may be C itself (in-place update) but must not overlap A or B.
+    to the result's shape; ``out`` may be C itself (in-place update) but must share no element with
+    A or B (interleaved with one, as the odd and even columns of a buffer, is fine).
     Returns the result (``out`` when given). With grad mode on and an operand that requires a
     gradient, the call records one (float operands; the backward products are Tessera GEMMs;
     ``tessera.blas.autograd``); ``out=`` and the fp8 / int8 GEMM are then refused.
@@ -229,7 +230,8 @@ def gemm(
 # Repeat calls (same shapes, strides, dtypes, devices, 16-byte alignment and arguments, of out too
 # when given; no C; logging off) skip validation and selection: _plan's decisions depend on
 # nothing else, except whether out overlaps A or B, which depends on where they are: a recipe
-# keeps their byte extents relative to their data pointers and checks that per call. The
+# keeps their byte extents relative to their data pointers and checks that per call (element by
+# element, as _plan, only where the byte ranges meet). The
 # key holds the forced configuration and the logic generation, so overrides and pack installs
 # apply at once. The operand copies _plan makes (odd strides; tf32's K-major operands) depend on
 # the strides alone, so a repeat call makes them again through the same function. Where the
@@ -280,12 +282,14 @@ class _Recipe:
         return d
 
     def _check_disjoint(self, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
-        """What _plan's overlap check decides, from data pointers and the recorded extents."""
+        """What _plan's overlap check decides: from data pointers and the recorded extents where
+        the byte ranges are apart (every call but odd ones), else element by element as _plan."""
         assert self.extents is not None  # a signature with out always records them
         (out_lo, out_hi), (a_lo, a_hi), (b_lo, b_hi) = self.extents
         start, a_ptr, b_ptr = out.data_ptr(), a.data_ptr(), b.data_ptr()
-        check_disjoint_extents("out", (start + out_lo, start + out_hi),
-                               (("a", (a_ptr + a_lo, a_ptr + a_hi)), ("b", (b_ptr + b_lo, b_ptr + b_hi))))
+        reads = ((a_ptr + a_lo, a_ptr + a_hi), (b_ptr + b_lo, b_ptr + b_hi))
+        if extents_meet((start + out_lo, start + out_hi), reads):
+            check_no_overlap("out", out, {"a": a, "b": b})
 
 
 @dataclass(frozen=True)
