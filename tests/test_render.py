@@ -1,0 +1,23 @@
+"""benchmarks/render.py builds BENCHMARKS.md from the committed results without error, its
+summary of the issues' targets first."""
+
+from __future__ import annotations
+
+from benchmarks import render
+
+
+def test_render_summarizes_the_targets_from_committed_results() -> None:
+    text = render.render()
+    heading = "## The issues' targets in the newest run of each benchmark"
+    summary = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in summary.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    names = [row.split(" | ")[0] for row in rows]
+    for expected in ("| square grid geomean", "| W4A16 M = 16 vs bf16 torch.matmul",
+                     "| symv bf16 8192²: % of copy (graphs)", "| first bf16 call with a pack"):
+        assert any(name.startswith(expected) for name in names), expected
+    for row in rows:  # each verdict agrees with its figure and bound
+        name, bound, measured, verdict, _ = (cell.strip() for cell in row.strip("| ").split(" | "))
+        value, limit = float(measured.split()[0]), float(bound.split()[1])
+        met = value <= limit if bound.startswith("≤") else value >= limit
+        met = met and ("compiles)" not in name or "(0 compiles)" in name)  # a first call must compile nothing
+        assert verdict == ("met" if met else "**missed**"), row
