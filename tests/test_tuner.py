@@ -51,6 +51,20 @@ def test_logic_holds_the_best_correct_candidate(tmp_path: Path) -> None:
         assert row.measured["tflops"] == max(figures)
 
 
+def test_a_problem_without_a_correct_candidate_is_reported_with_a_reason(tmp_path: Path) -> None:
+    """Every candidate of the batched problem fails or is wrong: unsolved() names it, how many were
+    tried and the first reason (the CLI prints it; before, only "no correct candidate")."""
+    base = fake_op()
+
+    def check(problem: tuple[int, ...], config: TileConfig) -> str | None:
+        return "wrong" if problem[3] > 1 and config != CONFIGS[1] else base.check(problem, config)
+
+    tuner = Tuner(dataclasses.replace(base, check=check), tmp_path, progress=False)
+    tuner.run()
+    first_reason = "wrong"  # CONFIGS[0] comes first and is wrong there
+    assert tuner.unsolved() == {(32, 32, 32, 4): (len(CONFIGS), first_reason)}
+
+
 def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path) -> None:
     whole_calls: list[int] = []
     whole = Tuner(fake_op(calls=whole_calls), tmp_path / "whole", progress=False).run().read_text()

@@ -162,6 +162,8 @@ def _tune(op: TunableOp, args: argparse.Namespace, problems: list[tuple[int, ...
                   max_distance=args.max_distance)
     path = tuner.run()
     print(f"wrote {path}")
+    for sizes, (count, reason) in sorted(tuner.unsolved().items()):
+        print(f"{'x'.join(map(str, sizes))}: none of {count} candidates was correct; the first: {reason}")
     medians = tuner.medians()
     labels, tuned, default, vendor = [], [], [], []
     for problem in problems:

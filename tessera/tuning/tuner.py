@@ -174,6 +174,15 @@ class Tuner:
                 by_config.setdefault(e["config"], []).append(e[self.op.figure])
         return figures
 
+    def unsolved(self) -> dict[tuple[int, ...], tuple[int, str]]:
+        """Per journaled problem with no correct candidate: how many candidates failed or were
+        wrong, and the first one's reason (what a user needs to see, e.g. an allocation refused)."""
+        outcomes: dict[tuple[int, ...], list[dict[str, Any]]] = {}
+        for e in self.journal():
+            outcomes.setdefault(tuple(e["sizes"]), []).append(e)
+        return {sizes: (len(entries), entries[0].get("reason", "?")) for sizes, entries in outcomes.items()
+                if not any(e.get("status") == "ok" for e in entries)}
+
     def medians(self) -> dict[tuple[int, ...], dict[str, float]]:
         """The median figure of every correct candidate, by problem and :func:`config_key` (journal
         order), from one read of the journal."""
