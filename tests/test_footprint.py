@@ -60,7 +60,8 @@ def test_routines_refuse_arguments_that_share_elements(device: str) -> None:
     calls = [lambda: gemv(a, x, x, beta=1.0), lambda: gemv(a, x, a[3], trans=True),
              lambda: symv(a, x, x), lambda: ger(1.0, a[0], x, a), lambda: trsv(a, a[:, 2]),
              lambda: axpy(2.0, x[:-1], x[1:]), lambda: copy(x[:-1], x[1:]), lambda: swap(x[:-1], x[1:]),
-             lambda: axpy(2.0, x, x, incx=-1), lambda: rot(x, x, 0.6, 0.8), lambda: axpy(1.0, x, x, incy=0)]
+             lambda: axpy(2.0, x, x, incx=-1), lambda: rot(x, x, 0.6, 0.8), lambda: axpy(1.0, x, x, incy=0),
+             lambda: axpy(1.0, x[:1], x[:1], n=3, incx=0, incy=0)]  # y₀ += x₀ three times, in order
     for call in calls:
         with pytest.raises(InvalidArgumentError, match="overlaps input"):
             call()

@@ -168,10 +168,11 @@ def _vectors(x: object, y: object, n: int | None, incx: int, incy: int, complex_
                 raise invalid(f"{v.name}.dim()", 1, "2-D, as the other vector: a written vector "
                                                     "holds the whole batch")
             v.check_writable()
-    if written:
+    if written:  # the very same vector: element-wise only (an increment of 0 runs in order on the host)
         w, other = (vy, vx) if written == "y" else (vx, vy)
-        check_apart(w.name if written == "y" else "x", w.footprint(), {other.name: other.footprint()},
-                    frozenset({other.name}) if same_ok else frozenset())
+        same = same_ok and vx.inc != 0 and vy.inc != 0
+        check_apart(w.name, w.footprint(), {other.name: other.footprint()},
+                    frozenset({other.name}) if same else frozenset())
     return vx, vy, vx.n
 
 
