@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -174,6 +175,53 @@ def test_wrong_arch_and_wrong_triton_say_what_is_needed(sm90_pack: Path, tmp_pat
     wanted = rf"built with triton {re.escape(triton.__version__)}; installed triton is 3\.0\.0"
     with pytest.raises(PackError, match=wanted):
         packs.install_pack(sm90_pack, root=tmp_path, arch="sm_90", triton_version="3.0.0")
+
+
+def _with_kernels(source: str | None):
+    """A pack with one (fake) precompiled binary, listed in its manifest, built from ``source``."""
+    index = json.dumps({"format": 1, "sidecars": {"b.launch.json": {
+        "function": "m:kernel", "launch_key": "key", "binary": "b.cubin", "metadata": "b.json",
+        "hash": "h"}}}).encode()
+
+    def edit(member: str, data: bytes, out: tarfile.TarFile) -> bytes:
+        if member != "manifest.json":
+            return data
+        info = tarfile.TarInfo("kernels/index.json")
+        info.size = len(index)
+        out.addfile(info, io.BytesIO(index))
+        manifest = json.loads(data)
+        manifest["files"]["kernels/index.json"] = hashlib.sha256(index).hexdigest()
+        manifest["runtime"].pop("tessera_source", None)
+        if source is not None:
+            manifest["runtime"]["tessera_source"] = source
+        return json.dumps(manifest).encode()
+    return edit
+
+
+def test_binaries_load_only_under_the_tessera_source_that_compiled_them(
+        sm90_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch key names a kernel and its arguments, not its code: a pack compiled by another
+    Tessera (or one that did not record its source) is refused when it holds binaries, and a pack
+    installed before Tessera changed has its binaries ignored with a warning (calls compile)."""
+    from tessera.tuning import binaries
+    from tessera.tuning.paths import install_root
+
+    here = binaries.source_fingerprint()
+    assert re.fullmatch(r"[0-9a-f]{64}", here)
+    assert packs.check_pack(sm90_pack)[0]["runtime"]["tessera_source"] == here
+    root = install_root()
+    for source in ("0" * 64, None):
+        other = _rewrite(sm90_pack, tmp_path / "other.tar.gz", _with_kernels(source))
+        with pytest.raises(PackError, match="holds kernels compiled from another Tessera"):
+            install(other, root)
+        assert state(root) == []
+    install(_rewrite(sm90_pack, tmp_path / "same.tar.gz", _with_kernels(here)), root)
+    assert set(binaries.installed()["m:kernel"]) == {"key"}
+    monkeypatch.setattr(binaries, "source_fingerprint", lambda: "1" * 64)  # Tessera upgraded since
+    binaries._current.cache_clear()
+    with pytest.warns(UserWarning, match="ignoring the precompiled kernels of the installed pack"):
+        assert binaries.installed() == {}
+    install(sm90_pack, root)  # logic only: taken whatever built it
 
 
 _INSTALL_CHILD = """

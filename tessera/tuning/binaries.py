@@ -9,12 +9,17 @@ Triton would specialize the launch identically, so the binary is exactly what it
 and it is loaded into a ``CompiledKernel`` directly: no Triton compilation, no specialization pass,
 no hashing of Triton's library. Any other launch (odd sizes, misaligned pointers, a grid smaller
 than the GPU for the persistent family, another configuration) goes through the JIT. The pack is
-tied to the arch and Triton version it was built with (``pack install`` checks both).
+tied to the arch and Triton version it was built with (``pack install`` checks both), and its
+binaries to the Tessera source they were compiled from (:func:`source_fingerprint`): a launch
+key names a kernel and its arguments, not its code, so after an upgrade that changed a kernel's
+body the old binary would still match and run the old code. ``pack install`` refuses such a pack,
+and a pack installed before an upgrade has its binaries ignored (a warning; calls compile).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import warnings
 from dataclasses import dataclass
@@ -87,9 +92,53 @@ def _index(kernels: Path, _generation: int) -> dict[str, dict[str, Binary]]:
     return index
 
 
+@functools.cache
+def source_fingerprint() -> str:
+    """sha256 of the running Tessera's Python files (each relative path and its bytes; ~2 ms for
+    the package, once a process): the kernel code a pack's binaries were compiled from, recorded
+    in its manifest as ``runtime.tessera_source``. Any edit changes it, so a pack is rebuilt per
+    Tessera release, as vendor library files are per runtime version."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def built_from(manifest: dict[str, Any]) -> str | None:
+    """The Tessera source fingerprint a pack's manifest records (None: built before it did)."""
+    runtime = manifest.get("runtime")
+    return runtime.get(SOURCE_FIELD) if isinstance(runtime, dict) else None
+
+
+SOURCE_FIELD = "tessera_source"
+
+
 def installed() -> dict[str, dict[str, Binary]]:
-    """function name → launch key → binary, for the active pack (re-read after installs)."""
-    return _index(install_root() / "current" / "kernels", logic.generation())
+    """function name → launch key → binary, for the active pack (re-read after installs); none
+    when the pack's binaries were compiled from another Tessera source (a warning says so)."""
+    return _current(install_root() / "current", logic.generation())
+
+
+@functools.lru_cache(maxsize=4)
+def _current(pack: Path, generation: int) -> dict[str, dict[str, Binary]]:
+    kernels = pack / "kernels"
+    if not kernels.is_dir():
+        return {}
+    try:
+        built = built_from(json.loads((pack / "manifest.json").read_text()))
+    except (OSError, ValueError):
+        built = None
+    if built != source_fingerprint():
+        what = f"Tessera source {built[:12]}" if built else "a Tessera that did not record its source"
+        message = (f"ignoring the precompiled kernels of the installed pack {pack.resolve().name}: compiled "
+                   f"from {what}, not this one ({source_fingerprint()[:12]}), so they could run old kernel "
+                   f"code; calls compile instead. Rebuild the pack (`tessera pack build --precompile`) "
+                   f"and install it")
+        warnings.warn(message, stacklevel=3)
+        log.trace(message)
+        return {}
+    return _index(kernels, generation)
 
 
 def _source(kernel: Any, found: Binary) -> Any:

@@ -229,8 +229,6 @@ def build_pack(arch: str, out: Path, *, logic_dir: Path | None = None, precompil
     ``progress``: a progress bar of the compiled solutions on stderr."""
     import triton
 
-    from tessera import __version__
-
     if workers is not None and workers < 1:
         raise InvalidArgumentError(f"a pack build runs at least one compiler process (asked for {workers}); "
                                    f"pass --jobs 1 or more, or leave it out for one a CPU")
@@ -248,7 +246,8 @@ def build_pack(arch: str, out: Path, *, logic_dir: Path | None = None, precompil
     manifest = {
         "format": PACK_FORMAT, "name": name or f"tessera-{arch}", "version": str(version),
         "arch": arch, "backend": offline_device(arch).backend,
-        "runtime": {"triton": triton.__version__, "tessera": __version__},
+        "runtime": {"triton": triton.__version__, "tessera": _version(),
+                    binaries.SOURCE_FIELD: binaries.source_fingerprint()},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "logic_origin": origin,
         "files": {path: _sha256(data) for path, data in sorted(members.items())},
         "support": support,
@@ -399,6 +398,12 @@ def _clean_staging(root: Path) -> None:
         stray.unlink(missing_ok=True)
 
 
+def _version() -> str:
+    from tessera import __version__
+
+    return __version__
+
+
 def install_pack(path: Path, *, root: Path | None = None, arch: str | None = None,
                  triton_version: str | None = None) -> Installed:
     """Verify ``path``, refuse it for another arch or Triton version, unpack it into a new
@@ -418,6 +423,13 @@ def install_pack(path: Path, *, root: Path | None = None, arch: str | None = Non
         raise PackError(f"pack {manifest['name']} {manifest['version']} was built with triton {built_with}; "
                         f"installed triton is {here_triton}: its kernels would not load. Rebuild it "
                         f"with triton {here_triton}, or install triton=={built_with}")
+    source = binaries.built_from(manifest)
+    if any(name.startswith("kernels/") for name in contents) and source != binaries.source_fingerprint():
+        raise PackError(f"pack {manifest['name']} {manifest['version']} holds kernels compiled from another "
+                        f"Tessera (tessera {manifest['runtime'].get('tessera', '?')}, source "
+                        f"{(source or 'not recorded')[:12]}); this is tessera {_version()} (source "
+                        f"{binaries.source_fingerprint()[:12]}), whose kernels may differ: rebuild the pack "
+                        f"with this Tessera (`tessera pack build --precompile`)")
     root = Path(root) if root is not None else install_root()
     with _lock(root):
         _clean_staging(root)
