@@ -352,6 +352,24 @@ def test_matmul_follows_torch(sa: tuple, sb: tuple, device: str) -> None:
     got = matmul(a, b)
     assert got.shape == expected.shape
     torch.testing.assert_close(got.cpu().double(), expected, rtol=1e-5, atol=1e-5)
+    # out= as torch.matmul takes it: contiguous, and with columns two apart (not a view of the
+    # GEMM's output: written through a copy); the same result either way
+    for out in (torch.full(expected.shape, float("nan"), device=device),
+                torch.full((*expected.shape, 2), float("nan"), device=device)[..., 0]):
+        assert matmul(a, b, out=out) is out
+        torch.testing.assert_close(out.cpu().double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_out_is_checked_before_anything_runs(device: str) -> None:
+    a, b = rand((2, 4, 5), torch.float32, device), rand((5, 3), torch.float32, device)
+    for out, message in ((torch.empty(2, 3, 4, device=device), r"out must be the result's shape \(2, 4, 3\)"),
+                         (torch.empty(2, 4, 3, device=device, dtype=torch.float64), "and dtype float32"),
+                         (torch.empty(1, 4, 3, device=device).expand(2, 4, 3), "non-zero strides"),
+                         (a[:, :, :3], "out overlaps input a")):
+        before = a.clone()
+        with pytest.raises(tessera.InvalidArgumentError, match=message):
+            matmul(a, b, out=out)
+        assert torch.equal(a, before)
 
 
 _PRECISION_CHILD = r"""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -102,8 +103,16 @@ def test_bad_precision_and_scalars(device: str) -> None:
     a = torch.randn(2, 2, device=device)
     with pytest.raises(InvalidArgumentError, match=r"precision must be 'ieee', 'tf32' or 'tf32x3'"):
         gemm(a, a, precision="fast")
-    with pytest.raises(InvalidArgumentError, match=r"alpha must be a real Python number"):
-        gemm(a, a, alpha="2")  # type: ignore[arg-type]
+    for alpha in ("2", 1j, torch.tensor(2.0), np.bool_(True)):
+        with pytest.raises(InvalidArgumentError, match=r"alpha must be a real number \(Python or NumPy"):
+            gemm(a, a, alpha=alpha)  # type: ignore[arg-type]
+    for flag in ("yes", 1, None):  # a truthy string transposed A silently before
+        with pytest.raises(InvalidArgumentError, match=r"trans_a must be True or False"):
+            gemm(a, a, trans_a=flag)  # type: ignore[arg-type]
+    want = gemm(a, a, alpha=2.0)
+    assert torch.equal(gemm(a, a, alpha=np.float32(2.0)), want)  # NumPy scalars are numbers, as in torch
+    with pytest.raises(UnsupportedError, match=r"c has dtype int32; supported: float32$"):
+        gemm(a, a, torch.ones(2, 2, dtype=torch.int32, device=device), beta=1.0)  # float32 once
 
 
 def test_not_a_tensor() -> None:

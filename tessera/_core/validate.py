@@ -6,8 +6,10 @@ names the argument, what it was and what was expected, so bad input never reache
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import torch
 from torch.autograd.graph import increment_version
 
@@ -105,9 +107,11 @@ def check_no_overlap(out_name: str, out: torch.Tensor, inputs: dict[str, torch.T
 
 
 def real_scalar(name: str, value: object) -> float:
-    """A real scalar argument (alpha, beta, a rotation's c and s) as a float, or a clear error."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise invalid(name, repr(value), "a real Python number")
+    """A real scalar argument (alpha, beta, a rotation's c and s) as a float, or a clear error:
+    a Python int or float, or a NumPy real scalar (``np.float32(2)``); not a bool, a complex
+    number or a tensor (a 0-d tensor would need a device sync: pass ``t.item()``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise invalid(name, repr(value), "a real number (Python or NumPy scalar)")
     return float(value)
 
 

@@ -349,6 +349,12 @@ def _check_not_quantized_args(a: torch.Tensor, scale_a: object, scale_b: object,
         raise invalid("fast_accum", True, f"False for {_dtype_name(a.dtype)} operands (it applies to fp8)")
 
 
+def _check_flags(trans_a: object, trans_b: object) -> None:
+    for name, flag in (("trans_a", trans_a), ("trans_b", trans_b)):
+        if not isinstance(flag, bool):
+            raise invalid(name, repr(flag), "True or False")
+
+
 def _plan_quantized(a: torch.Tensor, b: torch.Tensor, c: object, alpha: float, beta: float, trans_a: bool,
                     trans_b: bool, scale_a: object, scale_b: object, bias: object,
                     out_dtype: torch.dtype | None, out: torch.Tensor | None, fast_accum: bool, *,
@@ -356,6 +362,7 @@ def _plan_quantized(a: torch.Tensor, b: torch.Tensor, c: object, alpha: float, b
     """fp8/int8 operands: alpha, beta and C do not apply (scales and bias do)."""
     check_ndim("a", a, (2, 3))  # 3-D: a batch, refused by plan_scaled as not yet supported
     check_ndim("b", b, (2, 3))
+    _check_flags(trans_a, trans_b)
     alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     if c is not None or beta != 0.0 or alpha != 1.0:
         raise UnsupportedError("fp8/int8 GEMM takes scale_a, scale_b and bias, not alpha, beta or c "
@@ -420,6 +427,7 @@ def _plan(
 
     check_ndim("a", a, (2, 3))
     check_ndim("b", b, (2, 3))
+    _check_flags(trans_a, trans_b)
     check_dtype("a", a, FLOAT_DTYPES, "; and int8, float8_e4m3fn or float8_e5m2 with scale_a / scale_b "
                 "(int8 also without: an exact int32 product)")
     if b.dtype != a.dtype:
@@ -464,7 +472,7 @@ def _plan(
 
     tensors = {"a": a, "b": b}
     if c is not None and beta != 0.0:
-        check_dtype("c", c, (a.dtype, out_dtype))
+        check_dtype("c", c, dict.fromkeys((a.dtype, out_dtype)))  # one of each
         if c.dim() > len(out_shape) or any(
             cs not in (1, os_) for cs, os_ in zip(reversed(c.shape), reversed(out_shape), strict=False)
         ):
@@ -633,7 +641,7 @@ def _log_call(
         )
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """``torch.matmul`` semantics, computed by :func:`gemm`: any number of dimensions.
 
     A 1-D operand is promoted to a row (left) or a column (right) and the added dimension removed
@@ -642,7 +650,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     flattened into one (a view when their layout allows, else a copy); batch dimensions that
     broadcast against each other are expanded first (a copy of the broadcast operand). Float32
     is multiplied in TF32 where torch.matmul's is (``torch.backends.cuda.matmul.fp32_precision``,
-    or ``allow_tf32`` on a torch without it).
+    or ``allow_tf32`` on a torch without it). ``out``: the result's shape and a's dtype (torch
+    would resize another shape; Tessera refuses it), written in place — directly where its layout
+    is a view of the GEMM's output, else through a copy — and returned.
     """
     a = as_tensor("a", a)
     b = as_tensor("b", b)
@@ -654,7 +664,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             raise InvalidArgumentError(
                 f"inner dimensions differ: a has {a.shape[0]} elements, b has {b.shape[0]}"
             )
-        return gemm(a.unsqueeze(0), b.unsqueeze(1), precision=_matmul_precision(a))[0, 0]
+        target = _matmul_out(out, (), a, b)
+        result = gemm(a.unsqueeze(0), b.unsqueeze(1), precision=_matmul_precision(a))[0, 0]
+        return result if target is None else target.copy_(result)
     a2 = a.unsqueeze(0) if a.dim() == 1 else a
     b2 = b.unsqueeze(1) if b.dim() == 1 else b
     try:
@@ -667,13 +679,35 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         raise InvalidArgumentError(
             f"inner dimensions differ: a {tuple(a.shape)}, b {tuple(b.shape)}; expected a.shape[-1] == "
             f"b.shape[-2] (or b's only dimension)")
-    result = gemm(_batch_of_matrices(a2, batch), _batch_of_matrices(b2, batch),
-                  precision=_matmul_precision(a)).reshape(*batch, m, n)
-    if a.dim() == 1:
-        result = result.squeeze(-2)
-    if b.dim() == 1:
-        result = result.squeeze(-1)
-    return result
+    shape = (*batch, *((m,) if a.dim() > 1 else ()), *((n,) if b.dim() > 1 else ()))
+    target = _matmul_out(out, shape, a, b)
+    operands = (_batch_of_matrices(a2, batch), _batch_of_matrices(b2, batch))
+    if target is not None:
+        batched = any(t.dim() == 3 for t in operands)
+        try:  # the GEMM's own output shape, as a view of out
+            view = target.view((math.prod(batch), m, n) if batched else (m, n))
+        except RuntimeError:  # out's strides do not flatten to it
+            view = None
+        if view is not None:
+            gemm(*operands, precision=_matmul_precision(a), out=view)
+            return target
+    result = gemm(*operands, precision=_matmul_precision(a)).reshape(shape)
+    return result if target is None else target.copy_(result)
+
+
+def _matmul_out(out: object, shape: tuple[int, ...], a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
+    """matmul's ``out`` checked before anything runs: the result's shape and a's dtype, no element
+    shared with a or b, not tracked by autograd."""
+    if out is None:
+        return None
+    out = as_tensor("out", out)
+    if tuple(out.shape) != shape or out.dtype != a.dtype:
+        raise invalid("out", f"{tuple(out.shape)} {_dtype_name(out.dtype)}",
+                      f"the result's shape {shape} and dtype {_dtype_name(a.dtype)}")
+    check_no_internal_overlap("out", out)
+    check_no_overlap("out", out, {"a": a, "b": b})
+    check_untracked_write("out", out)
+    return out
 
 
 def _batch_of_matrices(t: torch.Tensor, batch: torch.Size) -> torch.Tensor:
