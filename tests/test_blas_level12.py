@@ -499,6 +499,14 @@ def test_level2_errors(device: str) -> None:
     with pytest.raises(InvalidArgumentError, match="non-zero strides"):
         ger(1.0, torch.ones(3, device=device), torch.ones(4, device=device),
             torch.ones(3, 1, device=device).expand(3, 4))
+    # BLAS's letters are truthy strings: trans="N" would have transposed A
+    square, v = torch.eye(3, device=device), torch.ones(3, device=device)
+    for call, flag in ((lambda: gemv(a, torch.ones(4, device=device), trans="N"), "trans"),
+                       (lambda: symv(square, v, lower="U"), "lower"),
+                       (lambda: trsv(square, v, unit_diagonal=1), "unit_diagonal"),
+                       (lambda: trsv(square, v, trans=None), "trans")):
+        with pytest.raises(InvalidArgumentError, match=f"{flag} must be True or False"):
+            call()
 
 
 # gemv tiles through the logic files and the tuner

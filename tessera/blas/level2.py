@@ -48,6 +48,15 @@ def _matrix(name: str, a: object) -> torch.Tensor:
     return a
 
 
+def _flags(**flags: object) -> None:
+    """trans / lower / unit_diagonal must be bools: BLAS's characters are truthy strings here
+    (``trans="N"`` would transpose), so they are refused rather than read."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise invalid(name, repr(value), "True or False (BLAS's letters 'N', 'T', 'U', 'L' are not "
+                                             "taken)")
+
+
 def _square(a: torch.Tensor) -> int:
     if a.shape[-2] != a.shape[-1]:
         raise invalid("a.shape", tuple(a.shape), "square matrices (n, n), or (batch, n, n)")
@@ -135,6 +144,7 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
     """y ← α op(A)·x + β y, op(A) = A or Aᵀ; y is written in place (a new vector if None, β = 0).
     Batched: A 3-D and/or x 2-D, y 2-D."""
     a = _matrix("a", a)
+    _flags(trans=trans)
     alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     rows, cols = (a.shape[-1], a.shape[-2]) if trans else (a.shape[-2], a.shape[-1])
     x_vec = _vector("x", x, cols, incx)
@@ -156,6 +166,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
     """y ← α A·x + β y for symmetric A, read only from its upper (or ``lower``) triangle. Batched:
     A 3-D and/or x 2-D, y 2-D."""
     a = _matrix("a", a)
+    _flags(lower=lower)
     n = _square(a)
     alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     x_vec = _vector("x", x, n, incx)
@@ -205,6 +216,7 @@ def trsv(a: object, x: object, *, lower: bool = False, trans: bool = False, unit
     ``trsv`` logic says otherwise) solved in order through inverted diagonal blocks (accuracy of
     order cond(diagonal block)·u per block). Batched: x 2-D (A 3-D, or 2-D for every entry)."""
     a = _matrix("a", a)
+    _flags(lower=lower, trans=trans, unit_diagonal=unit_diagonal)
     n = _square(a)
     x_vec = _vector("x", x, n, incx)
     check_same_device({"a": a, "x": x_vec.tensor})
