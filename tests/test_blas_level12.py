@@ -499,6 +499,11 @@ def test_level2_errors(device: str) -> None:
     with pytest.raises(InvalidArgumentError, match="non-zero strides"):
         ger(1.0, torch.ones(3, device=device), torch.ones(4, device=device),
             torch.ones(3, 1, device=device).expand(3, 4))
+    # NumPy integers are integers (as for torch), a NumPy bool is not
+    x = torch.randn(10, device=device, dtype=torch.float64)
+    assert torch.equal(nrm2(x, n=np.int64(5), incx=np.int32(2)), nrm2(x, n=5, incx=2))
+    with pytest.raises(InvalidArgumentError, match="n must be an integer"):
+        nrm2(x, n=np.bool_(True))
     # BLAS's letters are truthy strings: trans="N" would have transposed A
     square, v = torch.eye(3, device=device), torch.ones(3, device=device)
     for call, flag in ((lambda: gemv(a, torch.ones(4, device=device), trans="N"), "trans"),

@@ -270,6 +270,19 @@ def test_bad_arguments_refused_before_drawing(device: str) -> None:
     assert g.offset == 0, "a refused draw must not consume the stream"
 
 
+def test_numpy_integers_are_integers(device: str) -> None:
+    """Seeds, offsets, shapes and dimensions given as NumPy integers (as torch takes them) draw
+    what the Python ints draw; a NumPy bool is no integer."""
+    import numpy as np
+
+    mine = Generator(seed=np.int64(5), subsequence=np.uint64(2), offset=np.int32(4), device=device)
+    assert torch.equal(mine.uniform((np.int64(3), 2)),
+                       Generator(seed=5, subsequence=2, offset=4, device=device).uniform((3, 2)))
+    assert Generator("sobol32", dimensions=np.int64(3), device=device).uniform(np.int16(4)).shape == (4, 3)
+    with pytest.raises(InvalidArgumentError, match="shape must be"):
+        mine.uniform((np.bool_(True), 2))
+
+
 def _cuda_include_dirs() -> list[str]:
     """Where curand_kernel.h and the CUDA runtime headers may be: the toolkit or pip nvidia-* wheels."""
     import glob

@@ -106,6 +106,14 @@ def check_no_overlap(out_name: str, out: torch.Tensor, inputs: dict[str, torch.T
     check_apart(out_name, Footprint.of_tensor(out), reads)
 
 
+def integer(value: object) -> int | None:
+    """``value`` as a Python int when it is an integer — a Python int or a NumPy integer scalar, as
+    torch takes them for sizes and seeds — and None otherwise (a bool, a float, anything else)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
+
+
 def real_scalar(name: str, value: object) -> float:
     """A real scalar argument (alpha, beta, a rotation's c and s) as a float, or a clear error:
     a Python int or float, or a NumPy real scalar (``np.float32(2)``); not a bool, a complex

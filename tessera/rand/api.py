@@ -46,6 +46,7 @@ from tessera._core.validate import (
     check_no_internal_overlap,
     check_same_device,
     check_untracked_write,
+    integer,
     mark_written,
 )
 from tessera.rand.kernels.mrg import launch_mrg
@@ -101,22 +102,24 @@ def _device(device: object) -> torch.device:
 
 
 def _nonnegative_int(name: str, value: object, limit: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
+    number = integer(value)
+    if number is None or not 0 <= number < limit:
         raise invalid(name, repr(value), f"an integer in [0, {limit})")
-    return value
+    return number
 
 
 def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
     """A draw's shape as a tuple of non-negative integers (an int n is (n,)), or a clear error."""
     expected = "an integer or a sequence of integers in [0, 2**63)"
-    if isinstance(shape, int) and not isinstance(shape, bool):
+    if integer(shape) is not None:
         shape = (shape,)
     try:
-        dims = tuple(shape)
+        given = tuple(shape)
     except TypeError:  # not iterable: None, a float, a bool
         raise invalid("shape", repr(shape), expected) from None
-    if any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**63 for s in dims):
-        raise invalid("shape", dims, expected)
+    dims = tuple(map(integer, given))
+    if any(d is None or not 0 <= d < 2**63 for d in dims):
+        raise invalid("shape", given, expected)
     return dims
 
 
@@ -144,8 +147,8 @@ class Generator:
             raise invalid("name", repr(name), f"one of {', '.join(GENERATORS)}")
         quasi = name == "sobol32"
         if quasi:
-            if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not (
-                    1 <= dimensions <= MAX_DIMENSIONS):
+            dimensions = integer(dimensions)
+            if dimensions is None or not 1 <= dimensions <= MAX_DIMENSIONS:
                 raise invalid("dimensions", repr(dimensions), f"an integer in [1, {MAX_DIMENSIONS}] "
                               "(the shipped Joe–Kuo direction numbers)")
         elif dimensions is not None or scramble:
@@ -295,7 +298,7 @@ class Generator:
 
     def _draw_sobol(self, kind: int, shape: Sequence[int] | int, dtype: torch.dtype,
                     out: torch.Tensor | None) -> torch.Tensor:
-        points = isinstance(shape, int) and not isinstance(shape, bool)
+        points = integer(shape) is not None
         shape = _shape((shape, self.dimensions) if points else shape)
         if len(shape) != 2 or shape[1] != self.dimensions:
             raise invalid("shape", shape, f"(n, {self.dimensions}) or n: points × dimensions")
