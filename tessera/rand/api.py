@@ -32,6 +32,7 @@ classic all-12345 state). ``uniform`` is the reference's value in (0, 1) rounded
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -99,6 +100,13 @@ def _device(device: object) -> torch.device:
         return torch.device(device)
     except RuntimeError as exc:  # a string torch does not parse
         raise invalid("device", repr(device), 'a device torch knows, such as "cpu" or "cuda:0"') from exc
+
+
+def _real(value: object) -> float | None:
+    """``value`` as a float when it is a finite real number (Python or NumPy, not a bool), else None."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _nonnegative_int(name: str, value: object, limit: int) -> int:
@@ -218,9 +226,9 @@ class Generator:
         if self.name != "philox4x32_10":
             raise UnsupportedError(f"poisson from {self.name} is not implemented yet; supported: "
                                    "philox4x32_10")
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam < 2**31 or (
-                not math.isfinite(lam)):
+        if _real(lam) is None or not 0 <= _real(lam) < 2**31:
             raise invalid("lam", repr(lam), "a finite number in [0, 2**31)")
+        lam = _real(lam)
         _check_dtype_type(dtype)
         if dtype not in (torch.int32, torch.int64, torch.float32, torch.float64):
             raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported for "
@@ -261,8 +269,9 @@ class Generator:
         shape = _shape(shape)
         _check_float(kind, dtype)
         for name, value in (("mean", mean), ("std", std)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if _real(value) is None:
                 raise invalid(name, repr(value), "a finite real number")
+        mean, std = _real(mean), _real(std)
         if std < 0:
             raise invalid("std", std, "non-negative")
         out = self._output(out, shape, dtype)
