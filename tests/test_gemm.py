@@ -370,6 +370,9 @@ def test_matmul_out_is_checked_before_anything_runs(device: str) -> None:
         with pytest.raises(tessera.InvalidArgumentError, match=message):
             matmul(a, b, out=out)
         assert torch.equal(a, before)
+    out = torch.empty(2, 4, 3, device=device)
+    with pytest.raises(tessera.InvalidArgumentError, match="out= does not record gradients"):
+        matmul(a.requires_grad_(), b, out=out)  # as torch.matmul refuses it
 
 
 _PRECISION_CHILD = r"""

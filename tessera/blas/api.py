@@ -697,9 +697,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None)
 
 def _matmul_out(out: object, shape: tuple[int, ...], a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
     """matmul's ``out`` checked before anything runs: the result's shape and a's dtype, no element
-    shared with a or b, not tracked by autograd."""
+    shared with a or b, not tracked by autograd, and no gradient to record (torch refuses that)."""
     if out is None:
         return None
+    if autograd.wants_grad(a, b):
+        autograd.refuse_out("matmul", out)
     out = as_tensor("out", out)
     if tuple(out.shape) != shape or out.dtype != a.dtype:
         raise invalid("out", f"{tuple(out.shape)} {_dtype_name(out.dtype)}",

@@ -39,7 +39,7 @@ def wants_grad(a: object, b: object = None, c: object = None, d: object = None, 
             or (f is not None and getattr(f, "requires_grad", False))) and torch.is_grad_enabled()
 
 
-def _refuse_out(function: str, out: object) -> None:
+def refuse_out(function: str, out: object) -> None:
     if out is not None:
         raise InvalidArgumentError(
             f"{function}: out= does not record gradients, but an operand requires one; call it without "
@@ -55,7 +55,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, *, alpha: flo
             "gemm: the fp8 / int8 GEMM with scales has no gradient, but an operand requires one; call "
             "it under torch.no_grad() or on detached operands (gradients are implemented for fp16, "
             "bf16, fp32 and fp64 operands)")
-    _refuse_out("gemm", out)
+    refuse_out("gemm", out)
     a, b = as_tensor("a", a), as_tensor("b", b)
     c = None if c is None else as_tensor("c", c)
     return _Gemm.apply(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, precision)
@@ -63,7 +63,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, *, alpha: flo
 
 def gemm_wq(x: torch.Tensor, qweight: Any, out: torch.Tensor | None) -> torch.Tensor:
     """``tessera.blas.gemm_wq`` recording x's gradient."""
-    _refuse_out("gemm_wq", out)
+    refuse_out("gemm_wq", out)
     if wants_grad(qweight.scales, qweight.zeros):
         raise UnsupportedError(
             "gemm_wq: the quantized weight's scales or zeros require a gradient, which gemm_wq does not "
