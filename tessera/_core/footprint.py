@@ -60,10 +60,6 @@ class Footprint(NamedTuple):
             dims.append((size, stride))
         return Footprint(first, tuple(dims), self.width)
 
-    def extent(self) -> tuple[int, int]:
-        """[lo, hi) byte range of a normalized footprint."""
-        return self.first, self.first + sum((s - 1) * st for s, st in self.dims) + self.width
-
 
 def _exists_in_box(s1: int, n1: int, s2: int, n2: int, r: int) -> bool:
     """Whether j·s2 − i·s1 = r for some 0 ≤ i < n1, 0 ≤ j < n2 (s1, s2 ≥ 0)."""
@@ -116,15 +112,28 @@ def _outer_starts(f: Footprint) -> tuple[list[int], tuple[int, int]]:
     return starts, f.dims[-1]
 
 
+def _raw_extent(f: Footprint) -> tuple[int, int] | None:
+    """[lo, hi) of a footprint as given (any stride signs); None when it is empty. The per-call
+    test: most calls end here, without normalizing."""
+    lo = hi = f.first
+    for size, stride in f.dims:
+        if size == 0:
+            return None
+        if stride < 0:
+            lo += (size - 1) * stride
+        else:
+            hi += (size - 1) * stride
+    return lo, hi + f.width
+
+
 def footprints_meet(a: Footprint, b: Footprint) -> bool:
     """Whether ``a`` and ``b`` may share a byte: False only when they are shown apart (module
     docstring); True past ``MAX_PAIRS`` outer index pairs."""
+    a_range, b_range = _raw_extent(a), _raw_extent(b)
+    if a_range is None or b_range is None or a_range[1] <= b_range[0] or b_range[1] <= a_range[0]:
+        return False
     a, b = a.normalized(), b.normalized()
-    if a is None or b is None:
-        return False
-    (a_lo, a_hi), (b_lo, b_hi) = a.extent(), b.extent()
-    if a_hi <= b_lo or b_hi <= a_lo:
-        return False
+    assert a is not None and b is not None  # not empty: _raw_extent said so
     g = math.gcd(*(stride for _, stride in a.dims + b.dims))
     if g:  # some byte gap b − a in [−(wb − 1), wa − 1] must be ≡ b.first − a.first (mod g)
         offset = (b.first - a.first) % g
