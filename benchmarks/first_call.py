@@ -2,8 +2,10 @@
 
 Each measurement is a new Python process that creates the CUDA context and the operands first
 (not timed), then times the first call and a second one (synchronized, wall clock). Tessera runs
-(a) with the installed pack (precompiled kernels: the call must compile nothing) and (b) without a
-pack, with Triton's cache as it is and with an empty one (a cold JIT compile). Triton compilations
+(a) with the installed pack (precompiled kernels: the call must compile nothing), (b) without a
+pack but with Tessera's kernel cache filled by an earlier process (``binaries.remember``), and
+(c) without either (``TESSERA_KERNEL_CACHE=0``), with Triton's cache as it is and with an empty
+one (a cold JIT compile). Triton compilations
 are counted by wrapping ``triton.compile`` in the child. ``--b-col-major``: B is a transposed view
 (a linear layer's x @ W.t()). ``--size 8192`` takes the shipped sm_90 logic's ``gemm_ws`` row.
 ``--dtype tf32``: float32 operands with TF32 allowed (torch.backends.cuda.matmul.allow_tf32,
@@ -121,17 +123,23 @@ def main() -> None:
     empty_home = tempfile.mkdtemp(prefix="tessera-nopack-")
     setups = {"torch.matmul": ("torch", base)}
     if any(p.current for p in list_packs()):
-        setups["tessera, pack installed"] = ("tessera", base)
+        # the pack alone: a kernel the pack lacks must be compiled, not found in the kernel cache
+        setups["tessera, pack installed"] = ("tessera", {**base, "TESSERA_KERNEL_CACHE": "0"})
     else:  # a row named "pack installed" must have had one
         print("no pack installed (tessera pack list): the pack row is left out")
-    setups["tessera, no pack, Triton cache warm"] = ("tessera", {**base, "TESSERA_HOME": empty_home})
+    cached_home = tempfile.mkdtemp(prefix="tessera-kernel-cache-")
+    filled = run_child("tessera", {**base, "TESSERA_HOME": cached_home}, args.b_col_major, args.size,
+                       args.dtype)  # untimed: fills the kernel cache, as any first use does
+    print(f"kernel cache filled by a first process ({filled['triton_compiles']} Triton compiles)")
+    setups["tessera, no pack, kernel cache warm"] = ("tessera", {**base, "TESSERA_HOME": cached_home})
+    no_cache = {**base, "TESSERA_HOME": empty_home, "TESSERA_KERNEL_CACHE": "0"}
+    setups["tessera, no pack, Triton cache warm"] = ("tessera", no_cache)
     rows = []
     for name, (mode, env) in setups.items():
         runs = [run_child(mode, env, args.b_col_major, args.size, args.dtype) for _ in range(args.repeats)]
         rows.append({"setup": name, "runs": runs,
                      "first_ms": statistics.median(r["first_ms"] for r in runs)})
-    cold = [run_child("tessera", {**base, "TESSERA_HOME": empty_home,
-                                  "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="triton-cold-")},
+    cold = [run_child("tessera", {**no_cache, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="triton-cold-")},
                       args.b_col_major, args.size, args.dtype)
             for _ in range(args.repeats)]
     rows.append({"setup": "tessera, no pack, Triton cache empty", "runs": cold,

@@ -622,8 +622,9 @@ def test_gpu_pack_serves_the_first_call_without_compiling(b_col_major: bool, tmp
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "first_call.py"
     flags = ["--size", "8192", *(["--b-col-major"] if b_col_major else [])]
     done = subprocess.run([sys.executable, str(script), "--child", "tessera", *flags], capture_output=True,
-                          text=True, env=dict(os.environ, PYTHONPATH=str(script.parents[1])), timeout=600,
-                          check=False)
+                          text=True, env=dict(os.environ, PYTHONPATH=str(script.parents[1]),
+                                              TESSERA_KERNEL_CACHE="0"),  # the pack alone
+                          timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(next(line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")))
     assert result["kernel"] == WsConfig().short(), result

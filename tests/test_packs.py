@@ -229,6 +229,60 @@ def test_binaries_load_only_under_the_tessera_source_that_compiled_them(
     assert "ignored" in _binaries_state({**binary, "runtime": {"tessera_source": here}})  # patched above
 
 
+_CACHE_CHILD = r"""
+import json
+import os
+import sys
+
+from triton.backends.compiler import GPUTarget
+
+from tessera._core.launch import building_for, capture
+from tessera.blas.kernels import level1
+from tessera.tuning import binaries, precompile
+
+target = GPUTarget("cuda", 90, 32)
+with capture() as calls, building_for("cuda", "sm_90"):
+    level1.representative_launch("level1_map", level1.VectorConfig(1024, 1, 4), "fp32", 132)
+call = calls[0]
+kernel, key = call.launcher.kernel, repr(call.key())
+compiled = precompile.compile_for(call, target)  # what the JIT gives a launch on an H100/H200
+seen = {}
+with binaries.not_cached():
+    binaries.remember(kernel, key, compiled)
+seen["not cached inside not_cached()"] = binaries._cached(kernel, key, target) is None
+os.environ[binaries.CACHE_ENV] = "0"
+binaries.remember(kernel, key, compiled)
+os.environ[binaries.CACHE_ENV] = "1"
+seen["not cached with the variable 0"] = binaries._cached(kernel, key, target) is None
+binaries.remember(kernel, key, compiled)
+loaded = binaries._cached(kernel, key, target)
+seen["loaded as compiled"] = (loaded is not None and loaded.hash == compiled.hash
+                              and loaded.asm["cubin"] == compiled.asm["cubin"]
+                              and loaded.src.signature == compiled.src.signature)
+seen["another launch key"] = binaries._cached(kernel, key + " ", target) is None
+seen["another arch"] = binaries._cached(kernel, key, GPUTarget("cuda", 100, 32)) is None
+folder = binaries.cache_folder("cuda", 90)
+seen["files"] = sorted(p.suffix for p in folder.iterdir())
+binaries.source_fingerprint = lambda: "f" * 64  # another Tessera source: another folder
+seen["another source"] = binaries._cached(kernel, key, target) is None
+print("RESULT " + json.dumps(seen))
+"""
+
+
+def test_kernel_cache_keeps_jit_binaries_for_later_processes(tmp_path: Path) -> None:
+    """A binary Triton compiled for a launch is kept (as packs keep theirs) and found again by its
+    launch key on the same target, Triton and Tessera source — not inside ``not_cached()`` (the
+    tuner), not with TESSERA_KERNEL_CACHE=0, and not for another key, arch or source. The launch
+    itself is GPU-only (test_gpu_kernel_cache_first_call); here the binary is compiled offline."""
+    env = {**compiler_env(), "TESSERA_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", _CACHE_CHILD], capture_output=True, text=True, env=env,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(next(line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")))
+    assert seen.pop("files") == [".cubin", ".json", ".json"]  # binary, metadata, sidecar: no temporaries
+    assert all(seen.values()), seen
+
+
 _INSTALL_CHILD = """
 import sys
 import triton
@@ -600,10 +654,28 @@ def test_first_call_with_a_pack_compiles_nothing(dtype: str, b_col_major: bool, 
     assert all(row["status"] == "ok" for row in built.manifest["support"]), built.manifest["support"]
     assert main(["pack", "install", str(built.path)]) == 0
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "first_call.py"
-    env = dict(os.environ, PYTHONPATH=str(script.parents[1]))
+    env = dict(os.environ, PYTHONPATH=str(script.parents[1]), TESSERA_KERNEL_CACHE="0")  # the pack alone
     flags = ["--dtype", dtype] + (["--b-col-major"] if b_col_major else [])
     done = subprocess.run([sys.executable, str(script), "--child", "tessera", *flags], capture_output=True,
                           text=True, env=env, timeout=600, check=False)
     result = json.loads(next(line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")))
     assert result["triton_compiles"] == 0 and result["pack_loads"] >= (2 if dtype == "tf32" else 1), result
     assert result["relative_error"] < 1e-2, result  # bf16 output: 2⁻⁸ relative rounding; tf32 inputs: 2⁻¹¹
+
+
+@pytest.mark.gpu
+def test_gpu_kernel_cache_first_call(tmp_path: Path) -> None:
+    """Without a pack, a second fresh process finds the binary the first one's JIT compiled in
+    the kernel cache: zero Triton compilations, the binary loaded as a pack's, a correct result."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "first_call.py"
+    env = dict(os.environ, PYTHONPATH=str(script.parents[1]), TESSERA_HOME=str(tmp_path),
+               TESSERA_KERNEL_CACHE="1")
+    results = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script), "--child", "tessera", "--size", "4096"],
+                              capture_output=True, text=True, env=env, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        results.append(json.loads(next(line[7:] for line in done.stdout.splitlines()
+                                       if line.startswith("RESULT "))))
+    assert results[1]["triton_compiles"] == 0 and results[1]["pack_loads"] >= 1, results
+    assert results[1]["relative_error"] < 1e-2, results

@@ -310,7 +310,7 @@ class Launcher:
         self._plain = unspecialized(kernel)
         self._cache: dict[tuple, Any] = {}
         self.jit_launches = 0  # launches that went through Triton's JIT (tests count these)
-        self.pack_loads = 0  # binaries taken from the installed pack instead
+        self.pack_loads = 0  # binaries taken from the installed pack (or the kernel cache) instead
 
     def _check_order(self, args: Sequence[Any], constexprs: dict[str, Any]) -> None:
         """Launch keys assume the constexprs follow the positional arguments in signature order."""
@@ -354,6 +354,9 @@ class Launcher:
                                                     num_stages=num_stages, **launch_options(constexprs))
                 self._cache[key] = compiled.result() if hasattr(compiled, "result") else compiled
                 self.jit_launches += 1
+                from tessera.tuning import binaries
+
+                binaries.remember(self.kernel, repr(key[1:]), self._cache[key])
                 return
             self._cache[key] = compiled
             self.pack_loads += 1
@@ -375,8 +378,8 @@ class Launcher:
         return (device, *launch_key(args, constexprs, num_warps, num_stages, self._plain))
 
     def _from_pack(self, key: tuple) -> Any:
-        """The installed pack's binary for this exact specialization, loaded, or None (no Triton
-        code runs to decide: the pack names each binary by its launch key)."""
+        """The installed pack's (else the kernel cache's) binary for this exact specialization,
+        loaded, or None (no Triton code runs to decide: each binary is named by its launch key)."""
         from tessera.tuning import binaries
 
         return binaries.load(self.kernel, repr(key[1:]))

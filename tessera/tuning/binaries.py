@@ -14,14 +14,29 @@ binaries to the Tessera source they were compiled from (:func:`source_fingerprin
 key names a kernel and its arguments, not its code, so after an upgrade that changed a kernel's
 body the old binary would still match and run the old code. ``pack install`` refuses such a pack,
 and a pack installed before an upgrade has its binaries ignored (a warning; calls compile).
+
+The kernel cache holds, in the same format, every binary Triton's JIT compiled for a launch on
+this machine (:func:`remember`), so that later processes load it as a pack's (:func:`load`)
+instead of paying Triton's ~0.5 s first launch (most of it hashing Triton's library) even when
+Triton's own cache is warm. It lives under ``<TESSERA_HOME>/cache/<backend>-<arch>-triton<version>-
+<source fingerprint>/``, one binary, metadata and sidecar a launch named by a digest of its
+kernel and launch key (a lookup is one file test, however many entries), the sidecar written
+last and atomically so that a reader never sees half an entry; another Triton, arch or Tessera
+source is another folder. ``TESSERA_KERNEL_CACHE=0`` turns it off; the tuner does not fill it
+(its candidates would crowd it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
+import os
+import uuid
 import warnings
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,13 +173,119 @@ def _compiled(kernel: Any, found: Binary) -> Any:
 
 
 def load(kernel: Any, key: str) -> Any:
-    """The ``CompiledKernel`` the pack holds for launch key ``key``, or None."""
+    """The ``CompiledKernel`` the installed pack holds for launch key ``key``, else the kernel
+    cache's, or None."""
     from tessera._core.launch import function_name
 
     found = installed().get(function_name(kernel), {}).get(key)
-    if found is None:
+    if found is not None:
+        log.trace(f"launch {found.function}: precompiled {found.binary.name} from the installed pack")
+        return _compiled(kernel, found)
+    return _cached(kernel, key)
+
+
+def write_binary(compiled: Any, function: str, launch_key: str, folder: Path, stem: str) -> list[str]:
+    """Write a compiled kernel as packs and the kernel cache hold it: the binary, Triton's metadata
+    and the sidecar (the launch key, and Triton's specialization from ``compiled.src`` to rebuild
+    its source), each through a temporary file and a rename, the sidecar last. Returns the names."""
+    source = compiled.src
+    suffix = "cubin" if compiled.metadata.target.backend == "cuda" else "hsaco"
+    files = {f"{stem}.{suffix}": compiled.asm[suffix],
+             f"{stem}.json": json.dumps(compiled.metadata._asdict(), default=vars, sort_keys=True).encode()}
+    files[f"{stem}{SIDECAR}"] = json.dumps({
+        "function": function, "binary": f"{stem}.{suffix}", "metadata": f"{stem}.json",
+        "hash": compiled.hash, "signature": source.signature,
+        "constants": [[list(path), value] for path, value in source.constants.items()],
+        "attrs": [[list(path), value] for path, value in source.attrs.items()],
+        "launch_key": launch_key}).encode()
+    for name, data in files.items():
+        tmp = folder / f".{name}.{uuid.uuid4().hex}.tmp"
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, folder / name)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return list(files)
+
+
+CACHE_ENV = "TESSERA_KERNEL_CACHE"
+_caching: ContextVar[bool] = ContextVar("tessera_kernel_cache", default=True)
+_cache_failed: list[str] = []  # the first failure to write the cache, warned once a process
+
+
+@contextlib.contextmanager
+def not_cached() -> Iterator[None]:
+    """JIT compiles in this block are not kept in the kernel cache (the tuner's candidates)."""
+    token = _caching.set(False)
+    try:
+        yield
+    finally:
+        _caching.reset(token)
+
+
+def _cache_on() -> bool:
+    return _caching.get() and os.environ.get(CACHE_ENV, "1") != "0"
+
+
+def cache_folder(backend: str, arch: object) -> Path:
+    """The kernel cache's folder for a target, this Triton and this Tessera source."""
+    import triton
+
+    return (install_root() / "cache"
+            / f"{backend}-{arch}-triton{triton.__version__}-{source_fingerprint()[:16]}")
+
+
+def _stem(function: str, launch_key: str) -> str:
+    return hashlib.sha256(f"{function}\0{launch_key}".encode()).hexdigest()[:32]
+
+
+def remember(kernel: Any, launch_key: str, compiled: Any) -> None:
+    """Keep a binary Triton's JIT just compiled (or found in its cache) in the kernel cache. A
+    failure (a full disk, a constant JSON cannot hold) is warned once and never fails the call."""
+    if not _cache_on():
+        return
+    from tessera._core.launch import function_name
+
+    try:
+        target = compiled.metadata.target
+        folder = cache_folder(target.backend, target.arch)
+        function = function_name(kernel)
+        stem = _stem(function, launch_key)
+        if (folder / f"{stem}{SIDECAR}").is_file():
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        write_binary(compiled, function, launch_key, folder, stem)
+    except Exception as exc:  # noqa: BLE001 - the cache is an optimization: the call has its binary
+        if not _cache_failed:
+            _cache_failed.append(str(exc))
+            warnings.warn(f"the kernel cache could not keep a binary ({type(exc).__name__}: {exc}); "
+                          f"later processes will compile it again (set {CACHE_ENV}=0 to stop trying)",
+                          stacklevel=3)
+
+
+def _cached(kernel: Any, launch_key: str, target: Any = None) -> Any:
+    """The kernel cache's binary for this launch on ``target`` (default: the current device's),
+    or None."""
+    if not _cache_on():
         return None
-    log.trace(f"launch {found.function}: precompiled {found.binary.name} from the installed pack")
+    from tessera._core.launch import function_name
+
+    if target is None:
+        from triton.runtime.driver import driver
+
+        target = driver.active.get_current_target()
+    function = function_name(kernel)
+    folder = cache_folder(target.backend, target.arch)
+    sidecar = folder / f"{_stem(function, launch_key)}{SIDECAR}"
+    try:
+        entry = json.loads(sidecar.read_text())
+        found = Binary(entry["function"], entry["launch_key"], folder / entry["binary"],
+                       folder / entry["metadata"], entry["hash"], sidecar)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # not cached (or not readable: compiled again)
+    if found.function != function or found.launch_key != launch_key:
+        return None  # a digest collision
+    log.trace(f"launch {function}: {found.binary.name} from the kernel cache")
     return _compiled(kernel, found)
 
 

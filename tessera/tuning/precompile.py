@@ -55,8 +55,9 @@ def _target(arch: str, warp_size: int) -> object:
     return GPUTarget("hip", arch, warp_size)
 
 
-def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
-    """Compile one captured launch for ``target``; write binary, metadata and sidecar; return names."""
+def compile_for(call: Any, target: Any) -> Any:
+    """Triton's ``CompiledKernel`` of one captured launch for ``target``: the specialization the
+    JIT would derive there (Triton's own binder), compiled with ``triton.compile``."""
     import dataclasses
 
     import triton
@@ -65,27 +66,23 @@ def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
         GluonASTSource,  # what gluon.jit compiles from (no public name)
     )
 
-    from tessera._core.launch import function_name, jit_specialization
-    from tessera.tuning.binaries import SIDECAR
+    from tessera._core.launch import jit_specialization
 
     kernel = call.launcher.kernel
     signature, constants, attrs, options = jit_specialization(
         kernel, call.args, call.constexprs, call.num_warps, call.num_stages, make_backend(target))
     source = GluonASTSource if getattr(kernel, "is_gluon", lambda: False)() else ASTSource
-    compiled = triton.compile(source(kernel, signature, constants, attrs), target=target,
-                              options=dataclasses.asdict(options))
-    suffix = "cubin" if target.backend == "cuda" else "hsaco"
-    binary, metadata = out / f"{stem}.{suffix}", out / f"{stem}.json"
-    binary.write_bytes(compiled.asm[suffix])
-    metadata.write_text(json.dumps(compiled.metadata._asdict(), default=vars, sort_keys=True))
-    sidecar = out / f"{stem}{SIDECAR}"
-    sidecar.write_text(json.dumps({
-        "function": function_name(kernel), "binary": binary.name, "metadata": metadata.name,
-        "hash": compiled.hash, "signature": signature,
-        "constants": [[list(path), value] for path, value in constants.items()],
-        "attrs": [[list(path), value] for path, value in attrs.items()],
-        "launch_key": repr(call.key())}))
-    return [binary.name, metadata.name, sidecar.name]
+    return triton.compile(source(kernel, signature, constants, attrs), target=target,
+                          options=dataclasses.asdict(options))
+
+
+def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
+    """Compile one captured launch for ``target``; write binary, metadata and sidecar; return names."""
+    from tessera._core.launch import function_name
+    from tessera.tuning.binaries import write_binary
+
+    return write_binary(compile_for(call, target), function_name(call.launcher.kernel), repr(call.key()),
+                        out, stem)
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ import yaml
 
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.files import write_atomically
-from tessera.tuning import logic
+from tessera.tuning import binaries, logic
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,12 @@ class Tuner:
             os.fsync(f.fileno())
 
     def run(self) -> Path:
-        """Tune every problem (skipping journaled work), write the logic file, return its path."""
+        """Tune every problem (skipping journaled work), write the logic file, return its path. The
+        candidates' binaries stay out of the kernel cache (hundreds nobody calls again)."""
+        with binaries.not_cached():
+            return self._run()
+
+    def _run(self) -> Path:
         from tqdm import tqdm
 
         done = {(tuple(e["sizes"]), e["config"]) for e in self.journal()}
