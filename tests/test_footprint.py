@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tessera import InvalidArgumentError
 from tessera._core.footprint import MAX_PAIRS, Footprint, footprints_meet
-from tessera.blas import axpy, copy, gemv, ger, rot, scal, swap, symv, trsv
+from tessera.blas import axpy, copy, gemm, gemv, ger, rot, scal, swap, symv, trsv
 
 
 def _bytes(f: Footprint) -> set[int]:
@@ -48,6 +48,29 @@ def test_columns_of_one_matrix_are_apart_without_enumerating_entries() -> None:
     few = Footprint(0, ((8, rows * row_bytes), (rows, row_bytes)), 4)  # enumerated: exact
     assert footprints_meet(few, Footprint(row_bytes, few.dims, 4))
     assert not footprints_meet(few, Footprint(8 * rows * row_bytes, few.dims, 4))  # the next 8 entries
+
+
+def test_column_slices_of_one_buffer_are_decided_by_row_differences(device: str) -> None:
+    """Slices of one buffer's columns (x @ W written beside x in a concatenated buffer) share a
+    row stride: however many rows, only the row differences that bring two rows within reach are
+    tested (pairs of rows would exceed ``MAX_PAIRS`` and answer "may meet")."""
+    rows, row_bytes = 8192, 24 * 4
+    a = Footprint(0, ((rows, row_bytes), (8, 4)), 4)  # columns 0-7 of a (8192, 24) float32 buffer
+    assert rows * rows > MAX_PAIRS
+    assert not footprints_meet(a, Footprint(8 * 4, a.dims, 4))  # columns 8-15
+    assert footprints_meet(a, Footprint(7 * 4, a.dims, 4))  # columns 7-14: column 7 shared
+    assert not footprints_meet(a, Footprint(8 * 4, ((rows, row_bytes), (16, 4)), 4))  # columns 8-23
+    last_row = (rows - 1) * row_bytes
+    assert not footprints_meet(a, Footprint(last_row + 23 * 4, (), 4))  # the buffer's last element
+    assert footprints_meet(a, Footprint(last_row + 7 * 4, (), 4))  # column 7 of the last row
+    # through gemm (the interpreter runs it): 300 rows, whose pairs alone are 90000
+    buffer = torch.randn(300, 24, device=device)
+    x, w = buffer[:, :8], torch.randn(8, 16, device=device)
+    want = x.double() @ w.double()
+    assert gemm(x, w, out=buffer[:, 8:]) is not None
+    torch.testing.assert_close(buffer[:, 8:].double(), want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(InvalidArgumentError, match="out overlaps input a"):
+        gemm(buffer[:, 1:9], torch.randn(8, 16, device=device), out=buffer[:, 8:])  # column 8 both
 
 
 def test_routines_refuse_arguments_that_share_elements(device: str) -> None:

@@ -13,7 +13,9 @@ that occur (a vector, a batch of vectors, a matrix), in O(1) for lone vectors:
    all lie in residue classes modulo G, the gcd of every stride: if no byte of one operand's
    element can coincide with a byte of the other's modulo G, they are apart (this settles the
    columns of one matrix, batched or not);
-3. otherwise each outer index pair (batch entries, matrix rows) is two arithmetic progressions,
+3. rows of one stride (slices of one buffer's columns, a vector beside a matrix): only the row
+   differences that bring two rows' byte spans within reach are tested, however many rows;
+4. otherwise each outer index pair (batch entries, matrix rows) is two arithmetic progressions,
    which meet iff a linear Diophantine equation has a solution in a box (extended Euclid); past
    ``MAX_PAIRS`` pairs the answer is "may meet" (refused; a message says how to avoid it).
 """
@@ -27,7 +29,7 @@ import torch
 
 from tessera._core.errors import InvalidArgumentError
 
-MAX_PAIRS = 1 << 12  # outer index pairs step 3 checks before it gives up (and says "may meet")
+MAX_PAIRS = 1 << 12  # outer index pairs (or row differences) tested before "may meet"
 
 
 class Footprint(NamedTuple):
@@ -140,11 +142,42 @@ def footprints_meet(a: Footprint, b: Footprint) -> bool:
         low = -(b.width - 1)
         if low + (offset - low) % g > a.width - 1:
             return False
+    rows = _rows_meet(a, b)
+    if rows is not None:
+        return rows
     pairs = math.prod(s for s, _ in a.dims[:-1]) * math.prod(s for s, _ in b.dims[:-1])
     if pairs > MAX_PAIRS:
         return True
     (a_starts, a_line), (b_starts, b_line) = _outer_starts(a), _outer_starts(b)
     return any(_lines_meet(s, a_line, a.width, t, b_line, b.width) for s in a_starts for t in b_starts)
+
+
+def _rows_meet(a: Footprint, b: Footprint) -> bool | None:
+    """Rows of one stride R — slices of one buffer's columns, a vector beside a matrix: a's row i
+    and b's row j lie D + (j − i)·R bytes apart (D = b.first − a.first), so only the differences
+    k = j − i that put the two rows' byte spans within reach of each other need a line test,
+    however many rows there are. None where the footprints are not such rows, or the differences
+    to test exceed ``MAX_PAIRS`` (lines longer than the row stride)."""
+    if len(a.dims) > 2 or len(b.dims) > 2:
+        return None
+    strides = {dims[0][1] for dims in (a.dims, b.dims) if len(dims) == 2}
+    if len(strides) != 1:
+        return None
+    (row,) = strides
+
+    def rows_and_line(f: Footprint) -> tuple[int, tuple[int, int], int]:
+        """(rows, the row's line (size, stride), its byte span): one row of a vector or an element."""
+        count = f.dims[0][0] if len(f.dims) == 2 else 1
+        line = f.dims[-1] if f.dims else (1, 0)
+        return count, line, (line[0] - 1) * line[1] + f.width
+
+    (rows_a, line_a, span_a), (rows_b, line_b, span_b) = rows_and_line(a), rows_and_line(b)
+    gap = b.first - a.first
+    low = max(-(rows_a - 1), (-span_b - gap) // row + 1)  # spans meet iff −span_b < gap + k·R < span_a
+    high = min(rows_b - 1, -((gap - span_a) // row) - 1)
+    if high - low >= MAX_PAIRS:
+        return None
+    return any(_lines_meet(0, line_a, a.width, gap + k * row, line_b, b.width) for k in range(low, high + 1))
 
 
 def check_apart(written: str, footprint: Footprint, reads: dict[str, Footprint],
