@@ -222,11 +222,9 @@ def test_binaries_load_only_under_the_tessera_source_that_compiled_them(
     with pytest.warns(UserWarning, match="ignoring the precompiled kernels of the installed pack"):
         assert binaries.installed() == {}
     install(sm90_pack, root)  # logic only: taken whatever built it
-    from tessera.cli.tuning import _binaries_state
-
     binary = {"files": {"kernels/a.cubin": "0", "kernels/a.json": "0"}}
-    assert _binaries_state({**binary, "runtime": {"tessera_source": "1" * 64}}) == "1 binaries"
-    assert "ignored" in _binaries_state({**binary, "runtime": {"tessera_source": here}})  # patched above
+    assert packs.binaries_state({**binary, "runtime": {"tessera_source": "1" * 64}}) == "1 binaries"
+    assert "ignored" in packs.binaries_state({**binary, "runtime": {"tessera_source": here}})  # patched above
 
 
 _CACHE_CHILD = r"""
@@ -628,6 +626,8 @@ def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert f"built {pack}" in out and "installed tessera-" in out and "current" in out
     assert "logic only" in out  # built without --precompile
+    assert main(["report", "--bench", "none", "-o", str(tmp_path / "report")]) == 0
+    assert "; logic only)" in (tmp_path / "report" / "report.md").read_text()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     a, b = torch.randn(50, 40, device=device), torch.randn(40, 30, device=device)
     choice = explain(a, b)

@@ -105,7 +105,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     installed = [{"name": p.manifest["name"], "version": p.manifest["version"],
                   "arch": p.manifest["arch"], "triton": p.manifest["runtime"].get("triton"),
                   "logic_origin": p.manifest.get("logic_origin"), "directory": str(p.directory),
-                  "current": p.current}
+                  "binaries": packs.binaries_state(p.manifest), "current": p.current}
                  for p in packs.list_packs()]
     preset = None if args.bench == "none" else ("interpreter" if interpreting else args.bench)
     cases = PRESETS[preset] if preset else []
@@ -114,8 +114,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     data = {**_provenance(info, interpreting, command=False), "packs": installed, "gemm": rows}
     write_json_atomically(args.output / "report.json", data)
     current = next((p for p in installed if p["current"]), None)
-    pack_line = (f"{current['name']} {current['version']} (logic: {current['logic_origin']})"
-                 if current else "none")
+    pack_line = (f"{current['name']} {current['version']} (logic: {current['logic_origin']}; "
+                 f"{current['binaries']})" if current else "none")
     lines = [f"# Tessera report — {info.name} ({info.arch})", "",
              f"Created {data['created']}; revision {data['git_revision']}.", "",
              "| | |", "|---|---|"]

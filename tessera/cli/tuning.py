@@ -322,19 +322,6 @@ def cmd_tune_rand(args: argparse.Namespace) -> int:
                       args.no_plot)
 
 
-def _binaries_state(manifest: dict) -> str:
-    """How many precompiled binaries a pack holds and whether this Tessera loads them (they load
-    only under the source that compiled them, ``binaries.source_fingerprint``)."""
-    from tessera.tuning import binaries
-
-    count = sum(name.startswith("kernels/") and name.endswith((".cubin", ".hsaco"))
-                for name in manifest.get("files", {}))
-    if not count:
-        return "logic only"
-    usable = binaries.built_from(manifest) == binaries.source_fingerprint()
-    return f"{count} binaries{'' if usable else ' (ignored: compiled from another Tessera source)'}"
-
-
 def cmd_pack(args: argparse.Namespace) -> int:
     from tessera.tuning import packs
 
@@ -379,7 +366,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
             state = "current" if p.current else ("previous" if p.previous else "")
             m = p.manifest
             print(f"{state:<9} {m['name']} {m['version']} {m['arch']} triton {m['runtime'].get('triton')} "
-                  f"{m.get('created', '')} {_binaries_state(m)} {p.directory}")
+                  f"{m.get('created', '')} {packs.binaries_state(m)} {p.directory}")
         return 0
     if args.action == "rollback":
         now = packs.rollback()

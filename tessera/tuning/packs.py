@@ -457,6 +457,17 @@ def install_pack(path: Path, *, root: Path | None = None, arch: str | None = Non
     return Installed(final, manifest, True, False)
 
 
+def binaries_state(manifest: dict) -> str:
+    """How many precompiled binaries a pack holds and whether this Tessera loads them (they load
+    only under the source that compiled them, ``binaries.source_fingerprint``)."""
+    count = sum(name.startswith("kernels/") and name.endswith((".cubin", ".hsaco"))
+                for name in manifest.get("files", {}))
+    if not count:
+        return "logic only"
+    usable = binaries.built_from(manifest) == binaries.source_fingerprint()
+    return f"{count} binaries{'' if usable else ' (ignored: compiled from another Tessera source)'}"
+
+
 def list_packs(root: Path | None = None) -> list[Installed]:
     root = Path(root) if root is not None else install_root()
     current, previous = _target(root / "current"), _target(root / "previous")
