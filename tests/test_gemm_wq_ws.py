@@ -142,19 +142,20 @@ def test_compiles_offline_for_sm90() -> None:
     assert refused["status"] == "failed"
 
 
-def test_pdl_is_off_until_measured_and_forced_for_comparisons(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The main launch takes no programmatic dependent launch by default (not yet timed), and the
-    mode ``TESSERA_PDL`` forces (here: ``launch._PDL``) for the A/B that would decide it."""
+def test_pdl_is_early_as_measured_and_forced_for_comparisons(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The main launch takes programmatic dependent launch early by default (faster than off and
+    at exit on every decode row, ``WQ_WS_PDL``), and the mode ``TESSERA_PDL`` forces (here:
+    ``launch._PDL``) for the A/B that decides it."""
     q = _weight(512, 128)
     x = torch.empty(16, 512, dtype=torch.bfloat16)
     y = torch.empty(16, 128, dtype=torch.bfloat16)
     modes = []
-    for forced in (None, launch.PDL_EARLY, launch.PDL_AT_EXIT):
+    for forced in (None, launch.PDL_OFF, launch.PDL_AT_EXIT):
         monkeypatch.setattr(launch, "_PDL", forced)
         with capture() as calls, building_for("cuda", "sm_90"):
             gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, 4, 128, y, WqWsConfig(8, 3))
         modes.append(calls[0].constexprs["PDL"])
-    assert modes == [launch.PDL_OFF, launch.PDL_EARLY, launch.PDL_AT_EXIT]
+    assert modes == [launch.PDL_EARLY, launch.PDL_OFF, launch.PDL_AT_EXIT]
 
 
 def test_measured_code_reads_reach_the_sm90_code() -> None:

@@ -245,16 +245,13 @@ call = calls[0]
 kernel, key = call.launcher.kernel, repr(call.key())
 compiled = precompile.compile_for(call, target)  # what the JIT gives a launch on an H100/H200
 seen = {}
-os.environ.pop(binaries.CACHE_ENV, None)
-binaries.remember(kernel, key, compiled)
-os.environ[binaries.CACHE_ENV] = "1"
-seen["off by default (until its GPU test has run)"] = binaries._cached(kernel, key, target) is None
+os.environ.pop(binaries.CACHE_ENV, None)  # on by default
 with binaries.not_cached():
     binaries.remember(kernel, key, compiled)
 seen["not cached inside not_cached()"] = binaries._cached(kernel, key, target) is None
 os.environ[binaries.CACHE_ENV] = "0"
 binaries.remember(kernel, key, compiled)
-os.environ[binaries.CACHE_ENV] = "1"
+os.environ.pop(binaries.CACHE_ENV)
 seen["not cached with the variable 0"] = binaries._cached(kernel, key, target) is None
 binaries.remember(kernel, key, compiled)
 loaded = binaries._cached(kernel, key, target)
@@ -272,11 +269,10 @@ print("RESULT " + json.dumps(seen))
 
 
 def test_kernel_cache_keeps_jit_binaries_for_later_processes(tmp_path: Path) -> None:
-    """With TESSERA_KERNEL_CACHE=1, a binary Triton compiled for a launch is kept (as packs keep
-    theirs) and found again by its launch key on the same target, Triton and Tessera source — not
-    inside ``not_cached()`` (the tuner), not with the variable unset or 0, and not for another key,
-    arch or source. The launch itself is GPU-only (test_gpu_kernel_cache_first_call); here the
-    binary is compiled offline."""
+    """A binary Triton compiled for a launch is kept (as packs keep theirs) and found again by its
+    launch key on the same target, Triton and Tessera source — not inside ``not_cached()`` (the
+    tuner), not with TESSERA_KERNEL_CACHE=0, and not for another key, arch or source. The launch
+    itself is GPU-only (test_gpu_kernel_cache_first_call); here the binary is compiled offline."""
     env = {**compiler_env(), "TESSERA_HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", _CACHE_CHILD], capture_output=True, text=True, env=env,
                           timeout=600, check=False)

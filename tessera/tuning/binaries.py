@@ -22,8 +22,8 @@ Triton's own cache is warm. It lives under ``<TESSERA_HOME>/cache/<backend>-<arc
 <source fingerprint>/``, one binary, metadata and sidecar a launch named by a digest of its
 kernel and launch key (a lookup is one file test, however many entries), the sidecar written
 last and atomically so that a reader never sees half an entry; another Triton, arch or Tessera
-source is another folder. Opt-in for now (``TESSERA_KERNEL_CACHE=1``): it is on by default once a
-GPU session has run its test (``test_gpu_kernel_cache_first_call``); the tuner never fills it
+source is another folder. On by default since its GPU test passed (``test_gpu_kernel_cache_first_call``,
+forty-fifth session, an H100); ``TESSERA_KERNEL_CACHE=0`` turns it off; the tuner never fills it
 (its candidates would crowd it).
 """
 
@@ -224,11 +224,11 @@ def not_cached() -> Iterator[None]:
         _caching.reset(token)
 
 
-CACHE_DEFAULT = "0"  # off until its GPU test has passed (docs/status.md)
+CACHE_DEFAULT = "1"  # its GPU test passed (benchmarks/results/gpu-session-h100-bf37654/)
 
 
 def _cache_on() -> bool:
-    return _caching.get() and os.environ.get(CACHE_ENV, CACHE_DEFAULT) == "1"
+    return _caching.get() and os.environ.get(CACHE_ENV, CACHE_DEFAULT) != "0"
 
 
 def cache_folder(backend: str, arch: object) -> Path:

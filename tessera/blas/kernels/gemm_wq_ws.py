@@ -45,7 +45,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import PDL_AT_EXIT, PDL_OFF, Launcher, cdiv, pdl_mode, scratch
+from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, Launcher, cdiv, pdl_mode, scratch
 from tessera._core.pdl import gluon_dependent_launch
 from tessera.blas.kernels.gemm_tma import shared_memory_limit
 from tessera.blas.kernels.gemm_wq import sum_slices
@@ -444,10 +444,12 @@ def fitting_stages(config: WqWsConfig, m: int, shared_memory: int | None, bits: 
 
 
 _launch = Launcher(_gemm_wq_ws_kernel)
-# The main launch's programmatic-dependent-launch mode: off until timed (``TESSERA_PDL`` forces
-# early or exit for that A/B, ``benchmarks/pdl_modes.sh`` with DECODE=1); its slice sum, a second
-# launch, runs at exit as ``gemm_wq``'s does.
-WQ_WS_PDL = PDL_OFF
+# The main launch's programmatic-dependent-launch mode: early, timed against off and exit
+# (``benchmarks/pdl_modes.sh`` with DECODE=1, two alternating rounds; forty-fifth session, an H100:
+# ``benchmarks/results/gpu-session-h100-bf37654/``): W4A16 M = 16 16.3–16.4 → 14.9–15.0 µs
+# replayed (2.84 → 3.10× torch), M = 1 15.6 → 14.5–14.6, W8A16 M = 1 / 16 −0.2 / −0.3 µs; at exit
+# in between. Its slice sum, a second launch, runs at exit as ``gemm_wq``'s does.
+WQ_WS_PDL = PDL_EARLY
 
 
 def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, bits: int, group: int,
