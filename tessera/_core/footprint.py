@@ -114,9 +114,10 @@ def _outer_starts(f: Footprint) -> tuple[list[int], tuple[int, int]]:
     return starts, f.dims[-1]
 
 
-def _raw_extent(f: Footprint) -> tuple[int, int] | None:
+def byte_range(f: Footprint) -> tuple[int, int] | None:
     """[lo, hi) of a footprint as given (any stride signs); None when it is empty. The per-call
-    test: most calls end here, without normalizing."""
+    test (most calls end here, without normalizing), and what a repeat gemm call's recipe keeps
+    (``validate.extent_offsets``)."""
     lo = hi = f.first
     for size, stride in f.dims:
         if size == 0:
@@ -131,11 +132,11 @@ def _raw_extent(f: Footprint) -> tuple[int, int] | None:
 def footprints_meet(a: Footprint, b: Footprint) -> bool:
     """Whether ``a`` and ``b`` may share a byte: False only when they are shown apart (module
     docstring); True past ``MAX_PAIRS`` outer index pairs."""
-    a_range, b_range = _raw_extent(a), _raw_extent(b)
+    a_range, b_range = byte_range(a), byte_range(b)
     if a_range is None or b_range is None or a_range[1] <= b_range[0] or b_range[1] <= a_range[0]:
         return False
     a, b = a.normalized(), b.normalized()
-    assert a is not None and b is not None  # not empty: _raw_extent said so
+    assert a is not None and b is not None  # not empty: byte_range said so
     g = math.gcd(*(stride for _, stride in a.dims + b.dims))
     if g:  # some byte gap b − a in [−(wb − 1), wa − 1] must be ≡ b.first − a.first (mod g)
         offset = (b.first - a.first) % g

@@ -15,7 +15,7 @@ from torch.autograd.graph import increment_version
 
 from tessera._core.device import interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
-from tessera._core.footprint import Footprint, check_apart
+from tessera._core.footprint import Footprint, byte_range, check_apart
 
 INT32_MAX = 2**31 - 1
 
@@ -75,22 +75,12 @@ def check_nonnegative_dims(name: str, t: torch.Tensor) -> None:
         raise invalid(f"{name}.shape", tuple(t.shape), "non-negative sizes")
 
 
-def _extent(t: torch.Tensor) -> tuple[int, int]:
-    """Byte range [lo, hi) of the memory ``t`` can touch (empty tensors touch nothing)."""
-    if t.numel() == 0:
-        return (0, 0)
-    lo_el = sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True) if st < 0)
-    hi_el = sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True) if st > 0)
-    start = t.data_ptr() + lo_el * t.element_size()
-    end = t.data_ptr() + (hi_el + 1) * t.element_size()
-    return start, end
-
-
 def extent_offsets(t: torch.Tensor) -> tuple[int, int]:
-    """:func:`_extent` relative to ``t.data_ptr()``: fixed by shape, strides and dtype, so a
-    caller that has checked those may test overlap per call from data pointers alone."""
-    lo, hi = _extent(t)
-    return (lo - t.data_ptr(), hi - t.data_ptr()) if lo != hi else (0, 0)
+    """The byte range [lo, hi) the memory of ``t`` covers (:func:`footprint.byte_range`), relative
+    to ``t.data_ptr()``; (0, 0) when empty. Fixed by shape, strides and dtype, so a caller that has
+    checked those may test overlap per call from data pointers alone."""
+    extent = byte_range(Footprint.of_tensor(t))
+    return (0, 0) if extent is None else (extent[0] - t.data_ptr(), extent[1] - t.data_ptr())
 
 
 def extents_meet(out_extent: tuple[int, int], inputs: Iterable[tuple[int, int]]) -> bool:

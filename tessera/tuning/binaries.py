@@ -34,7 +34,6 @@ import functools
 import hashlib
 import json
 import os
-import uuid
 import warnings
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from tessera._core import log
+from tessera._core.files import write_atomically
 from tessera.tuning import logic
 from tessera.tuning.paths import install_root
 
@@ -188,7 +188,7 @@ def load(kernel: Any, key: str) -> Any:
 def write_binary(compiled: Any, function: str, launch_key: str, folder: Path, stem: str) -> list[str]:
     """Write a compiled kernel as packs and the kernel cache hold it: the binary, Triton's metadata
     and the sidecar (the launch key, and Triton's specialization from ``compiled.src`` to rebuild
-    its source), each through a temporary file and a rename, the sidecar last. Returns the names."""
+    its source), each all at once (``write_atomically``), the sidecar last. Returns the names."""
     source = compiled.src
     suffix = "cubin" if compiled.metadata.target.backend == "cuda" else "hsaco"
     files = {f"{stem}.{suffix}": compiled.asm[suffix],
@@ -200,12 +200,7 @@ def write_binary(compiled: Any, function: str, launch_key: str, folder: Path, st
         "attrs": [[list(path), value] for path, value in source.attrs.items()],
         "launch_key": launch_key}).encode()
     for name, data in files.items():
-        tmp = folder / f".{name}.{uuid.uuid4().hex}.tmp"
-        try:
-            tmp.write_bytes(data)
-            os.replace(tmp, folder / name)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_atomically(folder / name, data)
     return list(files)
 
 
