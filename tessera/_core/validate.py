@@ -104,13 +104,30 @@ def integer(value: object) -> int | None:
     return int(value)
 
 
-def real_scalar(name: str, value: object) -> float:
-    """A real scalar argument (alpha, beta, a rotation's c and s) as a float, or a clear error:
-    a Python int or float, or a NumPy real scalar (``np.float32(2)``); not a bool, a complex
-    number or a tensor (a 0-d tensor would need a device sync: pass ``t.item()``)."""
+def real(value: object) -> float | None:
+    """``value`` as a float when it is a real number — a Python int or float, or a NumPy real
+    scalar (``np.float32(2)``) — and None otherwise (a bool, a complex number, a tensor: a 0-d
+    tensor would need a device sync, ``t.item()`` is the caller's)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise invalid(name, repr(value), "a real number (Python or NumPy scalar)")
+        return None
     return float(value)
+
+
+def real_scalar(name: str, value: object) -> float:
+    """A real scalar argument (alpha, beta, a rotation's c and s) as a float (:func:`real`), or a
+    clear error."""
+    number = real(value)
+    if number is None:
+        raise invalid(name, repr(value), "a real number (Python or NumPy scalar)")
+    return number
+
+
+def check_bools(note: str = "", **flags: object) -> None:
+    """Each flag must be a bool: a truthy string or number would be read as True silently
+    (``trans="N"`` would transpose). ``note`` is added to the message."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise invalid(name, repr(value), f"True or False{note}")
 
 
 def check_no_internal_overlap(name: str, t: torch.Tensor) -> None:

@@ -25,6 +25,7 @@ from tessera._core.device import (
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
     as_tensor,
+    check_bools,
     check_dtype,
     check_ndim,
     check_no_internal_overlap,
@@ -349,12 +350,6 @@ def _check_not_quantized_args(a: torch.Tensor, scale_a: object, scale_b: object,
         raise invalid("fast_accum", True, f"False for {_dtype_name(a.dtype)} operands (it applies to fp8)")
 
 
-def _check_flags(trans_a: object, trans_b: object) -> None:
-    for name, flag in (("trans_a", trans_a), ("trans_b", trans_b)):
-        if not isinstance(flag, bool):
-            raise invalid(name, repr(flag), "True or False")
-
-
 def _plan_quantized(a: torch.Tensor, b: torch.Tensor, c: object, alpha: float, beta: float, trans_a: bool,
                     trans_b: bool, scale_a: object, scale_b: object, bias: object,
                     out_dtype: torch.dtype | None, out: torch.Tensor | None, fast_accum: bool, *,
@@ -362,7 +357,7 @@ def _plan_quantized(a: torch.Tensor, b: torch.Tensor, c: object, alpha: float, b
     """fp8/int8 operands: alpha, beta and C do not apply (scales and bias do)."""
     check_ndim("a", a, (2, 3))  # 3-D: a batch, refused by plan_scaled as not yet supported
     check_ndim("b", b, (2, 3))
-    _check_flags(trans_a, trans_b)
+    check_bools(trans_a=trans_a, trans_b=trans_b)
     alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     if c is not None or beta != 0.0 or alpha != 1.0:
         raise UnsupportedError("fp8/int8 GEMM takes scale_a, scale_b and bias, not alpha, beta or c "
@@ -427,7 +422,7 @@ def _plan(
 
     check_ndim("a", a, (2, 3))
     check_ndim("b", b, (2, 3))
-    _check_flags(trans_a, trans_b)
+    check_bools(trans_a=trans_a, trans_b=trans_b)
     check_dtype("a", a, FLOAT_DTYPES, "; and int8, float8_e4m3fn or float8_e5m2 with scale_a / scale_b "
                 "(int8 also without: an exact int32 product)")
     if b.dtype != a.dtype:

@@ -71,15 +71,15 @@ class Vector:
             expected = "1-D (a BLAS vector) or 2-D (a batch of vectors, one a row)" if batched else "1-D"
             raise invalid(f"{name}.dim()", f"{x.dim()} (shape {tuple(x.shape)})", expected)
         check_dtype(name, x, REAL + (COMPLEX if complex_ok else ()))
-        if integer(inc) is None:
-            raise invalid(f"inc{name}", repr(inc), "an integer (negative walks from the far end)")
-        inc = integer(inc)
+        given_inc, inc = inc, integer(inc)
+        if inc is None:
+            raise invalid(f"inc{name}", repr(given_inc), "an integer (negative walks from the far end)")
         length = x.shape[-1]
         if n is None:
             n = length if inc == 0 else (length - 1) // abs(inc) + 1 if length else 0
-        if integer(n) is None:
-            raise invalid("n", repr(n), "an integer")
-        n = integer(n)
+        given_n, n = n, integer(n)
+        if n is None:
+            raise invalid("n", repr(given_n), "an integer")
         if n > 0 and (n - 1) * abs(inc) >= length:
             raise invalid(f"{name}.shape[{x.dim() - 1}]", length, f"at least (n − 1)·|inc{name}| + 1 = "
                                                                    f"{(n - 1) * abs(inc) + 1} for n = {n}")

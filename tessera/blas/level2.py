@@ -27,6 +27,7 @@ from tessera._core.footprint import Footprint, check_apart
 from tessera._core.launch import next_power_of_2
 from tessera._core.validate import (
     as_tensor,
+    check_bools,
     check_dtype,
     check_no_internal_overlap,
     check_same_device,
@@ -39,6 +40,9 @@ from tessera.blas.api import gemm
 from tessera.blas.kernels import level2 as k
 from tessera.blas.level1 import REAL, Vector
 
+# trans / lower / unit_diagonal are bools: BLAS's characters are truthy strings here
+_LETTERS = " (BLAS's letters 'N', 'T', 'U', 'L' are not taken)"
+
 
 def _matrix(name: str, a: object) -> torch.Tensor:
     a = as_tensor(name, a)
@@ -46,15 +50,6 @@ def _matrix(name: str, a: object) -> torch.Tensor:
         raise invalid(f"{name}.dim()", f"{a.dim()} (shape {tuple(a.shape)})", "2-D, or 3-D for a batch")
     check_dtype(name, a, REAL)
     return a
-
-
-def _flags(**flags: object) -> None:
-    """trans / lower / unit_diagonal must be bools: BLAS's characters are truthy strings here
-    (``trans="N"`` would transpose), so they are refused rather than read."""
-    for name, value in flags.items():
-        if not isinstance(value, bool):
-            raise invalid(name, repr(value), "True or False (BLAS's letters 'N', 'T', 'U', 'L' are not "
-                                             "taken)")
 
 
 def _square(a: torch.Tensor) -> int:
@@ -144,7 +139,7 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
     """y ← α op(A)·x + β y, op(A) = A or Aᵀ; y is written in place (a new vector if None, β = 0).
     Batched: A 3-D and/or x 2-D, y 2-D."""
     a = _matrix("a", a)
-    _flags(trans=trans)
+    check_bools(_LETTERS, trans=trans)
     alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     rows, cols = (a.shape[-1], a.shape[-2]) if trans else (a.shape[-2], a.shape[-1])
     x_vec = _vector("x", x, cols, incx)
@@ -166,7 +161,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
     """y ← α A·x + β y for symmetric A, read only from its upper (or ``lower``) triangle. Batched:
     A 3-D and/or x 2-D, y 2-D."""
     a = _matrix("a", a)
-    _flags(lower=lower)
+    check_bools(_LETTERS, lower=lower)
     n = _square(a)
     alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
     x_vec = _vector("x", x, n, incx)
@@ -216,7 +211,7 @@ def trsv(a: object, x: object, *, lower: bool = False, trans: bool = False, unit
     ``trsv`` logic says otherwise) solved in order through inverted diagonal blocks (accuracy of
     order cond(diagonal block)·u per block). Batched: x 2-D (A 3-D, or 2-D for every entry)."""
     a = _matrix("a", a)
-    _flags(lower=lower, trans=trans, unit_diagonal=unit_diagonal)
+    check_bools(_LETTERS, lower=lower, trans=trans, unit_diagonal=unit_diagonal)
     n = _square(a)
     x_vec = _vector("x", x, n, incx)
     check_same_device({"a": a, "x": x_vec.tensor})

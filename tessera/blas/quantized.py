@@ -47,6 +47,7 @@ from tessera._core.device import DeviceInfo, device_info, interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
 from tessera._core.validate import (
     as_tensor,
+    check_bools,
     check_dtype,
     check_ndim,
     check_no_internal_overlap,
@@ -109,8 +110,7 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
     if type(group_size) is not int or group_size not in GROUP_SIZES:
         raise UnsupportedError(f"group_size={group_size!r} is not supported; "
                                "supported: the int 32, 64 or 128")
-    if not isinstance(symmetric, bool):
-        raise invalid("symmetric", repr(symmetric), "True or False")
+    check_bools(symmetric=symmetric)
     k, n = w.shape
     if k % group_size:
         raise invalid("w.shape[0] (K)", k, f"a multiple of group_size={group_size} (pad K with zero rows)")

@@ -32,7 +32,6 @@ classic all-12345 state). ``uniform`` is the reference's value in (0, 1) rounded
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -43,12 +42,14 @@ from tessera._core.device import device_info, interpreter_enabled
 from tessera._core.errors import UnsupportedError, invalid
 from tessera._core.validate import (
     as_tensor,
+    check_bools,
     check_dtype,
     check_no_internal_overlap,
     check_same_device,
     check_untracked_write,
     integer,
     mark_written,
+    real,
 )
 from tessera.rand.kernels.mrg import launch_mrg
 from tessera.rand.kernels.philox import (
@@ -102,11 +103,12 @@ def _device(device: object) -> torch.device:
         raise invalid("device", repr(device), 'a device torch knows, such as "cpu" or "cuda:0"') from exc
 
 
-def _real(value: object) -> float | None:
-    """``value`` as a float when it is a finite real number (Python or NumPy, not a bool), else None."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        return None
-    return float(value)
+def _finite(name: str, value: object, expected: str = "a finite real number") -> float:
+    """``value`` as a float when it is a finite real number (:func:`validate.real`), or a clear error."""
+    number = real(value)
+    if number is None or not math.isfinite(number):
+        raise invalid(name, repr(value), expected)
+    return number
 
 
 def _nonnegative_int(name: str, value: object, limit: int) -> int:
@@ -161,8 +163,7 @@ class Generator:
                               "(the shipped Joe–Kuo direction numbers)")
         elif dimensions is not None or scramble:
             raise invalid("dimensions/scramble", (dimensions, scramble), f"unset for {name}")
-        if not isinstance(scramble, bool):
-            raise invalid("scramble", repr(scramble), "True or False")
+        check_bools(scramble=scramble)
         self.name, self.scramble = name, scramble
         self.dimensions: int = dimensions if quasi else 0  # 0: a pseudo-random stream
         self.seed = _nonnegative_int("seed", seed, 2**64)
@@ -226,9 +227,11 @@ class Generator:
         if self.name != "philox4x32_10":
             raise UnsupportedError(f"poisson from {self.name} is not implemented yet; supported: "
                                    "philox4x32_10")
-        if _real(lam) is None or not 0 <= _real(lam) < 2**31:
-            raise invalid("lam", repr(lam), "a finite number in [0, 2**31)")
-        lam = _real(lam)
+        expected = "a finite number in [0, 2**31)"
+        number = _finite("lam", lam, expected)
+        if not 0 <= number < 2**31:
+            raise invalid("lam", repr(lam), expected)
+        lam = number
         _check_dtype_type(dtype)
         if dtype not in (torch.int32, torch.int64, torch.float32, torch.float64):
             raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported for "
@@ -268,10 +271,7 @@ class Generator:
             return self._draw_sobol(kind, shape, dtype, out)
         shape = _shape(shape)
         _check_float(kind, dtype)
-        for name, value in (("mean", mean), ("std", std)):
-            if _real(value) is None:
-                raise invalid(name, repr(value), "a finite real number")
-        mean, std = _real(mean), _real(std)
+        mean, std = _finite("mean", mean), _finite("std", std)
         if std < 0:
             raise invalid("std", std, "non-negative")
         out = self._output(out, shape, dtype)
