@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -42,26 +43,24 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="directory for <arch>/ logic, journal, plot")
 
 
-def _non_negative(text: str) -> float:
-    """argparse type: a number ≥ 0."""
+def _number(text: str, *, positive: bool) -> float:
+    """argparse type: a number > 0 (``positive``) or ≥ 0; anything else, NaN included, an error."""
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative number")
+        value = math.nan
+    if not (value > 0 if positive else value >= 0):
+        kind = "positive" if positive else "non-negative"
+        raise argparse.ArgumentTypeError(f"{text!r} is not a {kind} number")
     return value
+
+
+def _non_negative(text: str) -> float:
+    return _number(text, positive=False)
 
 
 def _positive(text: str) -> float:
-    """argparse type: a number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
-    return value
+    return _number(text, positive=True)
 
 
 def _build_parser() -> argparse.ArgumentParser:
