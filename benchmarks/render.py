@@ -118,36 +118,32 @@ def _geomeans(rows: list[dict], gains: bool) -> list[str]:
     IEEE SGEMM; not the issue's definition, which is IEEE fp32)."""
     by_dtype: dict[str, list[dict]] = {}
     for r in rows:
-        if r["m"] == r["n"] == r["k"] >= 1024 and r["batch"] == 1 and not (r["trans_a"] or r["trans_b"]):
+        if _grid_square(r):
             by_dtype.setdefault(r["dtype"], []).append(r)
     if not any(len(v) > 1 for v in by_dtype.values()):
         return []
-
-    def geomean(values: list[float]) -> float:
-        return math.exp(sum(math.log(v) for v in values) / len(values))
-
     graphed = all("ratio_graph" in r for group in by_dtype.values() for r in group)
     out = []
     for dtype, group in by_dtype.items():
-        ratio = geomean([r["ratio"] for r in group])
+        ratio = _geomean([r["ratio"] for r in group])
         sizes = ", ".join(str(r["m"]) for r in group)
         line = f"- {dtype} squares ({sizes}): geometric mean **{ratio:.3f}×** the vendor"
         if graphed:
-            line += f", in CUDA graphs {geomean([r['ratio_graph'] for r in group]):.3f}×"
+            line += f", in CUDA graphs {_geomean([r['ratio_graph'] for r in group]):.3f}×"
         if gains and all("tuned_gain" in r for r in group):
-            line += f"; tuned over untuned heuristic **{geomean([r['tuned_gain'] for r in group]):.3f}×**"
+            line += f"; tuned over untuned heuristic **{_geomean([r['tuned_gain'] for r in group]):.3f}×**"
             if all("tuned_gain_graph" in r for r in group):
-                line += f" ({geomean([r['tuned_gain_graph'] for r in group]):.3f}× in CUDA graphs)"
+                line += f" ({_geomean([r['tuned_gain_graph'] for r in group]):.3f}× in CUDA graphs)"
         out.append(line)
     for name, dtypes in (("the issue's grid (bf16, fp16, tf32, fp32 IEEE)", ("bf16", "fp16", "tf32", "fp32")),
                          ("that grid with tf32x3 as its float32 rows", ("bf16", "fp16", "tf32", "tf32x3"))):
         group = [r for d in dtypes for r in by_dtype.get(d, [])]
         if not all(d in by_dtype for d in dtypes):
             continue
-        ratio = geomean([r["ratio"] for r in group])
+        ratio = _geomean([r["ratio"] for r in group])
         line = f"- {name}, {len(group)} rows: **{ratio:.3f}×** flushed"
         if graphed:
-            graph = geomean([r["ratio_graph"] for r in group])
+            graph = _geomean([r["ratio_graph"] for r in group])
             line += f", **{graph:.3f}×** in CUDA graphs"
         out.append(line + " (target ≥ 1.02×)")
     return [*out, ""]
@@ -155,6 +151,11 @@ def _geomeans(rows: list[dict], gains: bool) -> list[str]:
 
 def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _grid_square(r: dict) -> bool:
+    """A square row of the tuning issue's grid (M = N = K ≥ 1024, one GEMM, NN)."""
+    return r["m"] == r["n"] == r["k"] >= 1024 and r["batch"] == 1 and not (r["trans_a"] or r["trans_b"])
 
 
 def _newest(pattern: str, has: object = None) -> tuple[Path, dict] | None:
@@ -207,9 +208,8 @@ def _targets_summary() -> list[str]:
     grid = _newest("gemm-grid-*.json")
     if grid:
         path, data = grid
-        squares = [r for r in data["rows"] if r["dtype"] in ("bf16", "fp16", "tf32", "fp32")
-                   and r["batch"] == 1 and r["m"] == r["n"] == r["k"] >= 1024
-                   and not (r["trans_a"] or r["trans_b"])]
+        squares = [r for r in data["rows"]
+                   if r["dtype"] in ("bf16", "fp16", "tf32", "fp32") and _grid_square(r)]
         if squares:
             flushed = _geomean([r["ratio"] for r in squares])
             add(f"square grid geomean, {len(squares)} rows, flushed", "≥ 1.02", flushed,
