@@ -40,6 +40,9 @@
 #            run on a GPU): checked on edge-tile sizes first (its compiles, and a hang, are capped
 #            there), then fp8 and bf16 8192³ timed beside torch, the shipped gemm and the same
 #            tiles without clusters (the JSON written after each problem)                      ~9 min
+#   quant    the quantized rows (quantized.py --rows-only: fp8, int8, W4A16 / W8A16)   ~3 min
+#   l1map    level1_map (axpy / scal / copy / rot) and level1_swap tuned apart in fp32 (2^20…2^26),
+#            installed into this copy's shipped logic, then blas_level12.py with them          ~6 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -176,14 +179,28 @@ symv() {
     capped 200 symv-floor "$PY" benchmarks/symv_floor.py "$dir/symv-floor.json" --shipped-only
 }
 
+quant() {
+    capped 200 quantized "$PY" benchmarks/quantized.py "$dir/quantized.json" --rows-only
+}
+
+l1map() {
+    local op
+    for op in map swap; do
+        capped 120 "tune-$op" "$PY" -m tessera tune level1 --op "$op" --dtype fp32 --no-plot --out "$dir/tune"
+        cp "$dir/tune/sm_90/blas.level1_$op.fp32.yaml" tessera/logic/sm_90/ && echo "installed level1_$op" \
+            | tee -a "$dir/summary.txt"
+    done
+    capped 240 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
+}
+
 grid() {
     capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
 }
 
 for stage in "$@"; do
-    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv) ;;
+    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|l1map) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, l1map)"; exit 2;; esac
 done
 for stage in "$@"; do
     dir=$WORK/$stage

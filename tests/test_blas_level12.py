@@ -685,6 +685,19 @@ def _level1_through_installed_logic(device: str) -> None:
     close(dot(x, y), float(xs @ ys), torch.float32, 200)
     assert space.select_shape("level1_extreme", (3000,), "fp32", info).config == space.LEVEL1_HEURISTIC
     assert space.select_shape("level1_reduce", (3000,), "fp64", info).config == space.LEVEL1_HEURISTIC
+    # swap has a launch shape of its own: a level1_map file decides axpy / scal / copy / rot, not swap
+    (path.parent / "blas.level1_map.fp32.yaml").write_text(yaml.safe_dump({
+        "schema": 1, "arch": arch, "library": "blas", "op": "level1_map", "problem": {"dtype": "fp32"},
+        "solutions": [{"id": 0, "kernel": "level1", "block": 256, "iters": 1, "num_warps": 2}],
+        "table": [{"n": 3000, "solution": 0}]}))
+    logic.reload()
+    xw, yw = x.clone(), y.clone()
+    with capture() as calls:
+        for routine in (lambda: axpy(0.5, xw, yw), lambda: scal(2.0, xw), lambda: copy(xw, yw),
+                        lambda: rot(xw, yw, 0.6, 0.8), lambda: swap(xw, yw)):
+            routine()
+    assert [(c.constexprs["BLOCK"], c.num_warps) for c in calls] == [(256, 2)] * 4 + [
+        (space.LEVEL1_HEURISTIC.block, space.LEVEL1_HEURISTIC.num_warps)]
 
 
 @pytest.mark.parametrize("config", [VectorConfig(64, 1, 2), VectorConfig(128, 4, 4), VectorConfig(512, 3, 1)],
@@ -710,7 +723,7 @@ def test_every_level1_config_agrees_with_numpy(config: VectorConfig, device: str
 def test_cli_tune_level1_writes_logic(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     if torch.cuda.is_available():
         pytest.skip("the tiny space is for the interpreter; the GPU run uses real spaces")
-    for op, dtype in (("map", "bf16"), ("extreme", "complex64")):
+    for op, dtype in (("map", "bf16"), ("swap", "fp32"), ("extreme", "complex64")):
         assert main(["tune", "level1", "--op", op, "--dtype", dtype, "--sizes", "tiny", "--space", "tiny",
                      "--no-plot", "--out", str(tmp_path)]) == 0
         assert "geometric-mean gain of tuned over the heuristic default" in capsys.readouterr().out

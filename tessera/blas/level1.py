@@ -206,7 +206,7 @@ def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float =
         return
     k.launch_map(op, x.kernel_args(), (y or x).kernel_args(), x.n, alpha, beta,
                  fp64=x.fp64 or (y is not None and y.fp64),
-                 config=_shape("level1_map", x, batch), batch=batch)
+                 config=_shape("level1_swap" if op == k.SWAP else "level1_map", x, batch), batch=batch)
     mark_written(*(v.tensor for v in ((x, y) if op in (k.SWAP, k.ROT) else (y or x,)) if v is not None))
 
 

@@ -621,9 +621,12 @@ GEMV_HEURISTIC = {False: GemvConfig(16, 512, 4, 2), True: GemvConfig(64, 128, 4,
 GEMV_GEMM_SPACE: tuple[GemvGemmConfig, ...] = (GemvGemmConfig(),)
 GEMV_INTERPRETER = GemvConfig(16, 32, 4, 4)  # small tiles keep the CPU fast and cover several programs
 
-# Level 1: ``level1_map`` (axpy, scal, copy, swap, rot), ``level1_reduce`` (dot, dotc, asum, nrm2),
-# ``level1_extreme`` (iamax, iamin); size (n,), the vector's dtype (complex ones by name). One shape
-# serves an op's routines; `tessera tune level1` times axpy, dot + nrm2, and iamax.
+# Level 1: ``level1_map`` (axpy, scal, copy, rot), ``level1_swap``, ``level1_reduce`` (dot, dotc, asum,
+# nrm2), ``level1_extreme`` (iamax, iamin); size (n,), the vector's dtype (complex ones by name). One
+# shape serves an op's routines; `tessera tune level1` times axpy, swap, dot + nrm2, and iamax. swap
+# has a shape of its own: on the H200 at 2^26 fp32 the shapes with four elements a thread (512 × 4,
+# 1024 × 8 warps) gained 0.5–1 % on axpy / scal / copy / rot and lost 6–8 % on swap, whose two
+# loads and two stores a thread want eight (l1-map-shapes-h200-78f6da4.json).
 LEVEL1_DTYPES = ("fp16", "bf16", "fp32", "fp64", "complex64", "complex128")
 LEVEL1_SPACE: tuple[VectorConfig, ...] = tuple(
     VectorConfig(block, iters, w) for block in (512, 1024, 2048, 4096) for iters in (1, 2, 4, 8, 16)
@@ -692,6 +695,7 @@ SHAPE_OPS: dict[str, ShapeOp] = {
     "symv": ShapeOp((SymvConfig,), ("n",), REAL_DTYPES, (8192,), _fixed(SYMV_HEURISTIC, SYMV_INTERPRETER)),
     "trsv": ShapeOp((TrsvConfig,), ("n",), REAL_DTYPES, (8192,), _fixed(TrsvConfig())),
     "level1_map": ShapeOp((VectorConfig,), ("n",), REAL_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
+    "level1_swap": ShapeOp((VectorConfig,), ("n",), REAL_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
     "level1_reduce": ShapeOp((VectorConfig,), ("n",), LEVEL1_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
     "level1_extreme": ShapeOp((VectorConfig,), ("n",), LEVEL1_DTYPES, (1 << 26,), _fixed(LEVEL1_HEURISTIC)),
 }

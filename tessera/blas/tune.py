@@ -27,7 +27,7 @@ from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
 from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
 from tessera.blas.kernels.level1 import VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
-from tessera.blas.level1 import axpy, dot, iamax, nrm2
+from tessera.blas.level1 import axpy, dot, iamax, nrm2, swap
 from tessera.blas.level2 import gemv, ger, symv, trsv
 from tessera.blas.quantized import (
     QuantizedWeight,
@@ -466,15 +466,18 @@ def shape_default(op: str, dtype: str, device: DeviceInfo) -> space.Config:
     return space.SHAPE_OPS[op].heuristic(dtype, device.backend).config
 
 
-# BLAS level 1 (ops level1_map, level1_reduce, level1_extreme): problems (n,). Each op is timed on
-# its routines: axpy; dot and nrm2 together (one launch shape serves both: dot reads two vectors,
-# nrm2 one with more arithmetic; tuned on nrm2 alone the shape cost dot 8 %, b4419df); iamax.
+# BLAS level 1 (ops level1_map, level1_swap, level1_reduce, level1_extreme): problems (n,). Each op is
+# timed on its routines: axpy; swap; dot and nrm2 together (one launch shape serves both: dot reads
+# two vectors, nrm2 one with more arithmetic; tuned on nrm2 alone the shape cost dot 8 %, b4419df);
+# iamax.
 LEVEL1_PRESETS: dict[str, list[tuple[int]]] = {
     "default": [(1 << 20,), (1 << 24,), (1 << 26,)],
     "tiny": [(3000,), (1023,)],  # interpreter-sized, for CPU runs
 }
 LEVEL1_TINY_SPACE = (VectorConfig(64, 2, 2), VectorConfig(128, 1, 4), VectorConfig(256, 4, 4))
-LEVEL1_ROUTINES = {"level1_map": "axpy", "level1_reduce": "dot + nrm2", "level1_extreme": "iamax"}
+LEVEL1_ROUTINES = {"level1_map": "axpy", "level1_swap": "swap", "level1_reduce": "dot + nrm2",
+                   "level1_extreme": "iamax"}
+WRITES_Y = ("level1_map", "level1_swap")  # ops whose routine updates its second vector in place
 
 
 def level1_routine(op: str, dtype: str, target: str) -> tuple[Callable[[tuple[int, ...]], tuple],
@@ -491,9 +494,11 @@ def level1_routine(op: str, dtype: str, target: str) -> tuple[Callable[[tuple[in
         return tuple(vectors)
 
     routine = {"level1_map": lambda args: axpy(1.5, args[0], args[1]),
+               "level1_swap": lambda args: swap(args[0], args[1]),
                "level1_reduce": lambda args: (dot(args[0], args[1]), nrm2(args[0])),
                "level1_extreme": lambda args: iamax(args[0])}[op]
-    return operands, routine, {"level1_map": 3, "level1_reduce": 3, "level1_extreme": 1}[op] * size
+    moved = {"level1_map": 3, "level1_swap": 4, "level1_reduce": 3, "level1_extreme": 1}[op]
+    return operands, routine, moved * size
 
 
 def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], space_name: str,
@@ -523,7 +528,7 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
 
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
         vectors = operands(problem)[0]
-        args = (vectors[0], vectors[1].clone()) if op == "level1_map" else vectors  # axpy writes y
+        args = (vectors[0].clone(), vectors[1].clone()) if op in WRITES_Y else vectors
         with space.forced(config):
             got = routine(args)
         x = vectors[0].cpu().to(torch.complex128 if vectors[0].is_complex() else torch.float64)
@@ -531,6 +536,10 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
             want = int(torch.argmax(x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()))
             return None if int(got) == want else f"iamax {int(got)}, expected {want}"
         y = vectors[1].cpu().to(x.dtype)
+        if op == "level1_swap":  # exact: the elements exchanged, not recomputed
+            if torch.equal(got[0].cpu(), vectors[1].cpu()) and torch.equal(got[1].cpu(), vectors[0].cpu()):
+                return None
+            return "swap: x and y not exchanged exactly"
         if op == "level1_map":
             checks = [("axpy", got, 1.5 * x + y, 1.5 * x.abs() + y.abs())]
         else:
@@ -552,7 +561,7 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
         configs = LEVEL1_TINY_SPACE if space_name == "tiny" else space.LEVEL1_SPACE
-        if op == "level1_map":  # one step a program: iters does not matter
+        if op in WRITES_Y:  # one step a program: iters does not matter
             configs = tuple(dict.fromkeys(dataclasses.replace(c, iters=1) for c in configs))
         return list(configs)
 

@@ -112,8 +112,8 @@ def _build_parser() -> argparse.ArgumentParser:
     tv.add_argument("--space", default="default", choices=["default", "tiny"])
     _run_options(tv)
     tl1 = tune_sub.add_parser("level1", help="tune a BLAS level-1 kernel's launch shape (this device)")
-    tl1.add_argument("--op", dest="level1_op", required=True, choices=["map", "reduce", "extreme"],
-                     help="map: axpy/scal/copy/swap/rot (timed on axpy); reduce: dot/dotc/asum/nrm2 "
+    tl1.add_argument("--op", dest="level1_op", required=True, choices=["map", "swap", "reduce", "extreme"],
+                     help="map: axpy/scal/copy/rot (timed on axpy); swap; reduce: dot/dotc/asum/nrm2 "
                           "(timed on dot and nrm2 together); extreme: iamax/iamin (timed on iamax)")
     tl1.add_argument("--dtype", default="fp32",
                      choices=["fp16", "bf16", "fp32", "fp64", "complex64", "complex128"])

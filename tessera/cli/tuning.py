@@ -242,7 +242,14 @@ def cmd_tune_level1(args: argparse.Namespace) -> int:
     device = _tuning_device(interpreting)
     target = "cuda" if torch.cuda.is_available() and not interpreting else "cpu"
     operands, _, bytes_per_element = level1_routine(op, args.dtype, target)
-    torch_equivalent = {"level1_map": lambda x, y: y.add_(x, alpha=1.5),
+
+    def torch_swap(x: torch.Tensor, y: torch.Tensor) -> None:
+        """torch's nearest to BLAS swap (it has none): through a temporary, three copies."""
+        kept = x.clone()
+        x.copy_(y)
+        y.copy_(kept)
+
+    torch_equivalent = {"level1_map": lambda x, y: y.add_(x, alpha=1.5), "level1_swap": torch_swap,
                         "level1_reduce": lambda x, y: (torch.dot(x, y), torch.linalg.vector_norm(x)),
                         "level1_extreme": lambda x: (x.real.abs() + x.imag.abs() if x.is_complex()
                                                      else x.abs()).argmax()}[op]
