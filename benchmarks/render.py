@@ -158,13 +158,17 @@ def _grid_square(r: dict) -> bool:
     return r["m"] == r["n"] == r["k"] >= 1024 and r["batch"] == 1 and not (r["trans_a"] or r["trans_b"])
 
 
+TARGET_DEVICE = "H200"  # the issues' targets are figures of this GPU: the summary takes its runs only
+
+
 def _newest(pattern: str, has: object = None) -> tuple[Path, dict] | None:
-    """The newest result file matching ``pattern`` (by its ``created`` stamp) for which ``has(data)``
-    holds, with its data; None if there is none."""
+    """The newest result file matching ``pattern`` (by its ``created`` stamp) measured on the
+    targets' GPU (TARGET_DEVICE) for which ``has(data)`` holds, with its data; None if there is
+    none. Runs on other GPUs stay in their sections."""
     found = []
     for path in RESULTS.glob(pattern):
         data = json.loads(path.read_text())
-        if has is None or has(data):
+        if TARGET_DEVICE in str(data.get("device", "")) and (has is None or has(data)):
             found.append((_created(path), path, data))
     if not found:
         return None

@@ -21,3 +21,19 @@ def test_render_summarizes_the_targets_from_committed_results() -> None:
         met = value <= limit if bound.startswith("≤") else value >= limit
         met = met and ("compiles)" not in name or "(0 compiles)" in name)  # a first call must compile nothing
         assert verdict == ("met" if met else "**missed**"), row
+
+
+def test_the_targets_summary_takes_runs_of_the_targets_gpu_only(tmp_path, monkeypatch) -> None:
+    """A newer run on another GPU (an H100 lent for an H200) appears in its section, not in the
+    summary of the targets, which are the H200's figures."""
+    import json
+    import shutil
+
+    for name in ("quantized-h100-68d9857.json", "quantized-h200-80b019b.json"):
+        shutil.copy(render.RESULTS / name, tmp_path / name)
+    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    newer = json.loads((tmp_path / "quantized-h100-68d9857.json").read_text())
+    assert "H200" not in newer["device"] and newer["created"] > json.loads(
+        (tmp_path / "quantized-h200-80b019b.json").read_text())["created"]
+    path, data = render._newest("quantized-*.json")
+    assert path.name == "quantized-h200-80b019b.json" and "H200" in data["device"]
