@@ -46,7 +46,10 @@
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
-# A stage that is not named is not run; unknown names stop the script before anything runs.
+# A stage that is not named is not run; unknown names stop the script before anything runs. A name
+# may carry a GPU filter, GPU/stage, run only where nvidia-smi's name holds GPU: a call asked for an
+# H200 may get an H100, so `H200/quant H200/l1map H100/rest` times on the issues' GPU only and
+# spends an H100's time on tests.
 # A lent machine can be taken back mid-call, and then nothing of the call comes back: one short
 # stage a call.
 set -uo pipefail
@@ -197,15 +200,21 @@ grid() {
     capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
 }
 
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case $stage in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|l1map) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|l1map) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, l1map)"; exit 2;; esac
 done
-for stage in "$@"; do
+for named in "$@"; do
+    stage=${named#*/}
+    if [ "$stage" != "$named" ] && [[ "$gpu_name" != *"${named%%/*}"* ]]; then
+        echo "== $stage skipped: not on ${named%%/*} ($gpu_name)" | tee -a "$WORK/summary.txt"
+        continue
+    fi
     dir=$WORK/$stage
     mkdir -p "$dir"
-    echo "== $stage at $rev"
+    echo "== $stage at $rev on $gpu_name"
     "$stage"
 done
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$WORK/gpu.txt" 2>&1
