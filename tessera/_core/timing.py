@@ -86,6 +86,17 @@ def cold_copies(tensors: Sequence[torch.Tensor], nbytes: int | None = None) -> l
     return [first] + [tuple(t.clone() for t in first) for _ in range(copies - 1)]
 
 
+def copy_call(nbytes: int) -> tuple[Callable[[], object], int]:
+    """A device-to-device copy moving (reading plus writing) at least ``nbytes`` and, on a GPU, at
+    least four times the L2 cache (so a graph of it is cold too): the memory-bound ceiling, and
+    the bytes it moves."""
+    if on_gpu():
+        nbytes = max(nbytes, 4 * torch.cuda.get_device_properties(0).L2_cache_size)
+    source = torch.empty(max(nbytes // 8, 1), dtype=torch.float32, device="cuda" if on_gpu() else "cpu")
+    dest = torch.empty_like(source)
+    return (lambda: dest.copy_(source)), 8 * source.numel()
+
+
 def graph_ms(calls: Sequence[Callable[[], object]], target_ms: float = 20.0, repeats: int = 5) -> float:
     """Median milliseconds per call of launches replayed from one CUDA graph: no host overhead in
     the number (what a serving engine that captures graphs sees). The graph cycles through

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from tessera._core.device import DeviceInfo, device_info, precision_of, torch_dtype, torch_matmul_tf32_as
-from tessera._core.timing import back_to_back_ms, cold_copies, flushed_ms, graph_ms, on_gpu
+from tessera._core.timing import back_to_back_ms, cold_copies, copy_call, flushed_ms, graph_ms, on_gpu
 from tessera.blas.api import explain, gemm
 from tessera.tuning import logic
 
@@ -139,7 +139,7 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None,
                 heuristic_choice = _choice_for(case, a, b)
         timings: dict[str, list[float]] = {k: [] for k in ("v", "t", "v_b2b", "t_b2b")}
         graphed = _graphed_pair(case, a, b, precision) if on_gpu() else None
-        copy, copy_bytes = _copy_call(case.bytes_moved) if case.memory_bound else (None, 0)
+        copy, copy_bytes = copy_call(case.bytes_moved) if case.memory_bound else (None, 0)
         for _ in range(rounds):
             _time_round(timings, vendor, ours)
             if heuristic_choice != choice:
@@ -217,17 +217,6 @@ def _time_graphs(timings: dict[str, list[float]], vendor: list[Callable[[], obje
     timings.setdefault("v_graph", []).append(v)
     timings.setdefault("t_graph", []).append(t)
     return vendor, ours
-
-
-def _copy_call(nbytes: int) -> tuple[Callable[[], object], int]:
-    """A device-to-device copy moving (reading plus writing) at least ``nbytes`` and, on a GPU, at
-    least four times the L2 cache (so a graph of it is cold too): the memory-bound ceiling, and
-    the bytes it moves."""
-    if on_gpu():
-        nbytes = max(nbytes, 4 * torch.cuda.get_device_properties(0).L2_cache_size)
-    source = torch.empty(max(nbytes // 8, 1), dtype=torch.float32, device="cuda" if on_gpu() else "cpu")
-    dest = torch.empty_like(source)
-    return (lambda: dest.copy_(source)), 8 * source.numel()
 
 
 def _time_round(timings: dict[str, list[float]], vendor: Callable[[], object],

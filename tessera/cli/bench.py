@@ -1,4 +1,4 @@
-"""`tessera bench gemm|rand` and `tessera report`: Tessera beside the vendor, same process."""
+"""`tessera bench gemm|blas|rand` and `tessera report`: Tessera beside the vendor, same process."""
 
 from __future__ import annotations
 
@@ -68,6 +68,53 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
                                           "rows": rows})
         print(f"wrote {args.json}")
     return 0
+
+
+def cmd_bench_blas(args: argparse.Namespace) -> int:
+    """BLAS level 1 and 2 beside torch and the copy bandwidth; exit status 1 if a check failed."""
+    interpreting = use_interpreter_without_gpu()
+    from tqdm import tqdm
+
+    from tessera import InvalidArgumentError, device_info
+    from tessera._core.timing import copy_call
+    from tessera.blas.bench_level12 import PRESETS, ROUTINES, BlasCase, format_table, run_case
+
+    if args.rounds < 1:
+        raise InvalidArgumentError(f"--rounds must be at least 1 (actual: {args.rounds})")
+    if args.routines is None:
+        if any(v is not None for v in (args.n, args.m, args.dtype, args.inc)):
+            raise InvalidArgumentError("-n, -m, --dtype and --inc need -f ROUTINE[,ROUTINE…]")
+        preset = "interpreter" if interpreting else args.preset
+        cases = PRESETS[preset]
+    else:
+        names = [name.strip() for name in args.routines.split(",") if name.strip()]
+        unknown = [name for name in names if name not in ROUTINES]
+        if unknown or not names:
+            raise InvalidArgumentError(f"-f takes routines among {', '.join(ROUTINES)} "
+                                       f"(actual: {args.routines!r})")
+        if args.n is None:
+            raise InvalidArgumentError("-f needs -n (vector length, or the matrix's columns)")
+        cases = [BlasCase(name, args.n, args.dtype or "fp32", args.m or 0, args.inc or 1) for name in names]
+    if interpreting:
+        print("No GPU: running Tessera's kernels in Triton's CPU interpreter (TRITON_INTERPRET=1). "
+              "Times below measure the interpreter, not GPU performance.")
+    info = device_info()
+    print(f"device: {info.name} ({info.arch}, {info.backend}); torch {info.versions['torch']}, "
+          f"triton {info.versions['triton']}")
+    copy = copy_call(max(case.bytes_moved for case in cases))  # one ceiling for the whole run
+    rounds = 1 if interpreting else args.rounds
+    rows = [run_case(case, rounds, copy)
+            for case in tqdm(cases, desc="blas", unit="routine", disable=len(cases) < 2, file=sys.stderr)]
+    print(format_table(rows))
+    if args.json:
+        write_json_atomically(args.json, {"op": "blas", **_provenance(info, interpreting, command=True),
+                                          "rows": rows})
+        print(f"wrote {args.json}")
+    wrong = [row["problem"] for row in rows if not row["correct"]]
+    if wrong:
+        print(f"tessera: wrong results (relative error over the dtype's bound): {', '.join(wrong)}",
+              file=sys.stderr)
+    return 1 if wrong else 0
 
 
 def cmd_bench_rand(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """The ``tessera`` command: the parser, dispatch, and ``tessera info``.
 
-Commands live beside this file: ``bench.py`` (bench gemm|rand, report) and ``tuning.py`` (logic,
+Commands live beside this file: ``bench.py`` (bench gemm|blas|rand, report) and ``tuning.py`` (logic,
 tune, pack). Without a GPU the kernels run in Triton's CPU interpreter: commands switch it on before
 any kernel is imported, say so, and limit presets to sizes the interpreter finishes in seconds.
 """
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from tessera._core.errors import TesseraError
-from tessera.cli.bench import cmd_bench_gemm, cmd_bench_rand, cmd_report
+from tessera.cli.bench import cmd_bench_blas, cmd_bench_gemm, cmd_bench_rand, cmd_report
 from tessera.cli.common import use_interpreter_without_gpu
 from tessera.cli.tuning import (
     cmd_logic,
@@ -179,6 +179,18 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--vs-heuristic", action="store_true",
                    help="also time the untuned heuristic's pick (logic files ignored): the tuned gain")
     g.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    bl = bench_sub.add_parser("blas", help="BLAS level 1 and 2 vs torch, as % of the copy bandwidth")
+    bl.add_argument("--preset", choices=["quick", "full", "interpreter"], default="quick",
+                    help="full: level 1 at 2^26 fp32, level 2 at 8192² bf16 (trsv fp32)")
+    bl.add_argument("-f", dest="routines", metavar="ROUTINE[,ROUTINE…]",
+                    help="axpy, scal, copy, swap, rot, dot, nrm2, asum, iamax, gemv_n, gemv_t, symv, ger, "
+                         "trsv (instead of a preset)")
+    bl.add_argument("-n", type=int, help="with -f: vector length, or the matrix's columns")
+    bl.add_argument("-m", type=int, help="with -f: gemv / ger rows (default: n)")
+    bl.add_argument("--dtype", choices=["fp16", "bf16", "fp32", "fp64"], help="with -f (default fp32)")
+    bl.add_argument("--inc", type=int, help="with -f: level-1 increment of x and y (default 1)")
+    bl.add_argument("--rounds", type=int, default=3, help="alternating Tessera / torch / copy rounds")
+    bl.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
     r = bench_sub.add_parser("rand", help="random numbers vs torch and raw cuRAND (CuPy)")
     r.add_argument("--preset", choices=["quick", "full", "interpreter"], default="quick")
     r.add_argument("--rounds", type=int, default=3)
@@ -200,9 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                     "level2": cmd_tune_level2}.get(args.op, cmd_tune_gemm)(args)
         if args.command == "report":
             return cmd_report(args)
-        if args.op == "rand":
-            return cmd_bench_rand(args)
-        return cmd_bench_gemm(args)
+        return {"rand": cmd_bench_rand, "blas": cmd_bench_blas}.get(args.op, cmd_bench_gemm)(args)
     except TesseraError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
         return 2
