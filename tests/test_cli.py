@@ -130,8 +130,11 @@ def test_report_writes_json_and_markdown(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["report", "-o", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "report.json").read_text())
     assert data["device"]["arch"] and data["packs"] == [] and len(data["gemm"]) == 4
+    assert {r["routine"] for r in data["blas"]} >= {"axpy", "symv", "trsv"} and all(
+        r["correct"] for r in data["blas"])
     text = (tmp_path / "report.md").read_text()
     assert "# Tessera report" in text and "installed pack | none" in text and "ratio" in text
+    assert "torch equivalent" in text and "symv fp32 75x75" in text
 
 
 def test_bench_rand_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

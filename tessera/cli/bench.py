@@ -143,6 +143,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tessera import device_info
+    from tessera._core.timing import copy_call
+    from tessera.blas import bench_level12
     from tessera.blas.bench import PRESETS, format_table, run_case
     from tessera.tuning import packs
 
@@ -156,9 +158,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                  for p in packs.list_packs()]
     preset = None if args.bench == "none" else ("interpreter" if interpreting else args.bench)
     cases = PRESETS[preset] if preset else []
-    rows = [run_case(c, rounds=1 if interpreting else 3, info=info)
+    rounds = 1 if interpreting else 3
+    rows = [run_case(c, rounds=rounds, info=info)
             for c in tqdm(cases, desc="report", unit="problem", disable=len(cases) < 2, file=sys.stderr)]
-    data = {**_provenance(info, interpreting, command=False), "packs": installed, "gemm": rows}
+    blas_cases = bench_level12.PRESETS[preset] if preset else []  # level 1/2 rows of the same preset
+    copy = copy_call(max(c.bytes_moved for c in blas_cases)) if blas_cases else None
+    blas_rows = [bench_level12.run_case(c, rounds, copy) for c in blas_cases]
+    data = {**_provenance(info, interpreting, command=False), "packs": installed, "gemm": rows,
+            "blas": blas_rows}
     write_json_atomically(args.output / "report.json", data)
     current = next((p for p in installed if p["current"]), None)
     pack_line = (f"{current['name']} {current['version']} (logic: {current['logic_origin']}; "
@@ -172,6 +179,8 @@ def cmd_report(args: argparse.Namespace) -> int:
               f"| installed pack | {pack_line} |", ""]
     if rows:
         lines += ["```", format_table(rows), "```", ""]
+    if blas_rows:
+        lines += ["```", bench_level12.format_table(blas_rows), "```", ""]
         if interpreting:
             lines.append("No GPU: kernels ran in Triton's CPU interpreter; times are not GPU performance.")
     markdown = args.output / "report.md"
