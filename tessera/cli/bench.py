@@ -12,6 +12,8 @@ from tessera._core.files import write_atomically
 from tessera.cli.common import use_interpreter_without_gpu, write_json_atomically
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tessera._core.device import DeviceInfo
 
 
@@ -26,6 +28,13 @@ def _provenance(info: DeviceInfo, interpreting: bool, *, command: bool) -> dict[
         fields["command"] = "tessera " + " ".join(sys.argv[1:])
     return {**fields, "settings": launch_settings(), "interpreter": interpreting,
             "device": info.as_dict()}
+
+
+def _write_rows(path: Path | None, op: str, rows: list[dict], info: DeviceInfo, interpreting: bool) -> None:
+    """A bench command's rows as JSON at ``path`` (none: nothing), after its provenance."""
+    if path is not None:
+        write_json_atomically(path, {"op": op, **_provenance(info, interpreting, command=True), "rows": rows})
+        print(f"wrote {path}")
 
 
 def cmd_bench_gemm(args: argparse.Namespace) -> int:
@@ -63,10 +72,7 @@ def cmd_bench_gemm(args: argparse.Namespace) -> int:
         rows.append(run_case(case, rounds=1 if interpreting else args.rounds, info=info,
                              vs_heuristic=args.vs_heuristic))
     print(format_table(rows))
-    if args.json:
-        write_json_atomically(args.json, {"op": "gemm", **_provenance(info, interpreting, command=True),
-                                          "rows": rows})
-        print(f"wrote {args.json}")
+    _write_rows(args.json, "gemm", rows, info, interpreting)
     return 0
 
 
@@ -106,10 +112,7 @@ def cmd_bench_blas(args: argparse.Namespace) -> int:
     rows = [run_case(case, rounds, copy)
             for case in tqdm(cases, desc="blas", unit="routine", disable=len(cases) < 2, file=sys.stderr)]
     print(format_table(rows))
-    if args.json:
-        write_json_atomically(args.json, {"op": "blas", **_provenance(info, interpreting, command=True),
-                                          "rows": rows})
-        print(f"wrote {args.json}")
+    _write_rows(args.json, "blas", rows, info, interpreting)
     wrong = [row["problem"] for row in rows if not row["correct"]]
     if wrong:
         print(f"tessera: wrong results (relative error over the dtype's bound): {', '.join(wrong)}",
@@ -130,10 +133,7 @@ def cmd_bench_rand(args: argparse.Namespace) -> int:
     info = device_info()
     rows = [run_case(case, rounds=1 if interpreting else args.rounds) for case in PRESETS[preset]]
     print(format_table(rows))
-    if args.json:
-        write_json_atomically(args.json, {"op": "rand", **_provenance(info, interpreting, command=True),
-                                          "rows": rows})
-        print(f"wrote {args.json}")
+    _write_rows(args.json, "rand", rows, info, interpreting)
     return 0
 
 
