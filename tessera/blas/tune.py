@@ -477,7 +477,8 @@ LEVEL1_PRESETS: dict[str, list[tuple[int]]] = {
 LEVEL1_TINY_SPACE = (VectorConfig(64, 2, 2), VectorConfig(128, 1, 4), VectorConfig(256, 4, 4))
 LEVEL1_ROUTINES = {"level1_map": "axpy", "level1_swap": "swap", "level1_reduce": "dot + nrm2",
                    "level1_extreme": "iamax"}
-WRITES_Y = ("level1_map", "level1_swap")  # ops whose routine updates its second vector in place
+# the element-wise ops: their routines write in place (checked on copies), a program takes one step
+ELEMENTWISE = ("level1_map", "level1_swap")
 
 
 def level1_routine(op: str, dtype: str, target: str) -> tuple[Callable[[tuple[int, ...]], tuple],
@@ -528,7 +529,7 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
 
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
         vectors = operands(problem)[0]
-        args = (vectors[0].clone(), vectors[1].clone()) if op in WRITES_Y else vectors
+        args = (vectors[0].clone(), vectors[1].clone()) if op in ELEMENTWISE else vectors
         with space.forced(config):
             got = routine(args)
         x = vectors[0].cpu().to(torch.complex128 if vectors[0].is_complex() else torch.float64)
@@ -561,7 +562,7 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
         configs = LEVEL1_TINY_SPACE if space_name == "tiny" else space.LEVEL1_SPACE
-        if op in WRITES_Y:  # one step a program: iters does not matter
+        if op in ELEMENTWISE:  # iters does not matter
             configs = tuple(dict.fromkeys(dataclasses.replace(c, iters=1) for c in configs))
         return list(configs)
 
