@@ -134,7 +134,7 @@ def test_report_writes_json_and_markdown(tmp_path: Path, capsys: pytest.CaptureF
         r["correct"] for r in data["blas"])
     text = (tmp_path / "report.md").read_text()
     assert "# Tessera report" in text and "installed pack | none" in text and "ratio" in text
-    assert "torch equivalent" in text and "symv fp32 75x75" in text
+    assert "torch equivalent" in text and "symv fp32 75x75" in text and "CPU interpreter" in text
 
 
 def test_bench_rand_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -181,8 +181,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         lines += ["```", format_table(rows), "```", ""]
     if blas_rows:
         lines += ["```", bench_level12.format_table(blas_rows), "```", ""]
-        if interpreting:
-            lines.append("No GPU: kernels ran in Triton's CPU interpreter; times are not GPU performance.")
+    if (rows or blas_rows) and interpreting:
+        lines.append("No GPU: kernels ran in Triton's CPU interpreter; times are not GPU performance.")
     markdown = args.output / "report.md"
     write_atomically(markdown, "\n".join(lines) + "\n")
     print(f"wrote {args.output / 'report.json'} and {markdown}")
