@@ -100,8 +100,10 @@ class _Calls:
 
 
 def _random(shape: tuple[int, ...], dtype: torch.dtype, device: str, seed: int) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype).to(device)
+    """Standard normal values drawn on the device (2^26 of them in a moment there), then rounded."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    wide = torch.float64 if dtype == torch.float64 else torch.float32
+    return torch.randn(shape, generator=gen, dtype=wide, device=device).to(dtype)
 
 
 def _relative(got: torch.Tensor, want: torch.Tensor) -> float:
