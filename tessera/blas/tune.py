@@ -25,7 +25,7 @@ from tessera.blas.kernels.gemm_tma import TmaConfig, shared_memory_bytes
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
 from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig
-from tessera.blas.kernels.level1 import VectorConfig
+from tessera.blas.kernels.level1 import ELEMENTWISE_OPS, VectorConfig
 from tessera.blas.kernels.level2 import GemvConfig, GerConfig, SymvConfig, TrsvConfig
 from tessera.blas.level1 import axpy, dot, iamax, nrm2, swap
 from tessera.blas.level2 import gemv, ger, symv, trsv
@@ -477,8 +477,6 @@ LEVEL1_PRESETS: dict[str, list[tuple[int]]] = {
 LEVEL1_TINY_SPACE = (VectorConfig(64, 2, 2), VectorConfig(128, 1, 4), VectorConfig(256, 4, 4))
 LEVEL1_ROUTINES = {"level1_map": "axpy", "level1_swap": "swap", "level1_reduce": "dot + nrm2",
                    "level1_extreme": "iamax"}
-# the element-wise ops: their routines write in place (checked on copies), a program takes one step
-ELEMENTWISE = ("level1_map", "level1_swap")
 
 
 def level1_routine(op: str, dtype: str, target: str) -> tuple[Callable[[tuple[int, ...]], tuple],
@@ -529,7 +527,8 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
 
     def check(problem: tuple[int, ...], config: space.Config) -> str | None:
         vectors = operands(problem)[0]
-        args = (vectors[0].clone(), vectors[1].clone()) if op in ELEMENTWISE else vectors
+        written = op in ELEMENTWISE_OPS  # the routine writes in place: on copies
+        args = (vectors[0].clone(), vectors[1].clone()) if written else vectors
         with space.forced(config):
             got = routine(args)
         x = vectors[0].cpu().to(torch.complex128 if vectors[0].is_complex() else torch.float64)
@@ -562,7 +561,7 @@ def level1_tunable(op: str, dtype: str, problems: Sequence[tuple[int, ...]], spa
 
     def candidates(problem: tuple[int, ...]) -> list[space.Config]:
         configs = LEVEL1_TINY_SPACE if space_name == "tiny" else space.LEVEL1_SPACE
-        if op in ELEMENTWISE:  # iters does not matter
+        if op in ELEMENTWISE_OPS:  # one step a program: iters does not matter
             configs = tuple(dict.fromkeys(dataclasses.replace(c, iters=1) for c in configs))
         return list(configs)
 

@@ -423,6 +423,7 @@ def launch_extreme(x: StridedVector, n: int, largest: bool, *, complex_: bool, f
 # op (logic file) → the routines it serves: what a pack precompiles for each configuration
 LEVEL1_OPS = {"level1_map": (AXPY, SCAL, COPY, ROT), "level1_swap": (SWAP,),
               "level1_reduce": (DOT, ASUM, NRM2), "level1_extreme": (True, False)}
+ELEMENTWISE_OPS = ("level1_map", "level1_swap")  # the ops :func:`launch_map` serves
 REPRESENTATIVE_N = (1 << 20, (1 << 20) - 3)  # a length multiple of 16 and one that is not
 
 
@@ -438,7 +439,7 @@ def representative_launch(op: str, config: VectorConfig, dtype: str, num_sms: in
         y = torch.empty_like(x)
         step = 2 if complex_ else 1
         for routine in LEVEL1_OPS[op]:
-            if op in ("level1_map", "level1_swap"):
+            if op in ELEMENTWISE_OPS:
                 launch_map(routine, (x, 0, 1), (y, 0, 1), n, 1.5, 0.5, fp64=fp64, config=config)
             elif op == "level1_reduce":
                 conjugates = (False, True) if complex_ and routine == DOT else (False,)
