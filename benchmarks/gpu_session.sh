@@ -11,7 +11,7 @@
 #   tests    the tf32 first call with a pack, test_gemm, test_gemm_gpu and test_autograd
 #            (mostly unmarked tests: they run on the GPU when there is one)              ~4 min
 #   rest     every other gpu-marked test (level 1/2, core, weight-only, launch, quantized,
-#            rand)                                                                       ~3 min
+#            rand, cli)                                                                     ~3 min
 #   tf32     tf32 swapped vs copy-then-gemm_tma vs torch (1024–8192)                     ~4 min
 #   fp32     FMA_SPACE vs SGEMM; the 64×128×64 gemm_ws tile at 16-bit 1024³              ~5 min
 #   rows     the rows the forty-first session's logic changed, through calls: tf32 2048³ with
@@ -85,7 +85,7 @@ tests() {
 
 rest() {  # the gpu-marked tests that verify and tests leave out
     capped 400 rest "$PY" -m pytest -m gpu tests/test_blas_level12.py tests/test_core.py tests/test_gemm_wq_ws.py \
-        tests/test_launch.py tests/test_quantized.py tests/test_rand.py -q -rs --junitxml="$dir/rest.xml"
+        tests/test_launch.py tests/test_quantized.py tests/test_rand.py tests/test_cli.py -q -rs --junitxml="$dir/rest.xml"
 }
 
 tf32() {
