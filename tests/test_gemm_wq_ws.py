@@ -142,20 +142,22 @@ def test_compiles_offline_for_sm90() -> None:
     assert refused["status"] == "failed"
 
 
-def test_pdl_is_early_as_measured_and_forced_for_comparisons(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The main launch takes programmatic dependent launch early by default (faster than off and
-    at exit on every decode row, ``WQ_WS_PDL``), and the mode ``TESSERA_PDL`` forces (here:
-    ``launch._PDL``) for the A/B that decides it."""
-    q = _weight(512, 128)
+def test_pdl_mode_is_the_measured_one_per_code_width_and_forced_for_comparisons(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The main launch takes programmatic dependent launch early with 4-bit codes and at exit with
+    8-bit ones (the modes timed fastest on the H200, ``WQ_WS_PDL``), and the mode ``TESSERA_PDL``
+    forces (here: ``launch._PDL``) for the A/B that decides it."""
     x = torch.empty(16, 512, dtype=torch.bfloat16)
     y = torch.empty(16, 128, dtype=torch.bfloat16)
-    modes = []
-    for forced in (None, launch.PDL_OFF, launch.PDL_AT_EXIT):
-        monkeypatch.setattr(launch, "_PDL", forced)
-        with capture() as calls, building_for("cuda", "sm_90"):
-            gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, 4, 128, y, WqWsConfig(8, 3))
-        modes.append(calls[0].constexprs["PDL"])
-    assert modes == [launch.PDL_EARLY, launch.PDL_OFF, launch.PDL_AT_EXIT]
+    for bits, measured in ((4, launch.PDL_EARLY), (8, launch.PDL_AT_EXIT)):
+        q = _weight(512, 128, bits=bits)
+        modes = []
+        for forced in (None, launch.PDL_OFF, launch.PDL_AT_EXIT, launch.PDL_EARLY):
+            monkeypatch.setattr(launch, "_PDL", forced)
+            with capture() as calls, building_for("cuda", "sm_90"):
+                gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, bits, 128, y, WqWsConfig(8, 3))
+            modes.append(calls[0].constexprs["PDL"])
+        assert modes == [measured, launch.PDL_OFF, launch.PDL_AT_EXIT, launch.PDL_EARLY], bits
 
 
 def test_measured_code_reads_reach_the_sm90_code() -> None:

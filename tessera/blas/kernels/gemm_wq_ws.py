@@ -444,12 +444,16 @@ def fitting_stages(config: WqWsConfig, m: int, shared_memory: int | None, bits: 
 
 
 _launch = Launcher(_gemm_wq_ws_kernel)
-# The main launch's programmatic-dependent-launch mode: early, timed against off and exit
-# (``benchmarks/pdl_modes.sh`` with DECODE=1, two alternating rounds; forty-fifth session, an H100:
-# ``benchmarks/results/gpu-session-h100-bf37654/``): W4A16 M = 16 16.3–16.4 → 14.9–15.0 µs
-# replayed (2.84 → 3.10× torch), M = 1 15.6 → 14.5–14.6, W8A16 M = 1 / 16 −0.2 / −0.3 µs; at exit
-# in between. Its slice sum, a second launch, runs at exit as ``gemm_wq``'s does.
-WQ_WS_PDL = PDL_EARLY
+# The main launch's programmatic-dependent-launch mode by code width, timed against the other
+# modes (``benchmarks/pdl_modes.sh`` with DECODE=1, two alternating rounds of off / early / exit).
+# 4-bit codes: early. On the H200 (forty-seventh session, ``gpu-session-h200-7ff31f8/pdlwq/``)
+# W4A16 M = 1 / 16 12.4 / 13.2–13.4 µs off, 11.5 / 12.1–12.2 early, 12.3 / 12.8 at exit; on an H100
+# (``gpu-session-h100-bf37654/``) early won every decode row too. 8-bit codes: at exit. On the H200
+# early costs W8A16 2.7 µs (M = 1 / 16: 19.1–19.3 / 19.5–19.8 µs at exit, 19.2 / 19.7–19.9 off,
+# 21.9 / 22.0–22.1 early: the early programs' six code stages of shared memory wait beside the
+# previous call's); on the H100 the three modes were within 0.3 µs (early 25.4, off 25.7). Its
+# slice sum, a second launch, runs at exit as ``gemm_wq``'s does.
+WQ_WS_PDL = {4: PDL_EARLY, 8: PDL_AT_EXIT}
 
 
 def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, bits: int, group: int,
@@ -469,8 +473,10 @@ def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor
         target, strides = y, (y.stride(0), 0)
     else:  # fp32 slices, added by a second launch as they leave (programmatic dependent launch)
         target, strides = scratch("wq slices", split * m * n, torch.float32, y.device, False), (n, m * n)
+    pdl = pdl_mode(y, WQ_WS_PDL[bits])
+    constexprs = dict(GROUP=group, STAGES=stages, CONSUMERS=config.consumers, PDL=pdl)
     _launch((cdiv(n, BLOCK_N), split), (codes_desc, x_desc, scales, target, m, k, scales.stride(0), *strides),
-            dict(GROUP=group, STAGES=stages, CONSUMERS=config.consumers, PDL=pdl_mode(y, WQ_WS_PDL)), 4, 1)
+            constexprs, 4, 1)
     if split > 1:
         sum_slices(target, split, y, pdl=pdl_mode(y, PDL_AT_EXIT))
 
