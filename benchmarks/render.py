@@ -199,6 +199,11 @@ def _targets_summary() -> list[str]:
 
     def add(target: str, bound: str, figure: float | None, verdict: str, path: Path, digits: int = 3,
             also: str = "") -> None:
+        if figure is not None:  # enough digits to show the figure on its verdict's side of the bound
+            limit, at_most = float(bound.split()[1]), bound.startswith("≤")
+            exact = _verdict(figure, limit, at_most)
+            while digits < 6 and _verdict(round(figure, digits), limit, at_most) != exact:
+                digits += 1
         rows.append((target, bound, _fmt(figure, digits) + also, verdict, f"`{path.name}`"))
 
     for problem in ("bf16 NN 8192x8192x8192", "fp16 NN 8192x8192x8192"):

@@ -37,3 +37,19 @@ def test_the_targets_summary_takes_runs_of_the_targets_gpu_only(tmp_path, monkey
         (tmp_path / "quantized-h200-80b019b.json").read_text())["created"]
     path, data = render._newest("quantized-*.json")
     assert path.name == "quantized-h200-80b019b.json" and "H200" in data["device"]
+
+
+def test_a_figure_next_to_its_bound_is_shown_on_its_verdicts_side(tmp_path, monkeypatch) -> None:
+    """0.99957× torch is a miss of "≥ 1.0": shown as 0.9996, not as a 1.000 beside "missed"."""
+    import json
+
+    rows = [{"routine": "copy", "torch": "y.copy_(x)", "graph_pct_copy": 99.7, "graph_vs_torch": 0.99957,
+             "vs_torch": 1.0015},
+            {"routine": "axpy", "torch": "y.add_(x, alpha)", "graph_pct_copy": 103.2,
+             "graph_vs_torch": 1.0048, "vs_torch": 1.0052}]
+    (tmp_path / "blas-l12-h200-test.json").write_text(json.dumps(
+        {"device": "NVIDIA H200", "created": "2026-12-05T13:00:00Z", "rows": rows}))
+    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    summary = "\n".join(render._targets_summary())
+    assert "| copy: vs y.copy_(x) (graphs) | ≥ 1.0 | 0.9996 (flushed 1.002) | **missed** |" in summary
+    assert "| axpy: vs y.add_(x, alpha) (graphs) | ≥ 1.0 | 1.005 (flushed 1.005) | met |" in summary
