@@ -160,6 +160,26 @@ def test_pdl_mode_is_the_measured_one_per_code_width_and_forced_for_comparisons(
         assert modes == [measured, launch.PDL_OFF, launch.PDL_AT_EXIT, launch.PDL_EARLY], bits
 
 
+def test_a_configuration_names_its_own_pdl_mode_which_the_override_still_beats(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``WqWsConfig.pdl`` (a tuned parameter: the best mode differs by GPU) replaces the code
+    width's measured mode; ``TESSERA_PDL`` still forces every launch site for an A/B; a name
+    that is no mode is refused."""
+    x = torch.empty(16, 512, dtype=torch.bfloat16)
+    y = torch.empty(16, 128, dtype=torch.bfloat16)
+    q = _weight(512, 128, bits=4)
+    for name, mode in (("off", launch.PDL_OFF), ("early", launch.PDL_EARLY), ("exit", launch.PDL_AT_EXIT)):
+        for forced, expected in ((None, mode), (launch.PDL_OFF, launch.PDL_OFF)):
+            monkeypatch.setattr(launch, "_PDL", forced)
+            with capture() as calls, building_for("cuda", "sm_90"):
+                gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, 4, 128, y, WqWsConfig(8, 3, pdl=name))
+            assert calls[0].constexprs["PDL"] == expected, (name, forced)
+    assert "pdl exit" in WqWsConfig(8, 3, pdl="exit").short()
+    for bad in ("late", 1, None):
+        with pytest.raises(InvalidArgumentError, match="pdl must be"):
+            WqWsConfig(8, 3, pdl=bad)
+
+
 def test_measured_code_reads_reach_the_sm90_code() -> None:
     """The code reads timed on the H200 are in the code compiled for sm_90 (offline, with the
     running Triton): 8-bit codes as 16-bit words through ``ldmatrix.trans`` (two a quarter for

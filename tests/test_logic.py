@@ -91,6 +91,32 @@ BAD = [
 ]
 
 
+WQ_WS = {
+    "schema": 1, "arch": "sm_90", "library": "blas", "op": "gemm_wq", "problem": {"dtype": "int8_bf16"},
+    "runtime": {"triton": "3.6.0", "backend": "cuda"},
+    "solutions": [{"id": 0, "kernel": "gemm_wq_ws", "num_stages": 6, "consumers": 3, "pdl": "exit"},
+                  {"id": 1, "kernel": "gemm_wq_ws", "num_stages": 8, "consumers": 3}],
+    "table": [{"m": 1, "n": 8192, "k": 8192, "solution": 0, "tflops": 6.9},
+              {"m": 16, "n": 8192, "k": 8192, "solution": 1, "tflops": 108.0}],
+    "distance": "log_euclidean",
+}
+
+
+def test_a_string_parameter_loads_and_a_wrong_one_names_its_field(tmp_path: Path) -> None:
+    """gemm_wq_ws's PDL mode is a name (a tuned parameter since the best mode differs by GPU);
+    omitted, it is the code width's measured mode."""
+    from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
+
+    lf = load_logic(write(tmp_path / "wq.yaml", WQ_WS))
+    assert lf.solutions == {0: WqWsConfig(6, 3, pdl="exit"), 1: WqWsConfig(8, 3)}
+    for value, message in ((3, "field 'solutions[0].pdl': must be a string (actual: 3)"),
+                           ("late", "field 'solutions[0]': gemm_wq_ws's pdl must be '' (the code width's")):
+        doc = copy.deepcopy(WQ_WS)
+        doc["solutions"][0]["pdl"] = value
+        with pytest.raises(LogicFileError, match=re.escape(message)):
+            load_logic(write(tmp_path / "bad.yaml", doc))
+
+
 @pytest.mark.parametrize("change,message", BAD)
 def test_each_defect_names_file_and_field(change, message: str, tmp_path: Path) -> None:
     path = write(tmp_path / "bad.yaml", _mutated(change))

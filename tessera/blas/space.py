@@ -360,6 +360,11 @@ WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig | WqWsConfig, ...] = (
     # … with K split in 2 or 4 (N = 4096: 2 slices 17.9 → 13.7 µs at W4A16 M = 1, K = 14336;
     # wq-split-h200-cb33338/)
     *(WqWsConfig(s, 3, split) for s in (8, 6) for split in (2, 4)),
+    # … with each programmatic-dependent-launch mode named (the default takes the code width's
+    # measured one): the best mode differs by GPU (early cost W8A16 2.7 µs on the H200 and
+    # nothing on an H100; gpu-session-h200-7ff31f8/pdlwq/), and the tuner's graph replays of
+    # consecutive calls time it as a serving loop sees it
+    *(WqWsConfig(s, 3, pdl=mode) for s in (8, 6) for mode in ("off", "early", "exit")),
 )
 
 

@@ -18,7 +18,8 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
     origin: tuned                                    # optional: tuned (measured) or heuristic
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
-feeds the tuner, the loader and the launcher. Libraries declare their ops with :func:`register_op`.
+feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
+"automatic"), bools, and names the family checks itself (``gemm_wq_ws``'s ``pdl: exit``). Libraries declare their ops with :func:`register_op`.
 Files are read with ``yaml.safe_load``; any defect raises :class:`LogicFileError` naming the file
 and the field. Lookup order (:func:`logic_for`): the installed pack, then the logic shipped in the
 wheel; callers fall through to their heuristic when neither has a file.
@@ -263,13 +264,16 @@ def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[
         if name not in params:
             raise _fail(path, f"{where}.{name}", f"missing (required by {kernel})")
     for name, value in params.items():
-        wants_bool = fields[name].type in ("bool", bool)
+        kind = fields[name].type
         default = fields[name].default  # 0 as a default means "automatic" (stream-K's programs: one per SM)
-        ok = isinstance(value, bool) if wants_bool else (
-            isinstance(value, int) and not isinstance(value, bool) and (value > 0 or value == default == 0))
+        if kind in ("bool", bool):
+            ok, wanted = isinstance(value, bool), "a bool"
+        elif kind in ("str", str):  # a name from a set the family checks itself (gemm_wq_ws's pdl mode)
+            ok, wanted = isinstance(value, str), "a string"
+        else:
+            ok = type(value) is int and (value > 0 or value == default == 0)
+            wanted = f"a positive integer{' or 0 (automatic)' if default == 0 else ''}"
         if not ok:
-            automatic = " or 0 (automatic)" if default == 0 else ""
-            wanted = "a bool" if wants_bool else f"a positive integer{automatic}"
             raise _fail(path, f"{where}.{name}", f"must be {wanted} (actual: {value!r})")
     try:
         return family(**params)

@@ -45,7 +45,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, Launcher, cdiv, pdl_mode, scratch
+from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, PDL_OFF, Launcher, cdiv, pdl_mode, scratch
 from tessera._core.pdl import gluon_dependent_launch
 from tessera.blas.kernels.gemm_tma import shared_memory_limit
 from tessera.blas.kernels.gemm_wq import sum_slices
@@ -56,6 +56,20 @@ _ACTIVATIONS = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 BLOCK_N = 64  # one warp group's wgmma rows: the output columns of a program
 STEP_K = 256  # K rows a step (one TMA box of codes; four wgmma of 64 K rows)
 LOADER_REGISTERS = gl.constexpr(24)  # the loader warp holds addresses only
+
+
+# The main launch's programmatic-dependent-launch mode by code width, timed against the other
+# modes (``benchmarks/pdl_modes.sh`` with DECODE=1, two alternating rounds of off / early / exit).
+# 4-bit codes: early. On the H200 (forty-seventh session, ``gpu-session-h200-7ff31f8/pdlwq/``)
+# W4A16 M = 1 / 16 12.4 / 13.2–13.4 µs off, 11.5 / 12.1–12.2 early, 12.3 / 12.8 at exit; on an H100
+# (``gpu-session-h100-bf37654/``) early won every decode row too. 8-bit codes: at exit. On the H200
+# early costs W8A16 2.7 µs (M = 1 / 16: 19.1–19.3 / 19.5–19.8 µs at exit, 19.2 / 19.7–19.9 off,
+# 21.9 / 22.0–22.1 early: the early programs' six code stages of shared memory wait beside the
+# previous call's); on the H100 the three modes were within 0.3 µs (early 25.4, off 25.7). A
+# configuration may name its own (``WqWsConfig.pdl``, tuned per GPU). Its slice sum, a second
+# launch, runs at exit as ``gemm_wq``'s does.
+WQ_WS_PDL = {4: PDL_EARLY, 8: PDL_AT_EXIT}
+PDL_MODES = {"off": PDL_OFF, "early": PDL_EARLY, "exit": PDL_AT_EXIT}
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,10 @@ class WqWsConfig:
     # a second launch (``gemm_wq.sum_slices``, fixed order): for N too narrow to fill the GPU
     # with one program a 64-column block (N = 4096: 64 programs on 132 multiprocessors)
     split_k: int = 1
+    # The main launch's programmatic-dependent-launch mode: "off", "early" or "exit", or "" for the
+    # one measured best for the code width (``WQ_WS_PDL``). A tuning parameter because the best
+    # mode differs by GPU: early cost W8A16 2.7 µs on the H200 and nothing on an H100.
+    pdl: str = ""
 
     kernel = "gemm_wq_ws"
 
@@ -81,10 +99,18 @@ class WqWsConfig:
             raise InvalidArgumentError(f"{self.kernel} takes 2 to 32 stages, 2 to 4 multiplying warp groups "
                                        f"and K split 1, 2 or 4 (actual: {self.num_stages}, {self.consumers}, "
                                        f"{self.split_k})")
+        if self.pdl != "" and not (isinstance(self.pdl, str) and self.pdl in PDL_MODES):
+            raise InvalidArgumentError(f"{self.kernel}'s pdl must be '' (the code width's measured mode), "
+                                       f"'off', 'early' or 'exit' (actual: {self.pdl!r})")
 
     def short(self) -> str:
         split = f" k/{self.split_k}" if self.split_k > 1 else ""
-        return f"{self.kernel} s{self.num_stages} c{self.consumers}{split}"
+        pdl = f" pdl {self.pdl}" if self.pdl else ""
+        return f"{self.kernel} s{self.num_stages} c{self.consumers}{split}{pdl}"
+
+    def pdl_mode(self, bits: int) -> int:
+        """The main launch's ``launch.PDL_*`` mode before :func:`launch.pdl_mode`'s device check."""
+        return PDL_MODES[self.pdl] if self.pdl else WQ_WS_PDL[bits]
 
 
 @gluon.constexpr_function
@@ -444,16 +470,6 @@ def fitting_stages(config: WqWsConfig, m: int, shared_memory: int | None, bits: 
 
 
 _launch = Launcher(_gemm_wq_ws_kernel)
-# The main launch's programmatic-dependent-launch mode by code width, timed against the other
-# modes (``benchmarks/pdl_modes.sh`` with DECODE=1, two alternating rounds of off / early / exit).
-# 4-bit codes: early. On the H200 (forty-seventh session, ``gpu-session-h200-7ff31f8/pdlwq/``)
-# W4A16 M = 1 / 16 12.4 / 13.2–13.4 µs off, 11.5 / 12.1–12.2 early, 12.3 / 12.8 at exit; on an H100
-# (``gpu-session-h100-bf37654/``) early won every decode row too. 8-bit codes: at exit. On the H200
-# early costs W8A16 2.7 µs (M = 1 / 16: 19.1–19.3 / 19.5–19.8 µs at exit, 19.2 / 19.7–19.9 off,
-# 21.9 / 22.0–22.1 early: the early programs' six code stages of shared memory wait beside the
-# previous call's); on the H100 the three modes were within 0.3 µs (early 25.4, off 25.7). Its
-# slice sum, a second launch, runs at exit as ``gemm_wq``'s does.
-WQ_WS_PDL = {4: PDL_EARLY, 8: PDL_AT_EXIT}
 
 
 def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor, bits: int, group: int,
@@ -473,7 +489,7 @@ def launch_gemm_wq_ws(x: torch.Tensor, codes: torch.Tensor, scales: torch.Tensor
         target, strides = y, (y.stride(0), 0)
     else:  # fp32 slices, added by a second launch as they leave (programmatic dependent launch)
         target, strides = scratch("wq slices", split * m * n, torch.float32, y.device, False), (n, m * n)
-    pdl = pdl_mode(y, WQ_WS_PDL[bits])
+    pdl = pdl_mode(y, config.pdl_mode(bits))
     constexprs = dict(GROUP=group, STAGES=stages, CONSUMERS=config.consumers, PDL=pdl)
     _launch((cdiv(n, BLOCK_N), split), (codes_desc, x_desc, scales, target, m, k, scales.stride(0), *strides),
             constexprs, 4, 1)
