@@ -19,10 +19,11 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
-"automatic"), bools, and names the family checks itself (``gemm_wq_ws``'s ``pdl: exit``). Libraries declare their ops with :func:`register_op`.
-Files are read with ``yaml.safe_load``; any defect raises :class:`LogicFileError` naming the file
-and the field. Lookup order (:func:`logic_for`): the installed pack, then the logic shipped in the
-wheel; callers fall through to their heuristic when neither has a file.
+"automatic"), bools, and names the family checks itself (``gemm_wq_ws``'s ``pdl: exit``).
+Libraries declare their ops with :func:`register_op`. Files are read with ``yaml.safe_load``; any
+defect raises :class:`LogicFileError` naming the file and the field. Lookup order
+(:func:`logic_for`): the installed pack, then the logic shipped in the wheel; callers fall through
+to their heuristic when neither has a file.
 
 A problem may also name its operands' layout, as Tensile's problem types name their transposes:
 ``layout: NT`` (A row-major, B column-major, as in ``x @ W.t()``), in ``<library>.<op>.<dtype>.NT.yaml``.
