@@ -43,6 +43,9 @@
 #   quant    the quantized rows (quantized.py --rows-only: fp8, int8, W4A16 / W8A16)   ~3 min
 #   l1map    level1_map (axpy / scal / copy / rot) and level1_swap tuned apart in fp32 (2^20…2^26),
 #            installed into this copy's shipped logic, then blas_level12.py with them          ~6 min
+#   wqpdl    gemm_wq_ws's configurations with the PDL modes named (WqWsConfig.pdl) tuned at W8A16 /
+#            W4A16 M = 1, 16 × 8192², merged into this copy's shipped logic (copies of the merged
+#            files come back in the tarball, beside the tuner's), then the quantized rows    ~7 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -196,15 +199,28 @@ l1map() {
     capped 240 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
+wqpdl() {  # gemm_wq_ws's configurations, PDL modes named among them (WqWsConfig.pdl), at the decode rows
+    local dtype shipped
+    for dtype in int8_bf16 int4_bf16; do
+        shipped=tessera/logic/sm_90/blas.gemm_wq.$dtype.yaml
+        capped 200 "tune-$dtype" "$PY" -m tessera tune gemm --dtype "$dtype" --sizes 1x8192x8192,16x8192x8192 \
+            --families gemm_wq_ws --max-distance 0.5 --no-plot --out "$dir/tune"
+        timeout -s KILL 60 "$PY" -m tessera logic merge "$shipped" "$dir/tune/sm_90/blas.gemm_wq.$dtype.yaml" \
+            -o "$shipped" > "$dir/merge-$dtype.txt" 2>&1 && cp "$shipped" "$dir/" \
+            && echo "merged $dtype" | tee -a "$dir/summary.txt"
+    done
+    capped 200 quantized "$PY" benchmarks/quantized.py "$dir/quantized.json" --rows-only
+}
+
 grid() {
     capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
 }
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|l1map) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|l1map|wqpdl) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, l1map)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, l1map, wqpdl)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
