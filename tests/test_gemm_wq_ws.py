@@ -142,6 +142,26 @@ def test_compiles_offline_for_sm90() -> None:
     assert refused["status"] == "failed"
 
 
+def test_a_packs_binaries_carry_the_pdl_mode_of_their_configuration() -> None:
+    """A pack build for sm_90 compiles each configuration with its main launch's PDL mode (a
+    constexpr: one binary a mode): the code width's measured one when the configuration names
+    none (4-bit early, 8-bit at exit), else the one it names, so an installed pack's binaries
+    are the ones a call launches."""
+    cases = [("int4_bf16", "", launch.PDL_EARLY), ("int8_bf16", "", launch.PDL_AT_EXIT),
+             ("int8_bf16", "off", launch.PDL_OFF), ("int4_bf16", "exit", launch.PDL_AT_EXIT)]
+    jobs = [{"library": "blas", "op": "gemm_wq", "kernel": "gemm_wq_ws", "dtype": dtype,
+             "config": {"num_stages": 8, "consumers": 3, **({"pdl": pdl} if pdl else {})}}
+            for dtype, pdl, _ in cases]
+    with tempfile.TemporaryDirectory() as out:
+        for (dtype, pdl, mode), result in zip(cases, precompile("sm_90", jobs, out), strict=True):
+            assert result["status"] == "ok", (dtype, pdl, result)
+            for name in result["files"]:
+                if name.endswith(".launch.json"):
+                    sidecar = json.loads((Path(out) / name).read_text())
+                    where = list(sidecar["signature"]).index("PDL")
+                    assert [where, mode] in [[i[0], v] for i, v in sidecar["constants"]], (dtype, pdl)
+
+
 def test_pdl_mode_is_the_measured_one_per_code_width_and_forced_for_comparisons(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The main launch takes programmatic dependent launch early with 4-bit codes and at exit with
