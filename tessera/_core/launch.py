@@ -117,7 +117,8 @@ def nvidia_target(t: torch.Tensor) -> bool:
 # (``pdl.dependent_launch``): off; wait for the previous kernel, then let the next one launch at
 # once ("early"); wait only, the next kernel launching as this one's programs exit ("exit").
 PDL_OFF, PDL_EARLY, PDL_AT_EXIT = 0, 1, 2
-_PDL_NAMES = {"0": PDL_OFF, "off": PDL_OFF, "early": PDL_EARLY, "exit": PDL_AT_EXIT}
+PDL_MODES = {"off": PDL_OFF, "early": PDL_EARLY, "exit": PDL_AT_EXIT}  # by name (TESSERA_PDL, configs)
+_PDL_NAMES = {"0": PDL_OFF, **PDL_MODES}
 
 
 def _pdl_override(value: str | None) -> int | None:

@@ -45,7 +45,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, PDL_OFF, Launcher, cdiv, pdl_mode, scratch
+from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, PDL_MODES, Launcher, cdiv, pdl_mode, scratch
 from tessera._core.pdl import gluon_dependent_launch
 from tessera.blas.kernels.gemm_tma import shared_memory_limit
 from tessera.blas.kernels.gemm_wq import sum_slices
@@ -69,7 +69,6 @@ LOADER_REGISTERS = gl.constexpr(24)  # the loader warp holds addresses only
 # configuration may name its own (``WqWsConfig.pdl``, tuned per GPU). Its slice sum, a second
 # launch, runs at exit as ``gemm_wq``'s does.
 WQ_WS_PDL = {4: PDL_EARLY, 8: PDL_AT_EXIT}
-PDL_MODES = {"off": PDL_OFF, "early": PDL_EARLY, "exit": PDL_AT_EXIT}
 
 
 @dataclass(frozen=True)
