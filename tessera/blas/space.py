@@ -631,8 +631,9 @@ GEMV_INTERPRETER = GemvConfig(16, 32, 4, 4)  # small tiles keep the CPU fast and
 # shape serves an op's routines; `tessera tune level1` times axpy, swap, dot + nrm2, and iamax. swap
 # has a shape of its own: on the H200 at 2^26 fp32 the shapes with four elements a thread (512 × 4,
 # 1024 × 8 warps) gained 0.5–1 % on axpy / scal / copy / rot and lost 6–8 % on swap
-# (l1-map-shapes-h200-78f6da4.json); swap, two loads and two stores an element, tuned on an H100 to
-# 64 elements a thread (4096 on 2 warps, +3.9 %; gpu-session-h100-68d9857/).
+# (l1-map-shapes-h200-78f6da4.json); swap, two loads and two stores an element, tuned to 64 elements
+# a thread (4096 on 2 warps) from 2^24 on an H100 (+3.9 %; gpu-session-h100-68d9857/) and on the
+# H200 (+0.9–2.2 %; gpu-session-h200-7ff31f8/).
 LEVEL1_DTYPES = ("fp16", "bf16", "fp32", "fp64", "complex64", "complex128")
 LEVEL1_SPACE: tuple[VectorConfig, ...] = tuple(
     VectorConfig(block, iters, w) for block in (512, 1024, 2048, 4096) for iters in (1, 2, 4, 8, 16)
