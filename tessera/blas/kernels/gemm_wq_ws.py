@@ -65,9 +65,9 @@ LOADER_REGISTERS = gl.constexpr(24)  # the loader warp holds addresses only
 # (``gpu-session-h100-bf37654/``) early won every decode row too. 8-bit codes: at exit. On the H200
 # early costs W8A16 2.7 µs (M = 1 / 16: 19.1–19.3 / 19.5–19.8 µs at exit, 19.2 / 19.7–19.9 off,
 # 21.9 / 22.0–22.1 early; why was not measured — an early program holds its shared memory, twice
-# a 4-bit stage's bytes a stage, while it waits for the previous call); on the H100 the three modes were within 0.3 µs (early 25.4, off 25.7). A
-# configuration may name its own (``WqWsConfig.pdl``, tuned per GPU). Its slice sum, a second
-# launch, runs at exit as ``gemm_wq``'s does.
+# a 4-bit stage's bytes a stage, while it waits for the previous call); on the H100 the three modes
+# were within 0.3 µs (early 25.4, off 25.7). A configuration may name its own (``WqWsConfig.pdl``,
+# tuned per GPU). Its slice sum, a second launch, runs at exit as ``gemm_wq``'s does.
 WQ_WS_PDL = {4: PDL_EARLY, 8: PDL_AT_EXIT}
 
 
