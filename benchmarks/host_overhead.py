@@ -200,7 +200,8 @@ def main() -> None:
     profiled = {"tile family": forced(tile), "TMA family": forced(tma),
                 "tf32 1024^3": lambda: gemm(f32_a, f32_b, precision="tf32"),
                 "fp8 warp-specialized": fp8(ScaledWsConfig(128, 256, 128, 8, 8, 3)),
-                "gemm_wq byte planes, out= (no replay)": wq_forced(planes, x16, out16)}
+                "gemm_wq byte planes, out= (no replay)": wq_forced(planes, x16, out16),
+                "axpy 4096": level12["axpy 4096"][0], "gemv 64x64 bf16": level12["gemv 64x64 bf16"][0]}
     for name, call in profiled.items():
         profiler = cProfile.Profile()
         profiler.enable()
@@ -208,9 +209,9 @@ def main() -> None:
             call()
         profiler.disable()
         text = io.StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(18)
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(28)
         print(f"--- cProfile, 500 calls, {name} ---")
-        print("\n".join(text.getvalue().splitlines()[6:30]))
+        print("\n".join(text.getvalue().splitlines()[6:40]))
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
             json.dump({"us_per_call": rows, "launch_steps_us": anatomy,
