@@ -1,4 +1,4 @@
-"""Python cost of repeat ``gemm`` calls on a machine without a GPU: the launch stubbed out.
+"""Python cost of repeat ``gemm`` (and level-1/2) calls on a machine without a GPU: the launch stubbed out.
 
 What a call costs the host besides the driver and torch's allocator — validation, selection or the
 recipe lookup, copies planned or replayed, launch arguments — measured on CPU tensors with the
@@ -67,7 +67,14 @@ def _calls(size: int) -> dict[str, Callable[[], object]]:
         with space.forced(swapping):
             return gemm(a32, b32, precision="tf32")
 
-    return {"bf16": lambda: gemm(a16, b16), "fp32": lambda: gemm(a32, b32),
+    from tessera import blas
+
+    x, y = torch.randn(4096), torch.randn(4096)
+    v, w = torch.randn(size).bfloat16(), torch.empty(size).bfloat16()
+    level12 = {"axpy 4096": lambda: blas.axpy(0.5, x, y), "scal 4096": lambda: blas.scal(0.5, x),
+               "copy 4096": lambda: blas.copy(x, y), "dot 4096": lambda: blas.dot(x, y),
+               "nrm2 4096": lambda: blas.nrm2(x), f"gemv {size}² bf16": lambda: blas.gemv(a16, v, w)}
+    return {**level12, "bf16": lambda: gemm(a16, b16), "fp32": lambda: gemm(a32, b32),
             "tf32": lambda: gemm(a32, b32, precision="tf32"),
             "tf32x3": lambda: gemm(a32, b32, precision="tf32x3"),
             "tf32, B a transposed view": lambda: gemm(a32, b32.t(), precision="tf32"),

@@ -96,6 +96,88 @@ def test_axpy_scal_copy_swap_rot(dtype: torch.dtype, n: int, incx: int, incy: in
     close(got_y, wy, dtype, 6)
 
 
+@pytest.mark.parametrize("incx,incy,batch", [(1, 1, 0), (2, -3, 0), (1, 1, 3)])
+def test_element_wise_repeat_calls_replay_and_still_check(incx: int, incy: int, batch: int,
+                                                          device: str) -> None:
+    """A repeat axpy / scal / copy / swap / rot call with the layout, n, increments and scalars of
+    an earlier one replays its launch (one recipe a routine and signature): on new vectors, each
+    result is the reference's; a repeat call whose vectors share elements, or whose written one
+    requires a gradient, is refused as the first call would be, the vectors untouched; the
+    written vectors' version counters go up."""
+    from tessera.blas import level1
+
+    n, dtype = 301, torch.float32
+    lx, ly = (n - 1) * abs(incx) + 1, (n - 1) * abs(incy) + 1
+    shape = (lambda length: (batch, length)) if batch else (lambda length: (length,))
+
+    def fresh(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        gen = torch.Generator().manual_seed(seed)
+        return (torch.randn(shape(lx), generator=gen, dtype=torch.float64).to(dtype).to(device),
+                torch.randn(shape(ly), generator=gen, dtype=torch.float64).to(dtype).to(device))
+
+    def rows(t: torch.Tensor) -> list[np.ndarray]:
+        return [f64(r) for r in (t if batch else t[None])]
+
+    px, py = positions(n, incx), positions(n, incy)
+    c, s = 0.6, 0.8
+    calls = {
+        "axpy": (lambda x, y: axpy(0.5, x, y, incx=incx, incy=incy),
+                 lambda xs, ys: (xs, _put(ys, py, 0.5 * xs[px] + ys[py]))),
+        "scal": (lambda x, y: scal(-2.0, x, incx=abs(incx)), None),
+        "copy": (lambda x, y: copy(x, y, incx=incx, incy=incy), lambda xs, ys: (xs, _put(ys, py, xs[px]))),
+        "swap": (lambda x, y: swap(x, y, incx=incx, incy=incy),
+                 lambda xs, ys: (_put(xs.copy(), px, ys[py]), _put(ys.copy(), py, xs[px]))),
+        "rot": (lambda x, y: rot(x, y, c, s, incx=incx, incy=incy),
+                lambda xs, ys: (_put(xs.copy(), px, c * xs[px] + s * ys[py]),
+                                _put(ys.copy(), py, c * ys[py] - s * xs[px]))),
+    }
+    level1._MAP_RECIPES.clear()
+    for round_ in range(3):  # the first call records, the next two replay on new vectors
+        for name, (call, want) in calls.items():
+            x, y = fresh(10 * round_ + len(name))
+            before = [t._version for t in (x, y)]
+            xs, ys = rows(x), rows(y)
+            call(x, y)
+            if want is None:  # scal: x only, with |incx|
+                sx = positions(n, abs(incx))
+                for got, ref in zip(rows(x), xs, strict=True):
+                    ref = ref.copy()
+                    ref[sx] *= -2.0
+                    close(torch.from_numpy(got), ref, dtype, 4)
+                assert x._version > before[0]
+                continue
+            for gx, gy, rx, ry in zip(rows(x), rows(y), xs, ys, strict=True):
+                wx, wy = want(rx.copy(), ry.copy())
+                close(torch.from_numpy(gx), wx, dtype, 6)
+                close(torch.from_numpy(gy), wy, dtype, 6)
+            assert y._version > before[1]
+        assert len(level1._MAP_RECIPES) == len(calls), "one recipe a routine, kept across repeat calls"
+
+    # a repeat call with the recorded layouts whose y shares elements with x: refused, y untouched
+    for name in ("axpy", "copy", "swap", "rot"):
+        buffer = torch.zeros((batch, lx + ly + 64) if batch else (lx + ly + 64,), dtype=dtype, device=device)
+        x = buffer[..., :lx]
+        y = buffer[..., 4:4 + ly]  # 16 bytes on: the same alignment, so the same signature
+        if x.stride() != fresh(0)[0].stride() or y.stride() != fresh(0)[1].stride():
+            continue  # a batch's rows are buffer rows: another layout, the full path (tested elsewhere)
+        kept = buffer.clone()
+        with pytest.raises(InvalidArgumentError, match="overlaps"):
+            calls[name][0](x, y)
+        assert torch.equal(buffer, kept)
+    x, y = fresh(99)
+    with pytest.raises(InvalidArgumentError, match="overlaps"):
+        rot(x, x, c, s, incx=incx, incy=incy)  # rot takes no vector twice (axpy and swap do)
+    y.requires_grad_(True)
+    with pytest.raises(InvalidArgumentError, match="requires a gradient"):
+        axpy(0.5, x, y, incx=incx, incy=incy)
+    assert len(level1._MAP_RECIPES) == len(calls)
+
+
+def _put(values: np.ndarray, where: np.ndarray, new: np.ndarray) -> np.ndarray:
+    values[where] = new
+    return values
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n,incx,incy", [(3000, 1, 1), (1001, -2, 3), (1, 1, 1), (0, 1, 1), (17, 0, 1)])
 def test_reductions(dtype: torch.dtype, n: int, incx: int, incy: int, device: str) -> None:
