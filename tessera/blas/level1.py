@@ -275,6 +275,19 @@ _MAX_RECIPES = 4096  # a bound on memory for callers whose alpha changes every c
 _NOT_RECORDED = contextlib.nullcontext(())
 
 
+def _replayed(op: int, x: object, y: object, n: object, incx: object, incy: object,
+              *scalars: object) -> tuple[tuple | None, bool]:
+    """An element-wise call's signature (:func:`_map_signature`), and whether its recipe ran the
+    call (validated, selected and launched before for exactly this signature): else the caller
+    takes the full path, passing the signature on to :func:`_map` to record it."""
+    signature = _map_signature(op, x, y, n, incx, incy, *scalars)
+    recipe = _MAP_RECIPES.get(signature) if signature is not None else None
+    if recipe is None:
+        return signature, False
+    recipe.run(x, y)  # type: ignore[arg-type]  # _map_signature checked they are tensors
+    return signature, True
+
+
 def _map_signature(op: int, x: object, y: object, n: object, incx: object, incy: object,
                    *scalars: object) -> tuple | None:
     """What an element-wise call's validation, selection and launch depend on besides where its
@@ -305,10 +318,8 @@ def axpy(alpha: float, x: object, y: object, *, n: int | None = None, incx: int 
          incy: int = 1) -> torch.Tensor:
     """y ← αx + y (in place); returns y. Batched: x and y 2-D, one vector a row (x may be 1-D,
     the same for every row of y)."""
-    signature = _map_signature(k.AXPY, x, y, n, incx, incy, alpha)
-    recipe = _MAP_RECIPES.get(signature) if signature is not None else None
-    if recipe is not None:  # validated, selected and launched before for exactly this signature
-        recipe.run(x, y)  # type: ignore[arg-type]
+    signature, replayed = _replayed(k.AXPY, x, y, n, incx, incy, alpha)
+    if replayed:
         return y  # type: ignore[return-value]
     alpha = real_scalar("alpha", alpha)
     vx, vy, n = _vectors(x, y, n, incx, incy)
@@ -330,10 +341,8 @@ def _signed_sum(v: Vector) -> torch.Tensor:
 
 def scal(alpha: float, x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
     """x ← αx (in place; nothing for incx ≤ 0, as the reference); returns x. Batched: x 2-D."""
-    signature = _map_signature(k.SCAL, x, x, n, incx, incx, alpha)
-    recipe = _MAP_RECIPES.get(signature) if signature is not None else None
-    if recipe is not None:
-        recipe.run(x, x)  # type: ignore[arg-type]
+    signature, replayed = _replayed(k.SCAL, x, x, n, incx, incx, alpha)
+    if replayed:
         return x  # type: ignore[return-value]
     alpha = real_scalar("alpha", alpha)
     vx = Vector("x", x, n, incx, batched=True)
@@ -346,10 +355,8 @@ def scal(alpha: float, x: object, *, n: int | None = None, incx: int = 1) -> tor
 def copy(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """y ← x; returns y. x and y may differ in dtype (the value is converted). Batched: y 2-D
     (x 2-D too, or 1-D: copied into every row)."""
-    signature = _map_signature(k.COPY, x, y, n, incx, incy)
-    recipe = _MAP_RECIPES.get(signature) if signature is not None else None
-    if recipe is not None:
-        recipe.run(x, y)  # type: ignore[arg-type]
+    signature, replayed = _replayed(k.COPY, x, y, n, incx, incy)
+    if replayed:
         return y  # type: ignore[return-value]
     vx, vy, n = _vectors(x, y, n, incx, incy)
     if n and vy.inc == 0:  # sequential: the last element written wins
@@ -363,10 +370,8 @@ def copy(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int
 def swap(x: object, y: object, *, n: int | None = None, incx: int = 1,
          incy: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Exchange x and y (in place); returns (x, y). Batched: both 2-D."""
-    signature = _map_signature(k.SWAP, x, y, n, incx, incy)
-    recipe = _MAP_RECIPES.get(signature) if signature is not None else None
-    if recipe is not None:
-        recipe.run(x, y)  # type: ignore[arg-type]
+    signature, replayed = _replayed(k.SWAP, x, y, n, incx, incy)
+    if replayed:
         return x, y  # type: ignore[return-value]
     vx, vy, n = _vectors(x, y, n, incx, incy, written="xy")
     if vx.tensor.dtype != vy.tensor.dtype:
@@ -405,10 +410,8 @@ def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx:
         incy: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Plane rotation (x, y) ← (c·x + s·y, c·y − s·x) in place; returns (x, y). Batched: both
     2-D, one rotation (c, s) for every row."""
-    signature = _map_signature(k.ROT, x, y, n, incx, incy, c, s)
-    recipe = _MAP_RECIPES.get(signature) if signature is not None else None
-    if recipe is not None:
-        recipe.run(x, y)  # type: ignore[arg-type]
+    signature, replayed = _replayed(k.ROT, x, y, n, incx, incy, c, s)
+    if replayed:
         return x, y  # type: ignore[return-value]
     c, s = real_scalar("c", c), real_scalar("s", s)
     vx, vy, n = _vectors(x, y, n, incx, incy, written="xy", same_ok=False)
