@@ -80,18 +80,16 @@ def _tma_copy_kernel(x_desc, y_desc, tiles, STAGES: gl.constexpr):
 
 
 @gluon.jit
-def _tma_tiles_kernel(a_desc, plan_ptr, order_ptr, out_ptr, STAGES: gl.constexpr, CONSUME: gl.constexpr,
-                      WARPS: gl.constexpr):
-    """symv's plan row ``order[pid]`` — tiles (I0 … I1 − 1, J) — through a ring of STAGES
-    shared-memory stages filled by TMA, STAGES − 1 tiles ahead; CONSUME: each tile read into
-    registers and summed element-wise (symv reads each tile once from shared memory), else only
-    waited for. One float stored per program (the sum, or 0)."""
+def _tile_ring(a_desc, plan_ptr, order_ptr, STAGES: gl.constexpr, PDL: gl.constexpr):
+    """A ring of STAGES shared-memory stages for the 64×64 tiles of symv's plan row ``order[pid]``
+    — tiles (I0 … I1 − 1, J) — its first STAGES tiles requested by TMA (after the previous kernel,
+    with a PDL mode): (stages, their barriers, plan row, J, I0, tile count)."""
     BS: gl.constexpr = a_desc.block_type.shape[0]
-    layout: gl.constexpr = gl.BlockedLayout([1, 8], [8, 4], [WARPS, 1], [1, 0])
     bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BS, BS], a_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
+    gluon_dependent_launch(PDL)
     row = gl.load(order_ptr + gl.program_id(0))
     bj = gl.load(plan_ptr + 3 * row)
     i_first = gl.load(plan_ptr + 3 * row + 1)
@@ -100,6 +98,19 @@ def _tma_tiles_kernel(a_desc, plan_ptr, order_ptr, out_ptr, STAGES: gl.constexpr
         if i < count:
             mbarrier.expect(ready.index(i), a_desc.block_type.nbytes)
             tma_load(a_desc, [(i_first + i) * BS, bj * BS], ready.index(i), bufs.index(i))
+    return bufs, ready, row, bj, i_first, count
+
+
+@gluon.jit
+def _tma_tiles_kernel(a_desc, plan_ptr, order_ptr, out_ptr, STAGES: gl.constexpr, CONSUME: gl.constexpr,
+                      WARPS: gl.constexpr):
+    """symv's plan row ``order[pid]`` — tiles (I0 … I1 − 1, J) — through a ring of STAGES
+    shared-memory stages filled by TMA, STAGES − 1 tiles ahead; CONSUME: each tile read into
+    registers and summed element-wise (symv reads each tile once from shared memory), else only
+    waited for. One float stored per program (the sum, or 0)."""
+    BS: gl.constexpr = a_desc.block_type.shape[0]
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [8, 4], [WARPS, 1], [1, 0])
+    bufs, ready, _, bj, i_first, count = _tile_ring(a_desc, plan_ptr, order_ptr, STAGES, 0)
     acc = gl.zeros([BS, BS], gl.float32, layout)
     for j in range(count):
         s = j % STAGES
@@ -126,19 +137,7 @@ def _tma_symv_main(a_desc, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, n
     cap (0: none; offline, 4 warps take 103 registers, 4 programs a multiprocessor; 96 makes 5)."""
     BS: gl.constexpr = a_desc.block_type.shape[0]
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [8, 4], [WARPS, 1], [1, 0])
-    bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BS, BS], a_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)
-    gluon_dependent_launch(PDL)
-    row = gl.load(order_ptr + gl.program_id(0))
-    bj = gl.load(plan_ptr + 3 * row)
-    i_first = gl.load(plan_ptr + 3 * row + 1)
-    count = gl.load(plan_ptr + 3 * row + 2) - i_first
-    for i in gl.static_range(STAGES):
-        if i < count:
-            mbarrier.expect(ready.index(i), a_desc.block_type.nbytes)
-            tma_load(a_desc, [(i_first + i) * BS, bj * BS], ready.index(i), bufs.index(i))
+    bufs, ready, row, bj, i_first, count = _tile_ring(a_desc, plan_ptr, order_ptr, STAGES, PDL)
     r_rows = gl.arange(0, BS, layout=gl.SliceLayout(1, layout))
     r_cols = gl.arange(0, BS, layout=gl.SliceLayout(0, layout))
     x_cols = gl.expand_dims(gl.load(x_ptr + bj * BS + r_cols).to(gl.float32), 0)
