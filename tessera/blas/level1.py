@@ -226,21 +226,15 @@ def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float =
                                                  y is not None and x.inc != 0 and y.inc != 0 and op != k.ROT)
 
 
-class _Relative(NamedTuple):
-    """A vector's footprint with its first byte relative to the tensor's data pointer: fixed by
-    the call's signature, so a repeat call rebuilds the footprint from the new pointer."""
-
-    offset: int
-    dims: tuple[tuple[int, int], ...]
-    width: int
-
-    def at(self, t: torch.Tensor) -> Footprint:
-        return Footprint(t.data_ptr() + self.offset, self.dims, self.width)
-
-
-def _relative(v: Vector) -> _Relative:
+def _relative(v: Vector) -> Footprint:
+    """The vector's footprint with its first byte relative to the tensor's data pointer: fixed by
+    the call's signature, so a repeat call rebuilds it from the new pointer (:func:`_at`)."""
     f = v.footprint()
-    return _Relative(f.first - v.tensor.data_ptr(), f.dims, f.width)
+    return f._replace(first=f.first - v.tensor.data_ptr())
+
+
+def _at(relative: Footprint, t: torch.Tensor) -> Footprint:
+    return Footprint(t.data_ptr() + relative.first, relative.dims, relative.width)  # not _replace: µs
 
 
 class _MapRecipe(NamedTuple):
@@ -251,8 +245,8 @@ class _MapRecipe(NamedTuple):
     each written vector, whether it is x). ``one_vector``: scal's (x alone)."""
 
     replay: launch.Replay
-    x: _Relative
-    y: _Relative
+    x: Footprint  # relative to the data pointer (:func:`_relative`)
+    y: Footprint
     writes_x: tuple[bool, ...]
     one_vector: bool
     same_ok: bool
@@ -263,7 +257,7 @@ class _MapRecipe(NamedTuple):
             check_untracked_write("x" if is_x else "y", t)
         if not self.one_vector:
             name, other = ("x", "y") if self.writes_x[0] else ("y", "x")
-            fx, fy = self.x.at(x), self.y.at(y)
+            fx, fy = _at(self.x, x), _at(self.y, y)
             mine, theirs = (fx, fy) if self.writes_x[0] else (fy, fx)
             check_apart(name, mine, {other: theirs}, frozenset({other}) if self.same_ok else frozenset())
         self.replay((x,) if self.one_vector else (x, y))
