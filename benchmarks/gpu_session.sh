@@ -41,6 +41,8 @@
 #            there), then fp8 and bf16 8192³ timed beside torch, the shipped gemm and the same
 #            tiles without clusters (the JSON written after each problem)                      ~9 min
 #   quant    the quantized rows (quantized.py --rows-only: fp8, int8, W4A16 / W8A16)   ~3 min
+#   fault    quantized.py --rows-only three times (the second with TESSERA_PDL=off): the forty-
+#            eighth session's one `unspecified launch failure` at W4A16 M = 16, seen again or not  ~6 min
 #   l1map    level1_map (axpy / scal / copy / rot) and level1_swap tuned apart in fp32 (2^20…2^26),
 #            installed into this copy's shipped logic, then blas_level12.py with them          ~6 min
 #   wqpdl    gemm_wq_ws's configurations with the PDL modes named (WqWsConfig.pdl) tuned at W8A16 /
@@ -189,6 +191,12 @@ quant() {
     capped 200 quantized "$PY" benchmarks/quantized.py "$dir/quantized.json" --rows-only
 }
 
+fault() {  # a run that dies keeps its log; the next still runs
+    capped 200 rows-1 "$PY" benchmarks/quantized.py "$dir/rows-1.json" --rows-only
+    TESSERA_PDL=off capped 200 rows-pdl-off "$PY" benchmarks/quantized.py "$dir/rows-pdl-off.json" --rows-only
+    capped 200 rows-2 "$PY" benchmarks/quantized.py "$dir/rows-2.json" --rows-only
+}
+
 l1map() {
     local op
     for op in map swap; do
@@ -218,9 +226,9 @@ grid() {
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|l1map|wqpdl) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|l1map|wqpdl) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, l1map, wqpdl)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, l1map, wqpdl)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
