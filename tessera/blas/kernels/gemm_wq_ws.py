@@ -23,7 +23,13 @@ M_PAD (8, 16 or 32) wide:
   16-bit load; two LOP3 and a packed subtraction a pair of codes (:func:`_byte_pairs_asm`).
 
 Each quantization group's fp32 sum is scaled once by its columns' scales. At the end the other
-warp groups add their sums through shared memory into the first's, which stores the tile.
+warp groups add their sums through shared memory into the first's, which stores the tile. A group
+reads a stage's codes with plain shared loads (the generic proxy) and the loader's next TMA copy
+writes the stage through the async proxy: the group fences (``fence_async_shared``) before it
+releases the stage, as Gluon's warp-specialization tutorial asks (forty-ninth session; no cost
+measured). Open bug: with 4-bit codes this kernel sometimes fails with ``unspecified launch
+failure`` in eager calls with the L2 flushed between them, PDL or not, cause unknown
+(``benchmarks/results/wq-fault-h100-737601/``).
 
 Symmetric codes, group 64 or 128, N a multiple of 64, K of 256, 1 … 32 activation rows
 (:func:`wq_ws_supported`); other weights take ``gemm_wq``. Designed and measured on the H200
@@ -42,7 +48,12 @@ from dataclasses import dataclass
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, PDL_MODES, Launcher, cdiv, pdl_mode, scratch
@@ -354,6 +365,7 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
             t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, code_layout, DTYPE, False)
             t2 = _quarter(c_bufs, x_bufs, s, 3, t2, a_layout, code_layout, DTYPE, True)
             p0, p2 = warpgroup_mma_wait(num_outstanding=0, deps=(t0, t2))
+            fence_async_shared()  # its reads of the codes ordered before the loader's next copy there
             cta_barrier()  # every warp of the group is done with the stage
             mbarrier.arrive(empty.index(s), count=1)
             acc = acc + p0 * gl.expand_dims(s0, 1) + p2 * gl.expand_dims(s2, 1)
@@ -363,6 +375,7 @@ def _multiplier(c_bufs, x_bufs, ready, empty, done, red, consts, s_ptr, y_ptr, M
             t2 = _quarter(c_bufs, x_bufs, s, 2, zero, a_layout, code_layout, DTYPE, False)
             t3 = _quarter(c_bufs, x_bufs, s, 3, zero, a_layout, code_layout, DTYPE, False)
             p0, p1, p2, p3 = warpgroup_mma_wait(num_outstanding=0, deps=(t0, t1, t2, t3))
+            fence_async_shared()  # its reads of the codes ordered before the loader's next copy there
             cta_barrier()  # every warp of the group is done with the stage
             mbarrier.arrive(empty.index(s), count=1)
             acc = acc + p0 * gl.expand_dims(s0, 1) + p1 * gl.expand_dims(s1, 1)
@@ -401,6 +414,7 @@ def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym,
     ready, empty = stage_barriers(STAGES)
     done = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     mbarrier.init(done.index(0), count=CONSUMERS - 1)
+    fence_async_shared()  # the initialized barriers before the copies (async proxy) complete on them
     k_steps = K // 256 // gl.num_programs(1)
     k_first = gl.program_id(1) * k_steps
     loads = (c_desc, x_desc, c_bufs, x_bufs, ready, empty, k_first, k_steps, STAGES, PDL)
