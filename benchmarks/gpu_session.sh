@@ -43,6 +43,10 @@
 #   quant    the quantized rows (quantized.py --rows-only: fp8, int8, W4A16 / W8A16)   ~3 min
 #   fault    quantized.py --rows-only three times (the second with TESSERA_PDL=off): the forty-
 #            eighth session's one `unspecified launch failure` at W4A16 M = 16, seen again or not  ~6 min
+#   faultab  the same fault told apart: wq_fault_repro.py's loop (20 rounds of a torch.matmul
+#            graph, then gemm_wq W4A16 M = 1 timed flushed; ~80 % of processes fail as shipped)
+#            three processes each as shipped, with gemm_wq_ws on 6 stages, on 2 and 4 warp
+#            groups, on 4 stages, and on the Triton tile family; then synccheck over one   ~6 min
 #   l1map    level1_map (axpy / scal / copy / rot) and level1_swap tuned apart in fp32 (2^20…2^26),
 #            installed into this copy's shipped logic, then blas_level12.py with them          ~6 min
 #   wqpdl    gemm_wq_ws's configurations with the PDL modes named (WqWsConfig.pdl) tuned at W8A16 /
@@ -197,6 +201,19 @@ fault() {  # a run that dies keeps its log; the next still runs
     capped 200 rows-2 "$PY" benchmarks/quantized.py "$dir/rows-2.json" --rows-only
 }
 
+faultab() {
+    local c
+    for c in shipped 6,3 8,2 8,4 4,3 tile; do
+        local env=()
+        case $c in shipped) ;; tile) env=(REPRO_TILE=1);; *) env=(REPRO_WS=$c);; esac
+        capped 50 "loop-$c" env "${env[@]}" "$PY" benchmarks/wq_fault_repro.py "$dir/loop-$c.json" --runs 3 \
+            --variants loop
+        tail -1 "$dir/loop-$c.txt" | tee -a "$dir/summary.txt"
+    done
+    capped 150 synccheck /usr/local/cuda/bin/compute-sanitizer --tool synccheck --print-limit 20 \
+        "$PY" benchmarks/wq_fault_repro.py --child loop
+}
+
 l1map() {
     local op
     for op in map swap; do
@@ -226,9 +243,9 @@ grid() {
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|l1map|wqpdl) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|faultab|l1map|wqpdl) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, l1map, wqpdl)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, faultab, l1map, wqpdl)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

@@ -4,7 +4,8 @@ failed 5 of 6 processes on an H100, ``benchmarks/results/wq-fault-h100-737601/``
 runs in fresh processes (a fault leaves the CUDA context unusable); a process prints one JSON
 line: ok (with the result's error against fp64), or the error, the step and the frames it
 surfaced at. ``REPRO_BITS`` (4) and ``REPRO_M`` (1) choose the codes and the activation rows, and
-``REPRO_WS=STAGES,CONSUMERS`` forces that ``gemm_wq_ws`` configuration (any variant).
+``REPRO_WS=STAGES,CONSUMERS`` forces that ``gemm_wq_ws`` configuration, ``REPRO_TILE=1`` the
+Triton tile family instead (any variant).
 
     python benchmarks/wq_fault_repro.py OUT.json [--runs N] [--variants a,b,…]
     python benchmarks/wq_fault_repro.py --child VARIANT   (one process)
@@ -52,7 +53,8 @@ def child(variant: str) -> None:
     m = int(os.environ.get("REPRO_M", "1"))
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     ws = os.environ.get("REPRO_WS")
-    forced = (space.forced(WqConfig(16, 64, 64)) if variant == "rows-tile"
+    tile = variant == "rows-tile" or os.environ.get("REPRO_TILE") == "1"
+    forced = (space.forced(WqConfig(16, 64, 64)) if tile
               else space.forced(WqWsConfig(*map(int, ws.split(",")))) if ws else contextlib.nullcontext())
     forced.__enter__()
     ours = [lambda q=q: gemm_wq(x, q) for q in qs]
