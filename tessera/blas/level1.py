@@ -175,12 +175,17 @@ def _vectors(x: object, y: object, n: int | None, incx: int, incy: int, complex_
                 raise invalid(f"{v.name}.dim()", 1, "2-D, as the other vector: a written vector "
                                                     "holds the whole batch")
             v.check_writable()
-    if written:  # the very same vector: element-wise only (an increment of 0 runs in order on the host)
+    if written:
         w, other = (vy, vx) if written == "y" else (vx, vy)
-        same = same_ok and vx.inc != 0 and vy.inc != 0
         check_apart(w.name, w.footprint(), {other.name: other.footprint()},
-                    frozenset({other.name}) if same else frozenset())
+                    frozenset({other.name}) if _same_allowed(vx, vy, same_ok) else frozenset())
     return vx, vy, vx.n
+
+
+def _same_allowed(x: Vector, y: Vector, same_ok: bool) -> bool:
+    """Whether x and y may be the very same elements in one order: for the element-wise routines
+    that take it (``same_ok``), and neither increment 0 (those calls run in order on the host)."""
+    return same_ok and x.inc != 0 and y.inc != 0
 
 
 def _batch(*vectors: Vector) -> tuple[int, bool]:
@@ -221,9 +226,9 @@ def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float =
     if signature is not None:
         replay = launch.Replay.of(calls, (x.tensor,) if y is None else (x.tensor, y.tensor))
         if replay is not None and len(_MAP_RECIPES) < _MAX_RECIPES:
+            same_ok = y is not None and _same_allowed(x, y, op != k.ROT)  # as rot's _vectors call: never
             _MAP_RECIPES[signature] = _MapRecipe(replay, _relative(x), _relative(y or x),
-                                                 tuple(v is x for v in written), y is None,
-                                                 y is not None and x.inc != 0 and y.inc != 0 and op != k.ROT)
+                                                 tuple(v is x for v in written), y is None, same_ok)
 
 
 def _relative(v: Vector) -> Footprint:
