@@ -43,10 +43,13 @@
 #   quant    the quantized rows (quantized.py --rows-only: fp8, int8, W4A16 / W8A16)   ~3 min
 #   fault    quantized.py --rows-only three times (the second with TESSERA_PDL=off): the forty-
 #            eighth session's one `unspecified launch failure` at W4A16 M = 16, seen again or not  ~6 min
-#   faultab  the same fault told apart: wq_fault_repro.py's loop (20 rounds of a torch.matmul
-#            graph, then gemm_wq W4A16 M = 1 timed flushed; ~80 % of processes fail as shipped)
-#            three processes each as shipped, with gemm_wq_ws on 6 stages, on 2 and 4 warp
-#            groups, on 4 stages, and on the Triton tile family; then synccheck over one   ~6 min
+#   wqfix    the W4A16 fault's fix (stages a multiple of the warp groups): wq_fault_repro.py's loop
+#            three processes each as shipped now, with 9 / 3 and 12 / 3; gemm_wq_ws's gpu tests
+#            (the flushed-after-graphs one among them); then wq_ws_probe.py at W4A16 8192² M = 1, 16
+#            (bf16, fp16) and N = 4096, K = 14336 (bf16, K split 2) over the legal stage counts   ~8 min
+#   wqtune   the W4A16 rows whose 8 stages of 3 groups the fix refuses, tuned again over gemm_wq_ws
+#            (bf16: M = 1, 16 at 8192² and at N = 4096, K = 14336, merged into this copy's
+#            shipped logic; fp16: M = 1, 16 at 8192², the file's rows); copies come back    ~9 min
 #   l1map    level1_map (axpy / scal / copy / rot) and level1_swap tuned apart in fp32 (2^20…2^26),
 #            installed into this copy's shipped logic, then blas_level12.py with them          ~6 min
 #   wqpdl    gemm_wq_ws's configurations with the PDL modes named (WqWsConfig.pdl) tuned at W8A16 /
@@ -201,17 +204,37 @@ fault() {  # a run that dies keeps its log; the next still runs
     capped 200 rows-2 "$PY" benchmarks/quantized.py "$dir/rows-2.json" --rows-only
 }
 
-faultab() {
+wqfix() {
     local c
-    for c in shipped 6,3 8,2 8,4 4,3 tile; do
+    for c in shipped 9,3 12,3; do
         local env=()
-        case $c in shipped) ;; tile) env=(REPRO_TILE=1);; *) env=(REPRO_WS=$c);; esac
+        [ "$c" = shipped ] || env=(REPRO_WS=$c)
         capped 50 "loop-$c" env "${env[@]}" "$PY" benchmarks/wq_fault_repro.py "$dir/loop-$c.json" --runs 3 \
             --variants loop
         tail -1 "$dir/loop-$c.txt" | tee -a "$dir/summary.txt"
     done
-    capped 150 synccheck /usr/local/cuda/bin/compute-sanitizer --tool synccheck --print-limit 20 \
-        "$PY" benchmarks/wq_fault_repro.py --child loop
+    capped 200 tests "$PY" -m pytest -m gpu tests/test_gemm_wq_ws.py -q -rs --junitxml="$dir/tests.xml"
+    tail -1 "$dir/tests.txt" | tee -a "$dir/summary.txt"
+    local dtype
+    for dtype in bf16 fp16; do
+        capped 80 "probe-$dtype" "$PY" benchmarks/wq_ws_probe.py "$dir/probe-$dtype.json" --dtype "$dtype" \
+            --configs 6:3,9:3,12:3,8:4,12:4
+    done
+    capped 80 probe-split "$PY" benchmarks/wq_ws_probe.py "$dir/probe-split.json" --n 4096 --k 14336 \
+        --configs 6:3:2,9:3:2,12:3:2,8:4:2
+    grep -h "× torch" "$dir"/probe-*.txt | tee -a "$dir/summary.txt"
+}
+
+wqtune() {  # the rows the stage rule took out of the shipped W4A16 logic, tuned again
+    local sizes=1x8192x8192,16x8192x8192,1x4096x14336,16x4096x14336
+    capped 330 tune-int4_bf16 "$PY" -m tessera tune gemm --dtype int4_bf16 --sizes "$sizes" \
+        --families gemm_wq_ws --max-distance 0.5 --no-plot --out "$dir/tune"
+    local shipped=tessera/logic/sm_90/blas.gemm_wq.int4_bf16.yaml
+    timeout -s KILL 60 "$PY" -m tessera logic merge "$shipped" "$dir/tune/sm_90/blas.gemm_wq.int4_bf16.yaml" \
+        -o "$shipped" > "$dir/merge-int4_bf16.txt" 2>&1 && cp "$shipped" "$dir/"
+    capped 200 tune-int4_fp16 "$PY" -m tessera tune gemm --dtype int4_fp16 --sizes 1x8192x8192,16x8192x8192 \
+        --families gemm_wq_ws --max-distance 0.5 --no-plot --out "$dir/tune"
+    grep -h "x8192\|x14336" "$dir"/tune-*.txt | tee -a "$dir/summary.txt"
 }
 
 l1map() {
@@ -243,9 +266,9 @@ grid() {
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|faultab|l1map|wqpdl) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, faultab, l1map, wqpdl)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

@@ -26,12 +26,31 @@ from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, fitting_stages, wq_ws_su
 
 
 def test_config_rules_and_names() -> None:
-    assert WqWsConfig().short() == "gemm_wq_ws s8 c3"
+    assert WqWsConfig().short() == "gemm_wq_ws s6 c3"
     assert WqWsConfig(4, 2).short() == "gemm_wq_ws s4 c2"
-    assert WqWsConfig(8, 3, 2).short() == "gemm_wq_ws s8 c3 k/2"
-    for stages, consumers, split in ((1, 3, 1), (33, 3, 1), (8, 1, 1), (8, 5, 1), (8, 3, 3), (8, 3, 8)):
+    assert WqWsConfig(9, 3, 2).short() == "gemm_wq_ws s9 c3 k/2"
+    for stages, consumers, split in ((1, 3, 1), (33, 3, 1), (8, 1, 1), (8, 5, 1), (9, 3, 3), (9, 3, 8)):
         with pytest.raises(InvalidArgumentError, match="gemm_wq_ws takes 2 to 32 stages"):
             WqWsConfig(stages, consumers, split)
+
+
+@pytest.mark.parametrize("stages,consumers,advice", [(8, 3, "Use 6 or 9 stages"), (4, 3, "Use 3 or 6 stages"),
+                                                     (2, 3, "Use 3 stages"), (6, 4, "Use 4 or 8 stages"),
+                                                     (7, 2, "Use 6 or 8 stages")])
+def test_each_stage_serves_one_warp_group(stages: int, consumers: int, advice: str) -> None:
+    """Step i takes stage i mod stages and group i mod consumers; unless the stages are a multiple
+    of the groups, two groups share a stage, and one can pass the stage's barrier a phase early
+    (a parity names the phase) — the W4A16 fault of 8 stages and 3 groups. Refused, with the two
+    nearest stage counts that are safe."""
+    with pytest.raises(InvalidArgumentError, match=f"multiple of its warp groups.*{advice}"):
+        WqWsConfig(stages, consumers)
+    for stages in range(2, 33):
+        for consumers in (2, 3, 4):
+            if stages % consumers == 0:
+                config = WqWsConfig(stages, consumers)
+                owners = {}
+                for step in range(4 * stages):
+                    assert owners.setdefault(step % stages, step % consumers) == step % consumers, config
 
 
 def _weight(k: int, n: int, bits: int = 4, group: int = 128, symmetric: bool = True,
@@ -79,15 +98,19 @@ def test_which_calls_it_takes() -> None:
 def test_stages_fit_the_shared_memory() -> None:
     """A stage holds a step's codes (8 KiB of 4-bit ones, 16 KiB of 8-bit) and four (M_PAD × 64)
     activation boxes; the warp groups' sums sit beside them. 8 stages of 4-bit codes fit the H200
-    up to 32 rows, of 8-bit ones up to 16; a smaller memory takes fewer."""
+    up to 32 rows, of 8-bit ones up to 16; a smaller memory takes fewer, still a multiple of the
+    warp groups (each stage serves one), never fewer than one a group."""
     config = WqWsConfig(8, 4)
     for m in (1, 16, 32):
         assert fitting_stages(config, m, 232448) == 8, m
-    assert fitting_stages(config, 32, 101376) == 3  # (101376 − 3·64·32·4 − 1024) // 24 KiB
-    assert fitting_stages(config, 32, 16384) == 2  # never fewer than two
     assert fitting_stages(config, 32, None) == 8
     assert fitting_stages(config, 16, 232448, bits=8) == 8
-    assert fitting_stages(config, 32, 232448, bits=8) == 6  # (232448 − 3·64·32·4 − 1024) // 32 KiB
+    assert fitting_stages(config, 32, 232448, bits=8) == 4  # (232448 − 3·64·32·4 − 1024) // 32 KiB = 6
+    assert fitting_stages(WqWsConfig(8, 2), 32, 101376) == 2  # (101376 − 64·32·4 − 1024) // 24 KiB = 3
+    assert fitting_stages(config, 32, 16384) == 4  # never fewer than one a group
+    nine = WqWsConfig(9, 3)
+    assert fitting_stages(nine, 8, 232448) == 9
+    assert fitting_stages(nine, 32, 232448) == 6  # (232448 − 2·64·32·4 − 1024) // 24 KiB = 8
 
 
 def test_selected_only_where_it_takes_the_call() -> None:
@@ -96,7 +119,7 @@ def test_selected_only_where_it_takes_the_call() -> None:
     does not take."""
     pick = space.MNK_HEURISTICS["gemm_wq"]
     for m in (1, 9, 16, 32):
-        for dtype, config in (("int4_bf16", WqWsConfig(8, 3)), ("int8_bf16", WqWsConfig(6, 3)),
+        for dtype, config in (("int4_bf16", WqWsConfig(6, 3)), ("int8_bf16", WqWsConfig(6, 3)),
                               ("int8_fp16", WqWsConfig(6, 3))):
             assert pick(space.MnkProblem(m, 8192, 8192, dtype, ws_ok=True), "cuda", 132).config == config, m
             assert not isinstance(pick(space.MnkProblem(m, 8192, 8192, dtype), "cuda", 132).config,
@@ -105,7 +128,7 @@ def test_selected_only_where_it_takes_the_call() -> None:
     for n, k, split in ((4096, 14336, 2), (4096, 4096, 2), (2048, 8192, 4), (4096, 3840, 1), (4096, 256, 1),
                         (14336, 4096, 1), (8256, 8192, 1)):
         problem = space.MnkProblem(16, n, k, "int4_bf16", ws_ok=True)
-        assert pick(problem, "cuda", 132).config == WqWsConfig(8, 3, split), (n, k)
+        assert pick(problem, "cuda", 132).config == WqWsConfig(6, 3, split), (n, k)
     with space.forced(WqWsConfig(4, 2)):
         problem = space.MnkProblem(16, 8192, 8192, "int4_bf16")
         assert not isinstance(space.select_mnk("gemm_wq", problem, H200).config, WqWsConfig)
@@ -126,7 +149,7 @@ def test_compiles_offline_for_sm90() -> None:
     H200 — the stages fitted to the H200's shared memory, one loader warp's group beside 2 to 4
     multiplying groups."""
     jobs = [{"library": "blas", "op": "gemm_wq", "kernel": "gemm_wq_ws", "dtype": dtype,
-             "config": {"num_stages": 8, "consumers": consumers}}
+             "config": {"num_stages": 12, "consumers": consumers}}
             for dtype, consumers in (("int4_bf16", 4), ("int4_fp16", 3), ("int4_bf16", 2), ("int8_bf16", 3),
                                      ("int8_fp16", 2))]
     with tempfile.TemporaryDirectory() as out:
@@ -142,6 +165,9 @@ def test_compiles_offline_for_sm90() -> None:
                 assert metadata["shared"] <= 232448, job
     [refused] = precompile("gfx942", jobs[:1], "/nonexistent")
     assert refused["status"] == "failed"
+    unsafe = [{**jobs[1], "config": {"num_stages": 8, "consumers": 3}}]  # a row of a pre-fix logic file
+    [refused] = precompile("sm_90", unsafe, "/nonexistent")
+    assert refused["status"] == "failed" and "multiple of its warp groups" in refused["reason"], refused
 
 
 def test_a_packs_binaries_carry_the_pdl_mode_of_their_configuration() -> None:
@@ -152,7 +178,7 @@ def test_a_packs_binaries_carry_the_pdl_mode_of_their_configuration() -> None:
     cases = [("int4_bf16", "", launch.PDL_EARLY), ("int8_bf16", "", launch.PDL_AT_EXIT),
              ("int8_bf16", "off", launch.PDL_OFF), ("int4_bf16", "exit", launch.PDL_AT_EXIT)]
     jobs = [{"library": "blas", "op": "gemm_wq", "kernel": "gemm_wq_ws", "dtype": dtype,
-             "config": {"num_stages": 8, "consumers": 3, **({"pdl": pdl} if pdl else {})}}
+             "config": {"num_stages": 6, "consumers": 3, **({"pdl": pdl} if pdl else {})}}
             for dtype, pdl, _ in cases]
     with tempfile.TemporaryDirectory() as out:
         for (dtype, pdl, mode), result in zip(cases, precompile("sm_90", jobs, out), strict=True):
@@ -177,7 +203,7 @@ def test_pdl_mode_is_the_measured_one_per_code_width_and_forced_for_comparisons(
         for forced in (None, launch.PDL_OFF, launch.PDL_AT_EXIT, launch.PDL_EARLY):
             monkeypatch.setattr(launch, "_PDL", forced)
             with capture() as calls, building_for("cuda", "sm_90"):
-                gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, bits, 128, y, WqWsConfig(8, 3))
+                gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, bits, 128, y, WqWsConfig(9, 3))
             modes.append(calls[0].constexprs["PDL"])
         assert modes == [measured, launch.PDL_OFF, launch.PDL_AT_EXIT, launch.PDL_EARLY], bits
 
@@ -194,12 +220,12 @@ def test_a_configuration_names_its_own_pdl_mode_which_the_override_still_beats(
         for forced, expected in ((None, mode), (launch.PDL_OFF, launch.PDL_OFF)):
             monkeypatch.setattr(launch, "_PDL", forced)
             with capture() as calls, building_for("cuda", "sm_90"):
-                gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, 4, 128, y, WqWsConfig(8, 3, pdl=name))
+                gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, 4, 128, y, WqWsConfig(9, 3, pdl=name))
             assert calls[0].constexprs["PDL"] == expected, (name, forced)
-    assert "pdl exit" in WqWsConfig(8, 3, pdl="exit").short()
+    assert "pdl exit" in WqWsConfig(9, 3, pdl="exit").short()
     for bad in ("late", 1, None):
         with pytest.raises(InvalidArgumentError, match="pdl must be"):
-            WqWsConfig(8, 3, pdl=bad)
+            WqWsConfig(9, 3, pdl=bad)
 
 
 def test_measured_code_reads_reach_the_sm90_code() -> None:
@@ -244,7 +270,7 @@ def _gpu() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [WqWsConfig(8, 4), WqWsConfig(8, 3), WqWsConfig(4, 2)],
+@pytest.mark.parametrize("config", [WqWsConfig(8, 4), WqWsConfig(6, 3), WqWsConfig(9, 3), WqWsConfig(4, 2)],
                          ids=lambda c: c.short())
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("bits", [4, 8])
@@ -267,7 +293,7 @@ def test_gpu_results_against_fp64(config: WqWsConfig, dtype: torch.dtype, bits: 
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [WqWsConfig(8, 3, 2), WqWsConfig(6, 3, 4)], ids=lambda c: c.short())
+@pytest.mark.parametrize("config", [WqWsConfig(9, 3, 2), WqWsConfig(6, 3, 4)], ids=lambda c: c.short())
 @pytest.mark.parametrize("bits", [4, 8])
 @pytest.mark.parametrize("m,n,k,group", [(1, 4096, 4096, 128), (16, 192, 2048, 64), (9, 320, 1024, 128),
                                          (5, 64, 768, 128)])
@@ -288,7 +314,7 @@ def test_gpu_split_k_against_fp64(config: WqWsConfig, bits: int, m: int, n: int,
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [WqWsConfig(4, 3), WqWsConfig(4, 3, 2)], ids=lambda c: c.short())
+@pytest.mark.parametrize("config", [WqWsConfig(3, 3), WqWsConfig(6, 3, 2)], ids=lambda c: c.short())
 def test_gpu_through_gemm_wq_and_replayed(config: WqWsConfig) -> None:
     """gemm_wq takes the kernel where it is forced and fits (a leading batch dimension, 3-D x),
     keeps a recipe, and its replay on new operands is right (with a K split: both launches, the
@@ -336,7 +362,7 @@ def test_gpu_dependent_launches_read_what_the_previous_kernel_wrote(mode: int, b
     with recording() as calls:
         for source, y in zip(sources, outs, strict=True):
             x.copy_(source)  # written by the kernel just before the launch that reads it
-            gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, bits, 128, y, WqWsConfig(8, 3))
+            gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, bits, 128, y, WqWsConfig(9, 3))
     assert {c.constexprs["PDL"] for c in calls} == {mode}
     for source, y in zip(sources, outs, strict=True):
         _reference_check(source, q, y)

@@ -95,7 +95,7 @@ WQ_WS = {
     "schema": 1, "arch": "sm_90", "library": "blas", "op": "gemm_wq", "problem": {"dtype": "int8_bf16"},
     "runtime": {"triton": "3.6.0", "backend": "cuda"},
     "solutions": [{"id": 0, "kernel": "gemm_wq_ws", "num_stages": 6, "consumers": 3, "pdl": "exit"},
-                  {"id": 1, "kernel": "gemm_wq_ws", "num_stages": 8, "consumers": 3}],
+                  {"id": 1, "kernel": "gemm_wq_ws", "num_stages": 9, "consumers": 3}],
     "table": [{"m": 1, "n": 8192, "k": 8192, "solution": 0, "tflops": 6.9},
               {"m": 16, "n": 8192, "k": 8192, "solution": 1, "tflops": 108.0}],
     "distance": "log_euclidean",
@@ -108,13 +108,19 @@ def test_a_string_parameter_loads_and_a_wrong_one_names_its_field(tmp_path: Path
     from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
 
     lf = load_logic(write(tmp_path / "wq.yaml", WQ_WS))
-    assert lf.solutions == {0: WqWsConfig(6, 3, pdl="exit"), 1: WqWsConfig(8, 3)}
+    assert lf.solutions == {0: WqWsConfig(6, 3, pdl="exit"), 1: WqWsConfig(9, 3)}
     for value, message in ((3, "field 'solutions[0].pdl': must be a string (actual: 3)"),
                            ("late", "field 'solutions[0]': gemm_wq_ws's pdl must be '' (the code width's")):
         doc = copy.deepcopy(WQ_WS)
         doc["solutions"][0]["pdl"] = value
         with pytest.raises(LogicFileError, match=re.escape(message)):
             load_logic(write(tmp_path / "bad.yaml", doc))
+    # a file from before the stage rule (8 stages of 3 groups could fault) is refused, not run
+    doc = copy.deepcopy(WQ_WS)
+    doc["solutions"][1]["num_stages"] = 8
+    with pytest.raises(LogicFileError, match=re.escape("field 'solutions[1]': gemm_wq_ws's stages must be a "
+                                                       "multiple of its warp groups")):
+        load_logic(write(tmp_path / "old.yaml", doc))
 
 
 @pytest.mark.parametrize("change,message", BAD)

@@ -317,7 +317,7 @@ def test_quantized_default_flags_the_problem_as_a_call_would(monkeypatch: pytest
 
     monkeypatch.setattr(quantized, "interpreter_enabled", lambda: False)
     hopper, ampere = offline_device("sm_90"), offline_device("sm_80")
-    for dtype, stages in (("int4_bf16", 8), ("int8_bf16", 6), ("int8_fp16", 6)):
+    for dtype, stages in (("int4_bf16", 6), ("int8_bf16", 6), ("int8_fp16", 6)):
         for m in (1, 16, 32):
             assert quantized_default((m, 8192, 8192), dtype, hopper) == WqWsConfig(stages, 3), (dtype, m)
             assert not isinstance(quantized_default((m, 8192, 8192), dtype, ampere), WqWsConfig)

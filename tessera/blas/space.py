@@ -354,17 +354,18 @@ WQ_SPACE: tuple[WqConfig | WqGemvConfig | WqDequantConfig | WqWsConfig, ...] = (
       if bm <= 32 or split == 1),
     WqDequantConfig(32, 128, 4), WqDequantConfig(16, 256, 4),
     # sm_90, symmetric codes, up to 32 rows: the warp-specialized Gluon decode kernel (W4A16 8192²,
-    # interleaved codes: 3 warp groups 12.7 µs at M = 1 and 13.4 at 16 on 8 stages, 13.0 / 13.5 on 6,
-    # 4 groups 12.8 / 13.6; wq-runs-h200-c35f0f3/; the decode and 16-row tiles 14.7 / 19.0)
-    *(WqWsConfig(s, c) for s, c in ((8, 4), (8, 3), (6, 3), (4, 4), (8, 2))),
+    # interleaved codes: 3 warp groups 13.0 / 13.5 µs at M = 1 / 16 on 6 stages, 4 groups 12.8 / 13.6
+    # on 8; wq-runs-h200-c35f0f3/; the decode and 16-row tiles 14.7 / 19.0). Stages a multiple of
+    # the groups (gemm_wq_ws's docstring: 8 stages of 3 groups faulted)
+    *(WqWsConfig(s, c) for s, c in ((8, 4), (9, 3), (6, 3), (12, 3), (4, 4), (8, 2))),
     # … with K split in 2 or 4 (N = 4096: 2 slices 17.9 → 13.7 µs at W4A16 M = 1, K = 14336;
     # wq-split-h200-cb33338/)
-    *(WqWsConfig(s, 3, split) for s in (8, 6) for split in (2, 4)),
+    *(WqWsConfig(s, 3, split) for s in (9, 6) for split in (2, 4)),
     # … with each programmatic-dependent-launch mode named (the default takes the code width's
     # measured one): the best mode differs by GPU (early cost W8A16 2.7 µs on the H200 and
     # nothing on an H100; gpu-session-h200-7ff31f8/pdlwq/), and the tuner's graph replays of
     # consecutive calls time it as a serving loop sees it
-    *(WqWsConfig(s, 3, pdl=mode) for s in (8, 6) for mode in ("off", "early", "exit")),
+    *(WqWsConfig(s, 3, pdl=mode) for s in (9, 6) for mode in ("off", "early", "exit")),
 )
 
 
@@ -448,10 +449,11 @@ def _wq_heuristic(problem: MnkProblem, backend: str, sms: int) -> Choice:
         return split
 
     four_bit = problem.dtype.startswith("int4")
-    # W4A16 8192²: 12.4 / 13.1 µs at M = 1 / 16 against 14.7 / 19.0 (wq-runs-h200-c35f0f3/);
     if problem.ws_ok:
-        # W8A16 19.5 / 20.1 µs (6 stages; 8: 20.1 / 20.4) against 20.7 / 24.0 (tune-wq8ws-h200-c446b77/)
-        stages = 8 if four_bit else 6
+        # 6 stages of 3 warp groups (a multiple of the groups: gemm_wq_ws's docstring). W4A16 8192²:
+        # 13.0 / 13.5 µs at M = 1 / 16 against the tiles' 14.7 / 19.0 (wq-runs-h200-c35f0f3/); W8A16
+        # 19.5 / 20.1 µs against 20.7 / 24.0 (tune-wq8ws-h200-c446b77/)
+        stages = 6
         # K split while the (column block, slice) programs still fit one wave: N = 4096 takes 2
         # (W4A16 K = 14336 17.9 → 13.7 µs at M = 1, 19.3 → 14.6 at 16; K = 4096 6.8 → 6.6 / 7.4 → 6.8;
         # W8A16 K = 14336 20.8 → 19.3 / 22.4 → 20.3); 4 slices there (two waves) lost, and so did

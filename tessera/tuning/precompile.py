@@ -101,8 +101,8 @@ def main() -> None:
         i = job.get("index", position)
         kill_point(f"precompile-{i}")  # reliability tests: a crash before this job
         family = registered_ops()[(job["library"], job["op"])].families[job["kernel"]]
-        config = family(**job["config"])
         try:
+            config = family(**job["config"])  # a configuration the family refuses is a failed row
             hopper = arch.startswith("sm_") and int(arch[3:]) >= 90
             if (job["kernel"] in TMA_FAMILIES or job["config"].get("tma")) and not hopper:
                 raise ValueError("tensor descriptors (TMA) need sm_90 or newer")

@@ -27,9 +27,17 @@ warp groups add their sums through shared memory into the first's, which stores 
 reads a stage's codes with plain shared loads (the generic proxy) and the loader's next TMA copy
 writes the stage through the async proxy: the group fences (``fence_async_shared``) before it
 releases the stage, as Gluon's warp-specialization tutorial asks (forty-ninth session; no cost
-measured). Open bug: with 4-bit codes this kernel sometimes fails with ``unspecified launch
-failure`` in eager calls with the L2 flushed between them, PDL or not, cause unknown
-(``benchmarks/results/wq-fault-h100-737601/``).
+measured).
+
+A stage belongs to one warp group: the stage count is a multiple of ``consumers`` (step i takes
+stage i mod stages and group i mod consumers, so stage s only ever serves group s mod consumers).
+A wait on an mbarrier names a phase by its parity only, and passes at once when the stage is still
+a phase behind: with 8 stages and 3 groups, the group of step i + 8 (which has just finished step
+i + 5) could wait on the stage before step i's copy had landed there — TMA copies do not complete
+in order — and read it, release it, and leave copies in flight at the program's exit. That was the
+``unspecified launch failure`` of W4A16 decode (8 stages, 3 groups) in eager L2-flushed calls:
+4 stages and 3 groups failed every process, 6 / 3, 8 / 2, 8 / 4 none
+(``benchmarks/results/wq-fault-h100-737601/faultab/``, fiftieth session).
 
 Symmetric codes, group 64 or 128, N a multiple of 64, K of 256, 1 … 32 activation rows
 (:func:`wq_ws_supported`); other weights take ``gemm_wq``. Designed and measured on the H200
@@ -87,11 +95,13 @@ class WqWsConfig:
     """Launch parameters of :func:`_gemm_wq_ws_kernel`: ``num_stages`` steps of codes and
     activations in flight through shared memory (fewer where they would not fit,
     :func:`fitting_stages`), ``consumers`` multiplying warp groups (2 to 4) taking the steps in
-    turn. W4A16 8192² with interleaved codes, 8 stages: 3 groups 12.7 µs at M = 1 and 13.4 at
-    M = 16, 4 groups 12.8 / 13.6, 2 groups 14.6 / 15.3 (the Triton tiles: 14.7 / 19.0;
+    turn, the stages a multiple of the groups (each stage serves one group: see the module
+    docstring). W4A16 8192² with interleaved codes, 8 stages: 3 groups 12.7 µs at M = 1 and 13.4
+    at M = 16 (a configuration that could fault, no longer allowed), 4 groups 12.8 / 13.6, 2
+    groups 14.6 / 15.3; 6 stages, 3 groups 13.0 / 13.5 (the Triton tiles: 14.7 / 19.0;
     ``wq-runs-h200-c35f0f3/``)."""
 
-    num_stages: int = 8
+    num_stages: int = 6
     consumers: int = 3
     # K cut into this many slices, one program a (column block, slice), their fp32 sums added by
     # a second launch (``gemm_wq.sum_slices``, fixed order): for N too narrow to fill the GPU
@@ -109,6 +119,14 @@ class WqWsConfig:
             raise InvalidArgumentError(f"{self.kernel} takes 2 to 32 stages, 2 to 4 multiplying warp groups "
                                        f"and K split 1, 2 or 4 (actual: {self.num_stages}, {self.consumers}, "
                                        f"{self.split_k})")
+        if self.num_stages % self.consumers:
+            fewer = self.num_stages // self.consumers * self.consumers
+            more = fewer + self.consumers
+            raise InvalidArgumentError(
+                f"{self.kernel}'s stages must be a multiple of its warp groups, so that each stage serves "
+                f"one group (actual: {self.num_stages} stages, {self.consumers} groups); a group sharing a "
+                f"stage with another can pass its barrier a phase early and fault. Use "
+                + (f"{fewer} or {more}" if fewer else f"{more}") + " stages")
         if self.pdl != "" and not (isinstance(self.pdl, str) and self.pdl in PDL_MODES):
             raise InvalidArgumentError(f"{self.kernel}'s pdl must be '' (the code width's measured mode), "
                                        f"'off', 'early' or 'exit' (actual: {self.pdl!r})")
@@ -403,6 +421,7 @@ def _gemm_wq_ws_kernel(c_desc, x_desc, s_ptr, y_ptr, M, K, stride_sg, stride_ym,
     module docstring; a slice's sum goes to slice ``program_id(1)`` of y, ``stride_ys`` apart): the
     stage ring and its barriers, the loader warp and the multiplying warp groups (``PDL``: a
     ``launch.PDL_*`` mode, every partition waiting for the previous kernel)."""
+    gl.static_assert(STAGES % CONSUMERS == 0, "each stage serves one warp group (see the module docstring)")
     M_PAD: gl.constexpr = x_desc.block_type.shape[0]
     c_bufs = gl.allocate_shared_memory(gl.uint8, [STAGES] + c_desc.block_type.shape, c_desc.layout)  # noqa: RUF005
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [4 * STAGES] + x_desc.block_type.shape,  # noqa: RUF005
@@ -471,15 +490,16 @@ def _m_pad(m: int) -> int:
 
 
 def fitting_stages(config: WqWsConfig, m: int, shared_memory: int | None, bits: int = 4) -> int:
-    """``config.num_stages``, or as many as fit ``shared_memory`` bytes a program beside the warp
-    groups' sums (at least 2): a stage holds a step's codes (8 KiB of 4-bit ones, 16 KiB of 8-bit)
-    and four (M_PAD × 64) activation boxes."""
+    """``config.num_stages``, or the most that fit ``shared_memory`` bytes a program beside the warp
+    groups' sums, still a multiple of the groups (at least one stage each): a stage holds a step's
+    codes (8 KiB of 4-bit ones, 16 KiB of 8-bit) and four (M_PAD × 64) activation boxes."""
     if not shared_memory:
         return config.num_stages
     m_pad = _m_pad(m)
     stage = BLOCK_N * STEP_K * bits // 8 + 4 * m_pad * 64 * 2
     sums = (config.consumers - 1) * BLOCK_N * m_pad * 4
-    return max(2, min(config.num_stages, (shared_memory - sums - 1024) // stage))
+    fitting = min(config.num_stages, (shared_memory - sums - 1024) // stage)
+    return max(config.consumers, fitting // config.consumers * config.consumers)
 
 
 _launch = Launcher(_gemm_wq_ws_kernel)
