@@ -370,34 +370,39 @@ def test_gpu_dependent_launches_read_what_the_previous_kernel_wrote(mode: int, b
 
 # A child process (a kernel fault leaves the CUDA context unusable): 20 rounds of a CUDA graph of
 # torch.matmul replayed, then gemm_wq timed eagerly with the L2 flushed before each call — the
-# pair after which the 4-bit kernel failed with `unspecified launch failure`.
+# pair after which the 4-bit kernel with 8 stages of 3 warp groups failed with `unspecified
+# launch failure` (argv: code bits, then "shipped" or a forced STAGES,CONSUMERS).
 _FLUSHED_AFTER_GRAPHS = """
+import contextlib
 import sys
 import torch
 from tessera._core.timing import flushed_ms, graph_ms
-from tessera.blas import gemm_wq, quantize_weight
-bits = int(sys.argv[1])
+from tessera.blas import gemm_wq, quantize_weight, space
+from tessera.blas.kernels.gemm_wq_ws import WqWsConfig
+bits, ring = int(sys.argv[1]), sys.argv[2]
 gen = torch.Generator().manual_seed(5)
 weights = [(torch.randn(8192, 8192, generator=gen) * 0.02).to(torch.bfloat16).cuda() for _ in range(4)]
 q = quantize_weight(weights[0], bits=bits, group_size=128)
 x = torch.randn(1, 8192, generator=gen).to(torch.bfloat16).cuda()
-for _ in range(20):
-    graph_ms([lambda w=w: torch.matmul(x, w) for w in weights])
-    flushed_ms(lambda: gemm_wq(x, q))
+shipped = ring == "shipped"
+with contextlib.nullcontext() if shipped else space.forced(WqWsConfig(*map(int, ring.split(",")))):
+    for _ in range(20):
+        graph_ms([lambda w=w: torch.matmul(x, w) for w in weights])
+        flushed_ms(lambda: gemm_wq(x, q))
 torch.cuda.synchronize()
 print("ok")
 """
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("bits", [4, 8])
-def test_gpu_flushed_eager_calls_after_graph_replays_do_not_fault(bits: int) -> None:
+@pytest.mark.parametrize("bits,ring", [(4, "shipped"), (8, "shipped"), (4, "3,3"), (4, "8,4")])
+def test_gpu_flushed_eager_calls_after_graph_replays_do_not_fault(bits: int, ring: str) -> None:
     """The decode shape (M = 1, 8192²) timed eagerly with the L2 flushed, after CUDA graphs of
-    torch.matmul, twenty times in a fresh process: every call completes. Open bug (forty-ninth
-    session, ``benchmarks/results/wq-fault-h100-737601/``): with 4-bit codes an H100 process
-    failed with ``unspecified launch failure`` in 5 of 6 such runs (PDL off too; 8-bit codes 0 of
-    3); the cause is not known yet, so this test fails on the GPU until it is found."""
+    torch.matmul, twenty times in a fresh process: every call completes — as shipped, and on the
+    tightest legal ring (one stage a warp group). Before the stage rule (fiftieth session,
+    ``benchmarks/results/wq-fault-h100-737601/``) 4-bit codes on 8 stages of 3 groups failed here
+    in 5 of 6 H100 processes, and 4 stages of 3 groups in every one."""
     _gpu()
-    done = subprocess.run([sys.executable, "-c", _FLUSHED_AFTER_GRAPHS, str(bits)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", _FLUSHED_AFTER_GRAPHS, str(bits), ring], capture_output=True,
                           text=True, timeout=600, check=False)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
