@@ -51,12 +51,29 @@ SIDECAR = ".launch.json"
 
 @dataclass(frozen=True)
 class Binary:
+    """One precompiled kernel: its lookup fields, and its files by name in ``folder`` (paths are
+    made only for the binary a launch loads: building 3000 ``Path`` objects for a pack of 1005
+    binaries cost a fresh process ~80 ms, more than the first call's target leaves)."""
+
     function: str  # module:name of the @triton.jit function
     launch_key: str
-    binary: Path
-    metadata: Path
+    folder: Path
+    binary_name: str
+    metadata_name: str
     hash: str
-    sidecar: Path
+    sidecar_name: str
+
+    @property
+    def binary(self) -> Path:
+        return self.folder / self.binary_name
+
+    @property
+    def metadata(self) -> Path:
+        return self.folder / self.metadata_name
+
+    @property
+    def sidecar(self) -> Path:
+        return self.folder / self.sidecar_name
 
 
 INDEX = "index.json"  # every sidecar's lookup fields in one file: the first load reads one file
@@ -73,16 +90,16 @@ def index_document(sidecars: dict[str, bytes]) -> bytes:
     return json.dumps({"format": 1, "sidecars": entries}, sort_keys=True).encode()
 
 
-def _entries(kernels: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """(sidecar path, its lookup fields) for every binary: from the index when the pack has one,
-    else from the sidecars themselves (packs built before the index)."""
+def _entries(kernels: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(sidecar file name, its lookup fields) for every binary: from the index when the pack has
+    one, else from the sidecars themselves (packs built before the index)."""
     index = kernels / INDEX
     if index.is_file():
-        return [(kernels / name, entry) for name, entry in json.loads(index.read_text())["sidecars"].items()]
+        return list(json.loads(index.read_text())["sidecars"].items())
     entries = []
     for sidecar in sorted(kernels.glob(f"*{SIDECAR}")):
         try:
-            entries.append((sidecar, json.loads(sidecar.read_text())))
+            entries.append((sidecar.name, json.loads(sidecar.read_text())))
         except (OSError, ValueError) as exc:
             warnings.warn(f"ignoring precompiled kernel {sidecar}: {exc}", stacklevel=4)
     return entries
@@ -99,10 +116,10 @@ def _index(kernels: Path, _generation: int) -> dict[str, dict[str, Binary]]:
         return index
     for sidecar, entry in entries:
         try:
-            binary = Binary(entry["function"], entry["launch_key"], kernels / entry["binary"],
-                            kernels / entry["metadata"], entry["hash"], sidecar)
+            binary = Binary(entry["function"], entry["launch_key"], kernels, entry["binary"],
+                            entry["metadata"], entry["hash"], sidecar)
         except (KeyError, TypeError) as exc:
-            warnings.warn(f"ignoring precompiled kernel {sidecar}: {exc}", stacklevel=3)
+            warnings.warn(f"ignoring precompiled kernel {kernels / sidecar}: {exc}", stacklevel=3)
             continue
         index.setdefault(binary.function, {})[binary.launch_key] = binary
     return index
@@ -278,8 +295,8 @@ def _cached(kernel: Any, launch_key: str, target: Any = None) -> Any:
     sidecar = folder / f"{_stem(function, launch_key)}{SIDECAR}"
     try:
         entry = json.loads(sidecar.read_text())
-        found = Binary(entry["function"], entry["launch_key"], folder / entry["binary"],
-                       folder / entry["metadata"], entry["hash"], sidecar)
+        found = Binary(entry["function"], entry["launch_key"], folder, entry["binary"], entry["metadata"],
+                       entry["hash"], sidecar.name)
     except (OSError, ValueError, KeyError, TypeError):
         return None  # not cached (or not readable: compiled again)
     if found.function != function or found.launch_key != launch_key:
