@@ -99,7 +99,9 @@ class WqWsConfig:
     docstring). W4A16 8192² with interleaved codes, 8 stages: 3 groups 12.7 µs at M = 1 and 13.4
     at M = 16 (a configuration that could fault, no longer allowed), 4 groups 12.8 / 13.6, 2
     groups 14.6 / 15.3; 6 stages, 3 groups 13.0 / 13.5 (the Triton tiles: 14.7 / 19.0;
-    ``wq-runs-h200-c35f0f3/``)."""
+    ``wq-runs-h200-c35f0f3/``). Re-tuned over the allowed counts (fiftieth session): 9 / 3 won
+    W4A16 8192² on the H200 by 0.8–1.3 % over 6 / 3 (``gpu-session-h200-9f60d21/``), 6 / 3 every
+    decode row on an H100 (``wq-fault-h100-737601/fix-cc9d1cd/``)."""
 
     num_stages: int = 6
     consumers: int = 3
