@@ -2,6 +2,7 @@
 # Where the quantized rows' `unspecified launch failure` comes from: which process (cold or warm
 # kernel cache), which switches make it go away, which kernel (launch blocking, trace, memcheck).
 # Run from the repository root on the device (the forty-ninth session's call 2: results/wq-fault-h100-737601/probe/).
+# The cause was found in the fiftieth session (gemm_wq_ws's stages shared by warp groups; that README).
 set -uo pipefail
 OUT=${OUT:?}
 W=/tmp/fp; rm -rf $W; mkdir -p $W

@@ -1,6 +1,8 @@
 """Which step sequence makes ``gemm_wq``'s W4A16 decode call fail with ``unspecified launch
 failure`` (the forty-eighth session saw it once; the forty-ninth repeats it: its ``loop`` variant
-failed 5 of 6 processes on an H100, ``benchmarks/results/wq-fault-h100-737601/``). Each variant
+failed 5 of 6 processes on an H100, ``benchmarks/results/wq-fault-h100-737601/``; the fiftieth
+found it — two warp groups sharing a stage of ``gemm_wq_ws``'s ring, 8 stages of 3 groups — and
+the stage rule since refuses such rings, ``REPRO_WS`` among them). Each variant
 runs in fresh processes (a fault leaves the CUDA context unusable); a process prints one JSON
 line: ok (with the result's error against fp64), or the error, the step and the frames it
 surfaced at. ``REPRO_BITS`` (4) and ``REPRO_M`` (1) choose the codes and the activation rows, and
