@@ -52,6 +52,39 @@ def test_valid_file_loads_into_config_objects(tmp_path: Path) -> None:
     assert lf.table[1].measured == {"tflops": 700.0}
 
 
+def test_parsed_documents_are_kept_by_content_and_never_go_stale(tmp_path: Path) -> None:
+    """A parsed logic file is kept as JSON named by its bytes' sha256, and read back by the next
+    load; a file whose bytes change — even to the same size with its modification time put back —
+    is parsed again. A cache that cannot be read or written only costs the parse."""
+    import hashlib
+
+    path = write(tmp_path / "x.yaml", GOOD)
+    cache = Path(os.environ["TESSERA_HOME"]) / "cache" / "logic"
+    kept = cache / f"{hashlib.sha256(path.read_bytes()).hexdigest()}.json"
+    kept.unlink(missing_ok=True)
+    first = load_logic(path)
+    assert kept.is_file() and load_logic(path) == first
+    times = path.stat()
+    path.write_text(path.read_text().replace("tflops: 700.0", "tflops: 701.0"))  # same size
+    os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert load_logic(path).table[1].measured == {"tflops": 701.0}
+    kept_again = cache / f"{hashlib.sha256(path.read_bytes()).hexdigest()}.json"
+    kept_again.write_text("{not json")  # a damaged entry is parsed over
+    assert load_logic(path).table[1].measured == {"tflops": 701.0}
+    # integer keys: JSON would hold them as strings, so the document is not kept (and loads as YAML)
+    odd = write(tmp_path / "odd.yaml", {**GOOD, "problem": {"dtype": "fp32", 3: "x"}})
+    assert 3 in load_logic(odd).problem and 3 in load_logic(odd).problem  # twice: not read back as "3"
+    assert not (cache / f"{hashlib.sha256(odd.read_bytes()).hexdigest()}.json").exists()
+
+
+def test_a_logic_file_loads_where_the_parse_cache_cannot_be_written(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home-is-a-file"
+    home.write_text("")
+    monkeypatch.setenv("TESSERA_HOME", str(home))
+    assert load_logic(write(tmp_path / "x.yaml", GOOD)).solutions[0] == TileConfig(16, 16, 16, 1, 2, 1)
+
+
 def test_nearest_row_usable_filter_and_max_distance(tmp_path: Path) -> None:
     lf = load_logic(write(tmp_path / "x.yaml", GOOD))
     assert lf.nearest((3000, 3000, 3000, 1)).row.solution == 1
