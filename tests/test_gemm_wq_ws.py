@@ -15,7 +15,7 @@ import pytest
 import torch
 from devices import H200
 
-from child import precompile, sm90_ptx
+from child import compiler_env, precompile, sm90_ptx
 from tessera import InvalidArgumentError
 from tessera._core import launch
 from tessera._core.device import device_info
@@ -168,6 +168,43 @@ def test_compiles_offline_for_sm90() -> None:
     unsafe = [{**jobs[1], "config": {"num_stages": 8, "consumers": 3}}]  # a row of a pre-fix logic file
     [refused] = precompile("sm_90", unsafe, "/nonexistent")
     assert refused["status"] == "failed" and "multiple of its warp groups" in refused["reason"], refused
+
+
+# A child (compiling needs Triton without its interpreter): a real launch captured, its stage count
+# then set to one the configuration refuses, compiled for sm_90 — the kernel's own guard must stop it.
+_UNSAFE_RING = """
+import torch
+from triton.backends.compiler import GPUTarget
+from tessera._core.launch import building_for, capture
+from tessera.blas import quantize_weight
+from tessera.blas.kernels import gemm_wq_ws
+from tessera.tuning.precompile import compile_for
+q = quantize_weight(torch.randn(1024, 256) * 0.05, bits=4, group_size=128)
+x, y = torch.zeros(1, 1024, dtype=torch.bfloat16), torch.zeros(1, 256, dtype=torch.bfloat16)
+with capture() as calls, building_for("cuda", "sm_90"):
+    gemm_wq_ws.launch_gemm_wq_ws(x, q.codes, q.scales, 4, 128, y, gemm_wq_ws.WqWsConfig(6, 3))
+[call] = calls
+target = GPUTarget("cuda", 90, 32)
+compile_for(call, target)  # the legal ring compiles
+call.constexprs["STAGES"] = 8
+try:
+    compile_for(call, target)
+except Exception as exc:
+    print("refused:", str(exc)[-400:].replace(chr(10), " "))
+else:
+    print("compiled")
+"""
+
+
+def test_the_kernel_itself_refuses_a_ring_whose_stages_two_groups_share() -> None:
+    """Besides ``WqWsConfig``'s check, the kernel asserts at compile time that its stages are a
+    multiple of its warp groups, so no other path (a hand-made launch, a stale pack build) can
+    compile the ring that faulted."""
+    done = subprocess.run([sys.executable, "-c", _UNSAFE_RING], capture_output=True, text=True,
+                          env=compiler_env(), timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "refused:" in done.stdout, done.stdout[-2000:]
+    assert "each stage serves one warp group" in done.stdout, done.stdout[-2000:]
 
 
 def test_a_packs_binaries_carry_the_pdl_mode_of_their_configuration() -> None:
