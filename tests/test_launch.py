@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -499,3 +500,38 @@ def test_gemm_on_the_second_gpu_while_the_first_is_current(dtype: torch.dtype) -
         d = gemm(a, b)
         assert d.device == a.device and torch.cuda.current_device() == 0
         assert_gemm_close(d, a, b)
+
+
+def test_loaded_libcuda_names_the_mapped_driver_folder(tmp_path: Path) -> None:
+    """The folder of the mapped ``libcuda.so*`` when it holds the ``libcuda.so.1`` Triton links
+    against; None without one, or without a readable map."""
+    driver = tmp_path / "drv"
+    driver.mkdir()
+    (driver / "libcuda.so.580.65.06").write_text("")
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r--p 00000000 00:00 0 /usr/lib/libc.so.6\n"
+                    f"7f02-7f03 r-xp 00000000 00:00 0 {driver}/libcuda.so.580.65.06\n"
+                    "7f04-7f05 rw-p 00000000 00:00 0 [heap]\n")
+    assert launch.loaded_libcuda(str(maps)) is None  # no libcuda.so.1 beside it
+    (driver / "libcuda.so.1").symlink_to("libcuda.so.580.65.06")
+    assert launch.loaded_libcuda(str(maps)) == str(driver)
+    assert launch.loaded_libcuda(str(tmp_path / "absent")) is None
+    maps.write_text("7f00-7f01 r--p 00000000 00:00 0 /usr/lib/libc.so.6\n")
+    assert launch.loaded_libcuda(str(maps)) is None
+
+
+def test_triton_is_told_the_loaded_libcuda_only_when_the_user_named_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from triton import knobs
+
+    monkeypatch.setattr(launch, "loaded_libcuda", lambda: str(tmp_path))
+    monkeypatch.delenv("TRITON_LIBCUDA_PATH", raising=False)  # restored after the test
+    try:
+        launch._triton_runtime.__wrapped__()
+        assert knobs.nvidia.libcuda_path == str(tmp_path)
+        knobs.nvidia.libcuda_path = knobs.env
+        monkeypatch.setenv("TRITON_LIBCUDA_PATH", "/the/users/choice")
+        launch._triton_runtime.__wrapped__()
+        assert knobs.nvidia.libcuda_path == "/the/users/choice"
+    finally:
+        knobs.nvidia.libcuda_path = knobs.env

@@ -227,6 +227,55 @@ def test_binaries_load_only_under_the_tessera_source_that_compiled_them(
     assert "ignored" in packs.binaries_state({**binary, "runtime": {"tessera_source": here}})  # patched above
 
 
+def _fingerprint_by_reading(package: Path) -> str:
+    """The source fingerprint's definition, computed here independently: every ``*.py`` file's
+    relative path and bytes, in path order."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py"), key=lambda p: p.relative_to(package).as_posix()):
+        if "__pycache__" not in path.parts:
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def test_source_fingerprint_is_kept_by_file_metadata_and_follows_every_edit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fingerprint kept by the files' metadata (path, size, times, inode) is read back instead
+    of the files; an edit that keeps the size and puts the modification time back is still seen
+    (the change time moves); a memo is not written while files are younger than the clock can tell
+    apart, a corrupt one is ignored, an unwritable folder only costs the reads."""
+    from tessera.tuning import binaries
+
+    package = tmp_path / "pkg"
+    (package / "sub" / "__pycache__").mkdir(parents=True)
+    (package / "a.py").write_text("x = 1\n")
+    (package / "sub" / "b.py").write_text("y = 2\n")
+    (package / "sub" / "notes.txt").write_text("not source")
+    (package / "sub" / "__pycache__" / "c.py").write_text("ignored")
+    memos = tmp_path / "memo"
+    expected = _fingerprint_by_reading(package)
+    assert binaries.fingerprint_of(package, memos) == expected
+    assert not memos.exists()  # the files were written just now: nothing kept
+    monkeypatch.setattr(binaries, "SETTLED_S", 0.0)
+    assert binaries.fingerprint_of(package, memos) == expected
+    (memo,) = memos.iterdir()
+    assert memo.read_text() == expected
+    memo.write_text("a" * 64)  # a memo is trusted: proves the files were not read again
+    assert binaries.fingerprint_of(package, memos) == "a" * 64
+    memo.write_text("not a digest")
+    assert binaries.fingerprint_of(package, memos) == expected
+    times = (package / "a.py").stat()
+    (package / "a.py").write_text("x = 3\n")  # same size, modification time put back
+    os.utime(package / "a.py", ns=(times.st_atime_ns, times.st_mtime_ns))
+    changed = _fingerprint_by_reading(package)
+    assert changed != expected
+    assert binaries.fingerprint_of(package, memos) == changed
+    (package / "sub" / "d.py").write_text("")  # a new file
+    assert binaries.fingerprint_of(package, memos) == _fingerprint_by_reading(package)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    assert binaries.fingerprint_of(package, blocked) == _fingerprint_by_reading(package)
+
+
 _CACHE_CHILD = r"""
 import json
 import os

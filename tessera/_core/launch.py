@@ -406,11 +406,35 @@ def operands_device(args: Sequence[Any]) -> int | None:
 
 @functools.cache
 def _triton_runtime() -> tuple[Any, Any]:
-    """Triton's ``knobs`` and driver config, imported on first use (a per-launch import costs µs)."""
+    """Triton's ``knobs`` and driver config, imported on first use (a per-launch import costs µs);
+    Triton is told where the loaded CUDA driver library is first (:func:`loaded_libcuda`)."""
     from triton import knobs
     from triton.runtime.driver import driver
 
+    if knobs.nvidia.libcuda_path is None and (folder := loaded_libcuda()) is not None:
+        knobs.nvidia.libcuda_path = folder
     return knobs, driver
+
+
+def loaded_libcuda(maps: str = "/proc/self/maps") -> str | None:
+    """The folder of the ``libcuda.so.1`` this process has mapped (torch's CUDA context loads it),
+    or None. Triton's driver set-up otherwise runs ``/sbin/ldconfig -p`` to find it, a subprocess
+    of 3–6 ms in every process's first launch (fiftieth session's profile), unless its
+    ``TRITON_LIBCUDA_PATH`` knob names the folder, which is where this answer goes (only when the
+    user set none). A folder without ``libcuda.so.1`` in it (Triton links against that name) is
+    not taken."""
+    try:
+        with open(maps) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        path = line.rpartition(" ")[2]
+        if os.path.basename(path).startswith("libcuda.so"):
+            folder = os.path.dirname(path)
+            if os.path.exists(os.path.join(folder, "libcuda.so.1")):
+                return folder
+    return None
 
 
 def run_compiled(compiled: Any, grid: Sequence[int], bound: tuple[Any, ...], device: int) -> None:
