@@ -384,7 +384,7 @@ def offline(configs: str, keep: str | None) -> list[dict]:
                 launcher((66,), args, constexprs, config.num_warps, 1)
             with tempfile.TemporaryDirectory() as tmp:
                 target = precompile._target("sm_90", 32)
-                binary, metadata = precompile.compile_call(calls[0], target, Path(tmp), "mc")[:2]
+                binary, metadata = precompile.compile_call(calls[0], target, Path(tmp))[:2]
                 binary = Path(tmp) / binary
                 sass, usage = cuobjdump("-sass", str(binary)), cuobjdump("-res-usage", str(binary))
                 shared = json.loads((Path(tmp) / metadata).read_text())["shared"]

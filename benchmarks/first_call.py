@@ -66,6 +66,7 @@ def child(mode: str, profile: bool = False, b_col_major: bool = False, size: int
     torch.cuda.synchronize()
     times = []
     profiler = cProfile.Profile() if profile else None
+    imported_before = set(sys.modules)
     for i in range(2):
         if profiler is not None and i == 0:
             profiler.enable()
@@ -75,7 +76,8 @@ def child(mode: str, profile: bool = False, b_col_major: bool = False, size: int
         times.append((time.perf_counter() - start) * 1e3)
         if profiler is not None and i == 0:
             profiler.disable()
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+            print("imported by the first call:", sorted(set(sys.modules) - imported_before))
     from triton.testing import do_bench
 
     steady = do_bench(lambda: op(a, b))  # the loaded binary runs as fast as a JIT-built one

@@ -129,6 +129,7 @@ first() {  # the pack and its install stay out of WORK (out of the tarball)
     capped 60 pack-install "$PY" -m tessera pack install "$pack"
     capped 200 first-call-bf16 "$PY" benchmarks/first_call.py "$dir/first-call-bf16.json"
     capped 200 first-call-tf32 "$PY" benchmarks/first_call.py "$dir/first-call-tf32.json" --dtype tf32
+    TESSERA_KERNEL_CACHE=0 capped 60 profile "$PY" benchmarks/first_call.py --child tessera --profile
     unset TESSERA_HOME
 }
 

@@ -69,7 +69,7 @@ with tempfile.TemporaryDirectory() as tmp:
             else:
                 family.representative_launch(op, config, dtype, 132)
         kept.clear()
-        precompile.compile_call(calls[index], precompile._target("sm_90", 32), Path(tmp), name)
+        precompile.compile_call(calls[index], precompile._target("sm_90", 32), Path(tmp))
         out[name] = kept[0]
 print(json.dumps(out))
 """

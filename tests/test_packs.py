@@ -218,7 +218,7 @@ def test_binaries_load_only_under_the_tessera_source_that_compiled_them(
     install(_rewrite(sm90_pack, tmp_path / "same.tar.gz", _with_kernels(here)), root)
     assert set(binaries.installed()["m:kernel"]) == {"key"}
     monkeypatch.setattr(binaries, "source_fingerprint", lambda: "1" * 64)  # Tessera upgraded since
-    binaries._current.cache_clear()
+    binaries._active.cache_clear()
     with pytest.warns(UserWarning, match="ignoring the precompiled kernels of the installed pack"):
         assert binaries.installed() == {}
     install(sm90_pack, root)  # logic only: taken whatever built it
@@ -424,7 +424,8 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     assert sidecar["binary"] == Path(tile["files"][0]).name and "torch.float16" in sidecar["launch_key"]
     assert sidecar["signature"]["a_ptr"] == "*fp16"
     # the index the runtime reads instead of every sidecar finds exactly what the sidecars say
-    from tessera.tuning import binaries
+    from tessera.tuning import binaries, logic
+    from tessera.tuning.paths import install_root
 
     kernels = tmp_path / "kernels"
     kernels.mkdir()
@@ -436,10 +437,23 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
     (kernels / "index.json").unlink()
     from_sidecars = binaries._index(kernels, -2)
     assert from_index == from_sidecars and sum(map(len, from_index.values())) == 10 + 27 // 3
+    # installed, each binary is found by its launch's name alone (one file test, no index read)
+    assert contents["kernels/source"].decode() == binaries.source_fingerprint()
+    install(result.path, install_root(), arch="gfx1103")
+    binaries._active.cache_clear()
+    assert binaries._active(install_root() / "current", logic.generation())[1]  # named by launch
+    installed = binaries.installed()
+    for function, by_key in installed.items():
+        for key, entry in by_key.items():
+            found = binaries._in_pack(function, key)
+            assert found is not None and found.sidecar_name == f"{binaries.stem(function, key)}.launch.json"
+            assert (found.binary_name, found.hash) == (entry.binary_name, entry.hash)
+            assert binaries._in_pack(function, key + " ") is None
+    assert sum(map(len, installed.values())) == 10 + 27 // 3
 
 
 def test_precompile_in_several_processes_builds_the_same_pack(tmp_path: Path) -> None:
-    """The shipped symv logic's two solutions (8 and 16 tiles a program) launch the same finishing
+    """The shipped symv logic's two solutions (8 and 16 tiles a program) launch the same walk
     kernel: one process compiles it for the first only; dealt to two processes, the second
     solution's process compiles it again and the build keeps the first's. Either way the pack
     holds the same members, byte for byte, the same support table, and one binary a launch."""
@@ -458,11 +472,13 @@ def test_precompile_in_several_processes_builds_the_same_pack(tmp_path: Path) ->
     assert built[1] == built[2]
     support, contents = built[1]
     assert [row["status"] for row in support] == ["ok", "ok"]
-    first, second = ({Path(f).name.split("-")[1] for f in row["files"]} for row in support)
-    assert "0" in first and "0" not in second  # the second solution's first launch is the first's
+    first, second = ([json.loads(contents[f])["function"].rsplit(":", 1)[1] for f in row["files"]
+                      if f.endswith(".launch.json")] for row in support)
+    # the second solution's first launch (the walk: tiles a program is an argument) is the first's
+    assert first.count("_symv_kernel") == 1 and "_symv_kernel" not in second
     keys = [(entry["function"], entry["launch_key"]) for name, data in contents.items()
             if name.endswith(".launch.json") for entry in [json.loads(data)]]
-    assert len(keys) == len(set(keys)) == len(first) + len(second)
+    assert len(keys) == len(set(keys)) == sum(len(row["files"]) for row in support) // 3
     with pytest.raises(InvalidArgumentError, match="at least one compiler process"):
         packs.build_pack("gfx1103", tmp_path / "0.tar.gz", logic_dir=folder, precompile=True, workers=0)
     assert main(["pack", "build", "--arch", "gfx1103", "--logic", str(folder), "--precompile", "-j", "0",

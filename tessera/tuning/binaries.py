@@ -3,7 +3,11 @@
 A pack built with ``--precompile`` holds, for each binary, ``kernels/<stem>.cubin|hsaco``, Triton's
 metadata ``kernels/<stem>.json`` and ``kernels/<stem>.launch.json``: the kernel's name, the launch
 key of the representative launch it was compiled for (``tessera._core.launch.launch_key``) and the
-specialization Triton's own binder derived for it (signature, constants, attributes). On a launch
+specialization Triton's own binder derived for it (signature, constants, attributes); ``<stem>`` is
+a digest of the kernel and its launch key (:func:`stem`), so that a launch finds its binary by one
+file test, and ``kernels/source`` holds the source fingerprint (below) alone (packs built before
+the fifty-first session name binaries by solution and are read through ``kernels/index.json`` and
+the manifest: ~1 MB of JSON parsed in the first call). On a launch
 cache miss the :class:`~tessera._core.launch.Launcher` looks its own key up; an equal key means
 Triton would specialize the launch identically, so the binary is exactly what its JIT would compile,
 and it is loaded into a ``CompiledKernel`` directly: no Triton compilation, no specialization pass,
@@ -183,19 +187,32 @@ def built_from(manifest: dict[str, Any]) -> str | None:
 SOURCE_FIELD = "tessera_source"
 
 
+SOURCE_MEMBER = "source"  # kernels/source: the source fingerprint alone (the manifest is ~0.5 MB)
+
+
 def installed() -> dict[str, dict[str, Binary]]:
-    """function name → launch key → binary, for the active pack (re-read after installs); none
-    when the pack's binaries were compiled from another Tessera source (a warning says so)."""
-    return _current(install_root() / "current", logic.generation())
+    """function name → launch key → binary, every one of the active pack (re-read after installs;
+    what ``prepare`` and ``pack`` listings walk); none when the pack's binaries were compiled from
+    another Tessera source (a warning says so). A launch looks its binary up by name instead
+    (:func:`load`)."""
+    kernels, _ = _active(install_root() / "current", logic.generation())
+    return {} if kernels is None else _index(kernels, logic.generation())
 
 
 @functools.lru_cache(maxsize=4)
-def _current(pack: Path, generation: int) -> dict[str, dict[str, Binary]]:
+def _active(pack: Path, generation: int) -> tuple[Path | None, bool]:
+    """The active pack's kernel folder if this Tessera source compiled its binaries (else None,
+    warned), and whether its files are named by launch (:func:`stem`; packs built since the
+    fifty-first session, which also hold ``kernels/source``), so that a launch's binary is one
+    file test. Older packs are read through their index, their manifest for the source: parsing
+    both (~1 MB of JSON) cost the first call with a pack ~8 ms on the CI machine."""
     kernels = pack / "kernels"
     if not kernels.is_dir():
-        return {}
+        return None, False
+    named_by_launch = (kernels / SOURCE_MEMBER).is_file()
     try:
-        built = built_from(json.loads((pack / "manifest.json").read_text()))
+        built = ((kernels / SOURCE_MEMBER).read_text().strip() if named_by_launch
+                 else built_from(json.loads((pack / "manifest.json").read_text())))
     except (OSError, ValueError):
         built = None
     if built != source_fingerprint():
@@ -204,10 +221,33 @@ def _current(pack: Path, generation: int) -> dict[str, dict[str, Binary]]:
                    f"from {what}, not this one ({source_fingerprint()[:12]}), so they could run old kernel "
                    f"code; calls compile instead. Rebuild the pack (`tessera pack build --precompile`) "
                    f"and install it")
-        warnings.warn(message, stacklevel=3)
+        warnings.warn(message, stacklevel=4)
         log.trace(message)
-        return {}
-    return _index(kernels, generation)
+        return None, False
+    return kernels, named_by_launch
+
+
+def _in_pack(function: str, key: str) -> Binary | None:
+    """The active pack's binary for this launch, or None."""
+    kernels, named_by_launch = _active(install_root() / "current", logic.generation())
+    if kernels is None:
+        return None
+    if named_by_launch:
+        return _named(kernels, function, key)
+    return _index(kernels, logic.generation()).get(function, {}).get(key)
+
+
+def _named(folder: Path, function: str, key: str) -> Binary | None:
+    """The binary of ``folder`` named by this launch (:func:`stem`), or None: absent, unreadable,
+    or another launch's (a digest collision)."""
+    sidecar = folder / f"{stem(function, key)}{SIDECAR}"
+    try:
+        entry = json.loads(sidecar.read_text())
+        found = Binary(entry["function"], entry["launch_key"], folder, entry["binary"], entry["metadata"],
+                       entry["hash"], sidecar.name)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return found if (found.function, found.launch_key) == (function, key) else None
 
 
 def _source(kernel: Any, found: Binary) -> Any:
@@ -231,7 +271,7 @@ def load(kernel: Any, key: str) -> Any:
     cache's, or None."""
     from tessera._core.launch import function_name
 
-    found = installed().get(function_name(kernel), {}).get(key)
+    found = _in_pack(function_name(kernel), key)
     if found is not None:
         log.trace(f"launch {found.function}: precompiled {found.binary.name} from the installed pack")
         return _compiled(kernel, found)
@@ -287,7 +327,8 @@ def cache_folder(backend: str, arch: object) -> Path:
             / f"{backend}-{arch}-triton{triton.__version__}-{source_fingerprint()[:16]}")
 
 
-def _stem(function: str, launch_key: str) -> str:
+def stem(function: str, launch_key: str) -> str:
+    """The file name (without suffix) of a launch's binary in the kernel cache and in packs."""
     return hashlib.sha256(f"{function}\0{launch_key}".encode()).hexdigest()[:32]
 
 
@@ -302,11 +343,11 @@ def remember(kernel: Any, launch_key: str, compiled: Any) -> None:
         target = compiled.metadata.target
         folder = cache_folder(target.backend, target.arch)
         function = function_name(kernel)
-        stem = _stem(function, launch_key)
-        if (folder / f"{stem}{SIDECAR}").is_file():
+        name = stem(function, launch_key)
+        if (folder / f"{name}{SIDECAR}").is_file():
             return
         folder.mkdir(parents=True, exist_ok=True)
-        write_binary(compiled, function, launch_key, folder, stem)
+        write_binary(compiled, function, launch_key, folder, name)
     except Exception as exc:  # noqa: BLE001 - the cache is an optimization: the call has its binary
         if not _cache_failed:
             _cache_failed.append(str(exc))
@@ -327,16 +368,9 @@ def _cached(kernel: Any, launch_key: str, target: Any = None) -> Any:
 
         target = driver.active.get_current_target()
     function = function_name(kernel)
-    folder = cache_folder(target.backend, target.arch)
-    sidecar = folder / f"{_stem(function, launch_key)}{SIDECAR}"
-    try:
-        entry = json.loads(sidecar.read_text())
-        found = Binary(entry["function"], entry["launch_key"], folder, entry["binary"], entry["metadata"],
-                       entry["hash"], sidecar.name)
-    except (OSError, ValueError, KeyError, TypeError):
+    found = _named(cache_folder(target.backend, target.arch), function, launch_key)
+    if found is None:
         return None  # not cached (or not readable: compiled again)
-    if found.function != function or found.launch_key != launch_key:
-        return None  # a digest collision
     log.trace(f"launch {function}: {found.binary.name} from the kernel cache")
     return _compiled(kernel, found)
 

@@ -218,6 +218,7 @@ def _precompile(arch: str, logic_members: dict[str, bytes], workers: int | None 
     sidecars = {Path(name).name: data for name, data in members.items() if name.endswith(binaries.SIDECAR)}
     if sidecars:
         members[f"kernels/{binaries.INDEX}"] = binaries.index_document(sidecars)
+        members[f"kernels/{binaries.SOURCE_MEMBER}"] = binaries.source_fingerprint().encode()
     return members, support
 
 

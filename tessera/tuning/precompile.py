@@ -76,13 +76,14 @@ def compile_for(call: Any, target: Any) -> Any:
                           options=dataclasses.asdict(options))
 
 
-def compile_call(call: Any, target: Any, out: Path, stem: str) -> list[str]:
-    """Compile one captured launch for ``target``; write binary, metadata and sidecar; return names."""
+def compile_call(call: Any, target: Any, out: Path) -> list[str]:
+    """Compile one captured launch for ``target``; write binary, metadata and sidecar, named by the
+    launch (``binaries.stem``: a launch finds its binary by one file test); return the names."""
     from tessera._core.launch import function_name
-    from tessera.tuning.binaries import write_binary
+    from tessera.tuning.binaries import stem, write_binary
 
-    return write_binary(compile_for(call, target), function_name(call.launcher.kernel), repr(call.key()),
-                        out, stem)
+    function, key = function_name(call.launcher.kernel), repr(call.key())
+    return write_binary(compile_for(call, target), function, key, out, stem(function, key))
 
 
 def main() -> None:
@@ -110,12 +111,12 @@ def main() -> None:
             with capture() as calls, building_for(target.backend, arch):
                 module.representative_launch(job["op"], config, job["dtype"], num_sms)
             files, seen = [], set()
-            for j, call in enumerate(calls):
+            for call in calls:
                 key = (function_name(call.launcher.kernel), call.key())
                 if key in seen or key in compiled:  # e.g. a finishing kernel launched alike by every
                     continue  # representative length, or a launch an earlier job compiled
                 seen.add(key)
-                files += compile_call(call, target, out, f"{i:04d}-{j}-{job['kernel']}-{job['dtype']}")
+                files += compile_call(call, target, out)
             compiled |= seen  # a failed job's files are not packed: its keys stay to be compiled
             result = {"status": "ok", "files": files}
         except Exception as exc:  # noqa: BLE001 - each failure is a row of the support table
