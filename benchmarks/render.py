@@ -260,8 +260,8 @@ def _targets_summary() -> list[str]:
     level12 = _newest("blas-l12-*.json")
     if level12:
         path, data = level12
-        for r in data["rows"]:
-            if "2^" in r["routine"] or "batched" in r["routine"] or "trsv" in r["routine"]:
+        for r in _level12_rows(data):
+            if not r["issue_row"]:
                 continue  # the issue's targets are the unbatched routines at 2^26 elements / 8192²
             copy = r.get("graph_pct_copy", r.get("pct_copy"))
             add(f"{r['routine']}: % of copy (graphs)", "≥ 85", copy, _verdict(copy, 85.0), path, 1)
@@ -371,6 +371,28 @@ def _note(data: dict) -> str:
         f"Settings: {settings}. " if settings else "")
 
 
+_LEVEL12_KEYS = {"problem": "routine", "vendor": "torch", "vs_vendor": "vs_torch", "vendor_gbs": "torch_gbs",
+                 "gbs_graph": "graph_gbs", "pct_copy_graph": "graph_pct_copy",
+                 "vs_vendor_graph": "graph_vs_torch"}  # `tessera bench blas`'s names → this file's
+
+
+def _level12_rows(data: dict) -> list[dict]:
+    """A level-1/2 result's rows in one form, with ``issue_row`` (a routine the issue's targets
+    name: unbatched, unit increments, not trsv). Runs since the fifty-first session hold
+    ``tessera bench blas``'s rows (named ``problem``, fields after the vendor); earlier runs named
+    each row by routine, fields after torch, which this form keeps."""
+    rows = []
+    for r in data["rows"]:
+        if "problem" not in r:  # the earlier form
+            old = r["routine"]
+            rows.append({**r, "issue_row": not ("2^" in old or "batched" in old or "trsv" in old)})
+            continue
+        row = {_LEVEL12_KEYS.get(key, key): value for key, value in r.items() if key != "routine"}
+        row["issue_row"] = r["batch"] == 1 and r["inc"] == 1 and r["routine"] != "trsv"
+        rows.append(row)
+    return rows
+
+
 def _level12_section(path: Path) -> list[str]:
     """BLAS level 1/2 rows; the issue's targets: ≥ 85 % of copy and ≥ 1.0× torch (judged on the
     CUDA-graph timing when the run has it: no host launch cost, no dirty-L2 write-back from the
@@ -394,7 +416,7 @@ def _level12_section(path: Path) -> list[str]:
     else:
         lines += ["| routine | Tessera GB/s | % copy | torch equivalent | torch GB/s | vs torch | targets |",
                   "|---|---:|---:|---|---:|---:|---|"]
-    for row in data["rows"]:
+    for row in _level12_rows(data):
         pct = row.get("graph_pct_copy", row["pct_copy"]) if graphed else row["pct_copy"]
         vs = row.get("graph_vs_torch", row.get("vs_torch")) if graphed else row.get("vs_torch")
         checks = [f"copy {'met' if pct >= 85 else '**missed**'}"]

@@ -191,6 +191,11 @@ def test_bench_blas_reports_a_wrong_result(monkeypatch: pytest.MonkeyPatch,
     (["-f", "axpy"], "-f needs -n"),
     (["-f", "axpy", "-n", "0"], "sizes must be n ≥ 1"),
     (["-f", "gemv_n", "-n", "8", "--inc", "2"], "unit increments"),
+    (["-f", "symv", "-n", "8", "--batch", "2"], "batched cases are dot, nrm2"),
+    (["-f", "dot", "-n", "8", "--batch", "2", "--inc", "2"], "with unit increments"),
+    (["-f", "dot", "-n", "8", "--batch", "0"], "batch ≥ 1"),
+    (["-f", "dot", "-n", "8", "--inc", "0"], "inc ≥ 1"),
+    (["--batch", "2"], "need -f"),
     (["--rounds", "0"], "--rounds must be at least 1"),
 ])
 def test_bench_blas_refuses_bad_arguments(argv: list[str], message: str,
@@ -207,6 +212,9 @@ def test_blas_case_counts_the_bytes_a_routine_must_move() -> None:
     assert BlasCase("symv", 8192, "bf16", m=5).bytes_moved == (8192 * 8193 // 2 + 2 * 8192) * 2  # m ignored
     assert BlasCase("gemv_t", 72, "fp16", m=40).bytes_moved == (40 * 72 + 72 + 40) * 2
     assert BlasCase("ger", 72, m=40).bytes_moved == (2 * 40 * 72 + 40 + 72) * 4
+    assert BlasCase("dot", 1 << 14, batch=4096).bytes_moved == 2 * 4 << 26  # every row's
+    assert BlasCase("gemv_n", 256, "bf16", batch=1024).bytes_moved == 1024 * (256 * 256 + 2 * 256) * 2
+    assert BlasCase("nrm2", 300, batch=3).describe() == "nrm2 fp32 300 batch 3"
 
 
 @pytest.mark.gpu

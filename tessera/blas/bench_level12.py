@@ -7,7 +7,9 @@ call, and on a GPU replayed from a CUDA graph (``graph_*`` keys: no host launch 
 decides a 20 µs vector call timed eagerly). Figures are GB/s of the bytes a routine must move at
 least (axpy reads x and y and writes y; symv and trsv read the stored triangle once), against the
 copy bandwidth of the same run (bytes read plus written) as the ceiling. The full preset is the
-issue's: level 1 at 2^26 fp32 elements, level 2 on 8192² bf16 (trsv fp32).
+issue's: level 1 at 2^26 fp32 elements, level 2 on 8192² bf16 (trsv fp32), and the same bytes
+strided (dot, incx = 2) and strided-batched (dot and nrm2 on 4096 rows of 2^14, gemv on 1024
+matrices of 256²); ``benchmarks/blas_level12.py`` runs it for the committed results.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tessera.blas import level1, level2
 LEVEL1_ROUTINES = ("axpy", "scal", "copy", "swap", "rot", "dot", "nrm2", "asum", "iamax")
 LEVEL2_ROUTINES = ("gemv_n", "gemv_t", "symv", "ger", "trsv")
 ROUTINES = LEVEL1_ROUTINES + LEVEL2_ROUTINES
+BATCHED = ("dot", "nrm2", "asum", "iamax", "gemv_n", "gemv_t")  # timed strided-batched too (batch > 1)
 ALPHA, SCALE, COS, SIN = 0.5, 1.0001, 0.6, 0.8  # scal's factor near 1: repeated calls stay finite
 # the relative error a correct result stays within, by dtype (the storage's rounding, sums of up to
 # 2^26 terms in fp32; iamax must match exactly)
@@ -36,21 +39,26 @@ TOLERANCE = {"fp16": 2e-2, "bf16": 2e-2, "fp32": 1e-4, "fp64": 1e-10}
 @dataclass(frozen=True)
 class BlasCase:
     """One routine at one size: level 1 on vectors of n elements ``inc`` apart, level 2 on an
-    m × n matrix (gemv, ger; m = 0: square) or an n × n one (symv, trsv)."""
+    m × n matrix (gemv, ger; m = 0: square) or an n × n one (symv, trsv); ``batch`` > 1: that many
+    contiguous vectors or matrices, one call (the routines in ``BATCHED``)."""
 
     routine: str
     n: int
     dtype: str = "fp32"
     m: int = 0
     inc: int = 1
+    batch: int = 1
 
     def __post_init__(self) -> None:
         if self.routine not in ROUTINES:
             raise InvalidArgumentError(f"routine must be one of {', '.join(ROUTINES)} "
                                        f"(actual: {self.routine!r})")
-        if self.n < 1 or self.m < 0 or self.inc < 1:
-            raise InvalidArgumentError(f"sizes must be n ≥ 1, m ≥ 0 and inc ≥ 1 (actual: n={self.n}, "
-                                       f"m={self.m}, inc={self.inc})")
+        if self.n < 1 or self.m < 0 or self.inc < 1 or self.batch < 1:
+            raise InvalidArgumentError(f"sizes must be n ≥ 1, m ≥ 0, inc ≥ 1 and batch ≥ 1 (actual: "
+                                       f"n={self.n}, m={self.m}, inc={self.inc}, batch={self.batch})")
+        if self.batch > 1 and (self.routine not in BATCHED or self.inc != 1):
+            raise InvalidArgumentError(f"batched cases are {', '.join(BATCHED)} with unit increments "
+                                       f"(actual: {self.routine} batch={self.batch}, inc={self.inc})")
         if self.routine in LEVEL2_ROUTINES and self.inc != 1:
             raise InvalidArgumentError(f"{self.routine} is benchmarked with unit increments "
                                        f"(actual: inc={self.inc})")
@@ -61,10 +69,12 @@ class BlasCase:
         return (self.m or self.n) if self.routine in ("gemv_n", "gemv_t", "ger") else self.n
 
     def describe(self) -> str:
+        batched = f" batch {self.batch}" if self.batch > 1 else ""
         if self.routine in LEVEL1_ROUTINES:
             size = f"2^{self.n.bit_length() - 1}" if self.n & (self.n - 1) == 0 else str(self.n)
-            return f"{self.routine} {self.dtype} {size}" + (f" inc {self.inc}" if self.inc > 1 else "")
-        return f"{self.routine} {self.dtype} {self.rows}x{self.n}"
+            strided = f" inc {self.inc}" if self.inc > 1 else ""
+            return f"{self.routine} {self.dtype} {size}{strided}{batched}"
+        return f"{self.routine} {self.dtype} {self.rows}x{self.n}{batched}"
 
     @property
     def bytes_moved(self) -> int:
@@ -74,17 +84,21 @@ class BlasCase:
                     "nrm2": n, "asum": n, "iamax": n, "gemv_n": m * n + n + m, "gemv_t": m * n + n + m,
                     "symv": n * (n + 1) // 2 + 2 * n, "ger": 2 * m * n + m + n,
                     "trsv": n * (n + 1) // 2 + 2 * n}[self.routine]
-        return elements * torch_dtype(self.dtype).itemsize
+        return self.batch * elements * torch_dtype(self.dtype).itemsize
 
 
 PRESETS: dict[str, list[BlasCase]] = {
-    "full": [*(BlasCase(r, 1 << 26) for r in LEVEL1_ROUTINES),
-             *(BlasCase(r, 8192, "bf16") for r in LEVEL2_ROUTINES if r != "trsv"), BlasCase("trsv", 8192)],
+    "full": [*(BlasCase(r, 1 << 26) for r in LEVEL1_ROUTINES), BlasCase("dot", 1 << 25, inc=2),
+             BlasCase("dot", 1 << 14, batch=4096), BlasCase("nrm2", 1 << 14, batch=4096),
+             *(BlasCase(r, 8192, "bf16") for r in LEVEL2_ROUTINES if r != "trsv"), BlasCase("trsv", 8192),
+             BlasCase("gemv_n", 256, "bf16", batch=1024)],
     "quick": [*(BlasCase(r, 1 << 24) for r in ("axpy", "copy", "dot", "nrm2", "iamax")),
               *(BlasCase(r, 4096, "bf16") for r in ("gemv_n", "gemv_t", "symv"))],
     "interpreter": [*(BlasCase(r, 3001) for r in LEVEL1_ROUTINES), BlasCase("axpy", 1000, inc=3),
                     *(BlasCase(r, 72, m=40) for r in ("gemv_n", "gemv_t", "ger")),
-                    *(BlasCase(r, 75) for r in ("symv", "trsv"))],
+                    *(BlasCase(r, 75) for r in ("symv", "trsv")),
+                    *(BlasCase(r, 300, batch=3) for r in ("dot", "nrm2", "iamax")),
+                    *(BlasCase(r, 72, m=40, batch=2) for r in ("gemv_n", "gemv_t"))],
 }
 
 
@@ -113,8 +127,9 @@ def _relative(got: torch.Tensor, want: torch.Tensor) -> float:
 
 def _level1(case: BlasCase, dt: torch.dtype, device: str) -> _Calls:
     n, inc, r = case.n, case.inc, case.routine
-    x, y = _random((n * inc,), dt, device, 1), _random((n * inc,), dt, device, 2)
-    both, one = {"n": n, "incx": inc, "incy": inc}, {"n": n, "incx": inc}
+    shape = (case.batch, n) if case.batch > 1 else (n * inc,)  # batched: one result a row
+    x, y = _random(shape, dt, device, 1), _random(shape, dt, device, 2)
+    both, one = ({"n": n, "incx": inc, "incy": inc}, {"n": n, "incx": inc}) if case.batch == 1 else ({}, {})
     ours: dict[str, Callable[[torch.Tensor, torch.Tensor], object]] = {
         "axpy": lambda u, v: level1.axpy(ALPHA, u, v, **both),
         "scal": lambda u, v: level1.scal(SCALE, u, **one), "copy": lambda u, v: level1.copy(u, v, **both),
@@ -128,23 +143,29 @@ def _level1(case: BlasCase, dt: torch.dtype, device: str) -> _Calls:
         "dot": (torch.dot, "torch.dot"), "nrm2": (lambda u, v: torch.linalg.vector_norm(u), "vector_norm"),
         "asum": (lambda u, v: torch.linalg.vector_norm(u, 1), "vector_norm(x, 1)"),
         "iamax": (lambda u, v: u.abs().argmax(), "x.abs().argmax()")}
-    # fp64 references: (x, y) after the in-place routines, the value of the others
+    if case.batch > 1:
+        vendors |= {"dot": (torch.linalg.vecdot, "linalg.vecdot"),
+                    "nrm2": (lambda u, v: torch.linalg.vector_norm(u, dim=-1), "vector_norm(dim=-1)"),
+                    "asum": (lambda u, v: torch.linalg.vector_norm(u, 1, dim=-1), "vector_norm(1, dim=-1)"),
+                    "iamax": (lambda u, v: u.abs().argmax(dim=-1), "x.abs().argmax(dim=-1)")}
+    # fp64 references: (x, y) after the in-place routines, the value (a row's) of the others
     reference: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
         "axpy": lambda u, v: (u, ALPHA * u + v), "scal": lambda u, v: (SCALE * u, v),
         "copy": lambda u, v: (u, u), "swap": lambda u, v: (v, u),
         "rot": lambda u, v: (COS * u + SIN * v, COS * v - SIN * u),
-        "dot": lambda u, v: (u * v).sum(), "nrm2": lambda u, v: u.norm(), "asum": lambda u, v: u.abs().sum(),
-        "iamax": lambda u, v: u.abs().argmax()}
+        "dot": lambda u, v: (u * v).sum(-1), "nrm2": lambda u, v: u.norm(dim=-1),
+        "asum": lambda u, v: u.abs().sum(-1), "iamax": lambda u, v: u.abs().argmax(-1)}
 
     def check() -> float:
         xc, yc = x.clone(), y.clone()
         want = reference[r](x[::inc].double(), y[::inc].double())
         got = ours[r](xc, yc)
         if r == "iamax":
-            return float(int(got) != int(want))
+            found = torch.as_tensor(got).long().cpu().reshape(-1)
+            return float(not torch.equal(found, want.cpu().reshape(-1)))
         if isinstance(want, tuple):
             return max(_relative(xc[::inc], want[0]), _relative(yc[::inc], want[1]))
-        return _relative(torch.as_tensor(got).reshape(()), want)
+        return _relative(torch.as_tensor(got).reshape(want.shape), want)
 
     vendor, name = vendors.get(r, (None, "-"))
     xv, yv = x[::inc], y[::inc]
@@ -157,9 +178,11 @@ def _level2(case: BlasCase, dt: torch.dtype, device: str) -> _Calls:
         eye = torch.eye(n, dtype=torch.float64, device=device)
         a = (_random((n, n), torch.float64, device, 3) * (0.5 / n) + eye).triu().to(dt)
     else:
-        a = _random((n, n) if r == "symv" else (m, n), dt, device, 3)
-    x = _random((m if r == "gemv_t" else n,), dt, device, 4)
-    y = _random((n if r == "gemv_t" else m,), dt, device, 5)
+        lead = (case.batch,) if case.batch > 1 else ()  # gemv only (BATCHED)
+        a = _random((n, n) if r == "symv" else (*lead, m, n), dt, device, 3)
+    lead = (case.batch,) if case.batch > 1 else ()
+    x = _random((*lead, m if r == "gemv_t" else n), dt, device, 4)
+    y = _random((*lead, n if r == "gemv_t" else m), dt, device, 5)
     b = x.clone()  # trsv solves in place: each timed call restores the right-hand side first
     ours: dict[str, Callable[[torch.Tensor], object]] = {
         "gemv_n": lambda t: level2.gemv(t, x, y), "gemv_t": lambda t: level2.gemv(t, x, y, trans=True),
@@ -171,10 +194,14 @@ def _level2(case: BlasCase, dt: torch.dtype, device: str) -> _Calls:
         "symv": (lambda: torch.mv(a, x, out=y), "torch.mv (full matrix)"),
         "ger": (lambda: a.addr_(y, x, alpha=1e-3), "a.addr_"),
         "trsv": (lambda: torch.linalg.solve_triangular(a, x[:, None], upper=True), "solve_triangular")}
+    if case.batch > 1:
+        vendors |= {"gemv_n": (lambda: torch.bmm(a, x[:, :, None]), "torch.bmm"),
+                    "gemv_t": (lambda: torch.bmm(a.transpose(1, 2), x[:, :, None]), "torch.bmm(a.mT)")}
 
     def check() -> float:
         a64, x64, y64 = a.double(), x.double(), y.double()
-        want = {"gemv_n": lambda: a64 @ x64, "gemv_t": lambda: a64.t() @ x64,
+        want = {"gemv_n": lambda: (a64 @ x64[..., None])[..., 0],
+                "gemv_t": lambda: (a64.transpose(-1, -2) @ x64[..., None])[..., 0],
                 "symv": lambda: (a64.triu() + a64.triu(1).t()) @ x64,
                 "ger": lambda: a64 + 1e-3 * torch.outer(y64, x64),
                 "trsv": lambda: torch.linalg.solve_triangular(a64, x64[:, None], upper=True)[:, 0]}[r]()

@@ -88,8 +88,8 @@ def cmd_bench_blas(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         raise InvalidArgumentError(f"--rounds must be at least 1 (actual: {args.rounds})")
     if args.routines is None:
-        if any(v is not None for v in (args.n, args.m, args.dtype, args.inc)):
-            raise InvalidArgumentError("-n, -m, --dtype and --inc need -f ROUTINE[,ROUTINE…]")
+        if any(v is not None for v in (args.n, args.m, args.dtype, args.inc, args.batch)):
+            raise InvalidArgumentError("-n, -m, --dtype, --inc and --batch need -f ROUTINE[,ROUTINE…]")
         preset = "interpreter" if interpreting else args.preset
         cases = PRESETS[preset]
     else:
@@ -100,7 +100,9 @@ def cmd_bench_blas(args: argparse.Namespace) -> int:
                                        f"(actual: {args.routines!r})")
         if args.n is None:
             raise InvalidArgumentError("-f needs -n (vector length, or the matrix's columns)")
-        cases = [BlasCase(name, args.n, args.dtype or "fp32", args.m or 0, args.inc or 1) for name in names]
+        given = {key: value for key, value in (("dtype", args.dtype), ("m", args.m), ("inc", args.inc),
+                                               ("batch", args.batch)) if value is not None}
+        cases = [BlasCase(name, args.n, **given) for name in names]  # BlasCase checks the values
     if interpreting:
         print("No GPU: running Tessera's kernels in Triton's CPU interpreter (TRITON_INTERPRET=1). "
               "Times below measure the interpreter, not GPU performance.")

@@ -189,6 +189,8 @@ def _build_parser() -> argparse.ArgumentParser:
     bl.add_argument("-m", type=int, help="with -f: gemv / ger rows (default: n)")
     bl.add_argument("--dtype", choices=["fp16", "bf16", "fp32", "fp64"], help="with -f (default fp32)")
     bl.add_argument("--inc", type=int, help="with -f: level-1 increment of x and y (default 1)")
+    bl.add_argument("--batch", type=int, help="with -f: strided-batched, this many vectors or matrices "
+                                             "(dot, nrm2, asum, iamax, gemv_n, gemv_t; default 1)")
     bl.add_argument("--rounds", type=int, default=3, help="alternating Tessera / torch / copy rounds")
     bl.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
     r = bench_sub.add_parser("rand", help="random numbers vs torch and raw cuRAND (CuPy)")
