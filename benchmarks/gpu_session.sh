@@ -40,6 +40,7 @@
 #            run on a GPU): checked on edge-tile sizes first (its compiles, and a hang, are capped
 #            there), then fp8 and bf16 8192³ timed beside torch, the shipped gemm and the same
 #            tiles without clusters (the JSON written after each problem)                      ~9 min
+#   l12      the level-1/2 rows (benchmarks/blas_level12.py: bench blas --preset full)   ~2 min
 #   quant    the quantized rows (quantized.py --rows-only: fp8, int8, W4A16 / W8A16)   ~3 min
 #   fault    quantized.py --rows-only three times (the second with TESSERA_PDL=off): the forty-
 #            eighth session's one `unspecified launch failure` at W4A16 M = 16, seen again or not  ~6 min
@@ -265,11 +266,15 @@ grid() {
     capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
 }
 
+l12() {  # the level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
+    capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
+}
+
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
