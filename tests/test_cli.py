@@ -227,3 +227,14 @@ def test_bench_blas_on_the_gpu_times_graphs_too(tmp_path: Path) -> None:
     rows = json.loads(path.read_text())["rows"]
     assert all(r["correct"] and r["gbs_graph"] > 0 and r["pct_copy_graph"] > 0 for r in rows), rows
     assert all("vs_vendor_graph" in r for r in rows if r["routine"] != "trsv")
+
+
+def test_the_copy_ceiling_is_sized_by_the_cases_up_to_the_issues_level1_copy() -> None:
+    """The copy timed beside a run moves the largest case's bytes, but no more than a copy of 2^26
+    fp32 values (a larger one ran ~20 % slower replayed from graphs on an H100)."""
+    from tessera.blas.bench_level12 import COPY_CEILING_BYTES, PRESETS, BlasCase, ceiling_copy
+
+    assert COPY_CEILING_BYTES == 8 << 26
+    assert max(c.bytes_moved for c in PRESETS["full"]) > COPY_CEILING_BYTES
+    assert ceiling_copy(PRESETS["full"])[1] == COPY_CEILING_BYTES
+    assert ceiling_copy([BlasCase("dot", 1000)])[1] == 8000  # off a GPU: the case's own bytes

@@ -223,6 +223,19 @@ def _graphed(fn: Callable[[], object]) -> float | None:
         return None
 
 
+COPY_CEILING_BYTES = 8 << 26  # a copy of 2^26 fp32 values, read + written: the issue's level-1 size
+
+
+def ceiling_copy(cases: list[BlasCase]) -> tuple[Callable[[], object], int]:
+    """One copy call to time beside every case of a run, as large as the largest case's bytes up
+    to ``COPY_CEILING_BYTES`` (and, on a GPU, at least four times L2: ``copy_call``). Not larger:
+    replayed from CUDA graphs on an H100 a copy moving 1 GB ran at 2430 GB/s where one of 2^26
+    fp32 values ran at 3000 and the same 1 GB copy called eagerly at 2960 (fifty-first session,
+    ``benchmarks/results/blas-l12-h100-fe31167.json``), which made every routine's replayed
+    figure read 120 % of "copy"."""
+    return copy_call(min(max(case.bytes_moved for case in cases), COPY_CEILING_BYTES))
+
+
 def run_case(case: BlasCase, rounds: int = 3, copy: tuple[Callable[[], object], int] | None = None) -> dict:
     """Check and time one routine; one row (times in ms, rates in GB/s). ``copy``: the run's copy
     call and its bytes (:func:`copy_call`), timed in the same rounds."""

@@ -82,8 +82,7 @@ def cmd_bench_blas(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tessera import InvalidArgumentError, device_info
-    from tessera._core.timing import copy_call
-    from tessera.blas.bench_level12 import PRESETS, ROUTINES, BlasCase, format_table, run_case
+    from tessera.blas.bench_level12 import PRESETS, ROUTINES, BlasCase, ceiling_copy, format_table, run_case
 
     if args.rounds < 1:
         raise InvalidArgumentError(f"--rounds must be at least 1 (actual: {args.rounds})")
@@ -109,7 +108,7 @@ def cmd_bench_blas(args: argparse.Namespace) -> int:
     info = device_info()
     print(f"device: {info.name} ({info.arch}, {info.backend}); torch {info.versions['torch']}, "
           f"triton {info.versions['triton']}")
-    copy = copy_call(max(case.bytes_moved for case in cases))  # one ceiling for the whole run
+    copy = ceiling_copy(cases)  # one ceiling for the whole run
     rounds = 1 if interpreting else args.rounds
     rows = [run_case(case, rounds, copy)
             for case in tqdm(cases, desc="blas", unit="routine", disable=len(cases) < 2, file=sys.stderr)]
@@ -145,7 +144,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tessera import device_info
-    from tessera._core.timing import copy_call
     from tessera.blas import bench_level12
     from tessera.blas.bench import PRESETS, format_table, run_case
     from tessera.tuning import packs
@@ -164,7 +162,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     rows = [run_case(c, rounds=rounds, info=info)
             for c in tqdm(cases, desc="report", unit="problem", disable=len(cases) < 2, file=sys.stderr)]
     blas_cases = bench_level12.PRESETS[preset] if preset else []  # level 1/2 rows of the same preset
-    copy = copy_call(max(c.bytes_moved for c in blas_cases)) if blas_cases else None
+    copy = bench_level12.ceiling_copy(blas_cases) if blas_cases else None
     blas_rows = [bench_level12.run_case(c, rounds, copy) for c in blas_cases]
     data = {**_provenance(info, interpreting, command=False), "packs": installed, "gemm": rows,
             "blas": blas_rows}
