@@ -39,18 +39,24 @@ def test_the_targets_summary_takes_runs_of_the_targets_gpu_only(tmp_path, monkey
     assert path.name == "quantized-h200-80b019b.json" and "H200" in data["device"]
 
 
+def _level12_summary(rows: list[dict], tmp_path, monkeypatch) -> str:
+    """The targets summary of a results folder holding one H200 level-1/2 result with ``rows``."""
+    import json
+
+    (tmp_path / "blas-l12-h200-test.json").write_text(json.dumps(
+        {"device": "NVIDIA H200", "created": "2026-12-05T13:00:00Z", "rows": rows}))
+    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    return "\n".join(render._targets_summary())
+
+
 def test_a_figure_next_to_its_bound_is_shown_on_its_verdicts_side(tmp_path, monkeypatch) -> None:
     """0.99957× torch is a miss of "≥ 1.0": shown as 0.9996, not as a 1.000 beside "missed"."""
-    import json
 
     rows = [{"routine": "copy", "torch": "y.copy_(x)", "graph_pct_copy": 99.7, "graph_vs_torch": 0.99957,
              "vs_torch": 1.0015},
             {"routine": "axpy", "torch": "y.add_(x, alpha)", "graph_pct_copy": 103.2,
              "graph_vs_torch": 1.0048, "vs_torch": 1.0052}]
-    (tmp_path / "blas-l12-h200-test.json").write_text(json.dumps(
-        {"device": "NVIDIA H200", "created": "2026-12-05T13:00:00Z", "rows": rows}))
-    monkeypatch.setattr(render, "RESULTS", tmp_path)
-    summary = "\n".join(render._targets_summary())
+    summary = _level12_summary(rows, tmp_path, monkeypatch)
     assert "| copy: vs y.copy_(x) (graphs) | ≥ 1.0 | 0.9996 (flushed 1.002) | **missed** |" in summary
     assert "| axpy: vs y.add_(x, alpha) (graphs) | ≥ 1.0 | 1.005 (flushed 1.005) | met |" in summary
 
@@ -59,7 +65,6 @@ def test_level12_rows_of_tessera_bench_blas_are_judged_as_the_earlier_form(tmp_p
     """benchmarks/blas_level12.py writes `tessera bench blas`'s rows since the fifty-first session
     (named by problem, fields after the vendor): the summary judges the issue's routines in them as
     in the earlier form and leaves out the strided, batched and trsv rows."""
-    import json
 
     def row(routine: str, problem: str, pct: float, versus: float | None, **extra) -> dict:
         return {"routine": routine, "problem": problem, "inc": 1, "batch": 1, "vendor": "torch.dot",
@@ -69,10 +74,7 @@ def test_level12_rows_of_tessera_bench_blas_are_judged_as_the_earlier_form(tmp_p
     rows = [row("dot", "dot fp32 2^26", 96.0, 1.02), row("dot", "dot fp32 2^25 inc 2", 50.0, 0.5, inc=2),
             row("dot", "dot fp32 2^14 batch 4096", 40.0, 0.4, batch=4096),
             row("trsv", "trsv fp32 8192x8192", 3.0, None), row("symv", "symv bf16 8192x8192", 74.0, None)]
-    (tmp_path / "blas-l12-h200-test.json").write_text(json.dumps(
-        {"device": "NVIDIA H200", "created": "2026-12-05T13:00:00Z", "rows": rows}))
-    monkeypatch.setattr(render, "RESULTS", tmp_path)
-    summary = "\n".join(render._targets_summary())
+    summary = _level12_summary(rows, tmp_path, monkeypatch)
     assert "| dot fp32 2^26: vs torch.dot (graphs) | ≥ 1.0 | 1.020 (flushed 1.020) | met |" in summary
     assert "| symv bf16 8192x8192: % of copy (graphs) | ≥ 85 | 74.0 | **missed** |" in summary
     assert "inc 2" not in summary and "batch" not in summary and "trsv" not in summary
