@@ -49,7 +49,7 @@ from typing import Any
 from tessera._core import log
 from tessera._core.files import write_atomically
 from tessera.tuning import logic
-from tessera.tuning.paths import install_root
+from tessera.tuning.paths import cache_root, install_root
 
 SIDECAR = ".launch.json"
 
@@ -139,7 +139,7 @@ def source_fingerprint() -> str:
     vendor library files are per runtime version. Kept by the files' metadata
     (:func:`fingerprint_of`): reading every file cost the first call with a pack 12 ms on an
     H100's host (fiftieth session)."""
-    return fingerprint_of(Path(__file__).resolve().parents[1], install_root() / "cache" / "source")
+    return fingerprint_of(Path(__file__).resolve().parents[1], cache_root() / "source")
 
 
 SETTLED_S = 2.0  # a file changed this recently may change again within its mtime's resolution
@@ -195,8 +195,9 @@ def installed() -> dict[str, dict[str, Binary]]:
     what ``prepare`` and ``pack`` listings walk); none when the pack's binaries were compiled from
     another Tessera source (a warning says so). A launch looks its binary up by name instead
     (:func:`load`)."""
-    kernels, _ = _active(install_root() / "current", logic.generation())
-    return {} if kernels is None else _index(kernels, logic.generation())
+    generation = logic.generation()
+    kernels, _ = _active(install_root() / "current", generation)
+    return {} if kernels is None else _index(kernels, generation)
 
 
 @functools.lru_cache(maxsize=4)
@@ -229,12 +230,13 @@ def _active(pack: Path, generation: int) -> tuple[Path | None, bool]:
 
 def _in_pack(function: str, key: str) -> Binary | None:
     """The active pack's binary for this launch, or None."""
-    kernels, named_by_launch = _active(install_root() / "current", logic.generation())
+    generation = logic.generation()
+    kernels, named_by_launch = _active(install_root() / "current", generation)
     if kernels is None:
         return None
     if named_by_launch:
         return _named(kernels, function, key)
-    return _index(kernels, logic.generation()).get(function, {}).get(key)
+    return _index(kernels, generation).get(function, {}).get(key)
 
 
 def _named(folder: Path, function: str, key: str) -> Binary | None:
@@ -323,8 +325,7 @@ def cache_folder(backend: str, arch: object) -> Path:
     """The kernel cache's folder for a target, this Triton and this Tessera source."""
     import triton
 
-    return (install_root() / "cache"
-            / f"{backend}-{arch}-triton{triton.__version__}-{source_fingerprint()[:16]}")
+    return cache_root() / f"{backend}-{arch}-triton{triton.__version__}-{source_fingerprint()[:16]}"
 
 
 def stem(function: str, launch_key: str) -> str:

@@ -55,7 +55,7 @@ import yaml
 
 from tessera._core.errors import LogicFileError, TesseraError
 from tessera._core.files import write_atomically
-from tessera.tuning.paths import SHIPPED_LOGIC, install_root, installed_logic
+from tessera.tuning.paths import SHIPPED_LOGIC, cache_root, installed_logic
 
 SCHEMA_VERSION = 1
 # libyaml's safe loader where PyYAML has it (tens of ms faster on a first call), else the Python one
@@ -184,7 +184,7 @@ def _parsed(path: Path) -> Any:
     parsed before (see the module docstring), else parsed and kept there if JSON holds it exactly.
     The cache only ever saves time: unreadable or unwritable, the file is parsed."""
     data = path.read_bytes()
-    memo = install_root() / "cache" / "logic" / f"{hashlib.sha256(data).hexdigest()}.json"
+    memo = cache_root() / "logic" / f"{hashlib.sha256(data).hexdigest()}.json"
     with contextlib.suppress(OSError, ValueError):
         return json.loads(memo.read_bytes())
     doc = yaml.load(data.decode(), Loader=_SAFE_LOADER)

@@ -20,6 +20,12 @@ def install_root() -> Path:
     return Path(platformdirs.user_data_dir("tessera", appauthor=False))
 
 
+def cache_root() -> Path:
+    """``<root>/cache``: what Tessera derives and may rebuild at any time — the kernel cache,
+    parsed logic files, source fingerprints (deleting it only costs time)."""
+    return install_root() / "cache"
+
+
 def installed_logic() -> Path:
     """Logic of the active installed pack (``<root>/current`` is the active pack)."""
     return install_root() / "current" / "logic"
