@@ -174,13 +174,12 @@ def _level1(case: BlasCase, dt: torch.dtype, device: str) -> _Calls:
 
 def _level2(case: BlasCase, dt: torch.dtype, device: str) -> _Calls:
     m, n, r = case.rows, case.n, case.routine
+    lead = (case.batch,) if case.batch > 1 else ()  # gemv only (BATCHED)
     if r == "trsv":  # upper triangular, well conditioned: unit diagonal plus small entries
         eye = torch.eye(n, dtype=torch.float64, device=device)
         a = (_random((n, n), torch.float64, device, 3) * (0.5 / n) + eye).triu().to(dt)
     else:
-        lead = (case.batch,) if case.batch > 1 else ()  # gemv only (BATCHED)
         a = _random((n, n) if r == "symv" else (*lead, m, n), dt, device, 3)
-    lead = (case.batch,) if case.batch > 1 else ()
     x = _random((*lead, m if r == "gemv_t" else n), dt, device, 4)
     y = _random((*lead, n if r == "gemv_t" else m), dt, device, 5)
     b = x.clone()  # trsv solves in place: each timed call restores the right-hand side first
