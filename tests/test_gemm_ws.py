@@ -275,25 +275,34 @@ def test_tf32_calls_on_hopper_copy_only_what_the_kernel_cannot_read(trans_a: boo
         assert (plan.op_b is b) == (swapped or b is b_col) and (plan.op_a is a) == (not trans_a)
 
 
-def test_shipped_tf32_calls_at_4096_select_in_the_nt_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the shipped sm_90 logic on the H200 (faked), tf32 x @ W.t() at 4096³ takes the NT
-    layout file's row (``gemm_ws`` 128×256×32, timed on that layout, not exchanged); A @ B with a
-    row-major B takes the dtype file's ``gemm_tma`` row, copies B K-major and then selects again in
-    the NT file, so both calls launch that row; 2048³ is beyond the NT file's max distance and keeps
-    the dtype file's swapped row."""
+def test_shipped_tf32_calls_at_4096_and_8192_select_by_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the shipped sm_90 logic on the H200 (faked): tf32 x @ W.t() at 4096³ and 8192³ takes the
+    NT layout file's row (timed on that layout, not exchanged, nothing copied). A @ B with a
+    row-major B takes the dtype file's row: at 4096³ the swapped ``gemm_ws`` 256×128×32, nothing
+    copied (the fifty-second session's A/B on an H100: 0.95–1.00× torch in graphs against
+    0.88–0.92× with B copied K-major); at 8192³ ``gemm_tma``, so B is copied K-major and the
+    call selects again in the NT file (the two ways measured level there). 2048³ is beyond the
+    NT file's max distance and keeps the dtype file's swapped row."""
     from tessera.blas import api
 
     monkeypatch.setattr(api, "device_info", lambda device=None: H200)
     logic.reload()
-    a, b_row, b_col = torch.empty(4096, 4096), torch.empty(4096, 4096), torch.empty(4096, 4096).t()
-    nt_row = WsConfig(128, 256, 32, 8, 8, 3, 2)
-    for b in (b_col, b_row):
-        _, plan = api._plan(a, b, None, 1.0, 0.0, False, False, None, None, "tf32", allocate=False)
-        assert plan.choice.config == nt_row and "blas.gemm.tf32.NT.yaml" in plan.choice.reason
-        assert (plan.op_b is b) == (b is b_col) and "exchanged" not in plan.choice.reason  # B copied or not
+    swapped_row = WsConfig(256, 128, 32, 8, 8, 3, 2)
+    for size in (4096, 8192):
+        a, b_row, b_col = torch.empty(size, size), torch.empty(size, size), torch.empty(size, size).t()
+        _, plan = api._plan(a, b_col, None, 1.0, 0.0, False, False, None, None, "tf32", allocate=False)
+        assert "blas.gemm.tf32.NT.yaml" in plan.choice.reason and "exchanged" not in plan.choice.reason
+        assert plan.op_b is b_col  # already K-major: not copied
+        nt_choice = plan.choice.config
+        _, plan = api._plan(a, b_row, None, 1.0, 0.0, False, False, None, None, "tf32", allocate=False)
+        if size == 4096:
+            assert plan.choice.config == swapped_row and plan.problem.ws_swapped, plan.choice
+            assert plan.op_b is b_row and not plan.k_major
+        else:
+            assert plan.k_major and plan.op_b is not b_row and plan.choice.config == nt_choice, plan.choice
     small = torch.empty(2048, 2048)
     _, plan = api._plan(small, small, None, 1.0, 0.0, False, False, None, None, "tf32", allocate=False)
-    assert plan.choice.config == WsConfig(256, 128, 32, 8, 8, 3, 2) and plan.problem.ws_swapped
+    assert plan.choice.config == swapped_row and plan.problem.ws_swapped
     assert "NT.yaml: no usable row within its max_distance" not in plan.choice.reason  # NN: not looked at
 
 
