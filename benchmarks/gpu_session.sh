@@ -41,6 +41,8 @@
 #            there), then fp8 and bf16 8192³ timed beside torch, the shipped gemm and the same
 #            tiles without clusters (the JSON written after each problem)                      ~9 min
 #   l12      the level-1/2 rows (benchmarks/blas_level12.py: bench blas --preset full)   ~2 min
+#   logicab  the square grid with the shipped logic and with the bf16 / fp16 / tf32 files as they were
+#            before the fifty-second session's 4096³ rows (logic_ab.sh), alternating, once each  ~5 min
 #   quant    the quantized rows (quantized.py --rows-only: fp8, int8, W4A16 / W8A16)   ~3 min
 #   fault    quantized.py --rows-only three times (the second with TESSERA_PDL=off): the forty-
 #            eighth session's one `unspecified launch failure` at W4A16 M = 16, seen again or not  ~6 min
@@ -266,15 +268,21 @@ grid() {
     capped 540 grid "$PY" -m tessera bench gemm --preset grid --json "$dir/grid.json"
 }
 
+logicab() {  # the fifty-second session's rows were chosen on H100s: the same A/B on the GPU at hand
+    CASES="--preset grid" ROUNDS=1 capped 520 logicab bash benchmarks/logic_ab.sh "$dir/ab" 500 \
+        benchmarks/results/logic-ab-h100-07206c2/logic-before
+    tail -2 "$dir/ab/ab.txt"
+}
+
 l12() {  # the level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
