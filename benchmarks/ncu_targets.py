@@ -8,7 +8,9 @@ off`` reads exactly one call of ours and one of torch's. Run on the GPU, e.g.::
         --section WarpStateStats python3 benchmarks/ncu_targets.py w4m1 gemm1024
 
 Cases: w4m1, w8m1, w4m16, w8m16 (weight-only decode, 8192², group 128), gemm1024 (bf16 1024³),
-fp8 (e4m3 8192³, per-tensor scales, fast accumulation), symv (bf16 8192²).
+fp8 (e4m3 8192³, per-tensor scales, fast accumulation), symv (bf16 8192²), tf32nn and tf32nt
+(tf32 4096³, B row-major: ours multiplied swapped; B column-major, x @ W.t(): ours on the K-major
+kernel — the two tf32 kernels whose gap the fifty-second session left open).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable
 import torch
 
 from tessera import blas
+from tessera._core.device import torch_matmul_tf32_as
 
 N = K = 8192
 
@@ -50,10 +53,23 @@ def _symv() -> tuple[Callable[[], object], Callable[[], object]]:
     return (lambda: blas.symv(a, v)), (lambda: torch.mv(a, v))
 
 
+def _tf32(b_col_major: bool) -> tuple[Callable[[], object], Callable[[], object]]:
+    a = torch.randn(4096, 4096, device="cuda")
+    b = torch.randn(4096, 4096, device="cuda")
+    b = b.t() if b_col_major else b
+
+    def theirs() -> object:
+        with torch_matmul_tf32_as(True):
+            return torch.matmul(a, b)
+
+    return (lambda: blas.gemm(a, b, precision="tf32")), theirs
+
+
 CASES: dict[str, Callable[[], tuple[Callable[[], object], Callable[[], object]]]] = {
     "w4m1": lambda: _wq(4, 1), "w8m1": lambda: _wq(8, 1), "w4m16": lambda: _wq(4, 16),
     "w8m16": lambda: _wq(8, 16),
     "gemm1024": _gemm1024, "fp8": _fp8, "symv": _symv,
+    "tf32nn": lambda: _tf32(False), "tf32nt": lambda: _tf32(True),
 }
 
 
