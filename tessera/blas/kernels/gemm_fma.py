@@ -4,7 +4,9 @@ Why: cuBLAS's SGEMM reaches 48.7–51.1 TFLOP/s on the H200 from 2048³, the por
 (Triton's FMA dot) 0.87–0.89× of it. Its best tile's sm_90 SASS issues 1024 FFMA a K step against
 96 shared-memory reads (a 4×8 thread tile: 2.7 FMAs a float read), and 128×128 tiles hold 188
 registers (one program a multiprocessor). Here each program computes a 128×128 tile of D on 8
-warps and each thread an 8×8 block of it; A's tile is stored transposed in shared memory (M
+warps and each thread an 8×8 block of it (its rows together, its columns two runs of 4, 64
+apart, so that each 8-thread phase of B's ``LDS.128`` reads 128 contiguous bytes: no bank
+conflicts); A's tile is stored transposed in shared memory (M
 contiguous), so a K step is BK outer products of a column of A and a row of B, a thread reading
 its 8 values of each with 2 ``LDS.128`` (4 FMAs a float read) — 512 FFMA and 32 ``LDS.128`` a
 thread a BK-8 step (90 % of the loop's instructions FFMA), 128 registers under its cap: two
@@ -16,7 +18,9 @@ has read them (two barriers).
 
 Chosen through logic files only (the tuner offers ``FMA_SPACE`` to fp32). On the H200 it ran
 0.75–0.82× cuBLAS's SGEMM from 2048³, below the tile family's 0.87–0.89×, so no shipped logic takes
-it (``benchmarks/sgemm_gluon_probe.py``, ``benchmarks/results/gpu-session-h200-c08cc10/``).
+it (``benchmarks/sgemm_gluon_probe.py``, ``benchmarks/results/gpu-session-h200-c08cc10/``) — with
+a thread's 8 columns together, when B's reads were 2-way bank conflicts and the loop needed 24
+shared-memory wavefronts a warp a K step for 64 FFMA a thread (now 16; not yet timed).
 
 Takes (:func:`fma_supported`): float32 with IEEE precision, one 2-D problem, A and B row-major
 (the rows its loads coalesce: K-contiguous A, N-contiguous B), C and D of any strides, every
@@ -114,8 +118,10 @@ def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, 
                      HAS_C: gl.constexpr, SCALE_ALPHA: gl.constexpr, BK: gl.constexpr,
                      BUFFERS: gl.constexpr, GROUP_M: gl.constexpr, MAXNREG: gl.constexpr):
     """D = alpha · A @ B (+ beta · C) on one 128×128 tile (MAXNREG: a compile option, not read)."""
-    # D's tile: 8×8 a thread, 4×8 threads a warp, 4×2 warps
-    acc_layout: gl.constexpr = gl.BlockedLayout([8, 8], [4, 8], [4, 2], [1, 0])
+    # D's tile: 8×8 a thread (its 8 rows together, its columns two runs of 4, 64 apart), 4×8 threads
+    # a warp, 4×2 warps. A thread's B values, two LDS.128, then fall in 8-thread phases reading 128
+    # contiguous bytes each: its 8 columns together put two threads of a phase on the same banks.
+    acc_layout: gl.constexpr = gl.BlockedLayout([8, 4], [4, 8], [4, 2], [1, 0])
     # a K row of A's transposed tile (1, 128), spread as the accumulator's rows are: a thread's 8
     a_row: gl.constexpr = gl.BlockedLayout([1, 8], [8, 4], [2, 4], [0, 1])
     # global loads: A's rows K-contiguous, B's N-contiguous, 4 floats a thread
