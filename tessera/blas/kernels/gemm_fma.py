@@ -6,12 +6,12 @@ Why: cuBLAS's SGEMM reaches 48.7–51.1 TFLOP/s on the H200 from 2048³, the por
 registers (one program a multiprocessor). Here each program computes a 128×128 tile of D on 8
 warps and each thread an 8×8 block of it (its rows together, its columns two runs of 4, 64
 apart, so that each 8-thread phase of B's ``LDS.128`` reads 128 contiguous bytes: no bank
-conflicts); A's tile is stored transposed in shared memory (M
-contiguous), so a K step is BK outer products of a column of A and a row of B, a thread reading
-its 8 values of each with 2 ``LDS.128`` (4 FMAs a float read) — 512 FFMA and 32 ``LDS.128`` a
-thread a BK-8 step (90 % of the loop's instructions FFMA), 128 registers under its cap: two
-programs a multiprocessor (offline SASS with Triton 3.6, no spills). The next step's tiles are loaded from
-global memory into registers while a step multiplies; with ``buffers`` 2 they are stored into a
+conflicts); A's tile is stored transposed in shared memory (M contiguous), so a K step is BK
+outer products of a column of A and a row of B, a thread reading its 8 values of each with 2
+``LDS.128`` (4 FMAs a float read) — 512 FFMA and 32 ``LDS.128`` a thread a BK-8 step (90 % of the
+loop's instructions FFMA), 128 registers under its cap: two programs a multiprocessor (offline
+SASS with Triton 3.6, no spills). The next step's tiles are loaded from global memory into
+registers while a step multiplies; with ``buffers`` 2 they are stored into a
 second pair of shared buffers beside the ones being read (one barrier a step; two allocations,
 not indices into one, else Triton's barrier analysis adds a second), with 1 after every thread
 has read them (two barriers).
