@@ -119,8 +119,8 @@ def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, 
                      BUFFERS: gl.constexpr, GROUP_M: gl.constexpr, MAXNREG: gl.constexpr):
     """D = alpha · A @ B (+ beta · C) on one 128×128 tile (MAXNREG: a compile option, not read)."""
     # D's tile: 8×8 a thread (its 8 rows together, its columns two runs of 4, 64 apart), 4×8 threads
-    # a warp, 4×2 warps. A thread's B values, two LDS.128, then fall in 8-thread phases reading 128
-    # contiguous bytes each: its 8 columns together put two threads of a phase on the same banks.
+    # a warp, 4×2 warps. Each of a thread's two LDS.128 of B then has the 8 threads of a phase read
+    # 128 contiguous bytes (8 contiguous columns a thread put two threads of a phase on one bank).
     acc_layout: gl.constexpr = gl.BlockedLayout([8, 4], [4, 8], [4, 2], [1, 0])
     # a K row of A's transposed tile (1, 128), spread as the accumulator's rows are: a thread's 8
     a_row: gl.constexpr = gl.BlockedLayout([1, 8], [8, 4], [2, 4], [0, 1])
