@@ -136,9 +136,54 @@ def swapped_layouts_compile(block_m: int, block_n: int, warps: int) -> subproces
     reads in the plain swizzle (1) and in the reordered view (0), D's stores through it (≤ 1);
     and, with Triton 3.9 or newer, that ``_swizzled_bases`` is Triton's linear form of the
     swizzle. The process's result (stdout ends with "ok" when every assertion held)."""
-    with tempfile.TemporaryDirectory() as tmp:  # a jit function's source must be in a file
-        script = Path(tmp) / "swapped_layouts.py"
-        script.write_text(_SWAPPED_LAYOUTS_CHILD)
-        command = [sys.executable, str(script), str(block_m), str(block_n), str(warps)]
-        return subprocess.run(command, capture_output=True, text=True, env=compiler_env(), timeout=600,
-                              check=False)
+    return _compile_script(_SWAPPED_LAYOUTS_CHILD, str(block_m), str(block_n), str(warps))
+
+
+_FMA_LAYOUTS_CHILD = r"""
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from tessera.blas.kernels import gemm_fma
+
+
+@gluon.jit
+def fma_layouts(x):
+    row: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # a K row of a step's tile
+    b_row = gl.allocate_shared_memory(gl.float32, [1, gemm_fma.TILE], row)
+    b = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.ACC_LAYOUT)
+    a = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.A_ROW_LAYOUT)
+    gl.static_assert(gl.bank_conflicts(b.type, b_row.type) == 0)
+    gl.static_assert(gl.bank_conflicts(a.type, b_row.type) == 0)
+    together: gl.constexpr = gl.BlockedLayout([8, 8], [4, 8], [4, 2], [1, 0])  # 8 columns a thread
+    gl.static_assert(gl.bank_conflicts(gl.zeros([1, gemm_fma.TILE], gl.float32, together).type,
+                                       b_row.type) == 1)
+
+
+source = GluonASTSource(fma_layouts, {"x": "*fp32"}, {}, {})
+triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": gemm_fma.WARPS})
+print("ok")
+"""
+
+
+def fma_layouts_compile() -> subprocess.CompletedProcess:
+    """Compile, in a child for sm_90, a Gluon kernel that asserts at trace time the bank conflicts
+    of ``gemm_fma``'s shared-memory reads: a K row of B and of A's transposed tile read in the
+    kernel's layouts (0), and B's with a thread's 8 columns together (1: 2-way, the layout before
+    the fifty-second session). The process's result (stdout ends with "ok" when all held)."""
+    return _compile_script(_FMA_LAYOUTS_CHILD)
+
+
+def _compile_script(text: str, *args: str) -> subprocess.CompletedProcess:
+    """Run ``text`` as a script in a child (a jit function's source must be in a file) with
+    ``args``, for the compiler (:func:`compiler_env`), with a Triton cache of its own: a cached
+    binary is not traced again, so its ``static_assert`` would not run (a layout read from another
+    module is not in the cache key)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "child_compile.py"
+        script.write_text(text)
+        return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                              env=dict(compiler_env(), TRITON_CACHE_DIR=str(Path(tmp) / "triton")),
+                              timeout=600, check=False)

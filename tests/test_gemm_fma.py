@@ -13,7 +13,7 @@ import pytest
 import torch
 from devices import H200
 
-from child import precompile
+from child import fma_layouts_compile, precompile
 from reference import assert_gemm_close
 from tessera import InvalidArgumentError
 from tessera._core.device import DeviceInfo, device_info
@@ -105,6 +105,14 @@ def test_pack_launches_are_a_real_calls(shape: tuple[int, int, int]) -> None:
         gemm_fma.launch_gemm_fma(torch.empty(m, k), torch.empty(k, n), None, torch.empty(m, n), 1.0, 0.0,
                                  config=config)
     assert real[0].key() in {call.key() for call in representative}
+
+
+def test_shared_memory_reads_are_free_of_bank_conflicts() -> None:
+    """A K step's rows of A and B, read in the kernel's layouts, have no bank conflicts (Gluon's
+    ``bank_conflicts``, compiled for sm_90 in a child): a thread's columns are two runs of 4, 64
+    apart, where 8 together put two threads of each 8-thread phase of an ``LDS.128`` on one bank."""
+    done = fma_layouts_compile()
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 
 def test_compiles_offline_for_sm90() -> None:

@@ -47,6 +47,13 @@ from tessera.blas.kernels.gluon_names import cta_barrier
 BLOCK = 128  # the tile's rows and columns: 8×8 a thread, 4×8 threads a warp, 4×2 warps
 TILE = gl.constexpr(BLOCK)  # the same, as the kernels see it
 WARPS = 8
+# D's tile: 8×8 a thread (its 8 rows together, its columns two runs of 4, 64 apart), 4×8 threads a
+# warp, 4×2 warps. Each of a thread's two LDS.128 of B then has the 8 threads of a phase read 128
+# contiguous bytes (8 contiguous columns a thread put two threads of a phase on one bank: Gluon's
+# bank_conflicts 1 → 0, tests/test_gemm_fma.py)
+ACC_LAYOUT = gl.constexpr(gl.BlockedLayout([8, 4], [4, 8], [4, 2], [1, 0]))
+# a K row of A's transposed tile (1, 128), spread as the accumulator's rows are: a thread's 8
+A_ROW_LAYOUT = gl.constexpr(gl.BlockedLayout([1, 8], [8, 4], [2, 4], [0, 1]))
 BLOCK_KS = (8, 16, 32)
 
 
@@ -118,12 +125,8 @@ def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, 
                      HAS_C: gl.constexpr, SCALE_ALPHA: gl.constexpr, BK: gl.constexpr,
                      BUFFERS: gl.constexpr, GROUP_M: gl.constexpr, MAXNREG: gl.constexpr):
     """D = alpha · A @ B (+ beta · C) on one 128×128 tile (MAXNREG: a compile option, not read)."""
-    # D's tile: 8×8 a thread (its 8 rows together, its columns two runs of 4, 64 apart), 4×8 threads
-    # a warp, 4×2 warps. Each of a thread's two LDS.128 of B then has the 8 threads of a phase read
-    # 128 contiguous bytes (8 contiguous columns a thread put two threads of a phase on one bank).
-    acc_layout: gl.constexpr = gl.BlockedLayout([8, 4], [4, 8], [4, 2], [1, 0])
-    # a K row of A's transposed tile (1, 128), spread as the accumulator's rows are: a thread's 8
-    a_row: gl.constexpr = gl.BlockedLayout([1, 8], [8, 4], [2, 4], [0, 1])
+    acc_layout: gl.constexpr = ACC_LAYOUT
+    a_row: gl.constexpr = A_ROW_LAYOUT
     # global loads: A's rows K-contiguous, B's N-contiguous, 4 floats a thread
     a_load: gl.constexpr = gl.BlockedLayout([1, 4], [32 // (BK // 4), BK // 4], [8, 1], [1, 0])
     b_load: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [8, 1], [1, 0])
