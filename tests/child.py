@@ -136,7 +136,7 @@ def swapped_layouts_compile(block_m: int, block_n: int, warps: int) -> subproces
     reads in the plain swizzle (1) and in the reordered view (0), D's stores through it (≤ 1);
     and, with Triton 3.9 or newer, that ``_swizzled_bases`` is Triton's linear form of the
     swizzle. The process's result (stdout ends with "ok" when every assertion held)."""
-    return _compile_script(_SWAPPED_LAYOUTS_CHILD, str(block_m), str(block_n), str(warps))
+    return compile_script(_SWAPPED_LAYOUTS_CHILD, str(block_m), str(block_n), str(warps))
 
 
 _FMA_LAYOUTS_CHILD = r"""
@@ -173,10 +173,10 @@ def fma_layouts_compile() -> subprocess.CompletedProcess:
     of ``gemm_fma``'s shared-memory reads: a K row of B and of A's transposed tile read in the
     kernel's layouts (0), and B's with a thread's 8 columns together (1: 2-way, the layout before
     the fifty-second session). The process's result (stdout ends with "ok" when all held)."""
-    return _compile_script(_FMA_LAYOUTS_CHILD)
+    return compile_script(_FMA_LAYOUTS_CHILD)
 
 
-def _compile_script(text: str, *args: str) -> subprocess.CompletedProcess:
+def compile_script(text: str, *args: str) -> subprocess.CompletedProcess:
     """Run ``text`` as a script in a child (a jit function's source must be in a file) with
     ``args``, for the compiler (:func:`compiler_env`), with a Triton cache of its own: a cached
     binary is not traced again, so its ``static_assert`` would not run (a layout read from another

@@ -15,7 +15,7 @@ import pytest
 import torch
 from devices import H200
 
-from child import compiler_env, precompile, sm90_ptx
+from child import compile_script, precompile, sm90_ptx
 from tessera import InvalidArgumentError
 from tessera._core import launch
 from tessera._core.device import device_info
@@ -200,8 +200,7 @@ def test_the_kernel_itself_refuses_a_ring_whose_stages_two_groups_share() -> Non
     """Besides ``WqWsConfig``'s check, the kernel asserts at compile time that its stages are a
     multiple of its warp groups, so no other path (a hand-made launch, a stale pack build) can
     compile the ring that faulted."""
-    done = subprocess.run([sys.executable, "-c", _UNSAFE_RING], capture_output=True, text=True,
-                          env=compiler_env(), timeout=600, check=False)
+    done = compile_script(_UNSAFE_RING)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "refused:" in done.stdout, done.stdout[-2000:]
     assert "each stage serves one warp group" in done.stdout, done.stdout[-2000:]
