@@ -231,13 +231,18 @@ wqfix() {
     grep -h "× torch" "$dir"/probe-*.txt | tee -a "$dir/summary.txt"
 }
 
+merged_wq() {  # merged_wq DTYPE: the tuner's gemm_wq file of DTYPE folded into this copy's shipped
+    # one (tessera logic merge), a copy of the result beside the stage's results
+    local shipped=tessera/logic/sm_90/blas.gemm_wq.$1.yaml
+    timeout -s KILL 60 "$PY" -m tessera logic merge "$shipped" "$dir/tune/sm_90/blas.gemm_wq.$1.yaml" \
+        -o "$shipped" > "$dir/merge-$1.txt" 2>&1 && cp "$shipped" "$dir/"
+}
+
 wqtune() {  # the rows the stage rule took out of the shipped W4A16 logic, tuned again
     local sizes=1x8192x8192,16x8192x8192,1x4096x14336,16x4096x14336
     capped 330 tune-int4_bf16 "$PY" -m tessera tune gemm --dtype int4_bf16 --sizes "$sizes" \
         --families gemm_wq_ws --max-distance 0.5 --no-plot --out "$dir/tune"
-    local shipped=tessera/logic/sm_90/blas.gemm_wq.int4_bf16.yaml
-    timeout -s KILL 60 "$PY" -m tessera logic merge "$shipped" "$dir/tune/sm_90/blas.gemm_wq.int4_bf16.yaml" \
-        -o "$shipped" > "$dir/merge-int4_bf16.txt" 2>&1 && cp "$shipped" "$dir/"
+    merged_wq int4_bf16
     capped 200 tune-int4_fp16 "$PY" -m tessera tune gemm --dtype int4_fp16 --sizes 1x8192x8192,16x8192x8192 \
         --families gemm_wq_ws --max-distance 0.5 --no-plot --out "$dir/tune"
     grep -h "x8192\|x14336" "$dir"/tune-*.txt | tee -a "$dir/summary.txt"
@@ -254,14 +259,11 @@ l1map() {
 }
 
 wqpdl() {  # gemm_wq_ws's configurations, PDL modes named among them (WqWsConfig.pdl), at the decode rows
-    local dtype shipped
+    local dtype
     for dtype in int8_bf16 int4_bf16; do
-        shipped=tessera/logic/sm_90/blas.gemm_wq.$dtype.yaml
         capped 200 "tune-$dtype" "$PY" -m tessera tune gemm --dtype "$dtype" --sizes 1x8192x8192,16x8192x8192 \
             --families gemm_wq_ws --max-distance 0.5 --no-plot --out "$dir/tune"
-        timeout -s KILL 60 "$PY" -m tessera logic merge "$shipped" "$dir/tune/sm_90/blas.gemm_wq.$dtype.yaml" \
-            -o "$shipped" > "$dir/merge-$dtype.txt" 2>&1 && cp "$shipped" "$dir/" \
-            && echo "merged $dtype" | tee -a "$dir/summary.txt"
+        merged_wq "$dtype" && echo "merged $dtype" | tee -a "$dir/summary.txt"
     done
     capped 200 quantized "$PY" benchmarks/quantized.py "$dir/quantized.json" --rows-only
 }
