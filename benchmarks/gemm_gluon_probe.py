@@ -20,7 +20,8 @@ the copy"), and each on a B made K-major before timing ("on K-major B": the kern
 copy in the call).
 
 Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096,MxNxK] [--dtypes bf16,fp16,fp8]
-       [--rounds 3] [--configs BMxBNxBK:stages:warps:group[:split][:pp],...]  (pp: ping-pong)
+       [--rounds 3] [--configs BMxBNxBK:stages:warps:group[:split][:pp|:h],...]  (pp: ping-pong,
+       h: halves, each warp group a partition multiplying half of every tile)
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, swap_fits
 def parse_config(text: str, fp8: bool) -> WsConfig:
     tile, stages, warps, group, *rest = text.split(":")
     bm, bn, bk = (int(v) for v in tile.split("x"))
-    pingpong = rest[-1:] == ["pp"]
-    rest = rest[:-1] if pingpong else rest
+    schedule = rest.pop() if rest[-1:] in (["pp"], ["h"]) else ""
     if len(rest) > 1:
-        raise ValueError(f"configuration {text!r}: expected BMxBNxBK:stages:warps:group[:split][:pp]")
+        raise ValueError(f"configuration {text!r}: expected BMxBNxBK:stages:warps:group[:split][:pp|:h]")
     return (ScaledWsConfig if fp8 else WsConfig)(bm, bn, bk, int(group), int(warps), int(stages),
-                                                 int(rest[0]) if rest else 1, pingpong)
+                                                 int(rest[0]) if rest else 1, pingpong=schedule == "pp",
+                                                 halves=schedule == "h")
 
 
 def forced_gemm(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -59,6 +59,10 @@
 #   wqpdl    gemm_wq_ws's configurations with the PDL modes named (WqWsConfig.pdl) tuned at W8A16 /
 #            W4A16 M = 1, 16 × 8192², merged into this copy's shipped logic (copies of the merged
 #            files come back in the tarball, beside the tuner's), then the quantized rows    ~7 min
+#   halves   gemm_ws with halves (each warp group a partition of its own, half of every tile, no
+#            barrier between the groups; built offline, never run): its gpu tests, then the probe
+#            against the shipped cooperative tiles at bf16 / fp16 / tf32 (K-major and copied)
+#            4096³ and 8192³ and fp8 8192³                                                   ~8 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -278,15 +282,28 @@ logicab() {  # the fifty-second session's rows were chosen on H100s: the same A/
     tail -2 "$dir/ab/ab.txt"
 }
 
+halves() {  # built in the fifty-third session offline; the shipped tiles beside, then 4 stages with D split
+    capped 200 halves-tests "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs -k halves \
+        --junitxml="$dir/halves-tests.xml"
+    capped 150 w16 "$PY" benchmarks/gemm_gluon_probe.py "$dir/w16.json" --dtypes bf16,fp16 --sizes 4096,8192 \
+        --configs 128x256x64:3:8:8,128x256x64:3:8:8:h,128x256x64:4:8:8:2:h
+    capped 120 tf32 "$PY" benchmarks/gemm_gluon_probe.py "$dir/tf32.json" --dtypes tf32 --sizes 4096,8192 \
+        --configs 128x256x32:3:8:8:2,128x256x32:3:8:8:2:h,128x256x32:4:8:8:2:h
+    capped 100 fp8 "$PY" benchmarks/gemm_gluon_probe.py "$dir/fp8.json" --dtypes fp8 --sizes 8192 \
+        --configs 128x256x128:3:8:8,128x256x128:3:8:8:h,128x256x128:4:8:8:2:h
+    grep -h " us " "$dir"/w16.txt "$dir"/tf32.txt "$dir"/fp8.txt | tee -a "$dir/summary.txt"  # the timed rows
+}
+
 l12() {  # the level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
-                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab)"; exit 2;; esac
+                "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
+                "halves)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

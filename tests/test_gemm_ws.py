@@ -9,6 +9,7 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,7 +41,8 @@ SHIPPED = Path(__file__).resolve().parents[1] / "tessera" / "logic" / "sm_90"
 
 @pytest.mark.parametrize("fields", [dict(num_warps=2), dict(block_n=512), dict(block_k=512),
                                     dict(block_m=64, num_warps=8), dict(num_stages=1), dict(block_n=96),
-                                    dict(group_m=0), dict(epilogue_split=4), dict(pingpong=True)], ids=str)
+                                    dict(group_m=0), dict(epilogue_split=4), dict(pingpong=True),
+                                    dict(block_n=128, num_warps=4, halves=True)], ids=str)
 def test_config_rules(fields: dict) -> None:
     """wgmma's accumulator (16 rows a warp, at most 256 columns), B's layout read from its
     descriptor block (block_k < block_n) and D whole or in halves bound the configurations."""
@@ -55,6 +57,7 @@ def test_config_rules(fields: dict) -> None:
     assert square.short() == "gemm_scaled_ws 128x128x128 g8 w4 s5 pingpong"
     with pytest.raises(InvalidArgumentError, match="block_k < block_n"):
         WsConfig(128, 128, 128, 8, 4, 5, pingpong=True)  # 16-bit B's layout would be ambiguous
+    assert WsConfig(halves=True).short() == "gemm_ws 128x256x64 g8 w8 s3 halves"
 
 
 def test_shared_memory_of_the_tiles_fits_the_h200() -> None:
@@ -183,12 +186,12 @@ def test_tf32_takes_only_configurations_with_128_byte_rows() -> None:
 
 def test_which_configurations_multiply_swapped() -> None:
     """A row-major tf32 B is multiplied as Dᵀ = Bᵀ·Aᵀ: the accumulator's rows are the tile's
-    columns (block_n a multiple of 16 a warp), and ping-pong is left out (ptxas serializes its
-    wgmma for want of registers). A configuration that cannot is refused by the launcher with what
-    to do, and selection does not give it a swapped call."""
+    columns (block_n a multiple of 16 a warp), and ping-pong and halves are left out (with two
+    multiplying partitions ptxas serializes the wgmma). A configuration that cannot is refused by
+    the launcher with what to do, and selection does not give it a swapped call."""
     fits = [*space.WS_TF32_SPACE[:4], WsConfig(256, 64, 32, 8, 4, 3, 2)]
     misfits = [WsConfig(128, 64, 32, 8, 8, 3), WsConfig(128, 128, 32, 8, 4, 4, 2, pingpong=True),
-               WsConfig(64, 32, 16, 8, 4, 3)]
+               WsConfig(64, 32, 16, 8, 4, 3), WsConfig(256, 128, 32, 8, 8, 3, 2, halves=True)]
     assert all(map(gemm_ws.swap_fits, fits)) and not any(map(gemm_ws.swap_fits, misfits))
     assert space.WS_TF32_SPACE[4].pingpong  # the tf32 space's one misfit
     a, b, d = torch.empty(512, 256), torch.empty(256, 512), torch.empty(512, 512)
@@ -196,7 +199,7 @@ def test_which_configurations_multiply_swapped() -> None:
             building_for("cuda", "sm_90"), capture():
         gemm_ws.launch_gemm_ws(a, b, d, num_sms=132, config=misfits[0])
     swapped = space.GemmProblem(4096, 4096, 4096, 1, "tf32", True, True, True)
-    for config in fits[:3] + misfits[:2]:
+    for config in fits[:3] + misfits[:2] + misfits[3:]:
         with space.forced(config):
             assert (space.select(swapped, H200).reason == "forced") == gemm_ws.swap_fits(config)
             assert space.select(dataclasses.replace(swapped, ws_swapped=False), H200).reason == "forced"
@@ -359,8 +362,10 @@ def test_a_call_off_the_gpu_never_takes_it(device: str) -> None:
 @pytest.mark.parametrize(("dtype", "b_col_major", "config"),
                          [("bf16", False, WsConfig()), ("bf16", True, WsConfig()),
                           ("tf32", False, space.WS_TF32_SPACE[0]), ("tf32", True, space.WS_TF32_SPACE[0]),
-                          ("tf32", True, space.WS_TF32_SPACE[4])],
-                         ids=["b-row-major", "x@W.t()", "tf32 swapped", "tf32 x@W.t()", "tf32 pingpong"])
+                          ("tf32", True, space.WS_TF32_SPACE[4]), ("bf16", False, WsConfig(halves=True)),
+                          ("tf32", True, WsConfig(128, 256, 32, 8, 8, 4, halves=True))],
+                         ids=["b-row-major", "x@W.t()", "tf32 swapped", "tf32 x@W.t()", "tf32 pingpong",
+                              "halves", "tf32 halves"])
 @pytest.mark.parametrize("shape", [(8192, 8192, 8192), (4000, 12000, 1000)], ids=str)
 def test_pack_launches_are_a_real_calls(dtype: str, b_col_major: bool, config: WsConfig,
                                         shape: tuple[int, int, int]) -> None:
@@ -456,6 +461,23 @@ def test_launches_below_a_full_wave_let_the_next_kernel_start_early() -> None:
     assert ptx.index("griddepcontrol.wait") < ptx.index("cp.async.bulk.tensor")
 
 
+def test_halves_hand_stages_back_per_warp_group() -> None:
+    """With halves, each multiplying warp group is a partition of its own, multiplying half of
+    every tile's rows and arriving on a stage's ``empty`` barrier itself (counting two arrivals):
+    in the sm_90 PTX (offline) no barrier spans the 8 multiplying warps, where the cooperative
+    kernel has two a K step, and each of the two partitions issues its own wgmma."""
+    call = ["launch_gemm_ws", 4096, 4096, 4096]
+    ptx = sm90_ptx({name: ("tessera.blas.kernels.gemm_ws", call, "WsConfig", dataclasses.asdict(config),
+                           "bfloat16", 0)
+                    for name, config in (("cooperative", WsConfig()), ("halves", WsConfig(halves=True)))})
+    across = re.compile(r"bar\.sync\s+\d+,\s*256;")  # a named barrier of 8 warps
+    assert across.search(ptx["cooperative"]) and not across.search(ptx["halves"])
+    counts = re.compile(r"mbarrier\.init\.shared(?:::cta)?\.b64\s+\[[^]]+\],\s*(\d+);")
+    assert sorted(counts.findall(ptx["cooperative"])) == ["1"] * 8  # ready, empty (3 stages), turns
+    assert sorted(counts.findall(ptx["halves"])) == ["1"] * 5 + ["2"] * 3  # empty: both halves arrive
+    assert ptx["halves"].count("wgmma.mma_async") == 2 * ptx["cooperative"].count("wgmma.mma_async")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", [launch.PDL_EARLY, launch.PDL_AT_EXIT])
 def test_gpu_dependent_launches_see_the_previous_call(mode: int, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -485,7 +507,8 @@ def test_gpu_dependent_launches_see_the_previous_call(mode: int, monkeypatch: py
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [WsConfig(), WsConfig(128, 128, 64, 8, 4, 4),
                                     WsConfig(256, 128, 32, 4, 8, 6),
-                                    WsConfig(128, 128, 64, 8, 4, 4, pingpong=True)], ids=lambda c: c.short())
+                                    WsConfig(128, 128, 64, 8, 4, 4, pingpong=True), WsConfig(halves=True),
+                                    WsConfig(256, 128, 64, 8, 8, 4, 2, halves=True)], ids=lambda c: c.short())
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_gpu_results_against_fp64(config: WsConfig, dtype: torch.dtype) -> None:
     """Edge tiles in M and N, K not a multiple of the step (TMA's zero fill), a single tile, more
@@ -510,7 +533,8 @@ def test_gpu_results_against_fp64(config: WsConfig, dtype: torch.dtype) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", space.WS_TF32_SPACE, ids=lambda c: c.short())
+@pytest.mark.parametrize("config", [*space.WS_TF32_SPACE, WsConfig(128, 256, 32, 8, 8, 4, halves=True)],
+                         ids=lambda c: c.short())
 def test_gpu_tf32_results_against_fp64(config: WsConfig) -> None:
     """float32 with TF32 allowed through the family (B row-major, multiplied swapped where the
     configuration can, else copied K-major first; or column-major as it is): edge tiles, K tails
@@ -541,6 +565,7 @@ def test_gpu_tf32_results_against_fp64(config: WsConfig) -> None:
 @pytest.mark.parametrize("config", [ScaledWsConfig(), ScaledWsConfig(num_stages=4, epilogue_split=2),
                                     ScaledWsConfig(128, 128, 64, 8, 4, 8),
                                     ScaledWsConfig(128, 128, 128, 8, 4, 5, pingpong=True),
+                                    ScaledWsConfig(num_stages=4, epilogue_split=2, halves=True),
                                     ScaledWsConfig(64, 256, 128, 4, 4, 4, pingpong=True)],
                          ids=lambda c: c.short())
 @pytest.mark.parametrize("elem", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)

@@ -67,6 +67,7 @@ _FP8_DTYPES = {torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e
 _DESCRIPTOR_DTYPES = {**_GL_DTYPES, **_FP8_DTYPES, torch.float32: gl.float32, torch.uint8: gl.uint8}
 LOADER_REGISTERS = gl.constexpr(24)  # the loader warp's registers after setmaxnreg (it holds addresses only)
 PINGPONG_REGISTERS = gl.constexpr(232)  # the worker warp group's with pingpong (its 128×128 fp32 tile: 128)
+# or with halves (its half of a 128×256 tile: 128)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,12 @@ class WsConfig:
     warp besides. ``pingpong``: two warp groups of 4 warps, each multiplying whole tiles of its
     own, in turn, so that one stores its tile while the other's wgmma run (CUTLASS's ping-pong
     schedule; the cooperative default has both warp groups on one tile, the tensor cores idle
-    while they store it)."""
+    while they store it). ``halves``: the cooperative tile's two warp groups as partitions of
+    their own, each multiplying one half of every tile (the accumulator's rows: A's with B
+    column-major or 16-bit, Bᵀ's when swapped) and storing it, and handing each stage back
+    itself (``empty`` counts two arrivals, CUTLASS's cooperative kernels' way): no barrier
+    between the groups a K step, where the default's one partition of 8 warps has two
+    (``_hand_back``'s and the one Triton puts before each ``mbarrier.wait``)."""
 
     block_m: int = 128
     block_n: int = 256
@@ -88,6 +94,7 @@ class WsConfig:
     num_stages: int = 3
     epilogue_split: int = 1
     pingpong: bool = False
+    halves: bool = False
 
     kernel = "gemm_ws"
     b_k_major = False  # whether B always comes column-major (then block_k may equal block_n)
@@ -98,9 +105,10 @@ class WsConfig:
         if self.num_warps not in (4, 8) or any(s & (s - 1) or s < 16 for s in sizes) \
                 or not (deep_enough and self.block_n <= 256) or self.block_m % (16 * self.num_warps) \
                 or self.num_stages < 2 or self.group_m < 1 or self.epilogue_split not in (1, 2) \
-                or (self.pingpong and self.num_warps != 4):
+                or (self.pingpong and self.num_warps != 4) or (self.halves and self.num_warps != 8):
             raise InvalidArgumentError(
-                f"{self.kernel} takes 4 or 8 warps (4 with pingpong: one warp group a tile), "
+                f"{self.kernel} takes 4 or 8 warps (4 with pingpong: one warp group a tile; 8 with "
+                f"halves: two warp groups, one a half), "
                 f"power-of-two blocks of at least 16 with block_k < block_n ≤ 256 (fp8: block_k ≤ "
                 f"block_n) and block_m a multiple of 16 rows a warp, 2 or more stages, group_m ≥ 1 "
                 f"and epilogue_split 1 or 2 (actual: {self.short()}): wgmma's accumulator is 16 rows a "
@@ -114,8 +122,9 @@ class WsConfig:
 
     def short(self) -> str:
         split = f" split{self.epilogue_split}" if self.epilogue_split > 1 else ""
+        schedule = " pingpong" if self.pingpong else " halves" if self.halves else ""
         return (f"{self.kernel} {self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
-                f"w{self.num_warps} s{self.num_stages}{split}{' pingpong' if self.pingpong else ''}")
+                f"w{self.num_warps} s{self.num_stages}{split}{schedule}")
 
 
 @dataclass(frozen=True)
@@ -247,19 +256,25 @@ def _loader(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP
 
 
 @gluon.jit
-def _hand_back(empty, s, STAGES):
+def _hand_back(empty, s, STAGES, HALVES: gl.constexpr = False):
     """Give the previous step's stage back to the loader once every warp group's wgmma on it is
-    done (the caller has waited for its own; the barrier waits for the other group's)."""
-    cta_barrier()
+    done. The caller has waited for its own; in one partition of two warp groups a barrier waits
+    for the other's, with ``HALVES`` (a partition a warp group, ``empty`` counting two arrivals)
+    each arrives itself: one thread of a warp group, after its ``warpgroup_mma_wait``, as
+    CUTLASS's consumers do (a wgmma is the whole warp group's one operation)."""
+    if not HALVES:
+        cta_barrier()
     mbarrier.arrive(empty.index((s + STAGES - 1) % STAGES), count=1)
 
 
 @gluon.jit
 def _mac_step(a_bufs, b_bufs, ready, empty, acc, step, k, STAGES, SWAPPED: gl.constexpr,
-              B_COL_MAJOR: gl.constexpr, b_registers: gl.constexpr):
+              B_COL_MAJOR: gl.constexpr, b_registers: gl.constexpr, HALF: gl.constexpr = 0,
+              HALVES: gl.constexpr = False):
     """One K step (the program's ``step``-th stage, ``k`` deep into its tile): wait for the stage,
     queue its wgmma behind the last, wait for the last only (one in flight) and hand the previous
-    stage back (none before a tile's first step).
+    stage back (none before a tile's first step). With ``HALVES``, only half ``HALF`` of A's
+    tile's rows (never swapped: :func:`swap_fits`).
 
     Swapped (:func:`_swapped`), Bᵀ's tile is read into registers as the A operand. PTX leaves it
     undefined to write those registers again before the wgmma reading them is done, and the next
@@ -282,13 +297,16 @@ def _mac_step(a_bufs, b_bufs, ready, empty, acc, step, k, STAGES, SWAPPED: gl.co
             acc = warpgroup_mma(b_piece, a_piece, acc, is_async=True)
             acc = warpgroup_mma_wait(num_outstanding=PIECES - 1, deps=(acc,))
     else:
+        a_tile = a_bufs.index(s)
+        if HALVES:
+            a_tile = a_tile.slice(HALF * (a_bufs.type.shape[1] // 2), a_bufs.type.shape[1] // 2, dim=0)
         if B_COL_MAJOR:
-            acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma(a_tile, b_bufs.index(s).permute((1, 0)), acc, is_async=True)
         else:
-            acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s), acc, is_async=True)
+            acc = warpgroup_mma(a_tile, b_bufs.index(s), acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
     if k > 0:
-        _hand_back(empty, s, STAGES)
+        _hand_back(empty, s, STAGES, HALVES)
     return warpgroup_mma_init(acc)  # the loop carries the accumulator's type
 
 
@@ -345,23 +363,27 @@ def _store(d_desc, d_smem, d_view, out, off_m, off_n, BM: gl.constexpr, BN: gl.c
 
 @gluon.jit
 def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
-                STAGES, group, groups, PDL):
+                STAGES, group, groups, HALF: gl.constexpr, HALVES: gl.constexpr, PDL):
     """A multiplying partition, ``group`` of ``groups`` (1, or 2 taking the program's tiles in
     turn): each stage's wgmma queued behind the last, then a wait for the last only (one in
     flight), its stage handed back; the tile (fp8 operands: scaled, :func:`_scaled`) stored
     through D's descriptor, the store overlapping the next tile's first steps — or, in turn, the
     other group's wgmma. A group starts a tile once the one before it has seen its last stage
     arrive (``turns``): the stages come in the program's tile order, and a wait on a stage's
-    ``ready`` phase two ahead of it would pass at once. With a ``PDL`` mode, it first waits for
-    the stream's previous kernel (which may read D, or write the scales and bias)."""
+    ``ready`` phase two ahead of it would pass at once. With ``HALVES``, the partition multiplies
+    and stores half ``HALF`` of every tile's rows beside the other half's partition. With a
+    ``PDL`` mode, it first waits for the stream's previous kernel (which may read D, or write the
+    scales and bias)."""
     gluon_dependent_launch(PDL)
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = _block_n(b_desc, BK)
     B_COL_MAJOR: gl.constexpr = _b_col_major(b_desc, BK)
     SWAPPED: gl.constexpr = _swapped(b_desc, BK)
-    ACC_M: gl.constexpr = BN if SWAPPED else BM  # swapped, the accumulator is Dᵀ's tile
-    ACC_N: gl.constexpr = BM if SWAPPED else BN
+    gl.static_assert(not (SWAPPED and HALVES), "halves never multiply swapped (swap_fits)")
+    PART_M: gl.constexpr = BM // 2 if HALVES else BM  # the tile's rows this partition multiplies
+    ACC_M: gl.constexpr = BN if SWAPPED else PART_M  # swapped, the accumulator is Dᵀ's tile
+    ACC_N: gl.constexpr = PART_M if SWAPPED else BN
     layout: gl.constexpr = _accumulator_layout(ACC_M, ACC_N, gl.num_warps(), a_desc.dtype)
     b_registers: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=layout, k_width=1)
     SCALED: gl.constexpr = a_desc.dtype.primitive_bitwidth == 8
@@ -374,49 +396,53 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epi
     for tile in range(gl.program_id(0) + group * gl.num_programs(0), num_m * num_n,
                       groups * gl.num_programs(0)):
         off_m, off_n = grouped_tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
+        off_m += HALF * PART_M  # the half's first row (HALF is 0 without halves)
         if groups > 1 and turn >= 0:  # alone, a group never waits
             mbarrier.wait(turns.index(group), turn & 1)
         turn += 1
         acc = warpgroup_mma_init(gl.zeros((ACC_M, ACC_N), gl.float32, layout))
         for k in range(0, K, BK):
             acc = _mac_step(a_bufs, b_bufs, ready, empty, acc, step, k, STAGES, SWAPPED, B_COL_MAJOR,
-                            b_registers)
+                            b_registers, HALF, HALVES)
             step += 1
         if groups > 1:
             mbarrier.arrive(turns.index((group + 1) % groups), count=1)  # its stages have all come
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        _hand_back(empty, step % STAGES, STAGES)  # the tile's last stage
+        _hand_back(empty, step % STAGES, STAGES, HALVES)  # the tile's last stage
         step += (groups - 1) * k_steps
         if SCALED:
-            acc = _scaled(acc, off_m, off_n, M, N, epilogue, layout, BM, BN)
+            acc = _scaled(acc, off_m, off_n, M, N, epilogue, layout, PART_M, BN)
         if SWAPPED:  # the accumulator's rows in the reordered column order of Bᵀ's reads
             D_M: gl.constexpr = d_desc.block_type.shape[0]
             D_N: gl.constexpr = d_desc.block_type.shape[1]
             d_view = reinterpret(d_smem, gl.float32, [D_M, D_N], _row_order_layout(d_desc.layout, D_M, D_N))
             _store(d_desc, d_smem, d_view, acc.permute((1, 0)).to(d_desc.dtype), off_m, off_n, BM, BN)
         else:
-            _store(d_desc, d_smem, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
+            _store(d_desc, d_smem, d_smem, acc.to(d_desc.dtype), off_m, off_n, PART_M, BN)
     tma.store_wait(pendings=0)
 
 
 @gluon.jit
-def stage_barriers(STAGES: gl.constexpr):
-    """A ring of ``STAGES`` shared-memory stages' mbarriers, initialized for one arrival each:
-    ``ready`` (the loader's copies have landed) and ``empty`` (the consumers are done with it)."""
+def stage_barriers(STAGES: gl.constexpr, CONSUMERS: gl.constexpr = 1):
+    """A ring of ``STAGES`` shared-memory stages' mbarriers: ``ready`` (the loader's copies have
+    landed; one arrival) and ``empty`` (the consumers are done with it; one arrival each of
+    ``CONSUMERS``)."""
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=1)
+        mbarrier.init(empty.index(i), count=CONSUMERS)
     return ready, empty
 
 
 @gluon.jit
 def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb, M, N, K,
-                    GROUP_M: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, PDL: gl.constexpr):
+                    GROUP_M: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, HALVES: gl.constexpr,
+                    PDL: gl.constexpr):
     """D = A·B (fp8: scaled, plus a bias unless ``bias_ptr`` is None): the stage ring and its
     barriers, then the loader warp beside the multiplying warps (``PINGPONG``: beside two warp
-    groups of the kernel's 4 warps, taking tiles in turn). Constants passed to the
+    groups of the kernel's 4 warps, taking tiles in turn; ``HALVES``: two of 4 warps, each
+    multiplying half of every tile). Constants passed to the
     partitions arrive there as runtime values (an ``if`` on one compiles both branches), so B's
     layout and the tile's width are read from the descriptors' blocks (:func:`_b_col_major`,
     :func:`_block_n`) and the scaling from A's dtype; None stays None. ``PDL``: a
@@ -426,22 +452,31 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
     B_PIECES: gl.constexpr = _b_pieces(b_desc, a_desc.block_type.shape[1])
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES * B_PIECES] + b_desc.block_type.shape,  # noqa: RUF005
                                        b_desc.layout)
-    ready, empty = stage_barriers(STAGES)
+    ready, empty = stage_barriers(STAGES, 2 if HALVES else 1)
     turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(2):
         mbarrier.init(turns.index(i), count=1)
     epilogue = (sa_ptr, sb_ptr, bias_ptr, stride_sa, stride_sb)
     loads = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES, PDL)
-    GROUPS: gl.constexpr = 2 if PINGPONG else 1
-    first = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M, STAGES,
-             0, GROUPS, PDL)
-    if PINGPONG:
-        second = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
-                  STAGES, 1, GROUPS, PDL)
-        gl.warp_specialize([(_multiplier, first), (_multiplier, second), (_loader, loads)], [4, 1],
-                           [PINGPONG_REGISTERS, LOADER_REGISTERS])
+    # The multipliers take the tile walk's constants as runtime values, as the shipped binaries were
+    # built and timed: a variable assigned a constant (or a tuple of them) holds a runtime value,
+    # while a constant passed inline stays one — as HALF and HALVES must, which shape the accumulator.
+    group_m, stages, pdl, first, second = GROUP_M, STAGES, PDL, 0, 1 if PINGPONG else 0
+    groups = 2 if PINGPONG else 1
+    if PINGPONG or HALVES:  # the second warp group: the next tile in turn, or the tile's second half
+        gl.warp_specialize(
+            [(_multiplier, (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K,
+                            group_m, stages, first, groups, 0, HALVES, pdl)),
+             (_multiplier, (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K,
+                            group_m, stages, second, groups, 1 if HALVES else 0, HALVES, pdl)),
+             (_loader, loads)],
+            [4, 1], [PINGPONG_REGISTERS, LOADER_REGISTERS])
     else:
-        gl.warp_specialize([(_multiplier, first), (_loader, loads)], [1], [LOADER_REGISTERS])
+        gl.warp_specialize(
+            [(_multiplier, (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K,
+                            group_m, stages, first, groups, 0, False, pdl)),
+             (_loader, loads)],
+            [1], [LOADER_REGISTERS])
 
 
 def ws_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
@@ -465,10 +500,11 @@ def swaps(b: torch.Tensor) -> bool:
 
 def swap_fits(config: WsConfig) -> bool:
     """Whether ``config`` can multiply swapped (a tf32 row-major B): the accumulator, Dᵀ's tile, has
-    block_n rows, 16 a warp (``block_n`` a multiple of 16 × num_warps), and no ping-pong, whose two
-    128-register accumulators leave ptxas too few registers for the Bᵀ pieces in flight (it
-    serializes every wgmma: offline SASS with Triton 3.6)."""
-    return not config.pingpong and config.block_n % (16 * config.num_warps) == 0
+    block_n rows, 16 a warp (``block_n`` a multiple of 16 × num_warps), and one multiplying
+    partition: with two (ping-pong, halves) ptxas serializes every wgmma whose A operand comes
+    from registers ("C7512 … insufficient register resources", offline with Triton 3.6's ptxas,
+    even for halves of a 128×128 tile with 64-register accumulators), so those copy B K-major."""
+    return not (config.pingpong or config.halves) and config.block_n % (16 * config.num_warps) == 0
 
 
 def unswapped(config: WsConfig) -> WsConfig:
@@ -542,8 +578,8 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
     if swaps(b) and not swap_fits(config):
         raise InvalidArgumentError(
             f"{config.short()} cannot multiply a row-major float32 B: the kernel takes it as Dᵀ = Bᵀ·Aᵀ, "
-            f"which needs block_n a multiple of 16 rows a warp and no pingpong; pick such a "
-            f"configuration or pass B column-major")
+            f"which needs block_n a multiple of 16 rows a warp and one multiplying partition (no pingpong "
+            f"or halves); pick such a configuration or pass B column-major")
     b_desc = (block_descriptor(b.t(), [config.block_n, config.block_k]) if b_col
               else block_descriptor(b, [8 if swaps(b) else config.block_k, config.block_n]))
     tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
@@ -552,15 +588,16 @@ def launch_gemm_ws(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, *, num_sms
     strides = [0 if t.numel() == 1 else t.stride(0) for t in (sa, sb)] if scaled else [0, 0]
     stages = fitting_stages(config, a.element_size(), d.element_size(), d)
     split = config.epilogue_split  # swapped, D's tile in row halves (:func:`_store`)
+    rows = config.block_m // 2 if config.halves else config.block_m  # halves: each stores its own
     d_block = ([config.block_m // split, config.block_n] if swaps(b)
-               else [config.block_m, config.block_n // split])
+               else [rows, config.block_n // split])
     _launch((min(num_sms, tiles),),
             (block_descriptor(a, [config.block_m, config.block_k]), b_desc, block_descriptor(d, d_block),
              sa, sb, bias,
              *strides, m, n, k),
-            dict(GROUP_M=config.group_m, STAGES=stages, PINGPONG=config.pingpong,
+            dict(GROUP_M=config.group_m, STAGES=stages, PINGPONG=config.pingpong, HALVES=config.halves,
                  PDL=pdl_mode(d, ws_pdl(tiles, num_sms))),
-            config.num_warps, 1)
+            4 if config.halves else config.num_warps, 1)  # halves: the first group's, the second beside
 
 
 def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -> None:
