@@ -107,10 +107,12 @@ def test_pack_launches_are_a_real_calls(shape: tuple[int, int, int]) -> None:
     assert real[0].key() in {call.key() for call in representative}
 
 
-def test_shared_memory_reads_are_free_of_bank_conflicts() -> None:
-    """A K step's rows of A and B, read in the kernel's layouts, have no bank conflicts (Gluon's
-    ``bank_conflicts``, compiled for sm_90 in a child): a thread's columns are two runs of 4, 64
-    apart, where 8 together put two threads of each 8-thread phase of an ``LDS.128`` on one bank."""
+def test_shared_memory_accesses_are_free_of_bank_conflicts() -> None:
+    """A K step's rows of A and B, read in the kernel's layouts, and A's tile stored transposed at
+    every block_k have no bank conflicts (Gluon's ``bank_conflicts``, compiled for sm_90 in a
+    child): a thread's columns are two runs of 4, 64 apart, where 8 together put two threads of
+    each 8-thread phase of an ``LDS.128`` on one bank; a warp loads one K group of A's rows, where
+    one spanning several stored them onto the same banks."""
     done = fma_layouts_compile()
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 

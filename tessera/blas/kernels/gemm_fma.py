@@ -10,8 +10,9 @@ conflicts); A's tile is stored transposed in shared memory (M contiguous), so a 
 outer products of a column of A and a row of B, a thread reading its 8 values of each with 2
 ``LDS.128`` (4 FMAs a float read) — 512 FFMA and 32 ``LDS.128`` a thread a BK-8 step (90 % of the
 loop's instructions FFMA), 128 registers under its cap: two programs a multiprocessor (offline
-SASS with Triton 3.6, no spills). The next step's tiles are loaded from global memory into
-registers while a step multiplies; with ``buffers`` 2 they are stored into a
+SASS with Triton 3.6, no spills). A's tile is loaded a warp to a K group (:func:`a_load_layout`),
+so its transposed stores are free of bank conflicts too. The next step's tiles are loaded from
+global memory into registers while a step multiplies; with ``buffers`` 2 they are stored into a
 second pair of shared buffers beside the ones being read (one barrier a step; two allocations,
 not indices into one, else Triton's barrier analysis adds a second), with 1 after every thread
 has read them (two barriers).
@@ -55,6 +56,18 @@ ACC_LAYOUT = gl.constexpr(gl.BlockedLayout([8, 4], [4, 8], [4, 2], [1, 0]))
 # a K row of A's transposed tile (1, 128), spread as the accumulator's rows are: a thread's 8
 A_ROW_LAYOUT = gl.constexpr(gl.BlockedLayout([1, 8], [8, 4], [2, 4], [0, 1]))
 BLOCK_KS = (8, 16, 32)
+
+
+@gluon.constexpr_function
+def a_load_layout(block_k):
+    """How a step's A tile (128 × block_k, K-contiguous rows) is loaded from global memory: a
+    thread's block_k / 2 floats of one row, a warp's 32 threads on 32 rows, 4 × 2 warps. Stored
+    transposed, a warp's stores then fill 32 consecutive floats of one K row of the buffer: no
+    bank conflicts, where a warp spanning several K groups of 16 or 8 rows put them on the same
+    banks (2-, 4-, 8-way at block_k 8, 16, 32: Gluon's ``bank_conflicts`` 1, 3, 7). At block_k 8
+    a warp's load reads half of each row's 32-byte sector, the other warp of its rows the other
+    half."""
+    return gl.BlockedLayout([1, block_k // 2], [32, 1], [4, 2], [1, 0])
 
 
 @dataclass(frozen=True)
@@ -128,7 +141,7 @@ def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, 
     acc_layout: gl.constexpr = ACC_LAYOUT
     a_row: gl.constexpr = A_ROW_LAYOUT
     # global loads: A's rows K-contiguous, B's N-contiguous, 4 floats a thread
-    a_load: gl.constexpr = gl.BlockedLayout([1, 4], [32 // (BK // 4), BK // 4], [8, 1], [1, 0])
+    a_load: gl.constexpr = a_load_layout(BK)
     b_load: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [8, 1], [1, 0])
     unswizzled: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     # separate allocations, not indices into one: Triton's barrier analysis cannot tell a dynamic
