@@ -125,7 +125,10 @@ WS_TF32_SPACE: tuple[WsConfig, ...] = (
 # BK 16 in two buffers 142–153 under a 168 cap (ptxas spilled at its own 128). On the H200 0.75–0.82×
 # SGEMM from 2048³, below the tile family's 0.87–0.89× (gpu-session-h200-c08cc10/): no logic takes it.
 FMA_SPACE: tuple[FmaConfig, ...] = (FmaConfig(8, 2, 8, 128), FmaConfig(8, 1), FmaConfig(8, 2, 16, 128),
-                                    FmaConfig(16, 2, 8, 168))
+                                    FmaConfig(16, 2, 8, 168),
+                                    # 8×16 of D a thread (cuBLAS's SGEMM thread tile); 191 registers offline,
+                                    # no spills (block_k 16 on 4 warps spills: not here)
+                                    FmaConfig(8, 2, 8, num_warps=4), FmaConfig(8, 1, 8, num_warps=4))
 
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
 # sweeps, the tuner); a quantized op's config leaves float GEMMs (gemm_wq's own included) alone.

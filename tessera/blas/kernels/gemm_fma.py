@@ -17,6 +17,12 @@ second pair of shared buffers beside the ones being read (one barrier a step; tw
 not indices into one, else Triton's barrier analysis adds a second), with 1 after every thread
 has read them (two barriers).
 
+On 4 warps (``num_warps`` 4) a thread computes 8×16 of D instead, the thread tile of cuBLAS's
+SGEMM (its sm_90 kernels are 128×128×8 on 4 warps): 128 FFMA for 6 ``LDS.128`` a K row (5.3 FMAs
+a float read), so a multiprocessor's shared-memory wavefronts are 3/4 of its FFMA issue cycles
+where 8×8 has them level; offline (Triton 3.6, block_k 8 in two buffers) 191 registers, no
+spills, 93 % of the loop FFMA, two programs a multiprocessor (block_k 16 spills there).
+
 Chosen through logic files only (the tuner offers ``FMA_SPACE`` to fp32). On the H200 it ran
 0.75–0.82× cuBLAS's SGEMM from 2048³, below the tile family's 0.87–0.89×, so no shipped logic takes
 it (``benchmarks/sgemm_gluon_probe.py``, ``benchmarks/results/gpu-session-h200-c08cc10/``) — with
@@ -45,29 +51,38 @@ from tessera.blas.kernels.gemm_tile import ODD_SIZE, REPRESENTATIVE_ROWS, repres
 from tessera.blas.kernels.gemm_ws import grouped_tile_origin
 from tessera.blas.kernels.gluon_names import cta_barrier
 
-BLOCK = 128  # the tile's rows and columns: 8×8 a thread, 4×8 threads a warp, 4×2 warps
+BLOCK = 128  # the tile's rows and columns
 TILE = gl.constexpr(BLOCK)  # the same, as the kernels see it
-WARPS = 8
-# D's tile: 8×8 a thread (its 8 rows together, its columns two runs of 4, 64 apart), 4×8 threads a
-# warp, 4×2 warps. Each of a thread's two LDS.128 of B then has the 8 threads of a phase read 128
-# contiguous bytes (8 contiguous columns a thread put two threads of a phase on one bank: Gluon's
-# bank_conflicts 1 → 0, tests/test_gemm_fma.py)
-ACC_LAYOUT = gl.constexpr(gl.BlockedLayout([8, 4], [4, 8], [4, 2], [1, 0]))
-# a K row of A's transposed tile (1, 128), spread as the accumulator's rows are: a thread's 8
-A_ROW_LAYOUT = gl.constexpr(gl.BlockedLayout([1, 8], [8, 4], [2, 4], [0, 1]))
+WARPS = (4, 8)  # 8×16 or 8×8 of D a thread
 BLOCK_KS = (8, 16, 32)
 
 
 @gluon.constexpr_function
-def a_load_layout(block_k):
+def accumulator_layout(warps):
+    """D's tile: 8 rows a thread (together) and its columns in runs of 4, 32 · warps / 4 apart (8
+    warps: two runs, 8 columns a thread; 4 warps: four runs, 16 columns), 4 × 8 threads a warp, 4
+    × warps / 4 warps. Each of a thread's LDS.128 of B has the 8 threads of a phase read 128
+    contiguous bytes (8 contiguous columns a thread put two threads of a phase on one bank:
+    Gluon's bank_conflicts 1 → 0, tests/test_gemm_fma.py)."""
+    return gl.BlockedLayout([8, 4], [4, 8], [4, warps // 4], [1, 0])
+
+
+@gluon.constexpr_function
+def a_row_layout(warps):
+    """A K row of A's transposed tile (1, 128), spread as the accumulator's rows are: a thread's 8."""
+    return gl.BlockedLayout([1, 8], [8, 4], [warps // 4, 4], [0, 1])
+
+
+@gluon.constexpr_function
+def a_load_layout(block_k, warps):
     """How a step's A tile (128 × block_k, K-contiguous rows) is loaded from global memory: a
-    thread's block_k / 2 floats of one row, a warp's 32 threads on 32 rows, 4 × 2 warps. Stored
-    transposed, a warp's stores then fill 32 consecutive floats of one K row of the buffer: no
-    bank conflicts, where a warp spanning several K groups of 16 or 8 rows put them on the same
-    banks (2-, 4-, 8-way at block_k 8, 16, 32: Gluon's ``bank_conflicts`` 1, 3, 7). At block_k 8
-    a warp's load reads half of each row's 32-byte sector, the other warp of its rows the other
-    half."""
-    return gl.BlockedLayout([1, block_k // 2], [32, 1], [4, 2], [1, 0])
+    warp's 32 threads on 32 rows, each with its row's block_k floats (4 warps) or half of them (8
+    warps, 4 × 2). Stored transposed, a warp's stores then fill 32 consecutive floats of one K
+    row of the buffer: no bank conflicts, where a warp spanning several K groups of 16 or 8 rows
+    put them on the same banks (2-, 4-, 8-way at block_k 8, 16, 32: Gluon's ``bank_conflicts``
+    1, 3, 7). On 8 warps at block_k 8 a warp's load reads half of each row's 32-byte sector, the
+    other warp of its rows the other half."""
+    return gl.BlockedLayout([1, block_k * 4 // warps], [32, 1], [4, warps // 4], [1, 0])
 
 
 @dataclass(frozen=True)
@@ -78,30 +93,34 @@ class FmaConfig:
     thread (ptxas's ``maxnreg``; offline, sm_90: BK 8 in two buffers takes 123–138 by launch, all
     within 128 under that cap, without spills: two programs a multiprocessor; BK 16 in two buffers
     spilled where ptxas chose 128 itself, and takes 142–153 under a cap of 168). The tile is
-    128×128 on 8 warps (the layouts are written for it)."""
+    128×128 on ``num_warps`` 8 (8×8 of D a thread) or 4 (8×16 a thread, cuBLAS's SGEMM thread
+    tile: 128 FFMA for 6 ``LDS.128`` a K row where 8×8 has 64 for 4, so shared memory has room
+    beside the FMA issue; ~190 registers, two programs a multiprocessor)."""
 
     block_k: int = 8
     buffers: int = 2
     group_m: int = 8
     max_registers: int = 0  # a thread's register cap (0: ptxas's choice); 128 keeps two programs an SM
+    num_warps: int = 8
 
     kernel = "gemm_fma"
     block_m = BLOCK
     block_n = BLOCK
-    num_warps = WARPS
 
     def __post_init__(self) -> None:
         if self.block_k not in BLOCK_KS or self.buffers not in (1, 2) or self.group_m < 1 \
-                or not (self.max_registers == 0 or 64 <= self.max_registers <= 255):
+                or not (self.max_registers == 0 or 64 <= self.max_registers <= 255) \
+                or self.num_warps not in WARPS:
             raise InvalidArgumentError(
-                f"gemm_fma takes block_k in {BLOCK_KS}, 1 or 2 buffers, group_m ≥ 1 and max_registers 0 "
-                f"or 64…255 (actual: {self.short()}): a step's A tile is loaded 4 floats a thread over "
-                f"32 lanes, the tiles are stored once or beside the last, and a thread has at most 255 "
-                f"registers")
+                f"gemm_fma takes block_k in {BLOCK_KS}, 1 or 2 buffers, group_m ≥ 1, max_registers 0 "
+                f"or 64…255 and num_warps in {WARPS} (actual: {self.short()}): a step's tiles are loaded "
+                f"a row of 4 floats or more a thread, the tiles are stored once or beside the last, a "
+                f"thread has at most 255 registers, and the layouts are written for 8×8 or 8×16 of D a "
+                f"thread")
 
     def short(self) -> str:
         cap = f" r{self.max_registers}" if self.max_registers else ""
-        return f"{self.kernel} 128x128x{self.block_k} g{self.group_m} w8 x{self.buffers}{cap}"
+        return f"{self.kernel} 128x128x{self.block_k} g{self.group_m} w{self.num_warps} x{self.buffers}{cap}"
 
 
 @gluon.jit
@@ -138,11 +157,12 @@ def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, 
                      HAS_C: gl.constexpr, SCALE_ALPHA: gl.constexpr, BK: gl.constexpr,
                      BUFFERS: gl.constexpr, GROUP_M: gl.constexpr, MAXNREG: gl.constexpr):
     """D = alpha · A @ B (+ beta · C) on one 128×128 tile (MAXNREG: a compile option, not read)."""
-    acc_layout: gl.constexpr = ACC_LAYOUT
-    a_row: gl.constexpr = A_ROW_LAYOUT
-    # global loads: A's rows K-contiguous, B's N-contiguous, 4 floats a thread
-    a_load: gl.constexpr = a_load_layout(BK)
-    b_load: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [8, 1], [1, 0])
+    warps: gl.constexpr = gl.num_warps()
+    acc_layout: gl.constexpr = accumulator_layout(warps)
+    a_row: gl.constexpr = a_row_layout(warps)
+    # global loads: A's rows K-contiguous, B's N-contiguous (4 floats a thread, a warp a row)
+    a_load: gl.constexpr = a_load_layout(BK, warps)
+    b_load: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [warps, 1], [1, 0])
     unswizzled: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     # separate allocations, not indices into one: Triton's barrier analysis cannot tell a dynamic
     # index's buffer from another's and would add a barrier between reading one and filling the other
@@ -220,7 +240,7 @@ def launch_gemm_fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d:
              float(beta)),
             dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, BK=config.block_k, BUFFERS=config.buffers,
                  GROUP_M=config.group_m, MAXNREG=config.max_registers),
-            WARPS, 1)
+            config.num_warps, 1)
 
 
 def representative_launch(op: str, config: FmaConfig, dtype: str, num_sms: int) -> None:
