@@ -13,8 +13,7 @@
 #   rest     every other gpu-marked test (level 1/2, core, weight-only, launch, quantized,
 #            rand, cli)                                                                     ~3 min
 #   tf32     tf32 swapped vs copy-then-gemm_tma vs torch (1024–8192)                     ~4 min
-#   fp32     gemm_fma's GPU tests, then FMA_SPACE (8×8 and 8×16 thread tiles) vs SGEMM; the
-#            64×128×64 gemm_ws tile at 16-bit 1024³                                         ~9 min
+#   fp32     gemm_fma's GPU tests, then FMA_SPACE (8×8 and 8×16 thread tiles) vs SGEMM     ~8 min
 #   rows     the rows the forty-first session's logic changed, through calls: tf32 2048³ with
 #            B row-major (swapped) and column-major (the tile exchanged), bf16 / fp16 1024³,
 #            and controls (tf32 4096³ x @ W.t(), tf32 1024³)                          ~2 min
@@ -116,8 +115,6 @@ tf32() {
 fp32() {  # gemm_fma changed offline (fifty-second and -third sessions: conflicts, 4 warps): tests first
     capped 200 fma-tests "$PY" -m pytest -m gpu tests/test_gemm_fma.py -q -rs --junitxml="$dir/fma.xml"
     capped 280 fp32 "$PY" benchmarks/sgemm_gluon_probe.py "$dir/fp32.json"
-    capped 120 w16-1024 "$PY" benchmarks/gemm_gluon_probe.py "$dir/w16-1024.json" --dtypes bf16,fp16 \
-        --sizes 1024 --configs 64x128x64:6:4:8
 }
 
 rows() {
