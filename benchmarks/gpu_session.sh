@@ -62,6 +62,9 @@
 #            barrier between the groups; built offline, never run): its gpu tests, then the probe
 #            against the shipped cooperative tiles at bf16 / fp16 / tf32 (K-major and copied)
 #            4096³ and 8192³ and fp8 8192³                                                   ~8 min
+#   ncutf32  Nsight Compute's stall reasons per SASS line (SourceCounters) of the tf32 4096³ kernels,
+#            ours swapped and K-major beside cuBLAS's (ncu_targets.py tf32nn tf32nt): the report,
+#            its source page as CSV and its details; the swapped loop's ~8 % gap          ~5 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -292,16 +295,25 @@ halves() {  # built in the fifty-third session offline; the shipped tiles beside
     grep -h " us " "$dir"/w16.txt "$dir"/tf32.txt "$dir"/fp8.txt | tee -a "$dir/summary.txt"  # the timed rows
 }
 
+ncutf32() {  # where the swapped tf32 loop's warps wait (the fifty-second session's summary: 80.1 % of
+    # the tensor pipe against cuBLAS's 87.9 % on the same design, ncu-tf32-h100-e049fd5/)
+    local ncu=${NCU:-/usr/local/cuda/bin/ncu}
+    capped 300 ncu-report "$ncu" --profile-from-start off --clock-control none --section SourceCounters \
+        --section WarpStateStats --section SpeedOfLight -f -o "$dir/tf32" "$PY" benchmarks/ncu_targets.py tf32nn tf32nt
+    capped 60 ncu-source "$ncu" --import "$dir/tf32.ncu-rep" --page source --print-source sass --csv
+    capped 60 ncu-details "$ncu" --import "$dir/tf32.ncu-rep" --page details --print-details all
+}
+
 l12() {  # the level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
-                "halves)"; exit 2;; esac
+                "halves, ncutf32)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
