@@ -80,11 +80,11 @@ class WsConfig:
     own, in turn, so that one stores its tile while the other's wgmma run (CUTLASS's ping-pong
     schedule; the cooperative default has both warp groups on one tile, the tensor cores idle
     while they store it). ``halves``: the cooperative tile's two warp groups as partitions of
-    their own, each multiplying one half of every tile (the accumulator's rows: A's with B
-    column-major or 16-bit, Bᵀ's when swapped) and storing it, and handing each stage back
-    itself (``empty`` counts two arrivals, CUTLASS's cooperative kernels' way): no barrier
+    their own, each multiplying and storing one half of every tile's rows and handing each stage
+    back itself (``empty`` counts two arrivals, CUTLASS's cooperative kernels' way): no barrier
     between the groups a K step, where the default's one partition of 8 warps has two
-    (``_hand_back``'s and the one Triton puts before each ``mbarrier.wait``)."""
+    (``_hand_back``'s and the one Triton puts before each ``mbarrier.wait``); never for a swapped
+    tf32 tile (:func:`swap_fits`)."""
 
     block_m: int = 128
     block_n: int = 256
@@ -443,7 +443,7 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
     barriers, then the loader warp beside the multiplying warps (``PINGPONG``: beside two warp
     groups of the kernel's 4 warps, taking tiles in turn; ``HALVES``: two of 4 warps, each
     multiplying half of every tile). Constants passed to the
-    partitions arrive there as runtime values (an ``if`` on one compiles both branches), so B's
+    partitions through a tuple variable arrive there as runtime values (see below), so B's
     layout and the tile's width are read from the descriptors' blocks (:func:`_b_col_major`,
     :func:`_block_n`) and the scaling from A's dtype; None stays None. ``PDL``: a
     ``launch.PDL_*`` mode (:func:`ws_pdl`), each partition waiting for the previous kernel."""
