@@ -124,11 +124,10 @@ WS_TF32_SPACE: tuple[WsConfig, ...] = (
 # a 128 cap without spills (two programs a multiprocessor); in one buffer 127–130 (the cap spills);
 # BK 16 in two buffers 142–153 under a 168 cap (ptxas spilled at its own 128). On the H200 0.75–0.82×
 # SGEMM from 2048³, below the tile family's 0.87–0.89× (gpu-session-h200-c08cc10/): no logic takes it.
+# 8×8 of D a thread; on 4 warps (8×16 a thread) it ran 0.64–0.71× SGEMM on an H100 where these ran
+# 0.86–0.91× (gpu-session-h100-c9e3695/fp32/), so 4 warps are not offered
 FMA_SPACE: tuple[FmaConfig, ...] = (FmaConfig(8, 2, 8, 128), FmaConfig(8, 1), FmaConfig(8, 2, 16, 128),
-                                    FmaConfig(16, 2, 8, 168),
-                                    # 8×16 of D a thread (cuBLAS's SGEMM thread tile); 191 registers offline,
-                                    # no spills (block_k 16 on 4 warps spills: not here)
-                                    FmaConfig(8, 2, 8, num_warps=4), FmaConfig(8, 1, 8, num_warps=4))
+                                    FmaConfig(16, 2, 8, 168))
 
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
 # sweeps, the tuner); a quantized op's config leaves float GEMMs (gemm_wq's own included) alone.
