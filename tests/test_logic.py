@@ -366,6 +366,35 @@ def test_merge_replaces_and_adds_rows(tmp_path: Path, capsys: pytest.CaptureFixt
     assert load_logic(base).table == load_logic(again).table  # the inputs are untouched
 
 
+def test_merge_marks_rows_measured_on_another_gpu_of_the_arch(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture) -> None:
+    """An update measured on another GPU of the arch (same Triton and backend) merges, each of its
+    rows naming that GPU — kept through a later merge, shown by ``logic show`` — while the file's
+    runtime stays its own; rows of the file's own GPU name none, and a bad name is refused."""
+    h200 = {**GOOD, "runtime": {**GOOD["runtime"], "device": "NVIDIA H200"}}
+    h100 = {**UPDATE, "runtime": {**GOOD["runtime"], "device": "NVIDIA H100 80GB HBM3"}}
+    base, update = write(tmp_path / "base.yaml", h200), write(tmp_path / "h100.yaml", h100)
+    out = tmp_path / "m.yaml"
+    assert main(["logic", "merge", str(base), str(update), "-o", str(out)]) == 0
+    merged = load_logic(out)
+    assert merged.runtime == h200["runtime"]
+    assert {row.sizes: row.device for row in merged.table} == {
+        (64, 64, 64, 1): None, (1024, 1024, 1024, 1): "NVIDIA H100 80GB HBM3",
+        (4096, 4096, 4096, 1): "NVIDIA H100 80GB HBM3"}
+    own = write(tmp_path / "own.yaml", {**h200, "table": [{"m": 4096, "n": 4096, "k": 4096, "batch": 1,
+                                                           "solution": 0, "tflops": 710.0}]})
+    assert main(["logic", "merge", str(out), str(own), "-o", str(out)]) == 0  # re-measured on the H200
+    devices = {row.sizes: row.device for row in load_logic(out).table}
+    assert devices[(1024, 1024, 1024, 1)] == "NVIDIA H100 80GB HBM3"
+    assert devices[(4096, 4096, 4096, 1)] is None
+    capsys.readouterr()
+    assert main(["logic", "show", str(out)]) == 0
+    assert "tflops 300  (on NVIDIA H100 80GB HBM3)" in capsys.readouterr().out
+    bad = write(tmp_path / "bad.yaml", {**h200, "table": [{**GOOD["table"][0], "device": 3}]})
+    with pytest.raises(LogicFileError, match=r"table\[0\]\.device"):
+        load_logic(bad)
+
+
 @pytest.mark.parametrize("field, value", [("problem", {"dtype": "bf16"}), ("arch", "sm_90"),
                                           ("runtime", {"triton": "3.6.0", "backend": "cuda"}),
                                           ("max_distance", 0.5)])

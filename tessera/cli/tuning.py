@@ -41,7 +41,8 @@ def cmd_logic(args: argparse.Namespace) -> int:
         print("table:")
         for row in logic.table:
             measured = " ".join(f"{k} {v:g}" for k, v in row.measured.items())
-            print(f"  {'x'.join(map(str, row.sizes)):<24} solution {row.solution:>3}  {measured}")
+            device = f"  (on {row.device})" if row.device else ""
+            print(f"  {'x'.join(map(str, row.sizes)):<24} solution {row.solution:>3}  {measured}{device}")
         return 0
     failed = 0
     for path in args.files:

@@ -13,6 +13,8 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
          num_warps: 8, num_stages: 3}
     table:                                           # benchmarked sizes → best solution, measured
       - {m: 4096, n: 4096, k: 4096, batch: 1, solution: 0, tflops: 701.2}
+      - {m: 8192, n: 8192, k: 8192, batch: 1, solution: 0, tflops: 688.0,
+         device: NVIDIA H100 80GB HBM3}              # optional: measured on another GPU of the arch
     distance: log_euclidean                          # how a size not in the table finds its nearest
     max_distance: 1.5                                # optional: farther than this, fall through
     origin: tuned                                    # optional: tuned (measured) or heuristic
@@ -109,6 +111,7 @@ class Row:
     sizes: tuple[int, ...]
     solution: int
     measured: Mapping[str, float]
+    device: str | None = None  # the GPU the row was measured on, where not the file's runtime device
 
 
 @dataclass(frozen=True)
@@ -265,7 +268,10 @@ def load_logic(path: str | Path) -> LogicFile:
             raise _fail(path, f"{where}.solution", f"{sid!r} is not a solution id; ids: {sorted(solutions)}")
         measured = {k: float(v) for k, v in entry.items()
                     if k not in spec.size_keys and k != "solution" and isinstance(v, (int, float))}
-        table.append(Row(tuple(sizes), sid, measured))
+        device = entry.get("device")
+        if device is not None and not (isinstance(device, str) and device):
+            raise _fail(path, f"{where}.device", f"must be a GPU's name (actual: {device!r})")
+        table.append(Row(tuple(sizes), sid, measured, device))
     return LogicFile(path, arch, library, op, problem, runtime, solutions, tuple(table), distance,
                      None if max_distance is None else float(max_distance), origin)
 
@@ -385,22 +391,29 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
     """A logic document: ``base``'s table with ``update``'s rows replacing the rows at the same
     sizes and adding the sizes ``base`` lacks (a partial re-tune folded into a full file, as
     Tensile merges logic). Both must describe the same arch, op and problem, with the same
-    origin, runtime, distance and max_distance; equal configurations share one solution."""
+    origin, runtime, distance and max_distance; equal configurations share one solution. The
+    runtimes may name different GPUs of the arch (the same Triton and backend): ``update``'s rows
+    then name theirs (``Row.device``), so that a figure never passes for the file's GPU's."""
     for name in ("arch", "library", "op", "problem", "origin", "runtime", "distance", "max_distance"):
         mine, theirs = getattr(base, name), getattr(update, name)
+        if name == "runtime":  # the GPU may differ; its rows then say which
+            mine, theirs = ({k: v for k, v in r.items() if k != "device"} for r in (mine, theirs))
         if mine != theirs:
             raise LogicFileError(
                 f"{update.path} cannot be merged into {base.path}: their {name} differ ({theirs!r} "
                 f"against {mine!r}); merge files tuned for the same problem with the same runtime, "
                 f"or tune the missing sizes again")
+    own, other = base.runtime.get("device"), update.runtime.get("device")
     spec = registered_ops()[(base.library, base.op)]
     rows = {row.sizes: (row, base.solutions[row.solution]) for row in base.table}
-    rows.update({row.sizes: (row, update.solutions[row.solution]) for row in update.table})
+    rows.update({row.sizes: (dataclasses.replace(row, device=row.device or (other if other != own else None)),
+                             update.solutions[row.solution]) for row in update.table})
     ids: dict[Any, int] = {}
     table = []
     for sizes, (row, config) in sorted(rows.items()):
         table.append({**dict(zip(spec.size_keys, sizes, strict=True)),
-                      "solution": ids.setdefault(config, len(ids)), **row.measured})
+                      "solution": ids.setdefault(config, len(ids)), **row.measured,
+                      **({"device": row.device} if row.device and row.device != own else {})})
     doc = {"schema": SCHEMA_VERSION, "arch": base.arch, "library": base.library, "op": base.op,
            "problem": dict(base.problem), "origin": base.origin, "runtime": dict(base.runtime),
            "solutions": _solution_entries(ids), "table": table, "distance": base.distance}
