@@ -268,14 +268,6 @@ def _hand_back(empty, s, STAGES, HALVES: gl.constexpr = False):
 
 
 @gluon.jit
-def _b_piece(b_bufs, index, ordered: gl.constexpr, b_registers: gl.constexpr):
-    """Swapped, piece ``index`` of Bᵀ's tile read from shared memory into the wgmma A operand's
-    registers (through the row-order view, :func:`_row_order_layout`)."""
-    BN: gl.constexpr = b_bufs.type.shape[2]
-    return reinterpret(b_bufs.index(index), gl.float32, [8, BN], ordered).permute((1, 0)).load(b_registers)
-
-
-@gluon.jit
 def _mac_step(a_bufs, b_bufs, ready, empty, acc, step, k, STAGES, SWAPPED: gl.constexpr,
               B_COL_MAJOR: gl.constexpr, b_registers: gl.constexpr, HALF: gl.constexpr = 0,
               HALVES: gl.constexpr = False):
@@ -298,17 +290,12 @@ def _mac_step(a_bufs, b_bufs, ready, empty, acc, step, k, STAGES, SWAPPED: gl.co
         PIECES: gl.constexpr = a_bufs.type.shape[2] // 8
         BN: gl.constexpr = b_bufs.type.shape[2]
         ordered: gl.constexpr = _row_order_layout(b_bufs.type.layout, 8, BN)
-        AHEAD: gl.constexpr = 1 if PIECES > 2 else 0  # pieces read before the one multiplied
-        b_next = _b_piece(b_bufs, s * PIECES, ordered, b_registers)
         for j in gl.static_range(PIECES):
-            b_piece = b_next
-            if AHEAD and j + 1 < PIECES:
-                b_next = _b_piece(b_bufs, s * PIECES + j + 1, ordered, b_registers)
+            b_piece = reinterpret(b_bufs.index(s * PIECES + j), gl.float32, [8, BN], ordered)
+            b_piece = b_piece.permute((1, 0)).load(b_registers)
             a_piece = a_bufs.index(s).slice(j * 8, 8, dim=1).permute((1, 0))
             acc = warpgroup_mma(b_piece, a_piece, acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=PIECES - 1 - AHEAD, deps=(acc,))
-            if not AHEAD and j + 1 < PIECES:
-                b_next = _b_piece(b_bufs, s * PIECES + j + 1, ordered, b_registers)
+            acc = warpgroup_mma_wait(num_outstanding=PIECES - 1, deps=(acc,))
     else:
         a_tile = a_bufs.index(s)
         if HALVES:
