@@ -18,16 +18,15 @@ not indices into one, else Triton's barrier analysis adds a second), with 1 afte
 has read them (two barriers).
 
 On 4 warps (``num_warps`` 4) a thread computes 8×16 of D instead, the thread tile of cuBLAS's
-SGEMM (its sm_90 kernels are 128×128×8 on 4 warps): 128 FFMA for 6 ``LDS.128`` a K row (5.3 FMAs
-a float read), so a multiprocessor's shared-memory wavefronts are 3/4 of its FFMA issue cycles
-where 8×8 has them level; offline (Triton 3.6, block_k 8 in two buffers) 191 registers, no
-spills, 93 % of the loop FFMA, two programs a multiprocessor (block_k 16 spills there).
+SGEMM (its sm_90 kernels are 128×128×8 on 4 warps): 128 FFMA for 6 ``LDS.128`` a K row, 191
+registers offline; it ran 0.64–0.71× SGEMM on an H100 (two programs of 4 warps a multiprocessor
+hide too little), so ``FMA_SPACE`` leaves it out.
 
-Chosen through logic files only (the tuner offers ``FMA_SPACE`` to fp32). On the H200 it ran
-0.75–0.82× cuBLAS's SGEMM from 2048³, below the tile family's 0.87–0.89×, so no shipped logic takes
-it (``benchmarks/sgemm_gluon_probe.py``, ``benchmarks/results/gpu-session-h200-c08cc10/``) — with
-a thread's 8 columns together, when B's reads were 2-way bank conflicts and the loop needed 24
-shared-memory wavefronts a warp a K step for 64 FFMA a thread (now 16; not yet timed).
+Chosen through logic files (the tuner offers ``FMA_SPACE`` to fp32): the sm_90 fp32 squares from
+2048³ take 128×128×8 in two buffers (r128) — 0.895–0.912× cuBLAS's SGEMM on the H200 through
+calls, where the tile family ran 0.865–0.892× (``benchmarks/results/gpu-session-h200-eafe38c/``).
+Before the bank-conflict fixes (a thread's 8 columns together: B's reads 2-way, 24 wavefronts a
+warp a K step for 64 FFMA a thread, now 16; A's stores 2-way, now 0) it ran 0.75–0.82×.
 
 Takes (:func:`fma_supported`): float32 with IEEE precision, one 2-D problem, A and B row-major
 (the rows its loads coalesce: K-contiguous A, N-contiguous B), C and D of any strides, every
@@ -94,8 +93,7 @@ class FmaConfig:
     within 128 under that cap, without spills: two programs a multiprocessor; BK 16 in two buffers
     spilled where ptxas chose 128 itself, and takes 142–153 under a cap of 168). The tile is
     128×128 on ``num_warps`` 8 (8×8 of D a thread) or 4 (8×16 a thread, cuBLAS's SGEMM thread
-    tile: 128 FFMA for 6 ``LDS.128`` a K row where 8×8 has 64 for 4, so shared memory has room
-    beside the FMA issue; ~190 registers, two programs a multiprocessor)."""
+    tile: ~190 registers, two programs a multiprocessor; measured slower, see the module)."""
 
     block_k: int = 8
     buffers: int = 2
