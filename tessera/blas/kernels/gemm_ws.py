@@ -84,7 +84,8 @@ class WsConfig:
     back itself (``empty`` counts two arrivals, CUTLASS's cooperative kernels' way): no barrier
     between the groups a K step, where the default's one partition of 8 warps has two
     (``_hand_back``'s and the one Triton puts before each ``mbarrier.wait``); never for a swapped
-    tf32 tile (:func:`swap_fits`)."""
+    tf32 tile (:func:`swap_fits`). Measured on an H100 without a consistent gain (no logic row
+    takes it; docs/architecture.md, "Halves")."""
 
     block_m: int = 128
     block_n: int = 256
