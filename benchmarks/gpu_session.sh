@@ -13,7 +13,7 @@
 #   rest     every other gpu-marked test (level 1/2, core, weight-only, launch, quantized,
 #            rand, cli)                                                                     ~3 min
 #   tf32     tf32 swapped vs copy-then-gemm_tma vs torch (1024–8192)                     ~4 min
-#   fp32     gemm_fma's GPU tests, then FMA_SPACE (8×8 and 8×16 thread tiles) vs SGEMM     ~8 min
+#   fp32     gemm_fma's GPU tests, then FMA_SPACE vs SGEMM and the tile family             ~4 min
 #   rows     the rows the forty-first session's logic changed, through calls: tf32 2048³ with
 #            B row-major (swapped) and column-major (the tile exchanged), bf16 / fp16 1024³,
 #            and controls (tf32 4096³ x @ W.t(), tf32 1024³)                          ~2 min
@@ -94,7 +94,7 @@ capped() {  # capped SECONDS NAME CMD...: run CMD, stdout+stderr to NAME.txt, it
 
 verify() {
     capped 280 ws "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs --junitxml="$dir/ws.xml"  # halves: +8
-    capped 200 fma "$PY" -m pytest -m gpu tests/test_gemm_fma.py -q -rs --junitxml="$dir/fma.xml"  # 6 configurations
+    capped 200 fma "$PY" -m pytest -m gpu tests/test_gemm_fma.py -q -rs --junitxml="$dir/fma.xml"
 }
 
 tests() {
@@ -115,7 +115,7 @@ tf32() {
         --sizes 1024,2048,4096,8192
 }
 
-fp32() {  # gemm_fma changed offline (fifty-second and -third sessions: conflicts, 4 warps): tests first
+fp32() {  # gemm_fma: its GPU tests first, then the probe
     capped 200 fma-tests "$PY" -m pytest -m gpu tests/test_gemm_fma.py -q -rs --junitxml="$dir/fma.xml"
     capped 280 fp32 "$PY" benchmarks/sgemm_gluon_probe.py "$dir/fp32.json"
 }
