@@ -122,10 +122,11 @@ WS_TF32_SPACE: tuple[WsConfig, ...] = (
 # The Gluon FMA family (IEEE float32, A and B row-major, NVIDIA): chosen through logic files. Offline
 # (sm_90, Triton 3.6, the 9 launches of a pack): BK 8 in two buffers 123–138 registers, 126–128 under
 # a 128 cap without spills (two programs a multiprocessor); in one buffer 127–130 (the cap spills);
-# BK 16 in two buffers 142–153 under a 168 cap (ptxas spilled at its own 128). On the H200 0.75–0.82×
-# SGEMM from 2048³, below the tile family's 0.87–0.89× (gpu-session-h200-c08cc10/): no logic takes it.
-# 8×8 of D a thread; on 4 warps (8×16 a thread) it ran 0.64–0.71× SGEMM on an H100 where these ran
-# 0.86–0.91× (gpu-session-h100-c9e3695/fp32/), so 4 warps are not offered
+# BK 16 in two buffers 142–153 under a 168 cap (ptxas spilled at its own 128). With its shared-memory
+# accesses free of bank conflicts (fifty-second and -third sessions) BK 8 in two buffers (r128) ran
+# 0.895–0.912× SGEMM from 2048³ on the H200 against the tile family's 0.865–0.892×: the sm_90 fp32
+# squares take it (gpu-session-h200-eafe38c/). 8×8 of D a thread; on 4 warps (8×16 a thread) it ran
+# 0.64–0.71× on an H100 where these ran 0.86–0.91× (gpu-session-h100-c9e3695/fp32/): not offered.
 FMA_SPACE: tuple[FmaConfig, ...] = (FmaConfig(8, 2, 8, 128), FmaConfig(8, 1), FmaConfig(8, 2, 16, 128),
                                     FmaConfig(16, 2, 8, 168))
 
