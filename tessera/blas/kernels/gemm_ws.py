@@ -363,8 +363,7 @@ def _store(d_desc, d_smem, d_view, out, off_m, off_n, BM: gl.constexpr, BN: gl.c
 
 
 @gluon.jit
-def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M,
-                STAGES, group, groups, HALF: gl.constexpr, HALVES: gl.constexpr, PDL):
+def _multiplier(ring, group, groups, HALF: gl.constexpr, HALVES: gl.constexpr, PDL):
     """A multiplying partition, ``group`` of ``groups`` (1, or 2 taking the program's tiles in
     turn): each stage's wgmma queued behind the last, then a wait for the last only (one in
     flight), its stage handed back; the tile (fp8 operands: scaled, :func:`_scaled`) stored
@@ -374,7 +373,9 @@ def _multiplier(a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epi
     ``ready`` phase two ahead of it would pass at once. With ``HALVES``, the partition multiplies
     and stores half ``HALF`` of every tile's rows beside the other half's partition. With a
     ``PDL`` mode, it first waits for the stream's previous kernel (which may read D, or write the
-    scales and bias)."""
+    scales and bias). ``ring``: the descriptors, the stage ring and its barriers, the scaling
+    epilogue, the sizes, GROUP_M and STAGES (:func:`_gemm_ws_kernel`)."""
+    a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M, STAGES = ring
     gluon_dependent_launch(PDL)
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
@@ -462,22 +463,15 @@ def _gemm_ws_kernel(a_desc, b_desc, d_desc, sa_ptr, sb_ptr, bias_ptr, stride_sa,
     # The multipliers take the tile walk's constants as runtime values, as the shipped binaries were
     # built and timed: a variable assigned a constant (or a tuple of them) holds a runtime value,
     # while a constant passed inline stays one — as HALF and HALVES must, which shape the accumulator.
-    group_m, stages, pdl, first, second = GROUP_M, STAGES, PDL, 0, 1 if PINGPONG else 0
-    groups = 2 if PINGPONG else 1
+    ring = (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K, GROUP_M, STAGES)
+    pdl, first, second, groups = PDL, 0, 1 if PINGPONG else 0, 2 if PINGPONG else 1
     if PINGPONG or HALVES:  # the second warp group: the next tile in turn, or the tile's second half
-        gl.warp_specialize(
-            [(_multiplier, (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K,
-                            group_m, stages, first, groups, 0, HALVES, pdl)),
-             (_multiplier, (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K,
-                            group_m, stages, second, groups, 1 if HALVES else 0, HALVES, pdl)),
-             (_loader, loads)],
-            [4, 1], [PINGPONG_REGISTERS, LOADER_REGISTERS])
+        gl.warp_specialize([(_multiplier, (ring, first, groups, 0, HALVES, pdl)),
+                            (_multiplier, (ring, second, groups, 1 if HALVES else 0, HALVES, pdl)),
+                            (_loader, loads)], [4, 1], [PINGPONG_REGISTERS, LOADER_REGISTERS])
     else:
-        gl.warp_specialize(
-            [(_multiplier, (a_desc, b_desc, d_desc, a_bufs, b_bufs, ready, empty, turns, epilogue, M, N, K,
-                            group_m, stages, first, groups, 0, False, pdl)),
-             (_loader, loads)],
-            [1], [LOADER_REGISTERS])
+        gl.warp_specialize([(_multiplier, (ring, first, groups, 0, False, pdl)), (_loader, loads)], [1],
+                           [LOADER_REGISTERS])
 
 
 def ws_supported(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
