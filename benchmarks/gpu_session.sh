@@ -65,6 +65,8 @@
 #   ncutf32  Nsight Compute's stall reasons per SASS line (SourceCounters) of the tf32 4096³ kernels,
 #            ours swapped and K-major beside cuBLAS's (ncu_targets.py tf32nn tf32nt): the report,
 #            its source page as CSV and its details; the swapped loop's ~8 % gap          ~5 min
+#   ncufp32  the same for IEEE fp32 4096³ (ncu_targets.py fp32): gemm_fma beside cuBLAS's SGEMM, with
+#            launch, occupancy, instruction and workload sections                           ~4 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -304,16 +306,27 @@ ncutf32() {  # where the swapped tf32 loop's warps wait (the fifty-second sessio
     capped 60 ncu-details "$ncu" --import "$dir/tf32.ncu-rep" --page details --print-details all
 }
 
+ncufp32() {  # IEEE fp32 4096³: gemm_fma beside cuBLAS's SGEMM (0.90× in the grid): tile, registers,
+    # issue-slot use, instruction mix and stall reasons per SASS line, cuBLAS's loop included
+    local ncu=${NCU:-/usr/local/cuda/bin/ncu}
+    capped 300 ncu-report "$ncu" --profile-from-start off --clock-control none --section SourceCounters \
+        --section WarpStateStats --section SpeedOfLight --section LaunchStats --section Occupancy \
+        --section InstructionStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+        -f -o "$dir/fp32" "$PY" benchmarks/ncu_targets.py fp32
+    capped 60 ncu-source "$ncu" --import "$dir/fp32.ncu-rep" --page source --print-source sass --csv
+    capped 60 ncu-details "$ncu" --import "$dir/fp32.ncu-rep" --page details --print-details all
+}
+
 l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
-                "halves, ncutf32)"; exit 2;; esac
+                "halves, ncutf32, ncufp32)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

@@ -10,7 +10,8 @@ off`` reads exactly one call of ours and one of torch's. Run on the GPU, e.g.::
 Cases: w4m1, w8m1, w4m16, w8m16 (weight-only decode, 8192², group 128), gemm1024 (bf16 1024³),
 fp8 (e4m3 8192³, per-tensor scales, fast accumulation), symv (bf16 8192²), tf32nn and tf32nt
 (tf32 4096³, B row-major: ours multiplied swapped; B column-major, x @ W.t(): ours on the K-major
-kernel — the two tf32 kernels whose gap the fifty-second session left open).
+kernel — the two tf32 kernels whose gap the fifty-second session left open), fp32 (IEEE float32
+4096³: ours on the FMA units, ``gemm_fma`` by the shipped logic, beside cuBLAS's SGEMM).
 """
 
 from __future__ import annotations
@@ -65,11 +66,21 @@ def _tf32(b_col_major: bool) -> tuple[Callable[[], object], Callable[[], object]
     return (lambda: blas.gemm(a, b, precision="tf32")), theirs
 
 
+def _fp32() -> tuple[Callable[[], object], Callable[[], object]]:
+    a, b = (torch.randn(4096, 4096, device="cuda") for _ in range(2))
+
+    def theirs() -> object:
+        with torch_matmul_tf32_as(False):
+            return torch.matmul(a, b)
+
+    return (lambda: blas.gemm(a, b)), theirs
+
+
 CASES: dict[str, Callable[[], tuple[Callable[[], object], Callable[[], object]]]] = {
     "w4m1": lambda: _wq(4, 1), "w8m1": lambda: _wq(8, 1), "w4m16": lambda: _wq(4, 16),
     "w8m16": lambda: _wq(8, 16),
     "gemm1024": _gemm1024, "fp8": _fp8, "symv": _symv,
-    "tf32nn": lambda: _tf32(False), "tf32nt": lambda: _tf32(True),
+    "tf32nn": lambda: _tf32(False), "tf32nt": lambda: _tf32(True), "fp32": _fp32,
 }
 
 
