@@ -86,6 +86,14 @@ def a_load_layout(block_k, warps):
     return gl.BlockedLayout([1, block_k * 4 // warps], [32, 1], [4, warps // 4], [1, 0])
 
 
+@gluon.constexpr_function
+def a_copy_layout(warps):
+    """A's step tile read for ``cp.async`` as it is stored, transposed (block_k, 128): a lane a row
+    of A, a warp a K column, one 4-byte copy an element — a warp's copies fill 32 consecutive
+    floats of one K row of the buffer (no bank conflicts), as cuBLAS's sm_90 SGEMM copies A."""
+    return gl.BlockedLayout([1, 1], [1, 32], [warps, 1], [1, 0])
+
+
 @dataclass(frozen=True)
 class FmaConfig:
     """Launch parameters of :func:`_gemm_fma_kernel`: ``block_k`` outer products a K step, the
@@ -187,7 +195,7 @@ def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, 
     # global loads: A's rows K-contiguous, B's N-contiguous (4 floats a thread, a warp a row); with
     # cp.async A's tile is read as stored, transposed (BK, 128): a lane a row, a warp a K column
     a_load: gl.constexpr = a_load_layout(BK, warps)
-    a_copy: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [warps, 1], [1, 0])
+    a_copy: gl.constexpr = a_copy_layout(warps)
     b_load: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [warps, 1], [1, 0])
     unswizzled: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     # separate allocations, not indices into one: Triton's barrier analysis cannot tell a dynamic
