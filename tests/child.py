@@ -158,10 +158,6 @@ def fma_layouts(x, BK: gl.constexpr):
     a = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.a_row_layout(warps))
     gl.static_assert(gl.bank_conflicts(b.type, b_row.type) == 0)
     gl.static_assert(gl.bank_conflicts(a.type, b_row.type) == 0)
-    if warps == 8:  # block_n 256: a thread's 16 columns four runs of 4, 64 apart
-        wide_row = gl.allocate_shared_memory(gl.float32, [1, 2 * gemm_fma.TILE], row)
-        wide = gl.zeros([1, 2 * gemm_fma.TILE], gl.float32, gemm_fma.accumulator_layout(warps))
-        gl.static_assert(gl.bank_conflicts(wide.type, wide_row.type) == 0)
     together: gl.constexpr = gl.BlockedLayout([8, 8], [4, 8], [4, 2], [1, 0])  # 8 columns a thread
     if warps == 8:
         gl.static_assert(gl.bank_conflicts(gl.zeros([1, gemm_fma.TILE], gl.float32, together).type,
@@ -170,8 +166,6 @@ def fma_layouts(x, BK: gl.constexpr):
     a_buf = gl.allocate_shared_memory(gl.float32, [BK, gemm_fma.TILE], row)
     a_tile = gl.zeros([gemm_fma.TILE, BK], gl.float32, gemm_fma.a_load_layout(BK, warps))
     gl.static_assert(gl.bank_conflicts(gl.permute(a_tile, (1, 0)).type, a_buf.type) == 0)
-    a_copied = gl.zeros([BK, gemm_fma.TILE], gl.float32, gemm_fma.a_copy_layout(warps))  # cp.async
-    gl.static_assert(gl.bank_conflicts(a_copied.type, a_buf.type) == 0)
     across: gl.constexpr = gl.BlockedLayout([1, 4], [32 // (BK // 4), BK // 4], [8, 1], [1, 0])  # before
     if warps == 8:
         a_across = gl.zeros([gemm_fma.TILE, BK], gl.float32, across)

@@ -42,20 +42,18 @@ from dataclasses import dataclass
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import Launcher, cdiv
 from tessera._core.validate import needs_int64_index
 from tessera.blas.kernels.gemm_tile import ODD_SIZE, REPRESENTATIVE_ROWS, representative_operands
 from tessera.blas.kernels.gemm_ws import grouped_tile_origin
-from tessera.blas.kernels.gluon_names import async_load, cta_barrier
+from tessera.blas.kernels.gluon_names import cta_barrier
 
-BLOCK = 128  # the tile's rows (and columns, unless block_n is 256)
+BLOCK = 128  # the tile's rows and columns
 TILE = gl.constexpr(BLOCK)  # the same, as the kernels see it
-WARPS = (4, 8)  # 8×16 or 8×8 of D a thread (128 columns)
+WARPS = (4, 8)  # 8×16 or 8×8 of D a thread
 BLOCK_KS = (8, 16, 32)
-BLOCK_NS = (128, 256)
 
 
 @gluon.constexpr_function
@@ -86,14 +84,6 @@ def a_load_layout(block_k, warps):
     return gl.BlockedLayout([1, block_k * 4 // warps], [32, 1], [4, warps // 4], [1, 0])
 
 
-@gluon.constexpr_function
-def a_copy_layout(warps):
-    """A's step tile read for ``cp.async`` as it is stored, transposed (block_k, 128): a lane a row
-    of A, a warp a K column, one 4-byte copy an element — a warp's copies fill 32 consecutive
-    floats of one K row of the buffer (no bank conflicts), as cuBLAS's sm_90 SGEMM copies A."""
-    return gl.BlockedLayout([1, 1], [1, 32], [warps, 1], [1, 0])
-
-
 @dataclass(frozen=True)
 class FmaConfig:
     """Launch parameters of :func:`_gemm_fma_kernel`: ``block_k`` outer products a K step, the
@@ -102,40 +92,33 @@ class FmaConfig:
     thread (ptxas's ``maxnreg``; offline, sm_90: BK 8 in two buffers takes 123–138 by launch, all
     within 128 under that cap, without spills: two programs a multiprocessor; BK 16 in two buffers
     spilled where ptxas chose 128 itself, and takes 142–153 under a cap of 168). The tile is
-    128 × ``block_n``: 128×128 on ``num_warps`` 8 (8×8 of D a thread) or 4 (8×16 a thread: ~190
-    registers, two programs a multiprocessor; measured slower, see the module), 128×256 on 8 warps
-    (8×16 a thread, cuBLAS's sm_90 SGEMM tile: one program a multiprocessor). ``async_copy``
-    (two buffers only) copies the next step's tiles global → shared with ``cp.async`` instead of
-    through registers: no staging registers, no stores, A transposed by 4-byte copies."""
+    128×128 on ``num_warps`` 8 (8×8 of D a thread) or 4 (8×16 a thread, cuBLAS's SGEMM thread
+    tile: ~190 registers, two programs a multiprocessor; measured slower, see the module)."""
 
     block_k: int = 8
     buffers: int = 2
     group_m: int = 8
     max_registers: int = 0  # a thread's register cap (0: ptxas's choice); 128 keeps two programs an SM
     num_warps: int = 8
-    block_n: int = BLOCK
-    async_copy: bool = False
 
     kernel = "gemm_fma"
     block_m = BLOCK
+    block_n = BLOCK
 
     def __post_init__(self) -> None:
         if self.block_k not in BLOCK_KS or self.buffers not in (1, 2) or self.group_m < 1 \
                 or not (self.max_registers == 0 or 64 <= self.max_registers <= 255) \
-                or self.num_warps not in WARPS or self.block_n not in BLOCK_NS \
-                or (self.block_n == 256 and self.num_warps != 8) or (self.async_copy and self.buffers != 2):
+                or self.num_warps not in WARPS:
             raise InvalidArgumentError(
-                f"gemm_fma takes block_k in {BLOCK_KS}, 1 or 2 buffers (2 with async_copy), group_m ≥ 1, "
-                f"max_registers 0 or 64…255, num_warps in {WARPS} and block_n in {BLOCK_NS} (256 on 8 "
-                f"warps) (actual: {self.short()}): a step's tiles are loaded a row of 4 floats or more a "
-                f"thread, the tiles are stored once or beside the last, a thread has at most 255 "
-                f"registers, and the layouts are written for 8×8 or 8×16 of D a thread")
+                f"gemm_fma takes block_k in {BLOCK_KS}, 1 or 2 buffers, group_m ≥ 1, max_registers 0 "
+                f"or 64…255 and num_warps in {WARPS} (actual: {self.short()}): a step's tiles are loaded "
+                f"a row of 4 floats or more a thread, the tiles are stored once or beside the last, a "
+                f"thread has at most 255 registers, and the layouts are written for 8×8 or 8×16 of D a "
+                f"thread")
 
     def short(self) -> str:
         cap = f" r{self.max_registers}" if self.max_registers else ""
-        copy = " async" if self.async_copy else ""
-        return (f"{self.kernel} 128x{self.block_n}x{self.block_k} g{self.group_m} w{self.num_warps} "
-                f"x{self.buffers}{copy}{cap}")
+        return f"{self.kernel} 128x128x{self.block_k} g{self.group_m} w{self.num_warps} x{self.buffers}{cap}"
 
 
 @gluon.jit
@@ -167,95 +150,61 @@ def _step_beside(a_cur, b_cur, a_other, b_other, a_ptrs, b_ptrs, acc, k_next, M,
 
 
 @gluon.jit
-def _step_async(a_cur, b_cur, a_other, b_other, a_ptrs, b_ptrs, acc, k_next, M, N, K, rm, ka, kb, rn,
-                stride_ak, stride_bk, a_row: gl.constexpr, acc_layout: gl.constexpr, BK: gl.constexpr):
-    """One step on ``a_cur``/``b_cur`` while ``cp.async`` copies the step at ``k_next`` (zeros past
-    K) into the other pair, which every thread finished reading before the barrier that ended the
-    previous step; then this thread's copies are awaited and the barrier ends the step. ``a_ptrs``
-    is A's tile transposed, (BK, 128): each copy 4 bytes."""
-    async_load(a_other, a_ptrs + k_next * stride_ak, mask=(k_next + ka[:, None] < K) & (rm[None, :] < M))
-    async_load(b_other, b_ptrs + k_next * stride_bk, mask=(k_next + kb[:, None] < K) & (rn[None, :] < N))
-    async_copy.commit_group()
-    acc = _outer_products(a_cur, b_cur, acc, a_row, acc_layout, BK)
-    async_copy.wait_group(0)
-    cta_barrier()
-    return acc
-
-
-@gluon.jit
 def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                      stride_cm, stride_cn, stride_dm, stride_dn, alpha, beta,
-                     HAS_C: gl.constexpr, SCALE_ALPHA: gl.constexpr, BK: gl.constexpr, BN: gl.constexpr,
-                     BUFFERS: gl.constexpr, ASYNC: gl.constexpr, GROUP_M: gl.constexpr,
-                     MAXNREG: gl.constexpr):
-    """D = alpha · A @ B (+ beta · C) on one 128×BN tile (MAXNREG: a compile option, not read)."""
+                     HAS_C: gl.constexpr, SCALE_ALPHA: gl.constexpr, BK: gl.constexpr,
+                     BUFFERS: gl.constexpr, GROUP_M: gl.constexpr, MAXNREG: gl.constexpr):
+    """D = alpha · A @ B (+ beta · C) on one 128×128 tile (MAXNREG: a compile option, not read)."""
     warps: gl.constexpr = gl.num_warps()
     acc_layout: gl.constexpr = accumulator_layout(warps)
     a_row: gl.constexpr = a_row_layout(warps)
-    # global loads: A's rows K-contiguous, B's N-contiguous (4 floats a thread, a warp a row); with
-    # cp.async A's tile is read as stored, transposed (BK, 128): a lane a row, a warp a K column
+    # global loads: A's rows K-contiguous, B's N-contiguous (4 floats a thread, a warp a row)
     a_load: gl.constexpr = a_load_layout(BK, warps)
-    a_copy: gl.constexpr = a_copy_layout(warps)
     b_load: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [warps, 1], [1, 0])
     unswizzled: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     # separate allocations, not indices into one: Triton's barrier analysis cannot tell a dynamic
     # index's buffer from another's and would add a barrier between reading one and filling the other
     a0 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
-    b0 = gl.allocate_shared_memory(gl.float32, [BK, BN], unswizzled)
+    b0 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
 
-    off_m, off_n = grouped_tile_origin(gl.program_id(0), gl.cdiv(M, TILE), gl.cdiv(N, BN), TILE, BN, GROUP_M)
+    off_m, off_n = grouped_tile_origin(gl.program_id(0), gl.cdiv(M, TILE), gl.cdiv(N, TILE), TILE, TILE,
+                                       GROUP_M)
+    rm = off_m + gl.arange(0, TILE, layout=gl.SliceLayout(1, a_load))
+    ka = gl.arange(0, BK, layout=gl.SliceLayout(0, a_load))
     kb = gl.arange(0, BK, layout=gl.SliceLayout(1, b_load))
-    rn = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, b_load))
+    rn = off_n + gl.arange(0, TILE, layout=gl.SliceLayout(0, b_load))
+    a_ptrs = a_ptr + rm[:, None] * stride_am + ka[None, :] * stride_ak
     b_ptrs = b_ptr + kb[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = gl.zeros([TILE, BN], gl.float32, acc_layout)
-    if ASYNC:  # two buffers, each step copied by cp.async beside the one being read: one barrier a step
-        a1 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
-        b1 = gl.allocate_shared_memory(gl.float32, [BK, BN], unswizzled)
-        ka = gl.arange(0, BK, layout=gl.SliceLayout(1, a_copy))
-        rm = off_m + gl.arange(0, TILE, layout=gl.SliceLayout(0, a_copy))
-        a_ptrs = a_ptr + ka[:, None] * stride_ak + rm[None, :] * stride_am
-        async_load(a0, a_ptrs, mask=(ka[:, None] < K) & (rm[None, :] < M))
-        async_load(b0, b_ptrs, mask=(kb[:, None] < K) & (rn[None, :] < N))
-        async_copy.commit_group()
-        async_copy.wait_group(0)
-        cta_barrier()
-        for k0 in range(0, K, 2 * BK):  # an odd step count ends with a step of zeros (copies past K)
-            acc = _step_async(a0, b0, a1, b1, a_ptrs, b_ptrs, acc, k0 + BK, M, N, K, rm, ka, kb, rn,
-                              stride_ak, stride_bk, a_row, acc_layout, BK)
-            acc = _step_async(a1, b1, a0, b0, a_ptrs, b_ptrs, acc, k0 + 2 * BK, M, N, K, rm, ka, kb, rn,
-                              stride_ak, stride_bk, a_row, acc_layout, BK)
-    else:
-        rm = off_m + gl.arange(0, TILE, layout=gl.SliceLayout(1, a_load))
-        ka = gl.arange(0, BK, layout=gl.SliceLayout(0, a_load))
-        a_ptrs = a_ptr + rm[:, None] * stride_am + ka[None, :] * stride_ak
-        a_next = gl.load(a_ptrs, mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b_next = gl.load(b_ptrs, mask=(kb[:, None] < K) & (rn[None, :] < N), other=0.0)
-        if BUFFERS == 1:  # two barriers a step: the store waits for every read of the last step
-            for k0 in range(0, K, BK):
-                cta_barrier()
-                a0.store(gl.permute(a_next, (1, 0)))
-                b0.store(b_next)
-                cta_barrier()
-                k1 = k0 + BK  # the next step's loads in flight while this one multiplies (zeros past K)
-                a_next = gl.load(a_ptrs + k1 * stride_ak, mask=(rm[:, None] < M) & (k1 + ka[None, :] < K),
-                                 other=0.0)
-                b_next = gl.load(b_ptrs + k1 * stride_bk, mask=(k1 + kb[:, None] < K) & (rn[None, :] < N),
-                                 other=0.0)
-                acc = _outer_products(a0, b0, acc, a_row, acc_layout, BK)
-        else:  # two steps a turn, each stored beside the one being read: one barrier a step
-            a1 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
-            b1 = gl.allocate_shared_memory(gl.float32, [BK, BN], unswizzled)
+
+    acc = gl.zeros([TILE, TILE], gl.float32, acc_layout)
+    a_next = gl.load(a_ptrs, mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+    b_next = gl.load(b_ptrs, mask=(kb[:, None] < K) & (rn[None, :] < N), other=0.0)
+    if BUFFERS == 1:  # two barriers a step: the store waits for every read of the last step
+        for k0 in range(0, K, BK):
+            cta_barrier()
             a0.store(gl.permute(a_next, (1, 0)))
             b0.store(b_next)
             cta_barrier()
-            for k0 in range(0, K, 2 * BK):  # an odd step count ends with a step of zeros (loads past K)
-                acc = _step_beside(a0, b0, a1, b1, a_ptrs, b_ptrs, acc, k0 + BK, M, N, K, rm, ka, kb, rn,
-                                   stride_ak, stride_bk, a_row, acc_layout, BK)
-                acc = _step_beside(a1, b1, a0, b0, a_ptrs, b_ptrs, acc, k0 + 2 * BK, M, N, K, rm, ka, kb, rn,
-                                   stride_ak, stride_bk, a_row, acc_layout, BK)
+            k1 = k0 + BK  # the next step's loads in flight while this one multiplies (zeros past K)
+            a_next = gl.load(a_ptrs + k1 * stride_ak, mask=(rm[:, None] < M) & (k1 + ka[None, :] < K),
+                             other=0.0)
+            b_next = gl.load(b_ptrs + k1 * stride_bk, mask=(k1 + kb[:, None] < K) & (rn[None, :] < N),
+                             other=0.0)
+            acc = _outer_products(a0, b0, acc, a_row, acc_layout, BK)
+    else:  # two steps a turn, each stored beside the one being read: one barrier a step
+        a1 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
+        b1 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
+        a0.store(gl.permute(a_next, (1, 0)))
+        b0.store(b_next)
+        cta_barrier()
+        for k0 in range(0, K, 2 * BK):  # an odd step count ends with a step of zeros (loads past K)
+            acc = _step_beside(a0, b0, a1, b1, a_ptrs, b_ptrs, acc, k0 + BK, M, N, K, rm, ka, kb, rn,
+                               stride_ak, stride_bk, a_row, acc_layout, BK)
+            acc = _step_beside(a1, b1, a0, b0, a_ptrs, b_ptrs, acc, k0 + 2 * BK, M, N, K, rm, ka, kb, rn,
+                               stride_ak, stride_bk, a_row, acc_layout, BK)
 
     dm = off_m + gl.arange(0, TILE, layout=gl.SliceLayout(1, acc_layout))
-    dn = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+    dn = off_n + gl.arange(0, TILE, layout=gl.SliceLayout(0, acc_layout))
     mask = (dm[:, None] < M) & (dn[None, :] < N)
     if SCALE_ALPHA:
         acc = acc * alpha
@@ -280,16 +229,15 @@ _launch = Launcher(_gemm_fma_kernel)
 
 def launch_gemm_fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor, alpha: float,
                     beta: float, *, config: FmaConfig) -> None:
-    """Launch on 2-D views that pass :func:`fma_supported`: one program a 128 × block_n tile of D."""
+    """Launch on 2-D views that pass :func:`fma_supported`: one program a 128×128 tile of D."""
     m, k = a.shape
     n = b.shape[1]
     c_arg = c if c is not None else d
-    _launch((cdiv(m, BLOCK) * cdiv(n, config.block_n),),
+    _launch((cdiv(m, BLOCK) * cdiv(n, BLOCK),),
             (a, b, c_arg, d, m, n, k, *a.stride(), *b.stride(), *c_arg.stride(), *d.stride(), float(alpha),
              float(beta)),
-            dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, BK=config.block_k, BN=config.block_n,
-                 BUFFERS=config.buffers, ASYNC=config.async_copy, GROUP_M=config.group_m,
-                 MAXNREG=config.max_registers),
+            dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, BK=config.block_k, BUFFERS=config.buffers,
+                 GROUP_M=config.group_m, MAXNREG=config.max_registers),
             config.num_warps, 1)
 
 

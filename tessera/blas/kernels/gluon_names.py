@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
 tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # 3.9 / 3.6
-async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared  # cp.async
 tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 cta_barrier = getattr(gl, "barrier", None) or gl.thread_barrier  # every warp of the program (or partition)
 
