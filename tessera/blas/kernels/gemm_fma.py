@@ -18,9 +18,12 @@ not indices into one, else Triton's barrier analysis adds a second), with 1 afte
 has read them (two barriers).
 
 On 4 warps (``num_warps`` 4) a thread computes 8×16 of D instead, the thread tile of cuBLAS's
-SGEMM (its sm_90 kernels are 128×128×8 on 4 warps): 128 FFMA for 6 ``LDS.128`` a K row, 191
-registers offline; it ran 0.64–0.71× SGEMM on an H100 (two programs of 4 warps a multiprocessor
-hide too little), so ``FMA_SPACE`` leaves it out.
+SGEMM: 128 FFMA for 6 ``LDS.128`` a K row, 191 registers offline; it ran 0.64–0.71× SGEMM on an
+H100 (two programs of 4 warps a multiprocessor hide too little), so ``FMA_SPACE`` leaves it out.
+cuBLAS's own sm_90 kernel (Nsight Compute, fifty-fourth session) is 256×128×8 on 8 warps, 254
+registers, ``cp.async`` on 3 stages; that design written here (128×256, 8×16 a thread, cp.async
+or registers) ran 0.77–0.83× where this kernel runs 0.90× (docs/architecture.md, "float32 on
+the FMA units in Gluon").
 
 Chosen through logic files (the tuner offers ``FMA_SPACE`` to fp32): the sm_90 fp32 squares from
 2048³ take 128×128×8 in two buffers (r128) — 0.895–0.912× cuBLAS's SGEMM on the H200 through
