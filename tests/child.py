@@ -154,11 +154,10 @@ def fma_layouts(x, BK: gl.constexpr):
     warps: gl.constexpr = gl.num_warps()
     row: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # a K row of a step's tile
     b_row = gl.allocate_shared_memory(gl.float32, [1, gemm_fma.TILE], row)
-    for lane_rows in gl.static_range(4, 9, 4):  # a warp 4 × 8 or 8 × 4 threads
-        b = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.accumulator_layout(warps, lane_rows))
-        a = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.a_row_layout(warps, lane_rows))
-        gl.static_assert(gl.bank_conflicts(b.type, b_row.type) == 0)
-        gl.static_assert(gl.bank_conflicts(a.type, b_row.type) == 0)
+    b = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.accumulator_layout(warps))
+    a = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.a_row_layout(warps))
+    gl.static_assert(gl.bank_conflicts(b.type, b_row.type) == 0)
+    gl.static_assert(gl.bank_conflicts(a.type, b_row.type) == 0)
     together: gl.constexpr = gl.BlockedLayout([8, 8], [4, 8], [4, 2], [1, 0])  # 8 columns a thread
     if warps == 8:
         gl.static_assert(gl.bank_conflicts(gl.zeros([1, gemm_fma.TILE], gl.float32, together).type,

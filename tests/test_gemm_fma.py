@@ -26,7 +26,7 @@ from tessera.blas.kernels.gemm_tile import TileConfig
 
 @pytest.mark.parametrize("fields", [dict(block_k=4), dict(block_k=64), dict(buffers=3), dict(group_m=0),
                                     dict(max_registers=32), dict(max_registers=256), dict(num_warps=2),
-                                    dict(num_warps=16), dict(lane_rows=2), dict(lane_rows=16)], ids=str)
+                                    dict(num_warps=16)], ids=str)
 def test_config_rules(fields: dict) -> None:
     """A step's A tile is loaded a row of 4 floats or more a thread (block_k 8, 16 or 32), its
     tiles stored in one or two buffers, a register cap is ptxas's range or none, and the layouts
@@ -36,7 +36,6 @@ def test_config_rules(fields: dict) -> None:
     assert FmaConfig().short() == "gemm_fma 128x128x8 g8 w8 x2"
     assert FmaConfig(16, 1, 4, 168).short() == "gemm_fma 128x128x16 g4 w8 x1 r168"
     assert FmaConfig(num_warps=4).short() == "gemm_fma 128x128x8 g8 w4 x2"
-    assert FmaConfig(max_registers=128, lane_rows=8).short() == "gemm_fma 128x128x8 g8 w8 x2 l8 r128"
     assert (FmaConfig.block_m, FmaConfig.block_n, FmaConfig().num_warps) == (128, 128, 8)
 
 

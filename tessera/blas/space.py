@@ -128,7 +128,7 @@ WS_TF32_SPACE: tuple[WsConfig, ...] = (
 # squares take it (gpu-session-h200-eafe38c/). 8×8 of D a thread; on 4 warps (8×16 a thread) it ran
 # 0.64–0.71× on an H100 where these ran 0.86–0.91× (gpu-session-h100-c9e3695/fp32/): not offered.
 FMA_SPACE: tuple[FmaConfig, ...] = (FmaConfig(8, 2, 8, 128), FmaConfig(8, 1), FmaConfig(8, 2, 16, 128),
-                                    FmaConfig(16, 2, 8, 168), FmaConfig(8, 2, 8, 128, lane_rows=8))
+                                    FmaConfig(16, 2, 8, 168))
 
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
 # sweeps, the tuner); a quantized op's config leaves float GEMMs (gemm_wq's own included) alone.

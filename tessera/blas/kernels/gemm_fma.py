@@ -57,26 +57,22 @@ BLOCK = 128  # the tile's rows and columns
 TILE = gl.constexpr(BLOCK)  # the same, as the kernels see it
 WARPS = (4, 8)  # 8×16 or 8×8 of D a thread
 BLOCK_KS = (8, 16, 32)
-LANE_ROWS = (4, 8)
 
 
 @gluon.constexpr_function
-def accumulator_layout(warps, lane_rows=4):
-    """D's tile: 8 rows a thread (together) and its columns in runs of 4, 64 apart on 8 warps (two
-    runs, 8 columns a thread; 4 warps: four runs 32 apart, 16 columns); a warp's 32 threads
-    ``lane_rows`` × (32 / lane_rows) over rows × columns, its warps 16 / lane_rows down the tile.
-    Each of a thread's LDS.128 of B has the 8 threads of a phase read contiguous bytes (8
-    contiguous columns a thread put two threads of a phase on one bank: Gluon's bank_conflicts
-    1 → 0, tests/test_gemm_fma.py)."""
-    down = 16 // lane_rows
-    return gl.BlockedLayout([8, 4], [lane_rows, 32 // lane_rows], [down, warps // down], [1, 0])
+def accumulator_layout(warps):
+    """D's tile: 8 rows a thread (together) and its columns in runs of 4, 32 · warps / 4 apart (8
+    warps: two runs, 8 columns a thread; 4 warps: four runs, 16 columns), 4 × 8 threads a warp, 4
+    × warps / 4 warps. Each of a thread's LDS.128 of B has the 8 threads of a phase read 128
+    contiguous bytes (8 contiguous columns a thread put two threads of a phase on one bank:
+    Gluon's bank_conflicts 1 → 0, tests/test_gemm_fma.py)."""
+    return gl.BlockedLayout([8, 4], [4, 8], [4, warps // 4], [1, 0])
 
 
 @gluon.constexpr_function
-def a_row_layout(warps, lane_rows=4):
+def a_row_layout(warps):
     """A K row of A's transposed tile (1, 128), spread as the accumulator's rows are: a thread's 8."""
-    down = 16 // lane_rows
-    return gl.BlockedLayout([1, 8], [32 // lane_rows, lane_rows], [warps // down, down], [0, 1])
+    return gl.BlockedLayout([1, 8], [8, 4], [warps // 4, 4], [0, 1])
 
 
 @gluon.constexpr_function
@@ -107,7 +103,6 @@ class FmaConfig:
     group_m: int = 8
     max_registers: int = 0  # a thread's register cap (0: ptxas's choice); 128 keeps two programs an SM
     num_warps: int = 8
-    lane_rows: int = 4  # a warp's threads down D's rows (4 × 8 or 8 × 4)
 
     kernel = "gemm_fma"
     block_m = BLOCK
@@ -116,19 +111,17 @@ class FmaConfig:
     def __post_init__(self) -> None:
         if self.block_k not in BLOCK_KS or self.buffers not in (1, 2) or self.group_m < 1 \
                 or not (self.max_registers == 0 or 64 <= self.max_registers <= 255) \
-                or self.num_warps not in WARPS or self.lane_rows not in LANE_ROWS:
+                or self.num_warps not in WARPS:
             raise InvalidArgumentError(
                 f"gemm_fma takes block_k in {BLOCK_KS}, 1 or 2 buffers, group_m ≥ 1, max_registers 0 "
-                f"or 64…255, num_warps in {WARPS} and lane_rows in {LANE_ROWS} (actual: {self.short()}): a "
-                f"step's tiles are loaded a row of 4 floats or more a thread, the tiles are stored once "
-                f"or beside the last, a thread has at most 255 registers, and the layouts are written "
-                f"for 8×8 or 8×16 of D a thread, its warp 4 × 8 or 8 × 4 threads")
+                f"or 64…255 and num_warps in {WARPS} (actual: {self.short()}): a step's tiles are loaded "
+                f"a row of 4 floats or more a thread, the tiles are stored once or beside the last, a "
+                f"thread has at most 255 registers, and the layouts are written for 8×8 or 8×16 of D a "
+                f"thread")
 
     def short(self) -> str:
         cap = f" r{self.max_registers}" if self.max_registers else ""
-        lanes = f" l{self.lane_rows}" if self.lane_rows != 4 else ""
-        return (f"{self.kernel} 128x128x{self.block_k} g{self.group_m} w{self.num_warps} "
-                f"x{self.buffers}{lanes}{cap}")
+        return f"{self.kernel} 128x128x{self.block_k} g{self.group_m} w{self.num_warps} x{self.buffers}{cap}"
 
 
 @gluon.jit
@@ -163,12 +156,11 @@ def _step_beside(a_cur, b_cur, a_other, b_other, a_ptrs, b_ptrs, acc, k_next, M,
 def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                      stride_cm, stride_cn, stride_dm, stride_dn, alpha, beta,
                      HAS_C: gl.constexpr, SCALE_ALPHA: gl.constexpr, BK: gl.constexpr,
-                     BUFFERS: gl.constexpr, GROUP_M: gl.constexpr, LANE_ROWS: gl.constexpr,
-                     MAXNREG: gl.constexpr):
+                     BUFFERS: gl.constexpr, GROUP_M: gl.constexpr, MAXNREG: gl.constexpr):
     """D = alpha · A @ B (+ beta · C) on one 128×128 tile (MAXNREG: a compile option, not read)."""
     warps: gl.constexpr = gl.num_warps()
-    acc_layout: gl.constexpr = accumulator_layout(warps, LANE_ROWS)
-    a_row: gl.constexpr = a_row_layout(warps, LANE_ROWS)
+    acc_layout: gl.constexpr = accumulator_layout(warps)
+    a_row: gl.constexpr = a_row_layout(warps)
     # global loads: A's rows K-contiguous, B's N-contiguous (4 floats a thread, a warp a row)
     a_load: gl.constexpr = a_load_layout(BK, warps)
     b_load: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [warps, 1], [1, 0])
@@ -248,7 +240,7 @@ def launch_gemm_fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d:
             (a, b, c_arg, d, m, n, k, *a.stride(), *b.stride(), *c_arg.stride(), *d.stride(), float(alpha),
              float(beta)),
             dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, BK=config.block_k, BUFFERS=config.buffers,
-                 GROUP_M=config.group_m, LANE_ROWS=config.lane_rows, MAXNREG=config.max_registers),
+                 GROUP_M=config.group_m, MAXNREG=config.max_registers),
             config.num_warps, 1)
 
 
