@@ -145,7 +145,12 @@ def _geomeans(rows: list[dict], gains: bool) -> list[str]:
         if graphed:
             graph = _geomean([r["ratio_graph"] for r in group])
             line += f", **{graph:.3f}×** in CUDA graphs"
-        out.append(line + " (target ≥ 1.02×)")
+        line += " (target ≥ 1.02×)"
+        sizes = sorted({r["m"] for r in group})
+        missing = [f"{d} {s}³" for d in dtypes for s in sizes if s not in {r["m"] for r in by_dtype[d]}]
+        if missing:
+            line += f"; not timed in this run: {', '.join(missing)}"
+        out.append(line)
     return [*out, ""]
 
 

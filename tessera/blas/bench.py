@@ -86,10 +86,11 @@ PRESETS: dict[str, list[GemmCase]] = {
     ],
     # The tuning issue's square grid in the dtypes sm_90 ships tuned logic for (run with
     # --vs-heuristic for the gain over the untuned heuristic).
-    # fp32 stops at 8192³: 16384³ takes ~0.2 s a call on FMA units (its logic is 8192³'s, nearest size).
+    # Every dtype at every size the logic is tuned for, fp32's 16384³ (~0.2 s a call on the FMA
+    # units) included: a geometric mean that skipped a tuned row would not be the issue's.
     # tf32x3 (float32 as three TF32 products) is timed against the vendor's IEEE float32, as fp32.
     "grid": [GemmCase(s, s, s, dtype) for dtype in ("bf16", "fp16", "tf32", "fp32", "tf32x3")
-             for s in (1024, 2048, 4096, 8192, 16384) if dtype not in ("fp32", "tf32x3") or s < 16384],
+             for s in (1024, 2048, 4096, 8192, 16384)],
     # float32 both ways, against the same vendor float32 GEMM
     "fp32": [GemmCase(s, s, s, dtype) for dtype in ("fp32", "tf32x3") for s in (1024, 2048, 4096, 8192)],
     # Small enough for Triton's CPU interpreter (seconds, not hours).
