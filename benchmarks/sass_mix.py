@@ -4,7 +4,9 @@ Compiles, as a pack build does (``tessera.tuning.precompile``: the family's repr
 launches, whose operands have the runtime's layouts), one configuration for an NVIDIA target
 with the running Triton, disassembles each binary with the ``cuobjdump`` that Triton ships, and
 prints per binary: registers a thread, instructions, and the opcode mix of the longest loop (the
-longest backward branch) — what a thread issues per K step. Run it with the Triton the GPU has
+longest backward branch) — what a thread issues per K step — and, where it has FFMA, how they
+read their registers (:func:`ffma_operands`: accumulators updated in place, reuse flags, operands
+read from one of the two register banks). Run it with the Triton the GPU has
 (a side venv, docs/status.md) to read what the GPU will run.
 
 Usage: python benchmarks/sass_mix.py LIBRARY OP KERNEL DTYPE 'CONFIG-JSON' [--arch sm_90] [--top N]
@@ -53,6 +55,33 @@ def main_loop(found: list[tuple[int, str, str]]) -> list[str]:
     return best
 
 
+def ffma_operands(found: list[tuple[int, str, str]]) -> str:
+    """How the FFMAs of ``found`` read their registers: the share updating their accumulator in
+    place (``FFMA Rd, Ra, Rb, Rd``, as cuBLAS's SGEMM does throughout), reuse flags an FFMA, and
+    the share whose operands not held by the reuse cache (the same register in the same slot, flagged
+    ``.reuse`` by the FFMA before) put two or three reads on one register bank (bank = register
+    index mod 2). Empty when there is no FFMA."""
+    count = in_place = flags = two = three = 0
+    cached: dict[int, int] = {}
+    for _, opcode, operands in found:
+        regs = [re.match(r"\s*-?\|?R(\d+)(\.reuse)?", o) for o in operands.rstrip(" ;").split(",")]
+        if opcode != "FFMA" or len(regs) != 4 or not all(regs):
+            cached = {}
+            continue
+        dest, *sources = [(int(m.group(1)), bool(m.group(2))) for m in regs if m]
+        count += 1
+        in_place += dest[0] == sources[2][0]
+        flags += sum(flag for _, flag in sources)
+        banks = collections.Counter(r % 2 for slot, (r, _) in enumerate(sources) if cached.get(slot) != r)
+        two += max(banks.values(), default=0) >= 2
+        three += max(banks.values(), default=0) == 3
+        cached = {slot: r for slot, (r, flag) in enumerate(sources) if flag}
+    if not count:
+        return ""
+    return (f"  {count} FFMA: {in_place / count:.0%} in place, {flags / count:.2f} reuse flags each, "
+            f"uncached reads on one bank: two {two / count:.0%}, three {three / count:.1%}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     for name in ("library", "op", "kernel", "dtype"):
@@ -83,6 +112,8 @@ def main() -> None:
         mix = "  ".join(f"{n} {op}" for op, n in collections.Counter(loop).most_common(args.top))
         print(f"{name}: {registers.group(1) if registers else '?'} registers, {len(found)} instructions; "
               f"loop {len(loop)}:\n  {mix}")
+        if report := ffma_operands(found):
+            print(report)
 
 
 if __name__ == "__main__":
