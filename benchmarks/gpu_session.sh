@@ -67,6 +67,11 @@
 #            its source page as CSV and its details; the swapped loop's ~8 % gap          ~5 min
 #   ncufp32  the same for IEEE fp32 4096³ (ncu_targets.py fp32): gemm_fma beside cuBLAS's SGEMM, with
 #            launch, occupancy, instruction and workload sections                           ~4 min
+#   fp32order  gemm_fma with its thread tile's registers and lanes down the rows
+#            (benchmarks/variants/gemm_fma-registers-down-rows.patch; offline: FFMAs 29 → ~50 % in
+#            place, fewer reads on one register bank): its GPU tests with the patch, then fp32
+#            2048³ / 4096³ / 8192³ through calls, patched ("after") against shipped ("before") in
+#            alternating processes (source_ab.sh, two rounds)                                  ~8 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -324,16 +329,29 @@ ncufp32() {  # IEEE fp32 4096³: gemm_fma beside cuBLAS's SGEMM (0.90× in the g
     capped 60 ncu-details "$ncu" --import "$dir/fp32.ncu-rep" --page details --print-details all
 }
 
+fp32order() {  # the patch applied to this copy for the stage, the shipped file put back after
+    local target=tessera/blas/kernels/gemm_fma.py
+    cp "$target" "$dir/gemm_fma-shipped.py"
+    local variant=benchmarks/variants/gemm_fma-registers-down-rows.patch
+    { patch -p1 < "$variant" || git apply "$variant"; } > "$dir/patch.txt" 2>&1 || {
+        echo "fp32order: the patch did not apply" | tee -a "$dir/summary.txt"; return 1; }
+    capped 200 fma-tests "$PY" -m pytest -m gpu tests/test_gemm_fma.py -q -rs --junitxml="$dir/fma.xml" && \
+    capped 330 ab bash benchmarks/source_ab.sh "$dir/ab" 2 320 "$target" "$dir/gemm_fma-shipped.py" \
+        bash -c "for s in 2048 4096 8192; do $PY -m tessera bench gemm -m \$s -n \$s -k \$s --dtype fp32 \
+                 --json {json}.\$s.json; done"
+    cp "$dir/gemm_fma-shipped.py" "$target"
+}
+
 l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
-                "halves, ncutf32, ncufp32)"; exit 2;; esac
+                "halves, ncutf32, ncufp32, fp32order)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
