@@ -146,8 +146,9 @@ def _geomeans(rows: list[dict], gains: bool) -> list[str]:
             graph = _geomean([r["ratio_graph"] for r in group])
             line += f", **{graph:.3f}×** in CUDA graphs"
         line += " (target ≥ 1.02×)"
-        sizes = sorted({r["m"] for r in group})
-        missing = [f"{d} {s}³" for d in dtypes for s in sizes if s not in {r["m"] for r in by_dtype[d]}]
+        timed = {d: {r["m"] for r in by_dtype[d]} for d in dtypes}
+        sizes = sorted(set().union(*timed.values()))
+        missing = [f"{d} {s}³" for d in dtypes for s in sizes if s not in timed[d]]
         if missing:
             line += f"; not timed in this run: {', '.join(missing)}"
         out.append(line)

@@ -64,7 +64,7 @@ def ffma_operands(found: list[tuple[int, str, str]]) -> str:
     count = in_place = flags = two = three = 0
     cached: dict[int, int] = {}
     for _, opcode, operands in found:
-        regs = [re.match(r"\s*-?\|?R(\d+)(\.reuse)?", o) for o in operands.rstrip(" ;").split(",")]
+        regs = [re.match(r"\s*-?\|?R(\d+)(\.reuse)?", o) for o in operands.split(",")]
         if opcode != "FFMA" or len(regs) != 4 or not all(regs):
             cached = {}
             continue
@@ -73,8 +73,9 @@ def ffma_operands(found: list[tuple[int, str, str]]) -> str:
         in_place += dest[0] == sources[2][0]
         flags += sum(flag for _, flag in sources)
         banks = collections.Counter(r % 2 for slot, (r, _) in enumerate(sources) if cached.get(slot) != r)
-        two += max(banks.values(), default=0) >= 2
-        three += max(banks.values(), default=0) == 3
+        crowded = max(banks.values(), default=0)  # uncached reads on the busier bank
+        two += crowded >= 2
+        three += crowded == 3
         cached = {slot: r for slot, (r, flag) in enumerate(sources) if flag}
     if not count:
         return ""
