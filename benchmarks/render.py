@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -385,8 +386,9 @@ _LEVEL12_KEYS = {"problem": "routine", "vendor": "torch", "vs_vendor": "vs_torch
 def _level12_rows(data: dict) -> list[dict]:
     """A level-1/2 result's rows in one form, with ``issue_row`` (a routine the issue's targets
     name: unbatched, unit increments, not trsv). Runs since the fifty-first session hold
-    ``tessera bench blas``'s rows (named ``problem``, fields after the vendor); earlier runs named
-    each row by routine, fields after torch, which this form keeps."""
+    ``tessera bench blas``'s rows (named ``problem``, fields after the vendor, square sizes as
+    NxN: written N² here, as the earlier runs named them); earlier runs named each row by routine,
+    fields after torch, which this form keeps."""
     rows = []
     for r in data["rows"]:
         if "problem" not in r:  # the earlier form
@@ -394,6 +396,7 @@ def _level12_rows(data: dict) -> list[dict]:
             rows.append({**r, "issue_row": not ("2^" in old or "batched" in old or "trsv" in old)})
             continue
         row = {_LEVEL12_KEYS.get(key, key): value for key, value in r.items() if key != "routine"}
+        row["routine"] = re.sub(r"\b(\d+)x\1\b", "\\1²", row["routine"])
         row["issue_row"] = r["batch"] == 1 and r["inc"] == 1 and r["routine"] != "trsv"
         rows.append(row)
     return rows

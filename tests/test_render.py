@@ -64,7 +64,8 @@ def test_a_figure_next_to_its_bound_is_shown_on_its_verdicts_side(tmp_path, monk
 def test_level12_rows_of_tessera_bench_blas_are_judged_as_the_earlier_form(tmp_path, monkeypatch) -> None:
     """benchmarks/blas_level12.py writes `tessera bench blas`'s rows since the fifty-first session
     (named by problem, fields after the vendor): the summary judges the issue's routines in them as
-    in the earlier form and leaves out the strided, batched and trsv rows."""
+    in the earlier form (square sizes named N², as there) and leaves out the strided, batched and
+    trsv rows."""
 
     def row(routine: str, problem: str, pct: float, versus: float | None, **extra) -> dict:
         return {"routine": routine, "problem": problem, "inc": 1, "batch": 1, "vendor": "torch.dot",
@@ -76,5 +77,5 @@ def test_level12_rows_of_tessera_bench_blas_are_judged_as_the_earlier_form(tmp_p
             row("trsv", "trsv fp32 8192x8192", 3.0, None), row("symv", "symv bf16 8192x8192", 74.0, None)]
     summary = _level12_summary(rows, tmp_path, monkeypatch)
     assert "| dot fp32 2^26: vs torch.dot (graphs) | ≥ 1.0 | 1.020 (flushed 1.020) | met |" in summary
-    assert "| symv bf16 8192x8192: % of copy (graphs) | ≥ 85 | 74.0 | **missed** |" in summary
+    assert "| symv bf16 8192²: % of copy (graphs) | ≥ 85 | 74.0 | **missed** |" in summary
     assert "inc 2" not in summary and "batch" not in summary and "trsv" not in summary
