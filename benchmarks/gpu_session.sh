@@ -71,7 +71,7 @@
 #            (benchmarks/variants/gemm_fma-registers-down-rows.patch; offline: FFMAs 29 → ~50 % in
 #            place, fewer reads on one register bank): its GPU tests with the patch, then fp32
 #            2048³ / 4096³ / 8192³ through calls, patched ("after") against shipped ("before") in
-#            alternating processes (source_ab.sh, two rounds)                                  ~8 min
+#            alternating processes (source_ab.sh, two rounds; H200 at 3d7c148: lost 1.6–2.0 %)  ~3 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min

@@ -150,32 +150,31 @@ from tessera.blas.kernels import gemm_fma
 
 
 @gluon.jit
-def fma_layouts(x, BM: gl.constexpr, BK: gl.constexpr):
+def fma_layouts(x, BK: gl.constexpr):
     warps: gl.constexpr = gl.num_warps()
     row: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # a K row of a step's tile
     b_row = gl.allocate_shared_memory(gl.float32, [1, gemm_fma.TILE], row)
-    a_row = gl.allocate_shared_memory(gl.float32, [1, BM], row)
-    b = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.accumulator_layout(warps, BM))
-    a = gl.zeros([1, BM], gl.float32, gemm_fma.a_row_layout(warps, BM))
+    b = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.accumulator_layout(warps))
+    a = gl.zeros([1, gemm_fma.TILE], gl.float32, gemm_fma.a_row_layout(warps))
     gl.static_assert(gl.bank_conflicts(b.type, b_row.type) == 0)
-    gl.static_assert(gl.bank_conflicts(a.type, a_row.type) == 0)
+    gl.static_assert(gl.bank_conflicts(a.type, b_row.type) == 0)
     together: gl.constexpr = gl.BlockedLayout([8, 8], [4, 8], [4, 2], [1, 0])  # 8 columns a thread
     if warps == 8:
         gl.static_assert(gl.bank_conflicts(gl.zeros([1, gemm_fma.TILE], gl.float32, together).type,
                                            b_row.type) == 1)
-    # A's step tile as loaded, stored transposed into its (BK, BM) buffer
-    a_buf = gl.allocate_shared_memory(gl.float32, [BK, BM], row)
-    a_tile = gl.zeros([BM, BK], gl.float32, gemm_fma.a_load_layout(BK, warps, BM))
+    # A's step tile as loaded, stored transposed into its (BK, 128) buffer
+    a_buf = gl.allocate_shared_memory(gl.float32, [BK, gemm_fma.TILE], row)
+    a_tile = gl.zeros([gemm_fma.TILE, BK], gl.float32, gemm_fma.a_load_layout(BK, warps))
     gl.static_assert(gl.bank_conflicts(gl.permute(a_tile, (1, 0)).type, a_buf.type) == 0)
     across: gl.constexpr = gl.BlockedLayout([1, 4], [32 // (BK // 4), BK // 4], [8, 1], [1, 0])  # before
     if warps == 8:
-        a_across = gl.zeros([BM, BK], gl.float32, across)
+        a_across = gl.zeros([gemm_fma.TILE, BK], gl.float32, across)
         gl.static_assert(gl.bank_conflicts(gl.permute(a_across, (1, 0)).type, a_buf.type) == BK // 4 - 1)
 
 
-for block_m, warps in gemm_fma.SHAPES:
+for warps in gemm_fma.WARPS:
     for block_k in gemm_fma.BLOCK_KS:
-        source = GluonASTSource(fma_layouts, {"x": "*fp32"}, {"BM": block_m, "BK": block_k}, {})
+        source = GluonASTSource(fma_layouts, {"x": "*fp32"}, {"BK": block_k}, {})
         triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
 print("ok")
 """
@@ -183,7 +182,7 @@ print("ok")
 
 def fma_layouts_compile() -> subprocess.CompletedProcess:
     """Compile, in a child for sm_90, a Gluon kernel that asserts at trace time the bank conflicts
-    of ``gemm_fma``'s shared-memory accesses in each of its tile shapes: a K row of B and of A's transposed
+    of ``gemm_fma``'s shared-memory accesses on 4 and 8 warps: a K row of B and of A's transposed
     tile read in the kernel's layouts (0), and B's with a thread's 8 columns together (1: 2-way, the
     layout before the fifty-second session); A's step tile stored transposed, for every block_k, as
     loaded (0) and as loaded before the fifty-third session, a warp across K groups (2-, 4-, 8-way).

@@ -127,11 +127,8 @@ WS_TF32_SPACE: tuple[WsConfig, ...] = (
 # 0.895–0.912× SGEMM from 2048³ on the H200 against the tile family's 0.865–0.892×: the sm_90 fp32
 # squares take it (gpu-session-h200-eafe38c/). 8×8 of D a thread; on 4 warps (8×16 a thread) it ran
 # 0.64–0.71× on an H100 where these ran 0.86–0.91× (gpu-session-h100-c9e3695/fp32/): not offered.
-# 64×128 tiles on 4 warps (8×8 a thread, 128 registers: four programs a multiprocessor, a barrier
-# for 4 warps; offline the same loop as 128×128's, no spills at BK 8, spills at BK 16): not yet timed.
 FMA_SPACE: tuple[FmaConfig, ...] = (FmaConfig(8, 2, 8, 128), FmaConfig(8, 1), FmaConfig(8, 2, 16, 128),
-                                    FmaConfig(16, 2, 8, 168), FmaConfig(8, 2, 8, 128, 4, 64),
-                                    FmaConfig(8, 1, 8, 128, 4, 64))
+                                    FmaConfig(16, 2, 8, 168))
 
 # ``with forced(config):`` makes every GEMM of config's op in the block use ``config`` (tests,
 # sweeps, the tuner); a quantized op's config leaves float GEMMs (gemm_wq's own included) alone.

@@ -53,42 +53,38 @@ from tessera.blas.kernels.gemm_tile import ODD_SIZE, REPRESENTATIVE_ROWS, repres
 from tessera.blas.kernels.gemm_ws import grouped_tile_origin
 from tessera.blas.kernels.gluon_names import cta_barrier
 
-BLOCK = 128  # the tile's columns (and rows, but for the 64-row form)
+BLOCK = 128  # the tile's rows and columns
 TILE = gl.constexpr(BLOCK)  # the same, as the kernels see it
+WARPS = (4, 8)  # 8×16 or 8×8 of D a thread
 BLOCK_KS = (8, 16, 32)
-# (rows of the tile, warps): 128 on 8 (8×8 of D a thread) or 4 (8×16), 64 on 4 (8×8, four programs
-# a multiprocessor under a 128-register cap: a barrier waits for 4 warps, not 8)
-SHAPES = ((128, 8), (128, 4), (64, 4))
 
 
 @gluon.constexpr_function
-def accumulator_layout(warps, block_m):
-    """D's tile: 8 rows a thread (together) and its columns in runs of 4, 32 · (warps / (block_m /
-    32)) apart (two runs, 8 columns a thread, on 8 warps at 128 rows and on 4 at 64; four runs, 16
-    columns, on 4 warps at 128), 4 × 8 threads a warp, block_m / 32 warps down the rows. Each of a
-    thread's LDS.128 of B has the 8 threads of a phase read 128 contiguous bytes (8 contiguous
-    columns a thread put two threads of a phase on one bank: Gluon's bank_conflicts 1 → 0,
-    tests/test_gemm_fma.py)."""
-    return gl.BlockedLayout([8, 4], [4, 8], [block_m // 32, warps * 32 // block_m], [1, 0])
+def accumulator_layout(warps):
+    """D's tile: 8 rows a thread (together) and its columns in runs of 4, 32 · warps / 4 apart (8
+    warps: two runs, 8 columns a thread; 4 warps: four runs, 16 columns), 4 × 8 threads a warp, 4
+    × warps / 4 warps. Each of a thread's LDS.128 of B has the 8 threads of a phase read 128
+    contiguous bytes (8 contiguous columns a thread put two threads of a phase on one bank:
+    Gluon's bank_conflicts 1 → 0, tests/test_gemm_fma.py)."""
+    return gl.BlockedLayout([8, 4], [4, 8], [4, warps // 4], [1, 0])
 
 
 @gluon.constexpr_function
-def a_row_layout(warps, block_m):
-    """A K row of A's transposed tile (1, block_m), spread as the accumulator's rows are: a thread's 8."""
-    return gl.BlockedLayout([1, 8], [8, 4], [warps * 32 // block_m, block_m // 32], [0, 1])
+def a_row_layout(warps):
+    """A K row of A's transposed tile (1, 128), spread as the accumulator's rows are: a thread's 8."""
+    return gl.BlockedLayout([1, 8], [8, 4], [warps // 4, 4], [0, 1])
 
 
 @gluon.constexpr_function
-def a_load_layout(block_k, warps, block_m):
-    """How a step's A tile (block_m × block_k, K-contiguous rows) is loaded from global memory: a
-    warp's 32 threads on 32 rows, each with its row's block_k floats (4 warps at 128 rows) or half
-    of them (8 warps at 128, 4 at 64: two warps a row group). Stored transposed, a warp's stores
-    then fill 32 consecutive floats of one K row of the buffer: no bank conflicts, where a warp
-    spanning several K groups of 16 or 8 rows put them on the same banks (2-, 4-, 8-way at block_k
-    8, 16, 32: Gluon's ``bank_conflicts`` 1, 3, 7). With two warps a row group at block_k 8 a
-    warp's load reads half of each row's 32-byte sector, the other warp the other half."""
-    groups = block_m // 32
-    return gl.BlockedLayout([1, block_k * groups // warps], [32, 1], [groups, warps // groups], [1, 0])
+def a_load_layout(block_k, warps):
+    """How a step's A tile (128 × block_k, K-contiguous rows) is loaded from global memory: a
+    warp's 32 threads on 32 rows, each with its row's block_k floats (4 warps) or half of them (8
+    warps, 4 × 2). Stored transposed, a warp's stores then fill 32 consecutive floats of one K
+    row of the buffer: no bank conflicts, where a warp spanning several K groups of 16 or 8 rows
+    put them on the same banks (2-, 4-, 8-way at block_k 8, 16, 32: Gluon's ``bank_conflicts``
+    1, 3, 7). On 8 warps at block_k 8 a warp's load reads half of each row's 32-byte sector, the
+    other warp of its rows the other half."""
+    return gl.BlockedLayout([1, block_k * 4 // warps], [32, 1], [4, warps // 4], [1, 0])
 
 
 @dataclass(frozen=True)
@@ -99,36 +95,33 @@ class FmaConfig:
     thread (ptxas's ``maxnreg``; offline, sm_90: BK 8 in two buffers takes 123–138 by launch, all
     within 128 under that cap, without spills: two programs a multiprocessor; BK 16 in two buffers
     spilled where ptxas chose 128 itself, and takes 142–153 under a cap of 168). The tile is
-    ``block_m`` × 128: 128 rows on ``num_warps`` 8 (8×8 of D a thread) or 4 (8×16 a thread,
-    cuBLAS's SGEMM thread tile: ~190 registers, two programs a multiprocessor; measured slower, see
-    the module), or 64 rows on 4 warps (8×8 a thread: four programs a multiprocessor under a
-    128-register cap, a barrier for 4 warps)."""
+    128×128 on ``num_warps`` 8 (8×8 of D a thread) or 4 (8×16 a thread, cuBLAS's SGEMM thread
+    tile: ~190 registers, two programs a multiprocessor; measured slower, see the module)."""
 
     block_k: int = 8
     buffers: int = 2
     group_m: int = 8
     max_registers: int = 0  # a thread's register cap (0: ptxas's choice); 128 keeps two programs an SM
     num_warps: int = 8
-    block_m: int = BLOCK
 
     kernel = "gemm_fma"
+    block_m = BLOCK
     block_n = BLOCK
 
     def __post_init__(self) -> None:
         if self.block_k not in BLOCK_KS or self.buffers not in (1, 2) or self.group_m < 1 \
                 or not (self.max_registers == 0 or 64 <= self.max_registers <= 255) \
-                or (self.block_m, self.num_warps) not in SHAPES:
+                or self.num_warps not in WARPS:
             raise InvalidArgumentError(
                 f"gemm_fma takes block_k in {BLOCK_KS}, 1 or 2 buffers, group_m ≥ 1, max_registers 0 "
-                f"or 64…255 and (block_m, num_warps) in {SHAPES} (actual: {self.short()}): a step's "
-                f"tiles are loaded a row of 4 floats or more a thread, the tiles are stored once or "
-                f"beside the last, a thread has at most 255 registers, and the layouts are written for "
-                f"8×8 or 8×16 of D a thread")
+                f"or 64…255 and num_warps in {WARPS} (actual: {self.short()}): a step's tiles are loaded "
+                f"a row of 4 floats or more a thread, the tiles are stored once or beside the last, a "
+                f"thread has at most 255 registers, and the layouts are written for 8×8 or 8×16 of D a "
+                f"thread")
 
     def short(self) -> str:
         cap = f" r{self.max_registers}" if self.max_registers else ""
-        return (f"{self.kernel} {self.block_m}x128x{self.block_k} g{self.group_m} w{self.num_warps} "
-                f"x{self.buffers}{cap}")
+        return f"{self.kernel} 128x128x{self.block_k} g{self.group_m} w{self.num_warps} x{self.buffers}{cap}"
 
 
 @gluon.jit
@@ -162,30 +155,31 @@ def _step_beside(a_cur, b_cur, a_other, b_other, a_ptrs, b_ptrs, acc, k_next, M,
 @gluon.jit
 def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                      stride_cm, stride_cn, stride_dm, stride_dn, alpha, beta,
-                     HAS_C: gl.constexpr, SCALE_ALPHA: gl.constexpr, BM: gl.constexpr, BK: gl.constexpr,
+                     HAS_C: gl.constexpr, SCALE_ALPHA: gl.constexpr, BK: gl.constexpr,
                      BUFFERS: gl.constexpr, GROUP_M: gl.constexpr, MAXNREG: gl.constexpr):
-    """D = alpha · A @ B (+ beta · C) on one BM×128 tile (MAXNREG: a compile option, not read)."""
+    """D = alpha · A @ B (+ beta · C) on one 128×128 tile (MAXNREG: a compile option, not read)."""
     warps: gl.constexpr = gl.num_warps()
-    acc_layout: gl.constexpr = accumulator_layout(warps, BM)
-    a_row: gl.constexpr = a_row_layout(warps, BM)
+    acc_layout: gl.constexpr = accumulator_layout(warps)
+    a_row: gl.constexpr = a_row_layout(warps)
     # global loads: A's rows K-contiguous, B's N-contiguous (4 floats a thread, a warp a row)
-    a_load: gl.constexpr = a_load_layout(BK, warps, BM)
+    a_load: gl.constexpr = a_load_layout(BK, warps)
     b_load: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [warps, 1], [1, 0])
     unswizzled: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     # separate allocations, not indices into one: Triton's barrier analysis cannot tell a dynamic
     # index's buffer from another's and would add a barrier between reading one and filling the other
-    a0 = gl.allocate_shared_memory(gl.float32, [BK, BM], unswizzled)
+    a0 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
     b0 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
 
-    off_m, off_n = grouped_tile_origin(gl.program_id(0), gl.cdiv(M, BM), gl.cdiv(N, TILE), BM, TILE, GROUP_M)
-    rm = off_m + gl.arange(0, BM, layout=gl.SliceLayout(1, a_load))
+    off_m, off_n = grouped_tile_origin(gl.program_id(0), gl.cdiv(M, TILE), gl.cdiv(N, TILE), TILE, TILE,
+                                       GROUP_M)
+    rm = off_m + gl.arange(0, TILE, layout=gl.SliceLayout(1, a_load))
     ka = gl.arange(0, BK, layout=gl.SliceLayout(0, a_load))
     kb = gl.arange(0, BK, layout=gl.SliceLayout(1, b_load))
     rn = off_n + gl.arange(0, TILE, layout=gl.SliceLayout(0, b_load))
     a_ptrs = a_ptr + rm[:, None] * stride_am + ka[None, :] * stride_ak
     b_ptrs = b_ptr + kb[:, None] * stride_bk + rn[None, :] * stride_bn
 
-    acc = gl.zeros([BM, TILE], gl.float32, acc_layout)
+    acc = gl.zeros([TILE, TILE], gl.float32, acc_layout)
     a_next = gl.load(a_ptrs, mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
     b_next = gl.load(b_ptrs, mask=(kb[:, None] < K) & (rn[None, :] < N), other=0.0)
     if BUFFERS == 1:  # two barriers a step: the store waits for every read of the last step
@@ -201,7 +195,7 @@ def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, 
                              other=0.0)
             acc = _outer_products(a0, b0, acc, a_row, acc_layout, BK)
     else:  # two steps a turn, each stored beside the one being read: one barrier a step
-        a1 = gl.allocate_shared_memory(gl.float32, [BK, BM], unswizzled)
+        a1 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
         b1 = gl.allocate_shared_memory(gl.float32, [BK, TILE], unswizzled)
         a0.store(gl.permute(a_next, (1, 0)))
         b0.store(b_next)
@@ -212,7 +206,7 @@ def _gemm_fma_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, stride_am, stride_ak, 
             acc = _step_beside(a1, b1, a0, b0, a_ptrs, b_ptrs, acc, k0 + 2 * BK, M, N, K, rm, ka, kb, rn,
                                stride_ak, stride_bk, a_row, acc_layout, BK)
 
-    dm = off_m + gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
+    dm = off_m + gl.arange(0, TILE, layout=gl.SliceLayout(1, acc_layout))
     dn = off_n + gl.arange(0, TILE, layout=gl.SliceLayout(0, acc_layout))
     mask = (dm[:, None] < M) & (dn[None, :] < N)
     if SCALE_ALPHA:
@@ -238,15 +232,15 @@ _launch = Launcher(_gemm_fma_kernel)
 
 def launch_gemm_fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor, alpha: float,
                     beta: float, *, config: FmaConfig) -> None:
-    """Launch on 2-D views that pass :func:`fma_supported`: one program a block_m × 128 tile of D."""
+    """Launch on 2-D views that pass :func:`fma_supported`: one program a 128×128 tile of D."""
     m, k = a.shape
     n = b.shape[1]
     c_arg = c if c is not None else d
-    _launch((cdiv(m, config.block_m) * cdiv(n, BLOCK),),
+    _launch((cdiv(m, BLOCK) * cdiv(n, BLOCK),),
             (a, b, c_arg, d, m, n, k, *a.stride(), *b.stride(), *c_arg.stride(), *d.stride(), float(alpha),
              float(beta)),
-            dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, BM=config.block_m, BK=config.block_k,
-                 BUFFERS=config.buffers, GROUP_M=config.group_m, MAXNREG=config.max_registers),
+            dict(HAS_C=c is not None, SCALE_ALPHA=alpha != 1.0, BK=config.block_k, BUFFERS=config.buffers,
+                 GROUP_M=config.group_m, MAXNREG=config.max_registers),
             config.num_warps, 1)
 
 
