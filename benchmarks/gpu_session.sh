@@ -72,6 +72,9 @@
 #            place, fewer reads on one register bank): its GPU tests with the patch, then fp32
 #            2048³ / 4096³ / 8192³ through calls, patched ("after") against shipped ("before") in
 #            alternating processes (source_ab.sh, two rounds; H200 at 3d7c148: lost 1.6–2.0 %)  ~3 min
+#   products float32 as bf16 products (gemm's precision bf16x9 / bf16x6, new): their tests on the GPU,
+#            the accuracy of every float32 method against fp64 (fp32_products_probe.py), then
+#            `tessera bench gemm --preset fp32` (IEEE, tf32x3, bf16x9, bf16x6 against SGEMM)   ~8 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -342,16 +345,22 @@ fp32order() {  # the patch applied to this copy for the stage, the shipped file 
     cp "$dir/gemm_fma-shipped.py" "$target"
 }
 
+products() {  # float32 as bf16 products (precision bf16x9 / bf16x6): tests, accuracy by method, speed
+    capped 150 products-tests "$PY" -m pytest tests/test_fp32_products.py -q -rs --junitxml="$dir/products.xml"
+    capped 120 accuracy "$PY" benchmarks/fp32_products_probe.py "$dir/fp32-products-accuracy.json"
+    capped 240 fp32 "$PY" -m tessera bench gemm --preset fp32 --json "$dir/fp32.json"
+}
+
 l12() {  # the level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
-                "halves, ncutf32, ncufp32, fp32order)"; exit 2;; esac
+                "halves, ncutf32, ncufp32, fp32order, products)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

@@ -101,7 +101,8 @@ def test_batch_mismatch(device: str) -> None:
 
 def test_bad_precision_and_scalars(device: str) -> None:
     a = torch.randn(2, 2, device=device)
-    with pytest.raises(InvalidArgumentError, match=r"precision must be 'ieee', 'tf32' or 'tf32x3'"):
+    with pytest.raises(InvalidArgumentError,
+                       match=r"precision must be 'ieee', 'tf32', 'tf32x3', 'bf16x9' or 'bf16x6'"):
         gemm(a, a, precision="fast")
     for alpha in ("2", 1j, torch.tensor(2.0), np.bool_(True)):
         with pytest.raises(InvalidArgumentError, match=r"alpha must be a real number \(Python or NumPy"):

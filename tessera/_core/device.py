@@ -26,7 +26,8 @@ ARCH_NAME = re.compile(rf"sm_\d{{2,3}}a?|gfx[0-9a-f]{{3,4}}|{INTERPRETER_ARCH}")
 
 # Dense peak TFLOP/s per dtype and HBM bandwidth (TB/s), by a substring of the device name.
 # Sources: vendor datasheets (SXM parts). The tf32 row is the tensor-core rate; "fp32" is plain FMA;
-# "tf32x3" (fp32 as three TF32 products, derived in ``_peaks_for``) a third of tf32.
+# "tf32x3" (fp32 as three TF32 products, derived in ``_peaks_for``) a third of tf32; "bf16x9" and
+# "bf16x6" (fp32 as nine or six bf16 products) a ninth and a sixth of bf16.
 _PEAKS: list[tuple[str, str, dict[str, float], float]] = [
     # (arch, name substring, peaks, bandwidth TB/s)
     ("sm_90", "H200", {"fp16": 989.4, "bf16": 989.4, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9,
@@ -110,6 +111,8 @@ def _peaks_for(arch: str, name: str) -> tuple[dict[str, float | None], float | N
     for entry_arch, substring, peaks, bandwidth in _PEAKS:
         if entry_arch == arch and substring in name:
             derived = {"tf32x3": peaks["tf32"] / 3} if "tf32" in peaks else {}
+            if "bf16" in peaks:
+                derived.update(bf16x9=peaks["bf16"] / 9, bf16x6=peaks["bf16"] / 6)
             return {**peaks, **derived}, bandwidth
     return {}, None
 
@@ -204,23 +207,27 @@ def device_info(device: torch.device | int | str | None = None) -> DeviceInfo:
 
 # How float32 GEMMs may use tensor cores (``gemm``'s ``precision``): "ieee" not at all (FMA units),
 # "tf32" with operands rounded to TF32, "tf32x3" as three TF32 products (hi·hi + hi·lo + lo·hi of
-# each operand's split x = hi + lo: CUTLASS's 3xTF32, Triton's ``input_precision="tf32x3"``).
-# Each precision other than "ieee" is its own dtype key: logic files tune it apart from fp32.
-FP32_PRECISIONS = ("ieee", "tf32", "tf32x3")
-TF32_KEYS = FP32_PRECISIONS[1:]  # computed as TF32 MMAs: on Hopper, from K-major operands
+# each operand's split x = hi + lo: CUTLASS's 3xTF32, Triton's ``input_precision="tf32x3"``);
+# "bf16x9" and "bf16x6" as bf16 GEMMs of each operand's three bf16 pieces (all nine products of
+# the pieces, or the six largest: cuBLAS's FP32_EMULATED_BF16X9 idea; ``tessera.blas.emulated``).
+# Each precision other than "ieee" is its own dtype key: logic files tune the TF32 ones apart from
+# fp32, while the bf16 ones run bf16 GEMMs chosen by bf16's logic.
+TF32_KEYS = ("tf32", "tf32x3")  # computed as TF32 MMAs: on Hopper, from K-major operands
+BF16_PRODUCT_KEYS = ("bf16x9", "bf16x6")
+FP32_PRECISIONS = ("ieee", *TF32_KEYS, *BF16_PRODUCT_KEYS)
 
 
 def dtype_key(dtype: torch.dtype, precision: str = "ieee") -> str:
     """Short dtype name used in peaks, logic files and the CLI (``fp32`` with tf32 → ``tf32``,
-    with tf32x3 → ``tf32x3``)."""
-    if dtype == torch.float32 and precision in TF32_KEYS:
+    with tf32x3 → ``tf32x3``, with bf16x9 → ``bf16x9``)."""
+    if dtype == torch.float32 and precision in FP32_PRECISIONS[1:]:
         return precision
     return _DTYPE_KEYS[dtype]
 
 
 def precision_of(key: str) -> str:
     """The ``precision`` a dtype key is computed with (:func:`dtype_key`'s other half)."""
-    return key if key in TF32_KEYS else "ieee"
+    return key if key in FP32_PRECISIONS[1:] else "ieee"
 
 
 def torch_matmul_tf32() -> bool:
@@ -258,7 +265,7 @@ _DTYPE_KEYS: dict[torch.dtype, str] = {
     torch.complex64: "complex64",  # level-1 vectors
     torch.complex128: "complex128",
 }
-_KEY_DTYPES: dict[str, torch.dtype] = {"tf32": torch.float32, "tf32x3": torch.float32,
+_KEY_DTYPES: dict[str, torch.dtype] = {**dict.fromkeys(FP32_PRECISIONS[1:], torch.float32),
                                        **{key: dtype for dtype, key in _DTYPE_KEYS.items()}}
 
 

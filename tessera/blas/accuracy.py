@@ -9,7 +9,11 @@ The bound is the classical one for a dot product of length K accumulated in prec
   to a 10-bit mantissa); 4·2⁻²² for tf32x3 (x = hi + lo with hi = tf32(x) and lo = tf32(x − hi),
   so |x − hi − lo| ≤ 2⁻²²·|x| for each operand, and the dropped lo·lo ≤ 2⁻²²·|a·b|; one more
   2⁻²² of margin); 0 otherwise (16-bit products are exact in fp32; fp32 IEEE and fp64 use FMA).
+  bf16x6 drops the products of the bf16 pieces whose sum is at most 2⁻²²·|a·b| (ε_in = 2⁻²²); bf16x9
+  keeps them all (ε_in = 0: the pieces sum to each operand exactly).
 * c = 2: tensor-core accumulators are not guaranteed round-to-nearest; the factor covers that.
+* The bf16-product precisions also accumulate the small products apart, (products − 1)·K terms
+  each under 2⁻⁶·|a·b| (|x₁| ≤ 2⁻⁸·|x|): K + 2 becomes K + 2 + ((products − 1)·K + 2)·2⁻⁶.
 * u_out: rounding of the result to the output dtype. Triton's CPU interpreter (3.9) converts
   fp32 → bf16 by truncation whatever ``fp_downcast_rounding`` says (measured: 1.9·2⁻⁸ relative
   error), so there the bf16 output term is 2·u; GPUs round to nearest.
@@ -29,6 +33,7 @@ from __future__ import annotations
 import torch
 
 from tessera._core.device import interpreter_enabled
+from tessera.blas.emulated import SMALL_PRODUCTS
 
 UNIT_ROUNDOFF: dict[torch.dtype, float] = {
     torch.float16: 2.0**-11,
@@ -59,10 +64,14 @@ def gemm_reference(
     k = op_a.shape[-1]
     u_acc = UNIT_ROUNDOFF[torch.float64 if op_a.dtype == torch.float64 else torch.float32]
     fp32 = op_a.dtype == torch.float32
-    eps_in = {"tf32": 2 * 2.0**-11, "tf32x3": 4 * 2.0**-22}.get(precision, 0.0) if fp32 else 0.0
+    operand_error = {"tf32": 2 * 2.0**-11, "tf32x3": 4 * 2.0**-22, "bf16x6": 2.0**-22}
+    eps_in = operand_error.get(precision, 0.0) if fp32 else 0.0
+    terms = k + 2.0
+    if fp32 and precision in SMALL_PRODUCTS:
+        terms += (len(SMALL_PRODUCTS[precision]) * k + 2) * 2.0**-6
     magnitude = abs(alpha) * (op_a.double().abs() @ op_b.double().abs())
     exact = alpha * (op_a.double() @ op_b.double())
-    bound = (eps_in + 2 * (k + 2) * u_acc) * magnitude
+    bound = (eps_in + 2 * terms * u_acc) * magnitude
     if c is not None and beta != 0.0:
         exact = exact + beta * c.double()
         bound = bound + 2 * u_acc * abs(beta) * c.double().abs()

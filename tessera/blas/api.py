@@ -14,6 +14,7 @@ import torch
 
 from tessera._core import launch, log
 from tessera._core.device import (
+    BF16_PRODUCT_KEYS,
     FP32_PRECISIONS,
     TF32_KEYS,
     DeviceInfo,
@@ -38,7 +39,8 @@ from tessera._core.validate import (
     needs_int64_index,
     real_scalar,
 )
-from tessera.blas import autograd, space
+from tessera.blas import autograd, emulated, space
+from tessera.blas.emulated import EmulatedConfig
 from tessera.blas.kernels.copy import column_major_copy, row_major_copy
 from tessera.blas.kernels.gemm_fma import FmaConfig, fma_supported, launch_gemm_fma
 from tessera.blas.kernels.gemm_scaled import launch_gemm_scaled
@@ -151,7 +153,10 @@ def gemm(
     IEEE unless ``precision="tf32"`` allows TF32 tensor cores (operands rounded to 10 fraction bits) or
     ``precision="tf32x3"`` computes each product as three TF32 ones (hi·hi + hi·lo + lo·hi of the
     split x = hi + lo: fp32's accuracy on tensor cores, but a value above the largest TF32,
-    |x| > 3.4026e38, rounds to inf in the split; NVIDIA; AMD GPUs compute IEEE fp32);
+    |x| > 3.4026e38, rounds to inf in the split; NVIDIA; AMD GPUs compute IEEE fp32), and
+    ``precision="bf16x9"`` splits each operand exactly into three bf16 pieces and sums all nine
+    products of the pieces on bf16 tensor cores (``"bf16x6"``: the six largest; both anywhere bf16
+    GEMMs run; ``tessera.blas.emulated`` says what differs from IEEE and the scratch memory taken);
     float64 accumulates in float64. As in BLAS, ``beta == 0``
     never reads C (NaN in C does not leak) and ``alpha == 0`` never reads A or B. C may broadcast
     to the result's shape; ``out`` may be C itself (in-place update) but must share no element with
@@ -177,7 +182,7 @@ def gemm(
             if scaled_recipe is not None:  # validated and selected before for exactly this signature
                 return scaled_recipe.run(a, b, trans_a, trans_b, (scale_a, scale_b, bias))
     elif (plain and (out is None or type(out) is torch.Tensor) and scale_a is None and scale_b is None
-          and bias is None and fast_accum is False):
+          and bias is None and fast_accum is False and precision not in BF16_PRODUCT_KEYS):
         signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, out)
         recipe = _RECIPES.get(signature)
         if recipe is not None:  # validated and selected before for exactly this signature
@@ -431,7 +436,8 @@ def _plan(
             " supported: both float16, bfloat16, float32 or float64 (cast one with .to())"
         )
     if precision not in FP32_PRECISIONS:
-        raise invalid("precision", repr(precision), "'ieee', 'tf32' or 'tf32x3'")
+        raise invalid("precision", repr(precision),
+                      f"{', '.join(map(repr, FP32_PRECISIONS[:-1]))} or {FP32_PRECISIONS[-1]!r}")
     if a.dtype != torch.float32:
         precision = "ieee"  # the tensor-core precisions are float32's; other dtypes have one
     allowed_out = _OUT_DTYPES[a.dtype]
@@ -500,8 +506,14 @@ def _plan(
             _scale_c_into(out, c, beta)
         return out, None
 
-    op_a, op_b = _operand_layouts(op_a, op_b, k_major=False)
     c_view = None if c is None else torch.broadcast_to(c, out_shape)
+    if precision in BF16_PRODUCT_KEYS:  # two bf16 GEMMs, each validated and chosen on its own
+        problem = space.GemmProblem(m, n, k, batch, precision, False)
+        choice = space.Choice(EmulatedConfig(precision), f"{precision}: float32 as bf16 products")
+        if allocate and log.modes():
+            _log_call(problem, choice, a, b, trans_a, trans_b, batched)
+        return out, _GemmPlan(op_a, op_b, c_view, out, batch, alpha, beta, precision, problem, choice, 1)
+    op_a, op_b = _operand_layouts(op_a, op_b, k_major=False)
 
     info = device_info(device)
     if precision != "ieee" and info.backend == "hip":
@@ -559,6 +571,8 @@ def _launch(plan: _GemmPlan) -> None:
         )
     elif isinstance(config, WsConfig):
         launch_gemm_ws(_as_2d(a), _as_2d(b), _as_2d(d), num_sms=plan.multiprocessors, config=config)
+    elif isinstance(config, EmulatedConfig):
+        emulated.run(a, b, c, d, plan.alpha, plan.beta, plan.precision)
     elif isinstance(config, FmaConfig):
         launch_gemm_fma(_as_2d(a), _as_2d(b), None if c is None else _as_2d(c), _as_2d(d), plan.alpha,
                         plan.beta, config=config)

@@ -166,15 +166,17 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("-m", type=int)
     g.add_argument("-n", type=int)
     g.add_argument("-k", type=int)
-    g.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32", "tf32", "tf32x3", "fp64"],
-                   help="tf32x3: float32 as three TF32 products, against the vendor's IEEE float32")
+    g.add_argument("--dtype", default="bf16",
+                   choices=["bf16", "fp16", "fp32", "tf32", "tf32x3", "bf16x9", "bf16x6", "fp64"],
+                   help="tf32x3 / bf16x9 / bf16x6: float32 as three TF32 products / nine or six bf16 "
+                        "products, against the vendor's IEEE float32")
     g.add_argument("--trans-a", action="store_true")
     g.add_argument("--trans-b", action="store_true")
     g.add_argument("--batch", type=int, default=1)
     g.add_argument("--quick", action="store_true", help="a preset of sizes (same as --preset quick)")
     g.add_argument("--preset", choices=["quick", "full", "grid", "fp32", "interpreter"],
-                   help="grid: squares 1024…16384 in bf16, fp16 and tf32, fp32 and tf32x3 to 8192; "
-                        "fp32: fp32 and tf32x3 squares 1024…8192")
+                   help="grid: squares 1024…16384 in bf16, fp16, tf32, fp32, tf32x3 and bf16x9; "
+                        "fp32: fp32, tf32x3, bf16x9 and bf16x6 squares 1024…8192")
     g.add_argument("--rounds", type=int, default=3, help="interleaved vendor/Tessera rounds")
     g.add_argument("--vs-heuristic", action="store_true",
                    help="also time the untuned heuristic's pick (logic files ignored): the tuned gain")

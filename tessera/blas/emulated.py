@@ -1,0 +1,101 @@
+"""float32 GEMM on bf16 tensor cores (``gemm(..., precision="bf16x9" | "bf16x6")``).
+
+Each float32 operand is split exactly into three bf16 pieces, x = x₀ + x₁ + x₂ (8 significant bits
+each, ``kernels/split.py``), so a·b is the sum of the nine products aᵢ·bⱼ, each exact in fp32.
+"bf16x9" computes all nine; "bf16x6" drops the three smallest (i + j ≥ 3, at most ~2⁻²¹ of |a·b|
+together) for 1.5× fewer tensor-core operations. Two bf16 GEMMs with fp32 accumulation do the
+work: one over the small products, their pieces laid side by side along K (smallest first), and
+one over a₀·b₀ that adds the first's result in its epilogue, so the small products are summed apart
+from the large one (a blocked summation, as Triton's tf32x3 does).
+
+Non-finite values: a non-finite x is x₀ alone, so in the small products an inf meets the other
+operand's lower pieces, which may be zero (inf · 0 = NaN) or of the other sign than the operand
+(x = 0.99999: x₀ = 1, x₁ < 0). The small products' sum is therefore zeroed wherever it is not
+finite before it is added to a₀·b₀, which carries every inf and NaN as SGEMM would (x₀ has x's
+sign and is 0 only for x = 0 or |x| < 2⁻¹³³). The one case this gets wrong: a sum that overflows
+in the small products alone, which needs |a·b| sums near 2¹³⁵ with a₀·b₀'s cancelling.
+What differs from IEEE fp32: a value below ~2⁻¹¹⁰ in magnitude loses low bits in its smallest
+piece (bf16's subnormals end at 2⁻¹³³), so such an operand's products carry less than fp32's
+precision; and tensor cores do not round their fp32 sums to nearest (``accuracy.py``'s bound).
+
+Memory: the pieces take 2·(products − 1)·K elements per row of op(A) and per column of op(B) (bf16)
+beside the operands, and the small products' sum one float32 matrix of D's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from tessera._core.device import BF16_PRODUCT_KEYS
+from tessera._core.launch import cdiv
+from tessera.blas.kernels.split import split_into
+
+# The products computed apart from a₀·b₀, smallest first: (piece of A, piece of B).
+SMALL_PRODUCTS: dict[str, tuple[tuple[int, int], ...]] = {
+    "bf16x9": ((2, 2), (1, 2), (2, 1), (0, 2), (1, 1), (2, 0), (0, 1), (1, 0)),
+    "bf16x6": ((0, 2), (1, 1), (2, 0), (0, 1), (1, 0)),
+}
+assert tuple(SMALL_PRODUCTS) == BF16_PRODUCT_KEYS
+K_ALIGN = 8  # each piece's K padded to 16 bytes of bf16: TMA descriptors need aligned rows and bases
+
+
+@dataclass(frozen=True)
+class EmulatedConfig:
+    """How ``gemm`` computes a float32 call with a bf16-product precision (what ``explain`` names)."""
+
+    precision: str
+
+    kernel = "bf16_products"
+
+    def short(self) -> str:
+        products = len(SMALL_PRODUCTS[self.precision]) + 1
+        return f"{self.kernel} {self.precision} ({products} bf16 products in 2 bf16 GEMMs)"
+
+
+def padded_k(k: int) -> int:
+    """Each piece's K as the bf16 GEMMs see it (zeros past ``k``)."""
+    return cdiv(k, K_ALIGN) * K_ALIGN
+
+
+def pieces_of_a(op_a: torch.Tensor, pieces: tuple[int, ...]) -> torch.Tensor:
+    """op(A) (M × K, or batch × M × K) as bf16 pieces side by side: M × (len(pieces)·K'), row-major."""
+    k = padded_k(op_a.shape[-1])
+    lead, m = op_a.shape[:-2], op_a.shape[-2]
+    out = torch.empty((*lead, m, len(pieces) * k), dtype=torch.bfloat16, device=op_a.device)
+    segments = out.view(*lead, m, len(pieces), k).movedim(-2, -3)  # (…, segments, M, K')
+    split_into(op_a, segments, pieces)
+    return out
+
+
+def pieces_of_b(op_b: torch.Tensor, pieces: tuple[int, ...]) -> torch.Tensor:
+    """op(B) (K × N, or batch × K × N) as bf16 pieces stacked: (len(pieces)·K') × N, row-major."""
+    k = padded_k(op_b.shape[-2])
+    lead, n = op_b.shape[:-2], op_b.shape[-1]
+    out = torch.empty((*lead, len(pieces) * k, n), dtype=torch.bfloat16, device=op_b.device)
+    split_into(op_b, out.view(*lead, len(pieces), k, n), pieces)
+    return out
+
+
+def run(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor, alpha: float,
+        beta: float, precision: str) -> None:
+    """``d = alpha · op_a @ op_b + beta · c`` in float32 from bf16 products (validated by ``gemm``:
+    float32 operands, d float32 of the result's shape, c None or broadcast to it, K > 0)."""
+    from tessera.blas.api import gemm  # api imports this module
+
+    small = SMALL_PRODUCTS[precision]
+    a_pieces = pieces_of_a(op_a, tuple(i for i, _ in small))
+    b_pieces = pieces_of_b(op_b, tuple(j for _, j in small))
+    total = gemm(a_pieces, b_pieces, out_dtype=torch.float32)
+    total.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # inf · 0, inf · x₁ < 0: a₀·b₀ has them
+    if alpha != 1.0:
+        total.mul_(alpha)
+    if c is not None:
+        total.add_(c, alpha=beta)
+    k = padded_k(op_a.shape[-1])
+    t_a = next(t for t, (i, _) in enumerate(small) if i == 0)  # a segment holding a₀, one holding b₀
+    t_b = next(t for t, (_, j) in enumerate(small) if j == 0)
+    a0 = a_pieces[..., t_a * k:(t_a + 1) * k]
+    b0 = b_pieces[..., t_b * k:(t_b + 1) * k, :]
+    gemm(a0, b0, total, alpha=alpha, beta=1.0, out_dtype=torch.float32, out=d)

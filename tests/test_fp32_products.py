@@ -1,0 +1,153 @@
+"""float32 GEMM as bf16 products (``precision="bf16x9"`` / ``"bf16x6"``): the exact split, results
+within the documented bound of an fp64 reference, and IEEE's placement of ±inf and NaN."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from reference import assert_gemm_close
+from tessera import InvalidArgumentError
+from tessera.blas import explain, gemm
+from tessera.blas.emulated import SMALL_PRODUCTS, EmulatedConfig, padded_k, pieces_of_a, pieces_of_b
+from tessera.blas.kernels.split import split_into
+
+PRECISIONS = tuple(SMALL_PRODUCTS)
+
+
+def rand(*shape: int, device: str) -> torch.Tensor:
+    return torch.randn(shape).to(device)
+
+
+def full_mantissas(rows: int, cols: int, device: str) -> torch.Tensor:
+    """Values over many binades whose low bits are all used (a split that lost a piece shows)."""
+    x = torch.randn(rows, cols, dtype=torch.float64) * torch.exp2(torch.randint(-60, 60, (rows, cols)))
+    return x.float().to(device)
+
+
+def test_split_is_exact_and_rounds_to_nearest(device: str) -> None:
+    """x = p0 + p1 + p2 exactly, p0 = bf16(x) rounded to nearest (torch's conversion), the padding
+    zeros; a value above bf16's largest stays finite (truncated), inf and NaN are p0 alone."""
+    x = full_mantissas(37, 70, device)
+    x[0, :4] = torch.tensor([3.4e38, -3.40282e38, 3.3895e38, 1.0])
+    x[1, :3] = torch.tensor([float("inf"), float("-inf"), float("nan")])
+    dst = torch.full((3, 40, 72), 7.0, dtype=torch.bfloat16, device=device)
+    split_into(x, dst, (0, 1, 2))
+    p = dst[:, :37, :70].double().cpu()
+    xs = x.double().cpu()
+    finite = torch.isfinite(xs)
+    assert torch.equal(p.sum(0)[finite], xs[finite])
+    normal = finite & (xs.abs() < 3.38e38)
+    assert torch.equal(p[0][normal], x.cpu().to(torch.bfloat16).double()[normal])
+    assert torch.isfinite(p[:, 0, :2]).all()
+    assert torch.equal(p[0, 1, :2], xs[1, :2]) and p[0, 1, 2].isnan()
+    assert (p[1:, 1, :3] == 0).all()
+    assert (dst[:, 37:, :] == 0).all() and (dst[:, :, 70:] == 0).all()
+
+
+def test_split_writes_the_named_pieces_batched_from_strided(device: str) -> None:
+    src = full_mantissas(3 * 20, 30, device).view(3, 20, 30).transpose(-1, -2)  # batch × 30 × 20, strided
+    dst = torch.empty(3, 4, 32, 24, dtype=torch.bfloat16, device=device)
+    split_into(src, dst, (2, 0, 0, 1))
+    whole = torch.empty(3, 3, 32, 24, dtype=torch.bfloat16, device=device)
+    for i in range(3):
+        split_into(src[i], whole[i], (0, 1, 2))
+    assert torch.equal(dst[:, 0], whole[:, 2]) and torch.equal(dst[:, 1], whole[:, 0])
+    assert torch.equal(dst[:, 2], whole[:, 0]) and torch.equal(dst[:, 3], whole[:, 1])
+
+
+def test_pieces_lie_side_by_side_along_k(device: str) -> None:
+    """op(A)'s pieces are K-blocks of one row-major matrix, op(B)'s stacked row blocks, each K
+    padded to a multiple of 8 with zeros: the two bf16 GEMMs read them as they lie."""
+    a, b = full_mantissas(5, 13, device), full_mantissas(13, 6, device)
+    k = padded_k(13)
+    assert k == 16
+    pa, pb = pieces_of_a(a, (1, 0)), pieces_of_b(b, (0, 2))
+    assert pa.shape == (5, 2 * k) and pa.is_contiguous() and pb.shape == (2 * k, 6) and pb.is_contiguous()
+    assert (pa[:, 13:16] == 0).all() and (pb[k + 13:, :] == 0).all()
+    whole_a = torch.empty(3, 5, k, dtype=torch.bfloat16, device=device)
+    split_into(a, whole_a, (0, 1, 2))
+    assert torch.equal(pa[:, :k], whole_a[1]) and torch.equal(pa[:, k:], whole_a[0])
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (33, 45, 27), (64, 40, 130)])
+def test_within_bound(precision: str, m: int, n: int, k: int, device: str) -> None:
+    a, b = full_mantissas(m, k, device), full_mantissas(k, n, device)
+    assert_gemm_close(gemm(a, b, precision=precision), a, b, precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_bound_is_tighter_than_one_bf16_product(precision: str, device: str) -> None:
+    """Products of the pieces matter: a0·b0 alone (bf16 GEMM) breaks the bound by far."""
+    a, b = rand(48, 40, device=device), rand(40, 24, device=device)
+    with pytest.raises(AssertionError, match="exceeds bound"):
+        one = gemm(a.bfloat16(), b.bfloat16(), out_dtype=torch.float32)
+        assert_gemm_close(one, a, b, precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_transposes_batch_and_c(precision: str, device: str) -> None:
+    """Transposed and batched operands (one broadcast), alpha, beta and a broadcast C, and an
+    in-place update of C (``out=c``): C is read before the result is written."""
+    a = rand(3, 30, 20, device=device)  # op(A) = Aᵀ: 3 × 20 × 30
+    b = rand(30, 17, device=device)  # broadcast over the batch
+    c = rand(17, device=device)
+    d = gemm(a, b, c, alpha=0.75, beta=-2.0, trans_a=True, precision=precision)
+    for i in range(3):
+        assert_gemm_close(d[i], a[i], b, c.expand(20, 17), alpha=0.75, beta=-2.0, trans_a=True,
+                          precision=precision)
+    c2 = rand(20, 17, device=device)
+    before = c2.clone()
+    got = gemm(a[0], b, c2, alpha=-1.0, beta=0.5, trans_a=True, out=c2, precision=precision)
+    assert got is c2
+    assert_gemm_close(c2, a[0], b, before, alpha=-1.0, beta=0.5, trans_a=True, precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_non_finite_inputs_land_as_in_ieee(precision: str, device: str) -> None:
+    """±inf and NaN where IEEE float32 puts them, though the small products meet inf · 0 (a
+    non-finite value is its first piece alone); a value above bf16's largest stays finite."""
+    a, b = rand(24, 40, device=device), rand(40, 16, device=device)
+    a[3, 5], a[7, 9], a[11, 13] = float("inf"), float("-inf"), float("nan")
+    b[9, 2] = 0.0  # inf · 0 = NaN at (7, 2)
+    a[20, 0] = 3.4e38
+    b[0] *= 1e-10
+    got = gemm(a, b, precision=precision).cpu()
+    ref = (a.double() @ b.double()).cpu()
+    for test in (torch.isposinf, torch.isneginf, torch.isnan):
+        assert torch.equal(test(got), test(ref)), test.__name__
+    finite = torch.isfinite(ref)
+    assert torch.allclose(got[finite].double(), ref[finite], rtol=1e-5, atol=1e-5)
+
+
+def test_explain_names_the_products_and_other_dtypes_ignore_them(device: str) -> None:
+    a, b = rand(20, 24, device=device), rand(24, 12, device=device)
+    for precision in PRECISIONS:
+        choice = explain(a, b, precision=precision)
+        assert choice is not None and choice.config == EmulatedConfig(precision)
+        assert f"{len(SMALL_PRODUCTS[precision]) + 1} bf16 products" in choice.config.short()
+    half = a.half(), b.half()
+    assert explain(*half, precision="bf16x9") == explain(*half)
+    assert_gemm_close(gemm(*half, precision="bf16x9"), *half)
+
+
+def test_empty_and_zero_k(device: str) -> None:
+    c = rand(4, 3, device=device)
+    empty = gemm(torch.empty(0, 5, device=device), rand(5, 3, device=device), precision="bf16x9")
+    assert empty.shape == (0, 3)
+    d = gemm(torch.empty(4, 0, device=device), torch.empty(0, 3, device=device), c, beta=2.0,
+             precision="bf16x9")
+    assert torch.equal(d, 2.0 * c)
+
+
+def test_repeat_calls_and_bad_precision(device: str) -> None:
+    """Calls with a bf16-product precision are not replayed from the first call's launches (they
+    allocate scratch per call): a second call on new operands gives its own result."""
+    a, b = rand(16, 24, device=device), rand(24, 8, device=device)
+    first = gemm(a, b, precision="bf16x9")
+    a2 = rand(16, 24, device=device)
+    assert_gemm_close(gemm(a2, b, precision="bf16x9"), a2, b, precision="bf16x9")
+    assert_gemm_close(first, a, b, precision="bf16x9")
+    with pytest.raises(InvalidArgumentError, match=r"'tf32x3', 'bf16x9' or 'bf16x6'"):
+        gemm(a, b, precision="bf16x3")
