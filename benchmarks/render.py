@@ -115,8 +115,8 @@ def _geomeans(rows: list[dict], gains: bool) -> list[str]:
     """Per dtype over the square rows (M = N = K ≥ 1024): geometric means of the ratio to the vendor
     (flushed, and in CUDA graphs where measured) and, where measured, of the tuned choice's gain
     over the untuned heuristic; then over the tuning issue's grid (bf16, fp16, tf32 and IEEE fp32:
-    target ≥ 1.02×), and the same grid with tf32x3 as its float32 rows (both against the vendor's
-    IEEE SGEMM; not the issue's definition, which is IEEE fp32)."""
+    target ≥ 1.02×), and the same grid with tf32x3 or bf16x9 as its float32 rows (against the
+    vendor's IEEE SGEMM; not the issue's definition, which is IEEE fp32)."""
     by_dtype: dict[str, list[dict]] = {}
     for r in rows:
         if _grid_square(r):
@@ -137,7 +137,8 @@ def _geomeans(rows: list[dict], gains: bool) -> list[str]:
                 line += f" ({_geomean([r['tuned_gain_graph'] for r in group]):.3f}× in CUDA graphs)"
         out.append(line)
     for name, dtypes in (("the issue's grid (bf16, fp16, tf32, fp32 IEEE)", ("bf16", "fp16", "tf32", "fp32")),
-                         ("that grid with tf32x3 as its float32 rows", ("bf16", "fp16", "tf32", "tf32x3"))):
+                         ("that grid with tf32x3 as its float32 rows", ("bf16", "fp16", "tf32", "tf32x3")),
+                         ("that grid with bf16x9 as its float32 rows", ("bf16", "fp16", "tf32", "bf16x9"))):
         group = [r for d in dtypes for r in by_dtype.get(d, [])]
         if not all(d in by_dtype for d in dtypes):
             continue

@@ -675,6 +675,46 @@ def test_packs_hold_the_k_major_copies_of_tf32_calls_on_hopper() -> None:
         assert key in hopper
 
 
+_SPLIT_KEYS = r"""
+from tessera._core.launch import building_for
+from tessera.blas.kernels.gemm_tile import TileConfig, representative_launch
+from tessera.blas import emulated
+
+def split_keys(calls):
+    return [keys(call) for call in calls if call.launcher.kernel.fn.__name__ == "_split_kernel"]
+
+def representatives(dtype):
+    with capture() as calls, building_for("cuda", "sm_90"):
+        representative_launch("gemm", TileConfig(64, 64, 32, 8, 4, 3), dtype, 132)
+    return split_keys(calls)
+
+def call(precision, op_a, op_b):
+    small = emulated.SMALL_PRODUCTS[precision]
+    with capture() as calls, building_for("cuda", "sm_90"):
+        emulated.pieces_of_a(op_a, tuple(i for i, _ in small))
+        emulated.pieces_of_b(op_b, tuple(j for _, j in small))
+    return split_keys(calls)
+
+print(json.dumps([representatives("bf16"), representatives("fp16"),
+                  call("bf16x9", torch.empty(4096, 4096), torch.empty(4096, 4096)),
+                  call("bf16x6", torch.empty(4104, 1000).t(), torch.empty(4104, 14336)),
+                  call("bf16x9", torch.empty(999, 4095), torch.empty(2056, 4095).t()),
+                  call("bf16x6", torch.empty(8, 77), torch.empty(77, 3))]))
+"""
+
+
+def test_packs_hold_the_splits_of_the_bf16_product_precisions() -> None:
+    """A bf16x9 / bf16x6 call first splits op(A) and op(B) into bf16 pieces, then runs bf16 GEMMs:
+    the GEMM families' bf16 representative launches include the splits (not fp16's), and real
+    calls' split keys and Triton specializations are among them — square, an LLM layer's sizes
+    with op(A) column-major, odd sizes with B column-major, small odd ones — so such a first call
+    with a pack compiles no split."""
+    bf16, fp16, *calls = _binder_keys(_SPLIT_KEYS)
+    assert len(bf16) == 2 * 2 * 18 and not fp16  # precisions, operands, sizes and layouts
+    for keys in calls:
+        assert len(keys) == 2 and all(key in bf16 for key in keys), keys
+
+
 def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """Build a pack for the running arch, install it, and GEMM selects through its logic."""
     from tessera import device_info

@@ -24,6 +24,7 @@ beside the operands, and the small products' sum one float32 matrix of D's shape
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -99,3 +100,17 @@ def run(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, d: torch
     a0 = a_pieces[..., t_a * k:(t_a + 1) * k]
     b0 = b_pieces[..., t_b * k:(t_b + 1) * k, :]
     gemm(a0, b0, total, alpha=alpha, beta=1.0, out_dtype=torch.float32, out=d)
+
+
+def representative_splits() -> None:
+    """The split launches the bf16-product precisions make, for packs (under ``launch.capture()``):
+    both precisions, op(A) and op(B) row- and column-major, each of M (or N) and K a multiple of
+    16, of 8 only (K's pieces then 8-aligned), or odd (padded to 16): every 2-D specialization.
+    Batched calls compile theirs on first use."""
+    for small in SMALL_PRODUCTS.values():
+        a_pieces, b_pieces = tuple(i for i, _ in small), tuple(j for _, j in small)
+        for rows, cols, transposed in itertools.product(*2 * ((1024, 1000, 1001),), (False, True)):
+            a = torch.empty(cols, rows).t() if transposed else torch.empty(rows, cols)  # M × K
+            pieces_of_a(a, a_pieces)
+            b = torch.empty(rows, cols).t() if transposed else torch.empty(cols, rows)  # K × N
+            pieces_of_b(b, b_pieces)

@@ -74,16 +74,19 @@ def row_major_copy(t: torch.Tensor) -> torch.Tensor:
     return copy_into(t, torch.empty(t.shape, dtype=t.dtype, device=t.device))
 
 
-def representative_k_major_copies(dtype: str) -> None:
-    """The K-major copies ``gemm`` makes before a tf32 or tf32x3 GEMM on Hopper — B row-major to
-    column-major, op(A) column-major to row-major; 2-D with each size a multiple of 16 or only of
-    8, and batched — which every GEMM family's ``representative_launch`` adds for those keys, so
-    that a pack holds them too (run under ``launch.capture()`` inside ``launch.building_for``;
-    nothing for other keys or targets)."""
+def representative_operand_copies(dtype: str) -> None:
+    """The copies ``gemm`` makes of its operands before the GEMMs of ``dtype``, which every GEMM
+    family's ``representative_launch`` adds, so that a pack holds them too (run under
+    ``launch.capture()`` inside ``launch.building_for``): for bf16, the bf16 pieces of float32
+    operands that the bf16-product precisions multiply (``emulated.representative_splits``); for
+    tf32 and tf32x3 on Hopper, the K-major copies — B row-major to column-major, op(A)
+    column-major to row-major; 2-D with each size a multiple of 16 or only of 8, and batched."""
     from tessera._core.device import TF32_KEYS, offline_device
     from tessera._core.launch import build_arch
-    from tessera.blas import space  # imports this module: a top-level import would be circular
+    from tessera.blas import emulated, space  # import this module: top-level imports would be circular
 
+    if dtype == "bf16":
+        emulated.representative_splits()
     if dtype not in TF32_KEYS or not space.tf32_wants_k_major(offline_device(build_arch())):
         return
     for rows, cols in ((1024, 1024), (1000, 1024), (1024, 1000), (1000, 1000)):

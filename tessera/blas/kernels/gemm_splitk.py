@@ -18,7 +18,7 @@ import triton.language as tl
 from tessera._core.device import precision_of
 from tessera._core.launch import PDL_EARLY, PDL_OFF, Launcher, cdiv, pdl_mode, scratch
 from tessera._core.pdl import dependent_launch
-from tessera.blas.kernels.copy import representative_k_major_copies
+from tessera.blas.kernels.copy import representative_operand_copies
 from tessera.blas.kernels.gemm_tile import (
     REPRESENTATIVE_ROWS,
     _batched_strides,
@@ -176,4 +176,4 @@ def representative_launch(op: str, config: SplitKConfig, dtype: str, num_sms: in
         a, b, d = representative_operands(dtype, m, b_col_major=b_col_major)
         launch_gemm_splitk(a, b, None, d, 1, 1.0, 0.0, precision=precision_of(dtype),
                            upcast=False, config=config)
-    representative_k_major_copies(dtype)  # last: callers index the GEMM launches
+    representative_operand_copies(dtype)  # last: callers index the GEMM launches

@@ -33,7 +33,7 @@ import triton.language as tl
 from tessera._core.device import TF32_KEYS, precision_of
 from tessera._core.launch import PDL_OFF, Launcher, cdiv, pdl_mode, scratch
 from tessera._core.pdl import dependent_launch
-from tessera.blas.kernels.copy import representative_k_major_copies
+from tessera.blas.kernels.copy import representative_operand_copies
 from tessera.blas.kernels.gemm_tile import REPRESENTATIVE_ROWS, epilogue, representative_operands
 from tessera.blas.kernels.gemm_tma import descriptor, is_col_major, mac_steps, persistent_tile
 
@@ -219,4 +219,4 @@ def representative_launch(op: str, config: StreamKConfig, dtype: str, num_sms: i
         a, b, d = representative_operands(dtype, m, b_col_major=b_col or (config.tma and dtype in TF32_KEYS))
         launch_gemm_streamk(a, b, None, d, 1.0, 0.0, precision=precision_of(dtype),
                             upcast=False, num_sms=num_sms, config=config)
-    representative_k_major_copies(dtype)  # last: callers index the GEMM launches
+    representative_operand_copies(dtype)  # last: callers index the GEMM launches

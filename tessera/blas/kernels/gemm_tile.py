@@ -21,7 +21,7 @@ import triton.language as tl
 from tessera._core.device import precision_of, torch_dtype
 from tessera._core.launch import PDL_EARLY, Launcher, cdiv, pdl_mode
 from tessera._core.pdl import dependent_launch
-from tessera.blas.kernels.copy import representative_k_major_copies
+from tessera.blas.kernels.copy import representative_operand_copies
 
 MAX_GRID_Y = 65535
 
@@ -220,4 +220,4 @@ def representative_launch(op: str, config: TileConfig, dtype: str, num_sms: int)
         a, b, d = representative_operands(dtype, REPRESENTATIVE_SIZE, n, k)
         launch_gemm_tile(a, b, None, d, 1, 1.0, 0.0, precision=precision, upcast=False, index_64=False,
                          config=config)
-    representative_k_major_copies(dtype)  # last: callers index the GEMM launches
+    representative_operand_copies(dtype)  # last: callers index the GEMM launches

@@ -25,7 +25,7 @@ from tessera._core.device import TF32_KEYS, device_info, offline_device, precisi
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import PDL_AT_EXIT, PDL_EARLY, PDL_OFF, Launcher, build_arch, cdiv, pdl_mode
 from tessera._core.pdl import dependent_launch
-from tessera.blas.kernels.copy import representative_k_major_copies
+from tessera.blas.kernels.copy import representative_operand_copies
 from tessera.blas.kernels.gemm_tile import representative_operands
 
 EPILOGUE_SPLITS = (1, 2, 4)
@@ -325,4 +325,4 @@ def representative_launch(op: str, config: TmaConfig, dtype: str, num_sms: int) 
         a, b, d = representative_operands(dtype, m, n, k, b_col_major=b_col or dtype in TF32_KEYS)
         launch_gemm_tma(a, b, torch.empty_like(d) if with_c else None, d, alpha, 1.0 if with_c else 0.0,
                         precision=precision, num_sms=num_sms, config=config)
-    representative_k_major_copies(dtype)  # last: callers index the GEMM launches
+    representative_operand_copies(dtype)  # last: callers index the GEMM launches

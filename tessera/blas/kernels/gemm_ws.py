@@ -52,7 +52,7 @@ from tessera._core.device import TF32_KEYS
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import PDL_EARLY, PDL_OFF, Launcher, cdiv, pdl_mode
 from tessera._core.pdl import gluon_dependent_launch
-from tessera.blas.kernels.copy import representative_k_major_copies
+from tessera.blas.kernels.copy import representative_operand_copies
 from tessera.blas.kernels.gemm_tile import representative_operands
 from tessera.blas.kernels.gemm_tma import (
     fitting_stages,
@@ -612,4 +612,4 @@ def representative_launch(op: str, config: WsConfig, dtype: str, num_sms: int) -
         tiles = {config, unswapped(config)} if tf32 and b_col and swap_fits(config) else {config}
         for tile in sorted(tiles, key=lambda c: c.block_m):
             launch_gemm_ws(a, b, d, num_sms=num_sms, config=tile)
-    representative_k_major_copies(dtype)  # last, as the other families
+    representative_operand_copies(dtype)  # last, as the other families
