@@ -346,9 +346,9 @@ fp32order() {  # the patch applied to this copy for the stage, the shipped file 
 }
 
 products() {  # float32 as bf16 products (precision bf16x9 / bf16x6): tests, accuracy by method, speed
-    capped 150 products-tests "$PY" -m pytest tests/test_fp32_products.py -q -rs --junitxml="$dir/products.xml"
-    capped 120 accuracy "$PY" benchmarks/fp32_products_probe.py "$dir/fp32-products-accuracy.json"
-    capped 240 fp32 "$PY" -m tessera bench gemm --preset fp32 --json "$dir/fp32.json"
+    capped 120 products-tests "$PY" -m pytest tests/test_fp32_products.py -q -rs --junitxml="$dir/products.xml"
+    capped 100 accuracy "$PY" benchmarks/fp32_products_probe.py "$dir/fp32-products-accuracy.json"
+    capped 330 fp32 "$PY" -m tessera bench gemm --preset fp32 --json "$dir/fp32.json"
 }
 
 l12() {  # the level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
