@@ -18,8 +18,9 @@ What differs from IEEE fp32: a value below ~2⁻¹¹⁰ in magnitude loses low b
 piece (bf16's subnormals end at 2⁻¹³³), so such an operand's products carry less than fp32's
 precision; and tensor cores do not round their fp32 sums to nearest (``accuracy.py``'s bound).
 
-Memory: the pieces take 2·(products − 1)·K elements per row of op(A) and per column of op(B) (bf16)
-beside the operands, and the small products' sum one float32 matrix of D's shape.
+Memory: (products − 1)·K bf16 elements per row of op(A) and per column of op(B) for the pieces
+(8× the operands' float32 bytes for bf16x9, 5× for bf16x6), and one float32 matrix of D's shape
+for the small products' sum.
 """
 
 from __future__ import annotations
