@@ -19,7 +19,7 @@ piece (bf16's subnormals end at 2⁻¹³³), so such an operand's products carry
 precision; and tensor cores do not round their fp32 sums to nearest (``accuracy.py``'s bound).
 
 Memory: (products − 1)·K bf16 elements per row of op(A) and per column of op(B) for the pieces
-(8× the operands' float32 bytes for bf16x9, 5× for bf16x6), and one float32 matrix of D's shape
+(4× the operands' float32 bytes for bf16x9, 2.5× for bf16x6), and one float32 matrix of D's shape
 for the small products' sum.
 """
 
