@@ -12,6 +12,7 @@ row-major. Anything else goes to the portable tile family.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Protocol
@@ -207,6 +208,21 @@ def fitting_stages(config: StagedTiles, in_bytes: int, out_bytes: int, d: torch.
     return max(1, min(config.num_stages, (limit - epilogue - 1024) // stage))  # 1 KiB: barriers
 
 
+def split_for_c(config: TmaConfig, out_bytes: int, c_bytes: int, d: torch.Tensor) -> TmaConfig:
+    """``config``, its epilogue split raised (to 2, then 4) where C's tile beside D's store buffer
+    would not fit the shared memory of ``d``'s device. With C the epilogue converts C's whole tile
+    (block_m × block_n of C's elements) through shared memory, which may take the operand stages'
+    place but not the store buffer's: compiled offline for sm_90 (Triton 3.6), 128×256×64 with an
+    fp32 C and D took 262144 bytes on 2 stages unsplit (over the H200's 232448: the launch failed),
+    213016 on 3 stages in halves — what bf16 GEMMs with an fp32 C and D need (``emulated``)."""
+    limit = shared_memory_limit(d)
+    c_tile = config.block_m * config.block_n * c_bytes
+    while (limit and config.epilogue_split < 4
+           and c_tile + shared_memory_bytes(config, 0, 0, out_bytes) + 1024 > limit):
+        config = dataclasses.replace(config, epilogue_split=2 * config.epilogue_split)
+    return config
+
+
 def shared_memory_bytes(config: StagedTiles, stages: int, in_bytes: int, out_bytes: int) -> int:
     """Shared memory of a descriptor-family launch: ``stages`` A and B tiles of ``in_bytes``
     elements, and the epilogue's store buffers (one column slice of D each) of ``out_bytes``."""
@@ -274,6 +290,8 @@ def launch_gemm_tma(
     """Launch on 2-D views ``a`` (M,K), ``b`` (K,N), ``c``/``d`` (M,N) that pass :func:`tma_supported`."""
     m, k = a.shape
     n = b.shape[1]
+    if c is not None:
+        config = split_for_c(config, d.element_size(), c.element_size(), d)
     a_col, b_col = is_col_major(a), is_col_major(b)
     a_desc = descriptor(a, a_col, config.block_m, config.block_k)
     b_desc = descriptor(b, b_col, config.block_k, config.block_n)
