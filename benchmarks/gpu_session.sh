@@ -75,7 +75,8 @@
 #   products float32 as bf16 products (gemm's precision bf16x9 / bf16x6, new): their tests on the GPU,
 #            the accuracy of every float32 method against fp64 (fp32_products_probe.py), then
 #            `tessera bench gemm --preset fp32` (IEEE, tf32x3, bf16x9, bf16x6 against SGEMM)   ~8 min
-#   productsbench  that bench alone, then test_gemm, test_gemm_gpu and test_fp32_products   ~7 min
+#   productsbench  that bench (fp32preset: it alone, ~2 min), then test_gemm, test_gemm_gpu and
+#            test_fp32_products                                                              ~7 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -352,8 +353,12 @@ products() {  # float32 as bf16 products (precision bf16x9 / bf16x6): tests, acc
     capped 330 fp32 "$PY" -m tessera bench gemm --preset fp32 --json "$dir/fp32.json"
 }
 
-productsbench() {  # the fp32 preset's timing (IEEE, tf32x3, bf16x9, bf16x6 against SGEMM), then the GEMM files
+fp32preset() {  # the fp32 preset's timing alone (IEEE, tf32x3, bf16x9, bf16x6 against SGEMM)
     capped 160 fp32 "$PY" -m tessera bench gemm --preset fp32 --json "$dir/fp32.json"
+}
+
+productsbench() {  # the fp32 preset's timing, then the GEMM files
+    fp32preset
     capped 230 gemm "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py tests/test_fp32_products.py -q -rs -x \
         --junitxml="$dir/gemm.xml"
 }
@@ -364,10 +369,10 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
-                "halves, ncutf32, ncufp32, fp32order, products, productsbench)"; exit 2;; esac
+                "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
