@@ -111,6 +111,11 @@ def test_tma_configs_with_edges_and_c(config: TmaConfig) -> None:
         assert_gemm_close(gemm(a, b), a, b)  # no C
         wide = gemm(a, b, out_dtype=torch.float32)  # an fp32 D needs fewer stages to fit
         assert_gemm_close(wide, a, b)
+        # an fp32 C beside an fp32 D (addmm into float32; the bf16 products' a₀·b₀ GEMM): 128×256
+        # unsplit took 262144 bytes, over the H200's 232448, until D went in halves (split_for_c)
+        c32 = c.float()
+        wide_c = gemm(a, b, c32, alpha=1.25, beta=0.5, out_dtype=torch.float32)
+        assert_gemm_close(wide_c, a, b, c32, alpha=1.25, beta=0.5)
 
 
 def test_misaligned_views_fall_back_and_stay_correct() -> None:
