@@ -690,10 +690,10 @@ def representatives(dtype):
     return split_keys(calls)
 
 def call(precision, op_a, op_b):
-    small = emulated.SMALL_PRODUCTS[precision]
+    from_a, from_b = emulated.operand_pieces(precision)
     with capture() as calls, building_for("cuda", "sm_90"):
-        emulated.pieces_of_a(op_a, tuple(i for i, _ in small))
-        emulated.pieces_of_b(op_b, tuple(j for _, j in small))
+        emulated.pieces_of_a(op_a, from_a)
+        emulated.pieces_of_b(op_b, from_b)
     return split_keys(calls)
 
 print(json.dumps([representatives("bf16"), representatives("fp16"),

@@ -56,6 +56,12 @@ class EmulatedConfig:
         return f"{self.kernel} {self.precision} ({products} bf16 products in 2 bf16 GEMMs)"
 
 
+def operand_pieces(precision: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The pieces of op(A) and of op(B) in the small products' segments, in their order."""
+    small = SMALL_PRODUCTS[precision]
+    return tuple(i for i, _ in small), tuple(j for _, j in small)
+
+
 def padded_k(k: int) -> int:
     """Each piece's K as the bf16 GEMMs see it (zeros past ``k``)."""
     return cdiv(k, K_ALIGN) * K_ALIGN
@@ -86,9 +92,8 @@ def run(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, d: torch
     float32 operands, d float32 of the result's shape, c None or broadcast to it, K > 0)."""
     from tessera.blas.api import gemm  # api imports this module
 
-    small = SMALL_PRODUCTS[precision]
-    a_pieces = pieces_of_a(op_a, tuple(i for i, _ in small))
-    b_pieces = pieces_of_b(op_b, tuple(j for _, j in small))
+    from_a, from_b = operand_pieces(precision)
+    a_pieces, b_pieces = pieces_of_a(op_a, from_a), pieces_of_b(op_b, from_b)
     total = gemm(a_pieces, b_pieces, out_dtype=torch.float32)
     total.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # inf · 0, inf · x₁ < 0: a₀·b₀ has them
     if alpha != 1.0:
@@ -96,8 +101,7 @@ def run(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, d: torch
     if c is not None:
         total.add_(c, alpha=beta)
     k = padded_k(op_a.shape[-1])
-    t_a = next(t for t, (i, _) in enumerate(small) if i == 0)  # a segment holding a₀, one holding b₀
-    t_b = next(t for t, (_, j) in enumerate(small) if j == 0)
+    t_a, t_b = from_a.index(0), from_b.index(0)  # a segment holding a₀, one holding b₀
     a0 = a_pieces[..., t_a * k:(t_a + 1) * k]
     b0 = b_pieces[..., t_b * k:(t_b + 1) * k, :]
     gemm(a0, b0, total, alpha=alpha, beta=1.0, out_dtype=torch.float32, out=d)
@@ -108,8 +112,8 @@ def representative_splits() -> None:
     both precisions, op(A) and op(B) row- and column-major, each of M (or N) and K a multiple of
     16, of 8 only (K's pieces then 8-aligned), or odd (padded to 16): every 2-D specialization.
     Batched calls compile theirs on first use."""
-    for small in SMALL_PRODUCTS.values():
-        a_pieces, b_pieces = tuple(i for i, _ in small), tuple(j for _, j in small)
+    for precision in SMALL_PRODUCTS:
+        a_pieces, b_pieces = operand_pieces(precision)
         for rows, cols, transposed in itertools.product(*2 * ((1024, 1000, 1001),), (False, True)):
             a = torch.empty(cols, rows).t() if transposed else torch.empty(rows, cols)  # M × K
             pieces_of_a(a, a_pieces)
