@@ -214,20 +214,21 @@ def device_info(device: torch.device | int | str | None = None) -> DeviceInfo:
 # fp32, while the bf16 ones run bf16 GEMMs chosen by bf16's logic.
 TF32_KEYS = ("tf32", "tf32x3")  # computed as TF32 MMAs: on Hopper, from K-major operands
 BF16_PRODUCT_KEYS = ("bf16x9", "bf16x6")
-FP32_PRECISIONS = ("ieee", *TF32_KEYS, *BF16_PRODUCT_KEYS)
+TENSOR_CORE_PRECISIONS = (*TF32_KEYS, *BF16_PRODUCT_KEYS)  # each its own dtype key
+FP32_PRECISIONS = ("ieee", *TENSOR_CORE_PRECISIONS)
 
 
 def dtype_key(dtype: torch.dtype, precision: str = "ieee") -> str:
     """Short dtype name used in peaks, logic files and the CLI (``fp32`` with tf32 → ``tf32``,
     with tf32x3 → ``tf32x3``, with bf16x9 → ``bf16x9``)."""
-    if dtype == torch.float32 and precision in FP32_PRECISIONS[1:]:
+    if dtype == torch.float32 and precision in TENSOR_CORE_PRECISIONS:
         return precision
     return _DTYPE_KEYS[dtype]
 
 
 def precision_of(key: str) -> str:
     """The ``precision`` a dtype key is computed with (:func:`dtype_key`'s other half)."""
-    return key if key in FP32_PRECISIONS[1:] else "ieee"
+    return key if key in TENSOR_CORE_PRECISIONS else "ieee"
 
 
 def torch_matmul_tf32() -> bool:
@@ -265,7 +266,7 @@ _DTYPE_KEYS: dict[torch.dtype, str] = {
     torch.complex64: "complex64",  # level-1 vectors
     torch.complex128: "complex128",
 }
-_KEY_DTYPES: dict[str, torch.dtype] = {**dict.fromkeys(FP32_PRECISIONS[1:], torch.float32),
+_KEY_DTYPES: dict[str, torch.dtype] = {**dict.fromkeys(TENSOR_CORE_PRECISIONS, torch.float32),
                                        **{key: dtype for dtype, key in _DTYPE_KEYS.items()}}
 
 
