@@ -8,8 +8,10 @@ import torch
 
 from reference import assert_gemm_close
 from tessera import InvalidArgumentError
-from tessera.blas import explain, gemm
+from tessera._core.device import torch_matmul_tf32_as
+from tessera.blas import emulated, explain, gemm
 from tessera.blas.emulated import SMALL_PRODUCTS, EmulatedConfig, padded_k, pieces_of_a, pieces_of_b
+from tessera.blas.kernels.gemm_tma import TmaConfig, launch_gemm_tma
 from tessera.blas.kernels.split import split_into
 
 PRECISIONS = tuple(SMALL_PRODUCTS)
@@ -151,3 +153,39 @@ def test_repeat_calls_and_bad_precision(device: str) -> None:
     assert_gemm_close(first, a, b, precision="bf16x9")
     with pytest.raises(InvalidArgumentError, match=r"'tf32x3', 'bf16x9' or 'bf16x6'"):
         gemm(a, b, precision="bf16x3")
+
+
+def test_promoted_sums_are_the_product(device: str) -> None:
+    """The descriptor family with each K step's products summed apart (the a₀·b₀ GEMM's kernel):
+    edge tiles, several K steps, alpha and C (fp16 operands: the interpreter's bf16 dot is wrong)."""
+    a, b = rand(70, 200, device=device).half(), rand(200, 104, device=device).half()
+    c, d = rand(70, 104, device=device), torch.empty(70, 104, device=device)
+    launch_gemm_tma(a, b, c, d, 1.5, 1.0, precision="ieee", num_sms=4, config=TmaConfig(64, 64, 32, 8, 4, 2),
+                    promote=True)
+    assert_gemm_close(d, a, b, c, alpha=1.5, beta=1.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_long_sums_are_as_accurate_as_sgemm(precision: str) -> None:
+    """Tensor cores truncate each sum they accumulate: one bf16 GEMM over a₀·b₀ left bf16x9 2–4×
+    SGEMM's elementwise error at K = 4096 (uniform operands, whose sums only grow). Promoted
+    per K step (Hopper), the products' error is below SGEMM's on the same operands (cuBLAS
+    splits no K over 256 output tiles)."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the promoted a₀·b₀ GEMM is the descriptor family's (sm_90+)")
+    a, b = torch.rand(2048, 8192, device="cuda"), torch.rand(8192, 2048, device="cuda")  # no split-K
+
+    def error(d: torch.Tensor, exact: torch.Tensor) -> float:
+        return float(((d.double() - exact).abs() / exact).max())
+
+    pieces = emulated.operand_pieces(precision)
+    a0, b0 = emulated.first_pieces(pieces_of_a(a, pieces[0]), pieces_of_b(b, pieces[1]), precision, 8192)
+    promoted = torch.empty(2048, 2048, device="cuda")
+    assert emulated.promoted_product(a0, b0, torch.zeros_like(promoted), promoted, 1.0)
+    exact0 = a0.double() @ b0.double()
+    assert error(promoted, exact0) < error(gemm(a0, b0, out_dtype=torch.float32), exact0) / 4
+    exact = a.double() @ b.double()
+    with torch_matmul_tf32_as(False):
+        sgemm = error(torch.matmul(a, b), exact)
+    assert error(gemm(a, b, precision=precision), exact) <= sgemm

@@ -225,12 +225,18 @@ def test_tma_stages_fit_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
     # with C the epilogue converts C's whole tile beside D's buffer: an fp32 C and D (bf16 inputs,
     # as the bf16-product precisions run) take halves, then 3 stages fit (213016 bytes measured)
     wide = TmaConfig(128, 256, 64, 8, 8, 3)
-    assert gemm_tma.split_for_c(wide, 4, 4, d) == dataclasses.replace(wide, epilogue_split=2)
+    assert gemm_tma.fit_for_c(wide, 2, 4, 4, d) == dataclasses.replace(wide, epilogue_split=2)
     assert gemm_tma.fitting_stages(dataclasses.replace(wide, epilogue_split=2), 2, 4, d) == 3
-    assert gemm_tma.split_for_c(wide, 2, 2, d) == wide  # bf16 C and D: as tuned
+    assert gemm_tma.fit_for_c(wide, 2, 2, 2, d) == wide  # bf16 C and D: as tuned
+    # a flattened loop keeps C's tile beside the stages (344088 bytes flattened in halves with an
+    # fp32 C and D: an H100 refused it): not flattened there; flattened where everything fits
+    flat = dataclasses.replace(wide, epilogue_split=2, flatten=True)
+    assert gemm_tma.fit_for_c(flat, 2, 4, 4, d) == dataclasses.replace(flat, flatten=False)
+    small = TmaConfig(128, 128, 64, 8, 8, 3, False, 1, True)
+    assert gemm_tma.fit_for_c(small, 2, 2, 2, d) == small
     monkeypatch.setattr(gemm_tma, "device_info", lambda _: SimpleNamespace(shared_memory_per_block=1000))
     assert gemm_tma.fitting_stages(TmaConfig(64, 64, 32, 8, 4, 3), 2, 2, d) == 1  # never below one
-    assert gemm_tma.split_for_c(wide, 4, 4, d).epilogue_split == 4  # never beyond quarters
+    assert gemm_tma.fit_for_c(wide, 2, 4, 4, d).epilogue_split == 4  # never beyond quarters
 
 
 def test_forced_configs_agree(device: str) -> None:

@@ -112,7 +112,8 @@ def test_tma_configs_with_edges_and_c(config: TmaConfig) -> None:
         wide = gemm(a, b, out_dtype=torch.float32)  # an fp32 D needs fewer stages to fit
         assert_gemm_close(wide, a, b)
         # an fp32 C beside an fp32 D (addmm into float32; the bf16 products' a₀·b₀ GEMM): 128×256
-        # unsplit took 262144 bytes, over the H200's 232448, until D went in halves (split_for_c)
+        # unsplit took 262144 bytes, over the H200's 232448, until D went in halves; flattened (config4)
+        # 344088 even in halves, until such a loop was no longer flattened (gemm_tma.fit_for_c)
         c32 = c.float()
         wide_c = gemm(a, b, c32, alpha=1.25, beta=0.5, out_dtype=torch.float32)
         assert_gemm_close(wide_c, a, b, c32, alpha=1.25, beta=0.5)

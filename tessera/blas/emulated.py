@@ -6,7 +6,10 @@ each, ``kernels/split.py``), so a·b is the sum of the nine products aᵢ·bⱼ,
 together) for 1.5× fewer tensor-core operations. Two bf16 GEMMs with fp32 accumulation do the
 work: one over the small products, their pieces laid side by side along K (smallest first), and
 one over a₀·b₀ that adds the first's result in its epilogue, so the small products are summed apart
-from the large one (a blocked summation, as Triton's tf32x3 does).
+from the large one (a blocked summation, as Triton's tf32x3 does). Tensor cores truncate what they
+add into the accumulator, which over a long K left a₀·b₀'s sum 2–4× SGEMM's error (fifty-seventh
+session); on Hopper the a₀·b₀ GEMM therefore sums each K step's products apart and adds them with
+round-to-nearest float32 adds (``gemm_tma.mac``'s promotion, :data:`PROMOTED_TILE`).
 
 Non-finite values: a non-finite x is x₀ alone, so in the small products an inf meets the other
 operand's lower pieces, which may be zero (inf · 0 = NaN) or of the other sign than the operand
@@ -30,8 +33,10 @@ from dataclasses import dataclass
 
 import torch
 
-from tessera._core.device import BF16_PRODUCT_KEYS
-from tessera._core.launch import cdiv
+from tessera._core.device import BF16_PRODUCT_KEYS, DeviceInfo, device_info, offline_device
+from tessera._core.launch import build_arch, cdiv
+from tessera.blas import space
+from tessera.blas.kernels.gemm_tma import TmaConfig, launch_gemm_tma, tma_supported
 from tessera.blas.kernels.split import split_into
 
 # The products computed apart from a₀·b₀, smallest first: (piece of A, piece of B).
@@ -41,6 +46,9 @@ SMALL_PRODUCTS: dict[str, tuple[tuple[int, int], ...]] = {
 }
 assert tuple(SMALL_PRODUCTS) == BF16_PRODUCT_KEYS
 K_ALIGN = 8  # each piece's K padded to 16 bytes of bf16: TMA descriptors need aligned rows and bases
+# The a₀·b₀ GEMM's tile with promoted sums: both accumulators of a 128×128 tile stay in registers
+# on 8 warps (178 a thread compiled offline for sm_90, no spills); 128×256 tiles spill 196–212 bytes.
+PROMOTED_TILE = TmaConfig(128, 128, 64, 8, 8, 4)
 
 
 @dataclass(frozen=True)
@@ -100,11 +108,36 @@ def run(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, d: torch
         total.mul_(alpha)
     if c is not None:
         total.add_(c, alpha=beta)
-    k = padded_k(op_a.shape[-1])
-    t_a, t_b = from_a.index(0), from_b.index(0)  # a segment holding a₀, one holding b₀
-    a0 = a_pieces[..., t_a * k:(t_a + 1) * k]
-    b0 = b_pieces[..., t_b * k:(t_b + 1) * k, :]
-    gemm(a0, b0, total, alpha=alpha, beta=1.0, out_dtype=torch.float32, out=d)
+    a0, b0 = first_pieces(a_pieces, b_pieces, precision, op_a.shape[-1])
+    if not promoted_product(a0, b0, total, d, alpha):
+        gemm(a0, b0, total, alpha=alpha, beta=1.0, out_dtype=torch.float32, out=d)
+
+
+def first_pieces(a_pieces: torch.Tensor, b_pieces: torch.Tensor, precision: str,
+                 k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """a₀ and b₀ as views of a segment of the small products' pieces that holds them."""
+    from_a, from_b = operand_pieces(precision)
+    k, t_a, t_b = padded_k(k), from_a.index(0), from_b.index(0)
+    return a_pieces[..., t_a * k:(t_a + 1) * k], b_pieces[..., t_b * k:(t_b + 1) * k, :]
+
+
+def _target(d: torch.Tensor) -> DeviceInfo:
+    """The GPU a launch on ``d`` runs on, or a pack build's target."""
+    arch = build_arch()
+    return offline_device(arch) if arch else device_info(d.device)
+
+
+def promoted_product(a0: torch.Tensor, b0: torch.Tensor, c: torch.Tensor, d: torch.Tensor,
+                     alpha: float) -> bool:
+    """d = alpha · a0 @ b0 + c with promoted sums (:data:`PROMOTED_TILE`), where the descriptor
+    family runs (CUDA sm_90 or newer, 2-D, TMA's alignment); False, nothing launched, elsewhere:
+    the caller's plain bf16 GEMM then truncates as the tensor cores do."""
+    info = _target(d)
+    if not (space.tma_capable(info) and a0.dim() == 2 and d.dim() == 2 and tma_supported(a0, b0, d)):
+        return False
+    launch_gemm_tma(a0, b0, c, d, alpha, 1.0, precision="ieee", num_sms=info.multiprocessors or 1,
+                    config=PROMOTED_TILE, promote=True)
+    return True
 
 
 def representative_splits() -> None:

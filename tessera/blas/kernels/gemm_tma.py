@@ -98,13 +98,27 @@ def operand_tiles(a_desc, b_desc, off_m, off_n, off_k, A_COL_MAJOR: tl.constexpr
 
 @triton.jit
 def mac_steps(a_desc, b_desc, off_m, off_n, k_first, k_last, acc, INPUT_PRECISION: tl.constexpr,
-              A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr, BLOCK_K: tl.constexpr):
+              A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr, BLOCK_K: tl.constexpr,
+              PROMOTE: tl.constexpr = False):
     """acc + the K steps k_first … k_last − 1 of the tile at (off_m, off_n), through descriptors
-    (zero-filled beyond the matrix: no masks)."""
+    (zero-filled beyond the matrix: no masks). ``PROMOTE``: see :func:`mac`."""
     for ki in range(k_first, k_last):
         a, b = operand_tiles(a_desc, b_desc, off_m, off_n, ki * BLOCK_K, A_COL_MAJOR, B_COL_MAJOR)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        acc = mac(a, b, acc, INPUT_PRECISION, BLOCK_K, PROMOTE)
     return acc
+
+
+@triton.jit
+def mac(a, b, acc, INPUT_PRECISION: tl.constexpr, BLOCK_K: tl.constexpr, PROMOTE: tl.constexpr):
+    """acc + a·b. Tensor cores add each instruction's products into the accumulator truncated, not
+    rounded to nearest: over a long K the float32 sum drifts (``accuracy.py``). ``PROMOTE`` sums
+    the step's products from zero in their own accumulator and adds that to ``acc`` with a
+    round-to-nearest float32 add, so the truncations stay within a step (the products of
+    ``emulated``'s a₀·b₀ GEMM). A ``max_num_imprecise_acc`` other than zero keeps Triton from
+    folding the add back into the dot (it promotes only fp8 dots itself)."""
+    if PROMOTE:
+        return acc + tl.dot(a, b, input_precision=INPUT_PRECISION, max_num_imprecise_acc=BLOCK_K)
+    return tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
 
 @triton.jit
@@ -147,7 +161,7 @@ def _gemm_tma_kernel(
     A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr,
-    PDL: tl.constexpr,
+    PDL: tl.constexpr, PROMOTE: tl.constexpr,
 ):
     dependent_launch(PDL)
     first_tile = tl.program_id(0)
@@ -159,7 +173,7 @@ def _gemm_tma_kernel(
         off_m, off_n = persistent_tile(tile, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         acc = mac_steps(a_desc, b_desc, off_m, off_n, 0, k_tiles, acc, INPUT_PRECISION, A_COL_MAJOR,
-                        B_COL_MAJOR, BLOCK_K)
+                        B_COL_MAJOR, BLOCK_K, PROMOTE)
 
         if FLATTEN:
             stored_tile += NUM_SMS
@@ -208,17 +222,26 @@ def fitting_stages(config: StagedTiles, in_bytes: int, out_bytes: int, d: torch.
     return max(1, min(config.num_stages, (limit - epilogue - 1024) // stage))  # 1 KiB: barriers
 
 
-def split_for_c(config: TmaConfig, out_bytes: int, c_bytes: int, d: torch.Tensor) -> TmaConfig:
-    """``config``, its epilogue split raised (to 2, then 4) where C's tile beside D's store buffer
-    would not fit the shared memory of ``d``'s device. With C the epilogue converts C's whole tile
-    (block_m × block_n of C's elements) through shared memory, which may take the operand stages'
-    place but not the store buffer's: compiled offline for sm_90 (Triton 3.6), 128×256×64 with an
-    fp32 C and D took 262144 bytes on 2 stages unsplit (over the H200's 232448: the launch failed),
-    213016 on 3 stages in halves — what bf16 GEMMs with an fp32 C and D need (``emulated``)."""
+def fit_for_c(config: TmaConfig, in_bytes: int, out_bytes: int, c_bytes: int, d: torch.Tensor) -> TmaConfig:
+    """``config`` made to fit the shared memory of ``d``'s device beside C's tile. With C the
+    epilogue converts C's tile (block_m × block_n of C's elements) through shared memory. The tile
+    loop alone lets that buffer take the operand stages' place but not the store buffer's, so the
+    epilogue split is raised (to 2, then 4) until C's tile and D's store buffer fit: compiled
+    offline for sm_90 (Triton 3.6), 128×256×64 with an fp32 C and D took 262144 bytes on 2 stages
+    unsplit (over the H200's 232448: the launch failed), 213016 on 3 stages in halves — what bf16
+    GEMMs with an fp32 C and D need (``emulated``). A flattened loop keeps every buffer live at
+    once: the same tile flattened took 344088 bytes with an fp32 C and D in halves (an H100
+    refused it) and 245784 with a bf16 C and D whole, so where its stages, C's whole tile and the
+    store buffer do not fit together the loop is not flattened (C's conversion took half its
+    tile's bytes with a bf16 C, 213016 in halves: a margin, as no shipped row flattens)."""
     limit = shared_memory_limit(d)
+    if not limit:
+        return config
     c_tile = config.block_m * config.block_n * c_bytes
-    while (limit and config.epilogue_split < 4
-           and c_tile + shared_memory_bytes(config, 0, 0, out_bytes) + 1024 > limit):
+    flat = shared_memory_bytes(config, config.num_stages, in_bytes, out_bytes)
+    if config.flatten and flat + c_tile + 1024 > limit:
+        config = dataclasses.replace(config, flatten=False)
+    while config.epilogue_split < 4 and c_tile + shared_memory_bytes(config, 0, 0, out_bytes) + 1024 > limit:
         config = dataclasses.replace(config, epilogue_split=2 * config.epilogue_split)
     return config
 
@@ -285,13 +308,14 @@ def tma_pdl(precision: str, tiles: int, num_sms: int) -> int:
 
 def launch_gemm_tma(
     a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
-    alpha: float, beta: float, *, precision: str, num_sms: int, config: TmaConfig,
+    alpha: float, beta: float, *, precision: str, num_sms: int, config: TmaConfig, promote: bool = False,
 ) -> None:
-    """Launch on 2-D views ``a`` (M,K), ``b`` (K,N), ``c``/``d`` (M,N) that pass :func:`tma_supported`."""
+    """Launch on 2-D views ``a`` (M,K), ``b`` (K,N), ``c``/``d`` (M,N) that pass :func:`tma_supported`;
+    ``promote``: each K step's products summed apart (:func:`mac`)."""
     m, k = a.shape
     n = b.shape[1]
     if c is not None:
-        config = split_for_c(config, d.element_size(), c.element_size(), d)
+        config = fit_for_c(config, a.element_size(), d.element_size(), c.element_size(), d)
     a_col, b_col = is_col_major(a), is_col_major(b)
     a_desc = descriptor(a, a_col, config.block_m, config.block_k)
     b_desc = descriptor(b, b_col, config.block_k, config.block_n)
@@ -309,7 +333,7 @@ def launch_gemm_tma(
              A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, GROUP_M=config.group_m,
              WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
-             FLATTEN=config.flatten, PDL=pdl),
+             FLATTEN=config.flatten, PDL=pdl, PROMOTE=promote),
         config.num_warps, fitting_stages(config, a.element_size(), d.element_size(), d),
     )
 
