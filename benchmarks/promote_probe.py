@@ -5,6 +5,7 @@ then time (CUDA graphs and eager, ``do_bench`` medians) of the whole call and of
 alone, for each promoted tile named.
 
 Usage: python benchmarks/promote_probe.py OUT.json [--sizes 2048,4096,8192] [--accuracy-sizes 4096,8192]
+       [--tiles '128x128x64 s4,128x128x128 s3 split2']
 """
 
 from __future__ import annotations
@@ -22,11 +23,15 @@ from tessera._core.timing import run_record
 from tessera.blas import emulated, gemm
 from tessera.blas.kernels.gemm_tma import TmaConfig
 
-TILES = {
+TILES = {  # the first session's four (H100, 19ee4e4), then 128-deep steps (one promotion a 128 of K)
     "128x128x64 s4": TmaConfig(128, 128, 64, 8, 8, 4),
     "128x128x64 s3": TmaConfig(128, 128, 64, 8, 8, 3),
     "128x128x64 s5": TmaConfig(128, 128, 64, 8, 8, 5),
     "128x256x64 s3 split2": TmaConfig(128, 256, 64, 8, 8, 3, False, 2),
+    "128x128x64 s5 split2": TmaConfig(128, 128, 64, 8, 8, 5, False, 2),
+    "256x128x64 s3 split2": TmaConfig(256, 128, 64, 8, 8, 3, False, 2),
+    "128x128x128 s3 split2": TmaConfig(128, 128, 128, 8, 8, 3, False, 2),
+    "128x256x128 s2 split2": TmaConfig(128, 256, 128, 8, 8, 2, False, 2),
 }
 
 
@@ -64,7 +69,7 @@ def times(fn) -> dict[str, float]:
             "eager_ms": triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median")}
 
 
-def time_row(n: int) -> dict:
+def time_row(n: int, tiles: list[str]) -> dict:
     """Every method's time at n³ (randn operands), SGEMM's ratio printed beside each."""
     a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
     row: dict = {"case": "time", "n": n, "flop": 2 * n ** 3}
@@ -73,8 +78,8 @@ def time_row(n: int) -> dict:
     for precision in emulated.SMALL_PRODUCTS:
         with plain():
             row[precision + " plain"] = times(lambda p=precision: gemm(a, b, precision=p))
-        for name, config in TILES.items():
-            with tile(config):
+        for name in tiles:
+            with tile(TILES[name]):
                 row[f"{precision} {name}"] = times(lambda p=precision: gemm(a, b, precision=p))
     # the a₀·b₀ GEMM alone, promoted against plain
     pieces = emulated.operand_pieces("bf16x9")
@@ -82,8 +87,8 @@ def time_row(n: int) -> dict:
                                    "bf16x9", n)
     c, d = torch.zeros(n, n, device="cuda"), torch.empty(n, n, device="cuda")
     row["a0b0 plain"] = times(lambda: gemm(a0, b0, c, beta=1.0, out_dtype=torch.float32, out=d))
-    for name, config in TILES.items():
-        with tile(config):
+    for name in tiles:
+        with tile(TILES[name]):
             row[f"a0b0 {name}"] = times(lambda: emulated.promoted_product(a0, b0, c, d, 1.0))
     sgemm = row["sgemm"]["graph_ms"]
     print(n, " ".join(f"{k} {v['graph_ms']:.3f}ms({sgemm / v['graph_ms']:.2f}x)"
@@ -96,7 +101,9 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--sizes", default="2048,4096,8192")
     parser.add_argument("--accuracy-sizes", default="4096,8192")
+    parser.add_argument("--tiles", default=",".join(TILES), help="names of TILES, comma-separated")
     args = parser.parse_args()
+    tiles = args.tiles.split(",")
     rows = []
     for n in (int(v) for v in args.accuracy_sizes.split(",")):
         for kind in ("randn", "uniform"):
@@ -108,15 +115,17 @@ def main() -> None:
             with torch_matmul_tf32_as(False):
                 row["sgemm"] = errors(torch.matmul(a, b), exact, scale)
             for precision in emulated.SMALL_PRODUCTS:
-                row[precision] = errors(gemm(a, b, precision=precision), exact, scale)
                 with plain():
                     row[precision + " plain"] = errors(gemm(a, b, precision=precision), exact, scale)
+                for name in tiles:
+                    with tile(TILES[name]):
+                        row[f"{precision} {name}"] = errors(gemm(a, b, precision=precision), exact, scale)
             rows.append(row)
             print(n, kind, " ".join(f"{k} {v['max_rel_elementwise']:.2e}/{v['norm_rel']:.2e}"
                                     for k, v in row.items() if isinstance(v, dict)), flush=True)
             del exact, scale
     for n in (int(v) for v in args.sizes.split(",")):
-        rows.append(time_row(n))
+        rows.append(time_row(n, tiles))
     record = run_record("benchmarks/promote_probe.py " + " ".join(f"{k}={v}" for k, v in vars(args).items()))
     record["rows"] = rows
     with open(args.out, "w") as f:
