@@ -689,16 +689,29 @@ def representatives(dtype):
         representative_launch("gemm", TileConfig(64, 64, 32, 8, 4, 3), dtype, 132)
     return split_keys(calls)
 
-def call(precision, op_a, op_b):
+def promoted_keys(calls):
+    return [keys(call) for call in calls if call.launcher.kernel.fn.__name__ == "_gemm_tma_kernel"
+            and call.constexprs["PROMOTE"]]
+
+def promoted_representatives(arch):
+    with capture() as calls, building_for("cuda", arch):
+        representative_launch("gemm", TileConfig(64, 64, 32, 8, 4, 3), "bf16", 132)
+    return promoted_keys(calls)
+
+def call(precision, op_a, op_b, alpha=1.0):
     from_a, from_b = emulated.operand_pieces(precision)
     with capture() as calls, building_for("cuda", "sm_90"):
-        emulated.pieces_of_a(op_a, from_a)
-        emulated.pieces_of_b(op_b, from_b)
-    return split_keys(calls)
+        a_pieces = emulated.pieces_of_a(op_a, from_a)
+        b_pieces = emulated.pieces_of_b(op_b, from_b)
+        a0, b0 = emulated.first_pieces(a_pieces, b_pieces, precision, op_a.shape[1])
+        shape = (op_a.shape[0], op_b.shape[1])
+        emulated.promoted_product(a0, b0, torch.empty(shape), torch.empty(shape), alpha)
+    return [split_keys(calls), promoted_keys(calls)]
 
-print(json.dumps([representatives("bf16"), representatives("fp16"),
+print(json.dumps([representatives("bf16"), representatives("fp16"), promoted_representatives("sm_90"),
+                  promoted_representatives("sm_80"),
                   call("bf16x9", torch.empty(4096, 4096), torch.empty(4096, 4096)),
-                  call("bf16x6", torch.empty(4104, 1000).t(), torch.empty(4104, 14336)),
+                  call("bf16x6", torch.empty(4104, 1000).t(), torch.empty(4104, 14336), 0.5),
                   call("bf16x9", torch.empty(999, 4095), torch.empty(2056, 4095).t()),
                   call("bf16x6", torch.empty(8, 77), torch.empty(77, 3))]))
 """
@@ -709,11 +722,17 @@ def test_packs_hold_the_splits_of_the_bf16_product_precisions() -> None:
     the GEMM families' bf16 representative launches include the splits (not fp16's), and real
     calls' split keys and Triton specializations are among them — square, an LLM layer's sizes
     with op(A) column-major, odd sizes with B column-major, small odd ones — so such a first call
-    with a pack compiles no split."""
-    bf16, fp16, *calls = _binder_keys(_SPLIT_KEYS)
+    with a pack compiles no split. On Hopper the representative launches hold the promoted a₀·b₀
+    GEMM too (16 specializations: M, N, K' a multiple of 16 or not, alpha 1 or not), among them
+    the real calls' of a full wave (the small odd call runs the plain bf16 GEMM: too small for
+    descriptors); none for an Ampere target."""
+    bf16, fp16, hopper, ampere, *calls = _binder_keys(_SPLIT_KEYS)
     assert len(bf16) == 2 * 2 * 18 and not fp16  # precisions, operands, sizes and layouts
-    for keys in calls:
-        assert len(keys) == 2 and all(key in bf16 for key in keys), keys
+    assert len(set(map(str, hopper))) == 16 and not ampere
+    for splits, promoted in calls:
+        assert len(splits) == 2 and all(key in bf16 for key in splits), splits
+        assert all(key in hopper for key in promoted), promoted
+    assert [len(promoted) for _, promoted in calls] == [1, 1, 1, 0]
 
 
 def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

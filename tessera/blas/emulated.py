@@ -36,7 +36,7 @@ import torch
 from tessera._core.device import BF16_PRODUCT_KEYS, DeviceInfo, device_info, offline_device
 from tessera._core.launch import build_arch, cdiv
 from tessera.blas import space
-from tessera.blas.kernels.gemm_tma import TmaConfig, launch_gemm_tma, tma_supported
+from tessera.blas.kernels.gemm_tma import TmaConfig, full_wave_shape, launch_gemm_tma, tma_supported
 from tessera.blas.kernels.split import split_into
 
 # The products computed apart from a₀·b₀, smallest first: (piece of A, piece of B).
@@ -47,8 +47,10 @@ SMALL_PRODUCTS: dict[str, tuple[tuple[int, int], ...]] = {
 assert tuple(SMALL_PRODUCTS) == BF16_PRODUCT_KEYS
 K_ALIGN = 8  # each piece's K padded to 16 bytes of bf16: TMA descriptors need aligned rows and bases
 # The a₀·b₀ GEMM's tile with promoted sums: both accumulators of a 128×128 tile stay in registers
-# on 8 warps (178 a thread compiled offline for sm_90, no spills); 128×256 tiles spill 196–212 bytes.
-PROMOTED_TILE = TmaConfig(128, 128, 64, 8, 8, 4)
+# on 8 warps (175 a thread compiled offline for sm_90, no spills; 128×256 tiles spill 196–256
+# bytes), and 128-deep steps halve the promotions, each waiting for its wgmma: a₀·b₀ at 8192³ 2.17
+# ms against 2.51–2.62 for 64-deep tiles and 1.74 unpromoted, as accurate (H100, promote_probe.py).
+PROMOTED_TILE = TmaConfig(128, 128, 128, 8, 8, 3, False, 2)
 
 
 @dataclass(frozen=True)
@@ -140,11 +142,14 @@ def promoted_product(a0: torch.Tensor, b0: torch.Tensor, c: torch.Tensor, d: tor
     return True
 
 
-def representative_splits() -> None:
-    """The split launches the bf16-product precisions make, for packs (under ``launch.capture()``):
-    both precisions, op(A) and op(B) row- and column-major, each of M (or N) and K a multiple of
-    16, of 8 only (K's pieces then 8-aligned), or odd (padded to 16): every 2-D specialization.
-    Batched calls compile theirs on first use."""
+def representative_launches() -> None:
+    """The launches the bf16-product precisions add to bf16 GEMMs', for packs (under
+    ``launch.capture()`` in ``launch.building_for``). The splits: both precisions, op(A) and op(B)
+    row- and column-major, each of M (or N) and K a multiple of 16, of 8 only (K's pieces then
+    8-aligned), or odd (padded to 16): every 2-D specialization. On Hopper targets the promoted
+    a₀·b₀ GEMM for problems of a full wave or more (smaller grids compile on first use, as the
+    GEMM families' do): M, N and K' each a multiple of 16 or of 8 only, alpha 1 or not. Batched
+    calls compile theirs on first use."""
     for precision in SMALL_PRODUCTS:
         a_pieces, b_pieces = operand_pieces(precision)
         for rows, cols, transposed in itertools.product(*2 * ((1024, 1000, 1001),), (False, True)):
@@ -152,3 +157,8 @@ def representative_splits() -> None:
             pieces_of_a(a, a_pieces)
             b = torch.empty(rows, cols).t() if transposed else torch.empty(cols, rows)  # K × N
             pieces_of_b(b, b_pieces)
+    target = _target(torch.empty(0))
+    rows, cols = full_wave_shape(PROMOTED_TILE.block_m, PROMOTED_TILE.block_n, target.multiprocessors or 1)
+    for m, n, k, alpha in itertools.product((rows, rows - 8), (cols, cols - 8), (1024, 1000), (1.0, 1.5)):
+        a0, b0 = torch.empty(m, k, dtype=torch.bfloat16), torch.empty(k, n, dtype=torch.bfloat16)
+        promoted_product(a0, b0, torch.empty(m, n), torch.empty(m, n), alpha)

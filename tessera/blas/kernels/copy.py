@@ -78,15 +78,16 @@ def representative_operand_copies(dtype: str) -> None:
     """The copies ``gemm`` makes of its operands before the GEMMs of ``dtype``, which every GEMM
     family's ``representative_launch`` adds, so that a pack holds them too (run under
     ``launch.capture()`` inside ``launch.building_for``): for bf16, the bf16 pieces of float32
-    operands that the bf16-product precisions multiply (``emulated.representative_splits``); for
-    tf32 and tf32x3 on Hopper, the K-major copies — B row-major to column-major, op(A)
-    column-major to row-major; 2-D with each size a multiple of 16 or only of 8, and batched."""
+    operands that the bf16-product precisions multiply and their promoted a₀·b₀ GEMM
+    (``emulated.representative_launches``); for tf32 and tf32x3 on Hopper, the K-major copies — B
+    row-major to column-major, op(A) column-major to row-major; 2-D with each size a multiple of
+    16 or only of 8, and batched."""
     from tessera._core.device import TF32_KEYS, offline_device
     from tessera._core.launch import build_arch
     from tessera.blas import emulated, space  # import this module: top-level imports would be circular
 
     if dtype == "bf16":
-        emulated.representative_splits()
+        emulated.representative_launches()
     if dtype not in TF32_KEYS or not space.tf32_wants_k_major(offline_device(build_arch())):
         return
     for rows, cols in ((1024, 1024), (1000, 1024), (1024, 1000), (1000, 1000)):
