@@ -115,7 +115,7 @@ def _geomeans(rows: list[dict], gains: bool) -> list[str]:
     """Per dtype over the square rows (M = N = K ≥ 1024): geometric means of the ratio to the vendor
     (flushed, and in CUDA graphs where measured) and, where measured, of the tuned choice's gain
     over the untuned heuristic; then over the tuning issue's grid (bf16, fp16, tf32 and IEEE fp32:
-    target ≥ 1.02×), and the same grid with tf32x3 or bf16x9 as its float32 rows (against the
+    target ≥ 1.02×), and the same grid with tf32x3, bf16x9 or bf16x6 as its float32 rows (against the
     vendor's IEEE SGEMM; not the issue's definition, which is IEEE fp32)."""
     by_dtype: dict[str, list[dict]] = {}
     for r in rows:
@@ -138,7 +138,8 @@ def _geomeans(rows: list[dict], gains: bool) -> list[str]:
         out.append(line)
     for name, dtypes in (("the issue's grid (bf16, fp16, tf32, fp32 IEEE)", ("bf16", "fp16", "tf32", "fp32")),
                          ("that grid with tf32x3 as its float32 rows", ("bf16", "fp16", "tf32", "tf32x3")),
-                         ("that grid with bf16x9 as its float32 rows", ("bf16", "fp16", "tf32", "bf16x9"))):
+                         ("that grid with bf16x9 as its float32 rows", ("bf16", "fp16", "tf32", "bf16x9")),
+                         ("that grid with bf16x6 as its float32 rows", ("bf16", "fp16", "tf32", "bf16x6"))):
         group = [r for d in dtypes for r in by_dtype.get(d, [])]
         if not all(d in by_dtype for d in dtypes):
             continue

@@ -82,17 +82,19 @@ def test_level12_rows_of_tessera_bench_blas_are_judged_as_the_earlier_form(tmp_p
 
 
 def test_grid_geomeans_keep_the_issues_fp32_rows_apart_from_the_tensor_core_ones() -> None:
-    """The issue's grid takes IEEE fp32; tf32x3 and bf16x9 rows make lines of their own, never the
-    issue's figure."""
+    """The issue's grid takes IEEE fp32; tf32x3, bf16x9 and bf16x6 rows make lines of their own,
+    never the issue's figure."""
     def row(dtype: str, size: int, ratio: float) -> dict:
         return {"m": size, "n": size, "k": size, "batch": 1, "trans_a": False, "trans_b": False,
                 "dtype": dtype, "ratio": ratio, "ratio_graph": ratio}
 
     rows = [row(d, s, r) for d, r in (("bf16", 1.0), ("fp16", 1.0), ("tf32", 1.0), ("fp32", 0.5),
-                                      ("bf16x9", 2.0)) for s in (1024, 2048)]
+                                      ("bf16x9", 2.0), ("bf16x6", 4.0)) for s in (1024, 2048)]
     lines = render._geomeans(rows, gains=False)
     issue = next(line for line in lines if line.startswith("- the issue's grid"))
     assert "8 rows: **0.841×** flushed" in issue  # 0.5^(2/8)
     bf16x9 = next(line for line in lines if "bf16x9 as its float32 rows" in line)
     assert "8 rows: **1.189×** flushed" in bf16x9  # 2^(2/8)
+    bf16x6 = next(line for line in lines if "bf16x6 as its float32 rows" in line)
+    assert "8 rows: **1.414×** flushed" in bf16x6  # 4^(2/8)
     assert not any("tf32x3 as its float32 rows" in line for line in lines)  # no tf32x3 rows timed

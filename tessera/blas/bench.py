@@ -88,9 +88,10 @@ PRESETS: dict[str, list[GemmCase]] = {
     # --vs-heuristic for the gain over the untuned heuristic).
     # Every dtype at every size the logic is tuned for, fp32's 16384³ (~0.2 s a call on the FMA
     # units) included: a geometric mean that skipped a tuned row would not be the issue's.
-    # tf32x3 and bf16x9 (float32 as three TF32 products, as nine bf16 ones) are timed against the
-    # vendor's IEEE float32, as fp32.
-    "grid": [GemmCase(s, s, s, dtype) for dtype in ("bf16", "fp16", "tf32", "fp32", "tf32x3", "bf16x9")
+    # tf32x3, bf16x9 and bf16x6 (float32 as three TF32 products, as nine or six bf16 ones) are
+    # timed against the vendor's IEEE float32, as fp32.
+    "grid": [GemmCase(s, s, s, dtype) for dtype in ("bf16", "fp16", "tf32", "fp32", "tf32x3", "bf16x9",
+                                                    "bf16x6")
              for s in (1024, 2048, 4096, 8192, 16384)],
     # float32 every way, against the same vendor float32 GEMM
     "fp32": [GemmCase(s, s, s, dtype) for dtype in ("fp32", "tf32x3", "bf16x9", "bf16x6")
