@@ -143,14 +143,29 @@ def test_empty_and_zero_k(device: str) -> None:
     assert torch.equal(d, 2.0 * c)
 
 
-def test_repeat_calls_and_bad_precision(device: str) -> None:
-    """Calls with a bf16-product precision are not replayed from the first call's launches (they
-    allocate scratch per call): a second call on new operands gives its own result."""
-    a, b = rand(16, 24, device=device), rand(24, 8, device=device)
-    first = gemm(a, b, precision="bf16x9")
-    a2 = rand(16, 24, device=device)
-    assert_gemm_close(gemm(a2, b, precision="bf16x9"), a2, b, precision="bf16x9")
-    assert_gemm_close(first, a, b, precision="bf16x9")
+def test_repeat_calls_replay_and_bad_precision(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeat call of a bf16-product precision replays the first call's launches (splits, both
+    GEMMs) on buffers of its own, without planning again: a second call on new operands gives its
+    own result and leaves the first's alone; transposes, batch and alpha keep their recipe apart."""
+    from tessera.blas import api
+
+    for precision in PRECISIONS:
+        a, b = rand(16, 24, device=device), rand(24, 8, device=device)
+        first = gemm(a, b, precision=precision)
+        kept = first.clone()
+        batched = rand(2, 24, 16, device=device)  # op(A) = Aᵀ, a batch of 2
+        first_t = gemm(batched, b, alpha=0.5, trans_a=True, precision=precision)
+        with monkeypatch.context() as m:
+            m.setattr(api, "_plan", lambda *args, **kwargs: pytest.fail("a repeat call planned again"))
+            a2, b2 = rand(16, 24, device=device), rand(24, 8, device=device)
+            assert_gemm_close(gemm(a2, b2, precision=precision), a2, b2, precision=precision)
+            batched2 = rand(2, 24, 16, device=device)
+            again = gemm(batched2, b, alpha=0.5, trans_a=True, precision=precision)
+        for i in range(2):
+            assert_gemm_close(again[i], batched2[i], b, alpha=0.5, trans_a=True, precision=precision)
+            assert_gemm_close(first_t[i], batched[i], b, alpha=0.5, trans_a=True, precision=precision)
+        assert torch.equal(first, kept)
+        assert_gemm_close(first, a, b, precision=precision)
     with pytest.raises(InvalidArgumentError, match=r"'tf32x3', 'bf16x9' or 'bf16x6'"):
         gemm(a, b, precision="bf16x3")
 

@@ -181,8 +181,8 @@ def gemm(
             scaled_recipe = SCALED_RECIPES.get(signature)
             if scaled_recipe is not None:  # validated and selected before for exactly this signature
                 return scaled_recipe.run(a, b, trans_a, trans_b, (scale_a, scale_b, bias))
-    elif (plain and (out is None or type(out) is torch.Tensor) and scale_a is None and scale_b is None
-          and bias is None and fast_accum is False and precision not in BF16_PRODUCT_KEYS):
+    elif (plain and (out is None or (type(out) is torch.Tensor and precision not in BF16_PRODUCT_KEYS))
+          and scale_a is None and scale_b is None and bias is None and fast_accum is False):
         signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, out)
         recipe = _RECIPES.get(signature)
         if recipe is not None:  # validated and selected before for exactly this signature
@@ -214,7 +214,14 @@ def gemm(
     with launch.recording() if signature is not None else contextlib.nullcontext([]) as copies:
         out, plan = _plan(a, b, c, alpha, beta, trans_a, trans_b, out_dtype, out, precision,
                           allocate=True)  # its only launches: the K-major copies of tf32 on Hopper
-    if plan is not None and (signature is None or plan.c is not None):
+    if plan is not None and isinstance(plan.choice.config, EmulatedConfig):  # its own recipe
+        recipe = emulated.run(plan.op_a, plan.op_b, plan.c, plan.d, plan.alpha, plan.beta, plan.precision,
+                              remember=signature is not None)
+        if recipe is not None:
+            if len(_RECIPES) >= _RECIPES_MAX:
+                _RECIPES.clear()
+            _RECIPES[signature] = recipe  # type: ignore[index]
+    elif plan is not None and (signature is None or plan.c is not None):
         _launch(plan)
     elif plan is not None:
         with launch.recording() as calls:
@@ -335,7 +342,7 @@ def _copy_replays(given: tuple[torch.Tensor, torch.Tensor], plan: _GemmPlan,
     return _CopyReplays(replays, tuple((i, tuple(t.shape), tuple(t.stride())) for i, t in made))
 
 
-_RECIPES: dict[tuple, _Recipe] = {}
+_RECIPES: dict[tuple, _Recipe | emulated.Recipe] = {}  # the bf16-product precisions' own (no out)
 
 
 def _signature(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, trans_a: bool, trans_b: bool,

@@ -28,11 +28,13 @@ for the small products' sum.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from dataclasses import dataclass
 
 import torch
 
+from tessera._core import launch
 from tessera._core.device import BF16_PRODUCT_KEYS, DeviceInfo, device_info, offline_device
 from tessera._core.launch import build_arch, cdiv
 from tessera.blas import space
@@ -82,9 +84,14 @@ def pieces_of_a(op_a: torch.Tensor, pieces: tuple[int, ...]) -> torch.Tensor:
     k = padded_k(op_a.shape[-1])
     lead, m = op_a.shape[:-2], op_a.shape[-2]
     out = torch.empty((*lead, m, len(pieces) * k), dtype=torch.bfloat16, device=op_a.device)
-    segments = out.view(*lead, m, len(pieces), k).movedim(-2, -3)  # (…, segments, M, K')
-    split_into(op_a, segments, pieces)
+    split_into(op_a, a_segments(out, len(pieces)), pieces)
     return out
+
+
+def a_segments(a_pieces: torch.Tensor, count: int) -> torch.Tensor:
+    """op(A)'s pieces buffer seen as (…, segments, M, K'): what the split writes."""
+    *lead, m, width = a_pieces.shape
+    return a_pieces.view(*lead, m, count, width // count).movedim(-2, -3)
 
 
 def pieces_of_b(op_b: torch.Tensor, pieces: tuple[int, ...]) -> torch.Tensor:
@@ -92,27 +99,99 @@ def pieces_of_b(op_b: torch.Tensor, pieces: tuple[int, ...]) -> torch.Tensor:
     k = padded_k(op_b.shape[-2])
     lead, n = op_b.shape[:-2], op_b.shape[-1]
     out = torch.empty((*lead, len(pieces) * k, n), dtype=torch.bfloat16, device=op_b.device)
-    split_into(op_b, out.view(*lead, len(pieces), k, n), pieces)
+    split_into(op_b, b_segments(out, len(pieces)), pieces)
     return out
 
 
+def b_segments(b_pieces: torch.Tensor, count: int) -> torch.Tensor:
+    """op(B)'s pieces buffer seen as (…, segments, K', N): what the split writes."""
+    *lead, height, n = b_pieces.shape
+    return b_pieces.view(*lead, count, height // count, n)
+
+
 def run(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor, alpha: float,
-        beta: float, precision: str) -> None:
+        beta: float, precision: str, *, remember: bool = False) -> Recipe | None:
     """``d = alpha · op_a @ op_b + beta · c`` in float32 from bf16 products (validated by ``gemm``:
-    float32 operands, d float32 of the result's shape, c None or broadcast to it, K > 0)."""
+    float32 operands, d float32 of the result's shape, c None or broadcast to it, K > 0). With
+    ``remember`` (no C), also the :class:`Recipe` that repeats the call's launches on new
+    operands, or None where one of them cannot be replayed."""
     from tessera.blas.api import gemm  # api imports this module
 
     from_a, from_b = operand_pieces(precision)
-    a_pieces, b_pieces = pieces_of_a(op_a, from_a), pieces_of_b(op_b, from_b)
-    total = gemm(a_pieces, b_pieces, out_dtype=torch.float32)
-    total.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # inf · 0, inf · x₁ < 0: a₀·b₀ has them
-    if alpha != 1.0:
-        total.mul_(alpha)
+    with _recording(remember) as splits:
+        a_pieces, b_pieces = pieces_of_a(op_a, from_a), pieces_of_b(op_b, from_b)
+    with _recording(remember) as small:
+        total = gemm(a_pieces, b_pieces, out_dtype=torch.float32)
+    _clean(total, alpha)
     if c is not None:
         total.add_(c, alpha=beta)
     a0, b0 = first_pieces(a_pieces, b_pieces, precision, op_a.shape[-1])
-    if not promoted_product(a0, b0, total, d, alpha):
-        gemm(a0, b0, total, alpha=alpha, beta=1.0, out_dtype=torch.float32, out=d)
+    with _recording(remember) as first:
+        if not promoted_product(a0, b0, total, d, alpha):
+            gemm(a0, b0, total, alpha=alpha, beta=1.0, out_dtype=torch.float32, out=d)
+    if not remember or c is not None:
+        return None
+    replays = (launch.Replay.each_of(splits, (op_a, op_b, a_segments(a_pieces, len(from_a)),
+                                              b_segments(b_pieces, len(from_b)))),
+               launch.Replay.each_of(small, (a_pieces, b_pieces, total)),
+               launch.Replay.each_of(first, (a0, b0, total, d)))
+    if any(r is None for r in replays):
+        return None
+    return Recipe(precision, float(alpha), op_a.shape[-1], tuple(a_pieces.shape), tuple(b_pieces.shape),
+                  tuple(d.shape), *replays)  # type: ignore[arg-type]
+
+
+def _recording(remember: bool) -> contextlib.AbstractContextManager[list[launch.Call]]:
+    """The launches of a block, recorded when a recipe is to be made of them."""
+    return launch.recording() if remember else contextlib.nullcontext([])
+
+
+def _clean(total: torch.Tensor, alpha: float) -> None:
+    """The small products' sum as a₀·b₀'s GEMM adds it: zeroed where not finite (inf · 0 and
+    inf · x₁ < 0 meet there; a₀·b₀ carries every inf and NaN), times alpha."""
+    total.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
+    if alpha != 1.0:
+        total.mul_(alpha)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A bf16-product call's launches, repeatable on new operands of its signature (``gemm``'s
+    repeat-call path: no validation, selection, launch keys or descriptor checks again): the
+    splits, the small products' GEMM and the a₀·b₀ GEMM, on buffers allocated alike."""
+
+    precision: str
+    alpha: float
+    k: int  # op(A)'s K
+    a_shape: tuple[int, ...]  # op(A)'s pieces
+    b_shape: tuple[int, ...]  # op(B)'s pieces
+    out_shape: tuple[int, ...]
+    splits: tuple[launch.Replay, ...]  # on (op(A), op(B), A's segments, B's segments)
+    small: tuple[launch.Replay, ...]  # on (A's pieces, B's pieces, their sum)
+    first: tuple[launch.Replay, ...]  # on (a₀, b₀, the sum, D)
+
+    def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool, alpha: float,
+            beta: float, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The call this recipe was made for, on new operands of its signature (no C, no out)."""
+        assert out is None  # gemm keeps recipes of these precisions for calls without out
+        op_a = a.transpose(-1, -2) if trans_a else a
+        op_b = b.transpose(-1, -2) if trans_b else b
+        device = a.device
+        a_pieces = torch.empty(self.a_shape, dtype=torch.bfloat16, device=device)
+        b_pieces = torch.empty(self.b_shape, dtype=torch.bfloat16, device=device)
+        total = torch.empty(self.out_shape, dtype=torch.float32, device=device)
+        d = torch.empty(self.out_shape, dtype=torch.float32, device=device)
+        count_a, count_b = (len(p) for p in operand_pieces(self.precision))
+        segments = (op_a, op_b, a_segments(a_pieces, count_a), b_segments(b_pieces, count_b))
+        for replay in self.splits:
+            replay(segments)
+        for replay in self.small:
+            replay((a_pieces, b_pieces, total))
+        _clean(total, self.alpha)
+        a0, b0 = first_pieces(a_pieces, b_pieces, self.precision, self.k)
+        for replay in self.first:
+            replay((a0, b0, total, d))
+        return d
 
 
 def first_pieces(a_pieces: torch.Tensor, b_pieces: torch.Tensor, precision: str,
