@@ -172,12 +172,20 @@ def test_repeat_calls_replay_and_bad_precision(device: str, monkeypatch: pytest.
 
 def test_promoted_sums_are_the_product(device: str) -> None:
     """The descriptor family with each K step's products summed apart (the a₀·b₀ GEMM's kernel):
-    edge tiles, several K steps, alpha and C (fp16 operands: the interpreter's bf16 dot is wrong)."""
+    edge tiles, several K steps, alpha and C (fp16 operands: the interpreter's bf16 dot is wrong);
+    with ``finite_c``, C's ±inf and NaN read as 0 (the small products' sum, cleaned as read)."""
     a, b = rand(70, 200, device=device).half(), rand(200, 104, device=device).half()
     c, d = rand(70, 104, device=device), torch.empty(70, 104, device=device)
-    launch_gemm_tma(a, b, c, d, 1.5, 1.0, precision="ieee", num_sms=4, config=TmaConfig(64, 64, 32, 8, 4, 2),
-                    promote=True)
+    config = TmaConfig(64, 64, 32, 8, 4, 2)
+    launch_gemm_tma(a, b, c, d, 1.5, 1.0, precision="ieee", num_sms=4, config=config, promote=True)
     assert_gemm_close(d, a, b, c, alpha=1.5, beta=1.0)
+    dirty = c.clone()
+    dirty[3, :3] = torch.tensor([float("inf"), float("-inf"), float("nan")])
+    launch_gemm_tma(a, b, dirty, d, 1.5, 1.5, precision="ieee", num_sms=4, config=config, promote=True,
+                    finite_c=True)
+    clean = dirty.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
+    assert torch.isfinite(d).all()
+    assert_gemm_close(d, a, b, clean, alpha=1.5, beta=1.5)
 
 
 @pytest.mark.gpu
@@ -197,7 +205,9 @@ def test_long_sums_are_as_accurate_as_sgemm(precision: str) -> None:
     pieces = emulated.operand_pieces(precision)
     a0, b0 = emulated.first_pieces(pieces_of_a(a, pieces[0]), pieces_of_b(b, pieces[1]), precision, 8192)
     promoted = torch.empty(2048, 2048, device="cuda")
-    assert emulated.promoted_product(a0, b0, torch.zeros_like(promoted), promoted, 1.0)
+    target = emulated.promoting_target(a0, b0, promoted)
+    assert target is not None
+    emulated.promoted_product(a0, b0, torch.zeros_like(promoted), promoted, 1.0, target, clean=False)
     exact0 = a0.double() @ b0.double()
     assert error(promoted, exact0) < error(gemm(a0, b0, out_dtype=torch.float32), exact0) / 4
     exact = a.double() @ b.double()

@@ -704,8 +704,10 @@ def call(precision, op_a, op_b, alpha=1.0):
         a_pieces = emulated.pieces_of_a(op_a, from_a)
         b_pieces = emulated.pieces_of_b(op_b, from_b)
         a0, b0 = emulated.first_pieces(a_pieces, b_pieces, precision, op_a.shape[1])
-        shape = (op_a.shape[0], op_b.shape[1])
-        emulated.promoted_product(a0, b0, torch.empty(shape), torch.empty(shape), alpha)
+        d = torch.empty(op_a.shape[0], op_b.shape[1])
+        target = emulated.promoting_target(a0, b0, d)
+        if target is not None:
+            emulated.promoted_product(a0, b0, torch.empty_like(d), d, alpha, target, clean=True)
     return [split_keys(calls), promoted_keys(calls)]
 
 print(json.dumps([representatives("bf16"), representatives("fp16"), promoted_representatives("sm_90"),

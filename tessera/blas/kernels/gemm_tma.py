@@ -161,7 +161,7 @@ def _gemm_tma_kernel(
     A_COL_MAJOR: tl.constexpr, B_COL_MAJOR: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, FLATTEN: tl.constexpr,
-    PDL: tl.constexpr, PROMOTE: tl.constexpr,
+    PDL: tl.constexpr, PROMOTE: tl.constexpr, FINITE_C: tl.constexpr,
 ):
     dependent_launch(PDL)
     first_tile = tl.program_id(0)
@@ -185,7 +185,10 @@ def _gemm_tma_kernel(
             rn = (off_n + tl.arange(0, BLOCK_N)).to(tl.int64)
             mask = (rm[:, None] < M) & (rn[None, :] < N)
             c = tl.load(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, mask=mask, other=0.0)
-            acc += tl.cast(beta, tl.float32) * c.to(tl.float32)
+            c = c.to(tl.float32)
+            if FINITE_C:  # C's infinities and NaNs read as 0
+                c = tl.where(tl.abs(c) < float("inf"), c, 0.0)
+            acc += tl.cast(beta, tl.float32) * c
         store_tile(d_desc, off_m, off_n, acc.to(d_desc.dtype), BLOCK_M, BLOCK_N, EPILOGUE_SPLIT)
 
 
@@ -309,9 +312,11 @@ def tma_pdl(precision: str, tiles: int, num_sms: int) -> int:
 def launch_gemm_tma(
     a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None, d: torch.Tensor,
     alpha: float, beta: float, *, precision: str, num_sms: int, config: TmaConfig, promote: bool = False,
+    finite_c: bool = False,
 ) -> None:
     """Launch on 2-D views ``a`` (M,K), ``b`` (K,N), ``c``/``d`` (M,N) that pass :func:`tma_supported`;
-    ``promote``: each K step's products summed apart (:func:`mac`)."""
+    ``promote``: each K step's products summed apart (:func:`mac`); ``finite_c``: C's infinities
+    and NaNs read as 0 (the bf16 products' small sum, ``emulated``)."""
     m, k = a.shape
     n = b.shape[1]
     if c is not None:
@@ -333,7 +338,7 @@ def launch_gemm_tma(
              A_COL_MAJOR=a_col, B_COL_MAJOR=b_col, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
              BLOCK_K=config.block_k, GROUP_M=config.group_m,
              WARP_SPECIALIZE=config.warp_specialize, EPILOGUE_SPLIT=config.epilogue_split,
-             FLATTEN=config.flatten, PDL=pdl, PROMOTE=promote),
+             FLATTEN=config.flatten, PDL=pdl, PROMOTE=promote, FINITE_C=finite_c),
         config.num_warps, fitting_stages(config, a.element_size(), d.element_size(), d),
     )
 
