@@ -17,13 +17,14 @@ from collections.abc import Iterator
 
 import torch
 import triton.testing
+from fp32_products_probe import errors  # this folder is on sys.path when run as a script
 
 from tessera._core.device import torch_matmul_tf32_as
 from tessera._core.timing import run_record
 from tessera.blas import emulated, gemm
 from tessera.blas.kernels.gemm_tma import TmaConfig
 
-TILES = {  # the first session's four (H100, 19ee4e4), then 128-deep steps (one promotion a 128 of K)
+TILES = {  # the first run's four (H100, 19ee4e4), then 128-deep steps (one promotion a 128 of K)
     "128x128x64 s4": TmaConfig(128, 128, 64, 8, 8, 4),
     "128x128x64 s3": TmaConfig(128, 128, 64, 8, 8, 3),
     "128x128x64 s5": TmaConfig(128, 128, 64, 8, 8, 5),
@@ -54,12 +55,6 @@ def tile(config: TmaConfig) -> Iterator[None]:
         yield
     finally:
         emulated.PROMOTED_TILE = kept
-
-
-def errors(d: torch.Tensor, exact: torch.Tensor, scale: torch.Tensor) -> dict[str, float]:
-    diff = d.double() - exact
-    return {"max_rel_elementwise": float((diff.abs() / scale.clamp_min(1e-300)).max()),
-            "norm_rel": float(diff.norm() / exact.norm().clamp_min(1e-300))}
 
 
 def times(fn) -> dict[str, float]:

@@ -155,7 +155,7 @@ def _clean(total: torch.Tensor, alpha: float) -> None:
     """The small products' sum as a₀·b₀'s GEMM adds it: zeroed where not finite (inf · 0 and
     inf · x₁ < 0 meet there; a₀·b₀ carries every inf and NaN), times alpha — a pass over the sum
     of its own where a₀·b₀ is not promoted or a C is added (the promoted GEMM does it as it reads
-    the sum otherwise: 2–5 % of a bf16x6 call from 2048³ to 8192³, by the bytes)."""
+    the sum otherwise: bf16x6 1.5–4 % faster from 8192³ down to 2048³ in graphs on an H100)."""
     total.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
     if alpha != 1.0:
         total.mul_(alpha)

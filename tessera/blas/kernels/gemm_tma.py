@@ -235,8 +235,9 @@ def fit_for_c(config: TmaConfig, in_bytes: int, out_bytes: int, c_bytes: int, d:
     GEMMs with an fp32 C and D need (``emulated``). A flattened loop keeps every buffer live at
     once: the same tile flattened took 344088 bytes with an fp32 C and D in halves (an H100
     refused it) and 245784 with a bf16 C and D whole, so where its stages, C's whole tile and the
-    store buffer do not fit together the loop is not flattened (C's conversion took half its
-    tile's bytes with a bf16 C, 213016 in halves: a margin, as no shipped row flattens)."""
+    store buffer do not fit together the loop is not flattened. The rule counts C's whole tile, a
+    margin for a 16-bit C, whose conversion took half of it (213016 bytes flattened in halves);
+    no shipped row flattens."""
     limit = shared_memory_limit(d)
     if not limit:
         return config
