@@ -412,7 +412,8 @@ def test_compiles_offline_for_sm90() -> None:
     its column-major B with the tile exchanged too: 24), D in halves on 4 stages, and the scaled
     fp8 use's 4 (M, N multiples of 16 or only of 8) with the running Triton — 3.9 in CI, whose
     Gluon renamed the TMA copies and the barrier (the aliases in gemm_ws); beside them the copies
-    ``gemm`` makes of operands first, compiled once a build."""
+    ``gemm`` makes of operands first and the bf16-product precisions' splits and promoted a₀·b₀
+    GEMM, compiled once a build."""
     tile = {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_warps": 8}
     jobs = [{"library": "blas", "op": "gemm", "kernel": "gemm_ws", "dtype": "bf16",
              "config": {**tile, "num_stages": 3}},
@@ -434,11 +435,15 @@ def test_compiles_offline_for_sm90() -> None:
             gemms = [s for s in sidecars if s["function"].endswith(":_gemm_ws_kernel")]
             copies = [s for s in sidecars if s["function"].endswith(":_copy_2d_kernel")]
             splits = [s for s in sidecars if s["function"].endswith(":_split_kernel")]
-            assert len(gemms) == launches and len(sidecars) == launches + len(copies) + len(splits)
+            promoted = [s for s in sidecars if s["function"].endswith(":_gemm_tma_kernel")]
+            assert len(gemms) == launches
+            assert len(sidecars) == launches + len(copies) + len(splits) + len(promoted)
             assert len(copies) == (8 if job["dtype"] == "tf32" else 0)  # the K-major copies gemm makes first
-            # bf16's splits of float32 operands (the bf16-product precisions): the first bf16 job's
+            # bf16's splits of float32 operands and the promoted a₀·b₀ GEMM (the bf16-product
+            # precisions): the first bf16 job's
             assert bool(splits) == (job is jobs[0])
-            metadata = json.loads((Path(out) / sidecars[0]["metadata"]).read_text())
+            assert len(promoted) == (16 if job is jobs[0] else 0)
+            metadata = json.loads((Path(out) / gemms[0]["metadata"]).read_text())
             assert metadata["num_warps"] == 12  # 8 multiplying warps (two groups of 4), the loader's group
             assert metadata["shared"] <= 232448, job  # 4 stages fit beside D's half-sized buffer
     [refused] = precompile("gfx942", jobs[:1], "/nonexistent")
