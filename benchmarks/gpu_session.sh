@@ -77,9 +77,10 @@
 #            `tessera bench gemm --preset fp32` (IEEE, tf32x3, bf16x9, bf16x6 against SGEMM)   ~8 min
 #   productsbench  that bench (fp32preset: it alone, ~2 min), then test_gemm, test_gemm_gpu and
 #            test_fp32_products                                                              ~7 min
-#   promote  a₀·b₀'s sums promoted per K step (emulated.PROMOTED_TILE, new): test_fp32_products,
+#   promote  a₀·b₀'s sums promoted per K step (emulated.PROMOTED_TILE): test_fp32_products,
 #            test_gemm, test_gemm_gpu, test_autograd, then benchmarks/promote_probe.py (accuracy of
-#            bf16x9 / bf16x6 promoted and plain against SGEMM; their time with four promoted tiles) ~7 min
+#            bf16x9 / bf16x6 promoted and plain against SGEMM; their time with the shipped
+#            promoted tile and a 64-deep one)                                              ~7 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -356,10 +357,11 @@ products() {  # float32 as bf16 products (precision bf16x9 / bf16x6): tests, acc
     capped 330 fp32 "$PY" -m tessera bench gemm --preset fp32 --json "$dir/fp32.json"
 }
 
-promote() {  # a₀·b₀ promoted: the GEMM files' tests first (they stopped at a fault at 0e6bb24), then the probe
+promote() {  # a₀·b₀ promoted: the GEMM files' tests first, then the probe
     capped 300 gemm "$PY" -m pytest tests/test_fp32_products.py tests/test_gemm.py tests/test_gemm_gpu.py \
         tests/test_autograd.py -q -rs --junitxml="$dir/gemm.xml"
-    capped 220 probe "$PY" benchmarks/promote_probe.py "$dir/promote.json"
+    capped 220 probe "$PY" benchmarks/promote_probe.py "$dir/promote.json" \
+        --tiles "128x128x128 s3 split2,128x128x64 s4"
 }
 
 fp32preset() {  # the fp32 preset's timing alone (IEEE, tf32x3, bf16x9, bf16x6 against SGEMM)
