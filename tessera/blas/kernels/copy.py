@@ -17,6 +17,18 @@ from tessera._core.pdl import dependent_launch
 
 
 @triton.jit
+def tile_offsets(BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """This program's matrix of a batch and its tile's rows and columns (int64), on a grid of
+    (row tiles, column tiles, batch): the 2-D tile kernels' prologue (this copy, ``split``)."""
+    pid_r = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    batch = tl.program_id(2).to(tl.int64)
+    rr = (pid_r * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
+    cc = (pid_c * BLOCK_C + tl.arange(0, BLOCK_C)).to(tl.int64)
+    return batch, rr, cc
+
+
+@triton.jit
 def _copy_2d_kernel(
     src_ptr, dst_ptr, R, C,
     stride_sb, stride_sr, stride_sc,
@@ -25,11 +37,7 @@ def _copy_2d_kernel(
     PDL: tl.constexpr,
 ):
     dependent_launch(PDL)
-    pid_r = tl.program_id(0)
-    pid_c = tl.program_id(1)
-    batch = tl.program_id(2).to(tl.int64)
-    rr = (pid_r * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
-    cc = (pid_c * BLOCK_C + tl.arange(0, BLOCK_C)).to(tl.int64)
+    batch, rr, cc = tile_offsets(BLOCK_R, BLOCK_C)
     mask = (rr[:, None] < R) & (cc[None, :] < C)
     tile = tl.load(src_ptr + batch * stride_sb + rr[:, None] * stride_sr + cc[None, :] * stride_sc,
                    mask=mask)

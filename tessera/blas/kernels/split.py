@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.launch import Launcher, cdiv
+from tessera.blas.kernels.copy import tile_offsets
 
 PIECES = 3  # bf16 pieces a float32 splits into exactly (8 + 8 + 8 significant bits)
 
@@ -41,11 +42,7 @@ def _split_kernel(
     SEGMENTS: tl.constexpr, PIECE_OF: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    pid_r = tl.program_id(0)
-    pid_c = tl.program_id(1)
-    batch = tl.program_id(2).to(tl.int64)
-    rr = (pid_r * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
-    cc = (pid_c * BLOCK_C + tl.arange(0, BLOCK_C)).to(tl.int64)
+    batch, rr, cc = tile_offsets(BLOCK_R, BLOCK_C)
     inside = (rr[:, None] < R) & (cc[None, :] < C)
     x = tl.load(src_ptr + batch * stride_sb + rr[:, None] * stride_sr + cc[None, :] * stride_sc,
                 mask=inside, other=0.0).to(tl.float32)
