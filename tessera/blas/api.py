@@ -218,23 +218,19 @@ def gemm(
         recipe = emulated.run(plan.op_a, plan.op_b, plan.c, plan.d, plan.alpha, plan.beta, plan.precision,
                               remember=signature is not None)
         if recipe is not None:
-            if len(_RECIPES) >= _RECIPES_MAX:
-                _RECIPES.clear()
-            _RECIPES[signature] = recipe  # type: ignore[index]
+            _remember(signature, recipe)  # type: ignore[arg-type]
     elif plan is not None and (signature is None or plan.c is not None):
         _launch(plan)
     elif plan is not None:
         with launch.recording() as calls:
             _launch(plan)
-        if len(_RECIPES) >= _RECIPES_MAX:
-            _RECIPES.clear()
         extents = None if signature[-1] is None else tuple(extent_offsets(t) for t in (out, a, b))
         given = (a.transpose(-1, -2) if trans_a else a, b.transpose(-1, -2) if trans_b else b)
         plain = all(t.data_ptr() == g.data_ptr() for t, g in zip((plan.op_a, plan.op_b), given, strict=True))
-        _RECIPES[signature] = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
-                                      plan.problem, plan.choice, plan.multiprocessors, plan.k_major,
-                                      plain, launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d)),
-                                      extents, None if plain else _copy_replays(given, plan, copies))
+        _remember(signature, _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
+                                     plan.problem, plan.choice, plan.multiprocessors, plan.k_major,
+                                     plain, launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d)),
+                                     extents, None if plain else _copy_replays(given, plan, copies)))
     if given_out:
         mark_written(out)
     return out
@@ -343,6 +339,13 @@ def _copy_replays(given: tuple[torch.Tensor, torch.Tensor], plan: _GemmPlan,
 
 
 _RECIPES: dict[tuple, _Recipe | emulated.Recipe] = {}  # the bf16-product precisions' own (no out)
+
+
+def _remember(signature: tuple, recipe: _Recipe | emulated.Recipe) -> None:
+    """Keep ``recipe`` for repeat calls of ``signature`` (the table emptied when full)."""
+    if len(_RECIPES) >= _RECIPES_MAX:
+        _RECIPES.clear()
+    _RECIPES[signature] = recipe
 
 
 def _signature(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, trans_a: bool, trans_b: bool,
@@ -578,8 +581,6 @@ def _launch(plan: _GemmPlan) -> None:
         )
     elif isinstance(config, WsConfig):
         launch_gemm_ws(_as_2d(a), _as_2d(b), _as_2d(d), num_sms=plan.multiprocessors, config=config)
-    elif isinstance(config, EmulatedConfig):
-        emulated.run(a, b, c, d, plan.alpha, plan.beta, plan.precision)
     elif isinstance(config, FmaConfig):
         launch_gemm_fma(_as_2d(a), _as_2d(b), None if c is None else _as_2d(c), _as_2d(d), plan.alpha,
                         plan.beta, config=config)
