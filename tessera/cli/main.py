@@ -175,7 +175,7 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--batch", type=int, default=1)
     g.add_argument("--quick", action="store_true", help="a preset of sizes (same as --preset quick)")
     g.add_argument("--preset", choices=["quick", "full", "grid", "fp32", "interpreter"],
-                   help="grid: squares 1024…16384 in bf16, fp16, tf32, fp32, tf32x3 and bf16x9; "
+                   help="grid: squares 1024…16384 in bf16, fp16, tf32, fp32, tf32x3, bf16x9 and bf16x6; "
                         "fp32: fp32, tf32x3, bf16x9 and bf16x6 squares 1024…8192")
     g.add_argument("--rounds", type=int, default=3, help="interleaved vendor/Tessera rounds")
     g.add_argument("--vs-heuristic", action="store_true",
