@@ -8,10 +8,10 @@ import torch
 
 from reference import assert_gemm_close
 from tessera import InvalidArgumentError
-from tessera._core.device import torch_matmul_tf32_as
-from tessera.blas import emulated, explain, gemm
+from tessera._core.device import device_info, torch_matmul_tf32_as
+from tessera.blas import emulated, explain, gemm, space
 from tessera.blas.emulated import SMALL_PRODUCTS, EmulatedConfig, padded_k, pieces_of_a, pieces_of_b
-from tessera.blas.kernels.gemm_tma import TmaConfig, launch_gemm_tma
+from tessera.blas.kernels.gemm_tma import TmaConfig, full_wave_shape, launch_gemm_tma
 from tessera.blas.kernels.split import split_into
 
 PRECISIONS = tuple(SMALL_PRODUCTS)
@@ -215,3 +215,30 @@ def test_long_sums_are_as_accurate_as_sgemm(precision: str) -> None:
     with torch_matmul_tf32_as(False):
         sgemm = error(torch.matmul(a, b), exact)
     assert error(gemm(a, b, precision=precision), exact) <= sgemm
+
+
+@pytest.mark.gpu
+def test_small_products_on_the_warp_specialized_tile() -> None:
+    """On Hopper the small products' sum of a call whose 128×256 tiles fill 7/8 of a wave to 4
+    waves runs on ``emulated.SMALL_TILE`` (gemm_ws, a float32 D stored in column halves): edge tiles
+    (M, N not multiples of the tile) and a K not a multiple of its step match fp64, a call of that
+    size is within its bound, and a repeat call replays the launch on new operands."""
+    info = device_info()
+    if not space.ws_capable(info):
+        pytest.skip("the warp-specialized family runs on CUDA sm_90")
+    tile = emulated.SMALL_TILE
+    rows, cols = full_wave_shape(tile.block_m, tile.block_n, info.multiprocessors)
+    m, n, k = rows - 24, cols - 40, 5 * 1000
+    a_pieces = torch.randn(m, k, device="cuda").bfloat16()
+    b_pieces = torch.randn(k, n, device="cuda").bfloat16()
+    assert emulated.small_tile_target(a_pieces, b_pieces) is not None
+    assert emulated.small_tile_target(a_pieces[:256], b_pieces) is None  # under 7/8 of a wave: gemm's
+    exact = a_pieces.double() @ b_pieces.double()
+    # float32 sums truncated at most once a 16-deep wgmma (313 times here), with room to spare
+    bound = 1000 * 2.0**-23 * (a_pieces.double().abs() @ b_pieces.double().abs())
+    assert ((emulated.small_products(a_pieces, b_pieces).double() - exact).abs() <= bound).all()
+    for precision in PRECISIONS:
+        a, b = rand(m, 1000, device="cuda"), rand(1000, n, device="cuda")
+        assert_gemm_close(gemm(a, b, precision=precision), a, b, precision=precision)
+        a2, b2 = rand(m, 1000, device="cuda"), rand(1000, n, device="cuda")
+        assert_gemm_close(gemm(a2, b2, precision=precision), a2, b2, precision=precision)  # replayed

@@ -376,7 +376,8 @@ def test_pack_launches_are_a_real_calls(dtype: str, b_col_major: bool, config: W
     elem = torch.float32 if dtype == "tf32" else torch.bfloat16
     with capture() as representative, building_for("cuda", "sm_90"):
         gemm_ws.representative_launch("gemm", config, dtype, 132)
-    gemms = [c for c in representative if c.launcher is gemm_ws._launch]
+    # (bf16's also hold the bf16-product precisions' small GEMM, whose D is float32: emulated.SMALL_TILE)
+    gemms = [c for c in representative if c.launcher is gemm_ws._launch and c.args[2].base.dtype == elem]
     exchanged = dtype == "tf32" and gemm_ws.swap_fits(config) and gemm_ws.unswapped(config) != config
     assert len(gemms) == (16 if dtype == "bf16" or gemm_ws.swap_fits(config) else 8) + (8 if exchanged else 0)
     m, n, k = shape
@@ -412,8 +413,8 @@ def test_compiles_offline_for_sm90() -> None:
     its column-major B with the tile exchanged too: 24), D in halves on 4 stages, and the scaled
     fp8 use's 4 (M, N multiples of 16 or only of 8) with the running Triton — 3.9 in CI, whose
     Gluon renamed the TMA copies and the barrier (the aliases in gemm_ws); beside them the copies
-    ``gemm`` makes of operands first and the bf16-product precisions' splits and promoted a₀·b₀
-    GEMM, compiled once a build."""
+    ``gemm`` makes of operands first and the bf16-product precisions' splits, promoted a₀·b₀
+    GEMM and small-products GEMM (this family's tile with a float32 D), compiled once a build."""
     tile = {"block_m": 128, "block_n": 256, "block_k": 64, "group_m": 8, "num_warps": 8}
     jobs = [{"library": "blas", "op": "gemm", "kernel": "gemm_ws", "dtype": "bf16",
              "config": {**tile, "num_stages": 3}},
@@ -436,16 +437,18 @@ def test_compiles_offline_for_sm90() -> None:
             copies = [s for s in sidecars if s["function"].endswith(":_copy_2d_kernel")]
             splits = [s for s in sidecars if s["function"].endswith(":_split_kernel")]
             promoted = [s for s in sidecars if s["function"].endswith(":_gemm_tma_kernel")]
-            assert len(gemms) == launches
-            assert len(sidecars) == launches + len(copies) + len(splits) + len(promoted)
+            # the first bf16 job's also the bf16-product precisions' small GEMM (float32 D, 8)
+            assert len(gemms) == launches + (8 if job is jobs[0] else 0)
+            assert len(sidecars) == len(gemms) + len(copies) + len(splits) + len(promoted)
             assert len(copies) == (8 if job["dtype"] == "tf32" else 0)  # the K-major copies gemm makes first
             # bf16's splits of float32 operands and the promoted a₀·b₀ GEMM (the bf16-product
             # precisions): the first bf16 job's
             assert bool(splits) == (job is jobs[0])
             assert len(promoted) == (16 if job is jobs[0] else 0)
-            metadata = json.loads((Path(out) / gemms[0]["metadata"]).read_text())
-            assert metadata["num_warps"] == 12  # 8 multiplying warps (two groups of 4), the loader's group
-            assert metadata["shared"] <= 232448, job  # 4 stages fit beside D's half-sized buffer
+            for gemm in gemms:
+                metadata = json.loads((Path(out) / gemm["metadata"]).read_text())
+                assert metadata["num_warps"] == 12  # two multiplying warp groups, the loader's
+                assert metadata["shared"] <= 232448, job  # the stages fit beside D's (half-sized) buffer
     [refused] = precompile("gfx942", jobs[:1], "/nonexistent")
     assert refused["status"] == "failed"
 

@@ -693,22 +693,27 @@ def promoted_keys(calls):
     return [keys(call) for call in calls if call.launcher.kernel.fn.__name__ == "_gemm_tma_kernel"
             and call.constexprs["PROMOTE"]]
 
+def small_keys(calls):
+    return [keys(call) for call in calls if call.launcher.kernel.fn.__name__ == "_gemm_ws_kernel"]
+
 def promoted_representatives(arch):
     with capture() as calls, building_for("cuda", arch):
         representative_launch("gemm", TileConfig(64, 64, 32, 8, 4, 3), "bf16", 132)
-    return promoted_keys(calls)
+    return [promoted_keys(calls), small_keys(calls)]
 
 def call(precision, op_a, op_b, alpha=1.0):
     from_a, from_b = emulated.operand_pieces(precision)
     with capture() as calls, building_for("cuda", "sm_90"):
         a_pieces = emulated.pieces_of_a(op_a, from_a)
         b_pieces = emulated.pieces_of_b(op_b, from_b)
+        if emulated.small_tile_target(a_pieces, b_pieces) is not None:  # else a bf16 GEMM's launch
+            emulated.small_products(a_pieces, b_pieces)
         a0, b0 = emulated.first_pieces(a_pieces, b_pieces, precision, op_a.shape[1])
         d = torch.empty(op_a.shape[0], op_b.shape[1])
         target = emulated.promoting_target(a0, b0, d)
         if target is not None:
             emulated.promoted_product(a0, b0, torch.empty_like(d), d, alpha, target, clean=True)
-    return [split_keys(calls), promoted_keys(calls)]
+    return [split_keys(calls), promoted_keys(calls), small_keys(calls)]
 
 print(json.dumps([representatives("bf16"), representatives("fp16"), promoted_representatives("sm_90"),
                   promoted_representatives("sm_80"),
@@ -727,14 +732,20 @@ def test_packs_hold_the_splits_of_the_bf16_product_precisions() -> None:
     with a pack compiles no split. On Hopper the representative launches hold the promoted a₀·b₀
     GEMM too (16 specializations: M, N, K' a multiple of 16 or not, alpha 1 or not), among them
     the real calls' of a full wave (the small odd call runs the plain bf16 GEMM: too small for
-    descriptors); none for an Ampere target."""
-    bf16, fp16, hopper, ampere, *calls = _binder_keys(_SPLIT_KEYS)
+    descriptors), and the small products' GEMM on ``emulated.SMALL_TILE`` (8 specializations),
+    among them the real calls' that take it; none for an Ampere target."""
+    bf16, fp16, (hopper, hopper_small), ampere, *calls = _binder_keys(_SPLIT_KEYS)
     assert len(bf16) == 2 * 2 * 18 and not fp16  # precisions, operands, sizes and layouts
-    assert len(set(map(str, hopper))) == 16 and not ampere
-    for splits, promoted in calls:
+    assert len(set(map(str, hopper))) == 16 and ampere == [[], []]
+    assert len(set(map(str, hopper_small))) == 8  # M, N, K a multiple of 16 or not
+    # built for a GPU's SM count, not for 1 (which Triton would make a constant no real call has)
+    assert all("'NUM_SMS': 'i32'" in spec for _, spec in hopper)
+    for splits, promoted, small in calls:
         assert len(splits) == 2 and all(key in bf16 for key in splits), splits
         assert all(key in hopper for key in promoted), promoted
-    assert [len(promoted) for _, promoted in calls] == [1, 1, 1, 0]
+        assert all(key in hopper_small for key in small), small
+    assert [len(promoted) for _, promoted, _ in calls] == [1, 1, 1, 0]
+    assert [len(small) for _, _, small in calls] == [1, 1, 0, 0]  # 3.9 and 3.4 waves of 128×256 tiles
 
 
 def test_cli_end_to_end_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -64,6 +64,12 @@ KNOWN_ARCHS: dict[str, ArchFacts] = {
 }
 
 
+# The multiprocessors a pack build launches for where an arch's count is unknown (the H100 SXM's
+# and the H200's): a launch's SM count is an argument Triton specializes only when it is 1 or a
+# multiple of 16, so a binary built for 132 serves any GPU whose count is neither.
+OFFLINE_MULTIPROCESSORS = 132
+
+
 def offline_device(arch: str) -> DeviceInfo:
     """A DeviceInfo for an architecture we are building for but not running on."""
     if arch == INTERPRETER_ARCH:

@@ -30,15 +30,22 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from tessera._core import launch
-from tessera._core.device import BF16_PRODUCT_KEYS, DeviceInfo, device_info, offline_device
+from tessera._core.device import (
+    BF16_PRODUCT_KEYS,
+    OFFLINE_MULTIPROCESSORS,
+    DeviceInfo,
+    device_info,
+    offline_device,
+)
 from tessera._core.launch import build_arch, cdiv
 from tessera.blas import space
 from tessera.blas.kernels.gemm_tma import TmaConfig, full_wave_shape, launch_gemm_tma, tma_supported
+from tessera.blas.kernels.gemm_ws import WsConfig, launch_gemm_ws
 from tessera.blas.kernels.split import split_into
 
 # The products computed apart from a₀·b₀, smallest first: (piece of A, piece of B).
@@ -53,6 +60,14 @@ K_ALIGN = 8  # each piece's K padded to 16 bytes of bf16: TMA descriptors need a
 # bytes), and 128-deep steps halve the promotions, each waiting for its wgmma: a₀·b₀ at 8192³ 2.17
 # ms against 2.51–2.62 for 64-deep tiles and 1.74 unpromoted, as accurate (H100, promote_probe.py).
 PROMOTED_TILE = TmaConfig(128, 128, 128, 8, 8, 3, False, 2)
+# The small products' GEMM on Hopper, where its 128×256 tiles fill from 7/8 of a wave to 4 waves:
+# gemm_ws with the float32 sum stored in column halves (3 stages: 212992 bytes of shared memory).
+# Their K is long (5 or 8 times the call's), and the bf16 logic's nearest rows (wave shapes, K
+# 8192) give them 128×128 descriptor tiles: on an H100 at 2048² × 10240 … 4096² × 32768 (16-bit
+# D) gemm_ws 128×256 ran 709–771 TFLOP/s against 586–694 for those (stream-K 499–566; cuBLAS
+# 697–785). Beyond 4 waves the logic's choice stays (stream-K: 723 TFLOP/s at 8192² × 40960).
+SMALL_TILE = WsConfig(128, 256, 64, 8, 8, 3, epilogue_split=2)
+SMALL_TILE_WAVES = (7 / 8, 4)
 
 
 @dataclass(frozen=True)
@@ -121,7 +136,7 @@ def run(op_a: torch.Tensor, op_b: torch.Tensor, c: torch.Tensor | None, d: torch
     with _recording(remember) as splits:
         a_pieces, b_pieces = pieces_of_a(op_a, from_a), pieces_of_b(op_b, from_b)
     with _recording(remember) as small:
-        total = gemm(a_pieces, b_pieces, out_dtype=torch.float32)
+        total = small_products(a_pieces, b_pieces)
     a0, b0 = first_pieces(a_pieces, b_pieces, precision, op_a.shape[-1])
     target = promoting_target(a0, b0, d)
     cleaned_in_gemm = target is not None and c is None  # the promoted GEMM reads the sum cleaned
@@ -212,9 +227,15 @@ def first_pieces(a_pieces: torch.Tensor, b_pieces: torch.Tensor, precision: str,
 
 
 def _target(d: torch.Tensor) -> DeviceInfo:
-    """The GPU a launch on ``d`` runs on, or a pack build's target."""
+    """The GPU a launch on ``d`` runs on, or a pack build's target — with
+    :data:`~tessera._core.device.OFFLINE_MULTIPROCESSORS` where the arch's count is unknown, as the
+    GEMM families' representative launches have (a launch for 1 SM specializes its grid argument
+    as a constant: a binary no real call takes)."""
     arch = build_arch()
-    return offline_device(arch) if arch else device_info(d.device)
+    if not arch:
+        return device_info(d.device)
+    target = offline_device(arch)
+    return target if target.multiprocessors else replace(target, multiprocessors=OFFLINE_MULTIPROCESSORS)
 
 
 def promoting_target(a0: torch.Tensor, b0: torch.Tensor, d: torch.Tensor) -> DeviceInfo | None:
@@ -225,6 +246,36 @@ def promoting_target(a0: torch.Tensor, b0: torch.Tensor, d: torch.Tensor) -> Dev
     if space.tma_capable(info) and a0.dim() == 2 and d.dim() == 2 and tma_supported(a0, b0, d):
         return info
     return None
+
+
+def small_tile_target(a_pieces: torch.Tensor, b_pieces: torch.Tensor) -> DeviceInfo | None:
+    """The GPU (or pack target) on which the small products' GEMM runs on :data:`SMALL_TILE`: a
+    Hopper target, 2-D, descriptor-aligned (:func:`promoting_target`'s rules), its tiles within
+    :data:`SMALL_TILE_WAVES`; None elsewhere (``gemm``'s selection then)."""
+    if a_pieces.dim() != 2 or b_pieces.dim() != 2:
+        return None
+    m, n = a_pieces.shape[0], b_pieces.shape[1]
+    target = promoting_target(a_pieces, b_pieces, torch.empty((m, n), device=a_pieces.device))
+    if target is None:
+        return None
+    sms = target.multiprocessors or 1
+    tiles = cdiv(m, SMALL_TILE.block_m) * cdiv(n, SMALL_TILE.block_n)
+    low, high = SMALL_TILE_WAVES
+    return target if low * sms <= tiles <= high * sms else None
+
+
+def small_products(a_pieces: torch.Tensor, b_pieces: torch.Tensor) -> torch.Tensor:
+    """The small products' float32 sum, A's pieces @ B's pieces: on :data:`SMALL_TILE` where
+    :func:`small_tile_target` has a target, else through ``gemm``'s selection for a bf16 GEMM
+    with a float32 result."""
+    from tessera.blas.api import gemm  # api imports this module
+
+    target = small_tile_target(a_pieces, b_pieces)
+    if target is None:
+        return gemm(a_pieces, b_pieces, out_dtype=torch.float32)
+    total = torch.empty((a_pieces.shape[0], b_pieces.shape[1]), dtype=torch.float32, device=a_pieces.device)
+    launch_gemm_ws(a_pieces, b_pieces, total, num_sms=target.multiprocessors or 1, config=SMALL_TILE)
+    return total
 
 
 def promoted_product(a0: torch.Tensor, b0: torch.Tensor, c: torch.Tensor, d: torch.Tensor, alpha: float,
@@ -243,8 +294,8 @@ def representative_launches() -> None:
     8-aligned), or odd (padded to 16): every 2-D specialization. On Hopper targets the promoted
     a₀·b₀ GEMM for problems of a full wave or more (smaller grids compile on first use, as the
     GEMM families' do): M, N and K' each a multiple of 16 or of 8 only, alpha 1 or not, without a
-    C of the caller's (with one the small sum is cleaned apart). Batched calls compile theirs on
-    first use."""
+    C of the caller's (with one the small sum is cleaned apart); and the small products' GEMM on
+    :data:`SMALL_TILE`, M, N and K alike. Batched calls compile theirs on first use."""
     for precision in SMALL_PRODUCTS:
         a_pieces, b_pieces = operand_pieces(precision)
         for rows, cols, transposed in itertools.product(*2 * ((1024, 1000, 1001),), (False, True)):
@@ -260,3 +311,11 @@ def representative_launches() -> None:
         target = promoting_target(a0, b0, d)
         if target is not None:
             promoted_product(a0, b0, torch.empty(m, n), d, alpha, target, clean=True)
+    target = _target(torch.empty(0))
+    if not space.tma_capable(target):
+        return
+    rows, cols = full_wave_shape(SMALL_TILE.block_m, SMALL_TILE.block_n, target.multiprocessors or 1)
+    segments = sorted({len(products) for products in SMALL_PRODUCTS.values()})
+    for m, n, k, count in itertools.product((rows, rows - 8), (cols, cols - 8), (1024, 1000), segments):
+        small_products(torch.empty(m, count * k, dtype=torch.bfloat16),
+                       torch.empty(count * k, n, dtype=torch.bfloat16))
