@@ -706,7 +706,8 @@ def call(precision, op_a, op_b, alpha=1.0):
     with capture() as calls, building_for("cuda", "sm_90"):
         a_pieces = emulated.pieces_of_a(op_a, from_a)
         b_pieces = emulated.pieces_of_b(op_b, from_b)
-        if emulated.small_tile_target(a_pieces, b_pieces) is not None:  # else a bf16 GEMM's launch
+        total = torch.empty(a_pieces.shape[0], b_pieces.shape[1])
+        if emulated.small_tile_target(a_pieces, b_pieces, total) is not None:  # else a bf16 GEMM's launch
             emulated.small_products(a_pieces, b_pieces)
         a0, b0 = emulated.first_pieces(a_pieces, b_pieces, precision, op_a.shape[1])
         d = torch.empty(op_a.shape[0], op_b.shape[1])

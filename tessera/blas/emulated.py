@@ -248,18 +248,16 @@ def promoting_target(a0: torch.Tensor, b0: torch.Tensor, d: torch.Tensor) -> Dev
     return None
 
 
-def small_tile_target(a_pieces: torch.Tensor, b_pieces: torch.Tensor) -> DeviceInfo | None:
-    """The GPU (or pack target) on which the small products' GEMM runs on :data:`SMALL_TILE`: a
-    Hopper target, 2-D, descriptor-aligned (:func:`promoting_target`'s rules), its tiles within
+def small_tile_target(a_pieces: torch.Tensor, b_pieces: torch.Tensor,
+                      total: torch.Tensor) -> DeviceInfo | None:
+    """The GPU (or pack target) on which the small products' GEMM (into ``total``) runs on
+    :data:`SMALL_TILE`: CUDA sm_90 (wgmma's), 2-D, descriptor-aligned, its tiles within
     :data:`SMALL_TILE_WAVES`; None elsewhere (``gemm``'s selection then)."""
-    if a_pieces.dim() != 2 or b_pieces.dim() != 2:
-        return None
-    m, n = a_pieces.shape[0], b_pieces.shape[1]
-    target = promoting_target(a_pieces, b_pieces, torch.empty((m, n), device=a_pieces.device))
-    if target is None:
+    target = promoting_target(a_pieces, b_pieces, total)  # sm_90+, 2-D, descriptor-aligned
+    if target is None or not space.ws_capable(target):
         return None
     sms = target.multiprocessors or 1
-    tiles = cdiv(m, SMALL_TILE.block_m) * cdiv(n, SMALL_TILE.block_n)
+    tiles = cdiv(total.shape[0], SMALL_TILE.block_m) * cdiv(total.shape[1], SMALL_TILE.block_n)
     low, high = SMALL_TILE_WAVES
     return target if low * sms <= tiles <= high * sms else None
 
@@ -270,12 +268,14 @@ def small_products(a_pieces: torch.Tensor, b_pieces: torch.Tensor) -> torch.Tens
     with a float32 result."""
     from tessera.blas.api import gemm  # api imports this module
 
-    target = small_tile_target(a_pieces, b_pieces)
-    if target is None:
-        return gemm(a_pieces, b_pieces, out_dtype=torch.float32)
-    total = torch.empty((a_pieces.shape[0], b_pieces.shape[1]), dtype=torch.float32, device=a_pieces.device)
-    launch_gemm_ws(a_pieces, b_pieces, total, num_sms=target.multiprocessors or 1, config=SMALL_TILE)
-    return total
+    if a_pieces.dim() == 2 and b_pieces.dim() == 2:
+        total = torch.empty((a_pieces.shape[0], b_pieces.shape[1]), dtype=torch.float32,
+                            device=a_pieces.device)
+        target = small_tile_target(a_pieces, b_pieces, total)
+        if target is not None:
+            launch_gemm_ws(a_pieces, b_pieces, total, num_sms=target.multiprocessors or 1, config=SMALL_TILE)
+            return total
+    return gemm(a_pieces, b_pieces, out_dtype=torch.float32)
 
 
 def promoted_product(a0: torch.Tensor, b0: torch.Tensor, c: torch.Tensor, d: torch.Tensor, alpha: float,
@@ -312,7 +312,7 @@ def representative_launches() -> None:
         if target is not None:
             promoted_product(a0, b0, torch.empty(m, n), d, alpha, target, clean=True)
     target = _target(torch.empty(0))
-    if not space.tma_capable(target):
+    if not space.ws_capable(target):
         return
     rows, cols = full_wave_shape(SMALL_TILE.block_m, SMALL_TILE.block_n, target.multiprocessors or 1)
     segments = sorted({len(products) for products in SMALL_PRODUCTS.values()})
