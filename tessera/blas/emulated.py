@@ -303,15 +303,14 @@ def representative_launches() -> None:
             pieces_of_a(a, a_pieces)
             b = torch.empty(rows, cols).t() if transposed else torch.empty(cols, rows)  # K × N
             pieces_of_b(b, b_pieces)
-    rows, cols = full_wave_shape(PROMOTED_TILE.block_m, PROMOTED_TILE.block_n,
-                                 _target(torch.empty(0)).multiprocessors or 1)
+    target = _target(torch.empty(0))
+    rows, cols = full_wave_shape(PROMOTED_TILE.block_m, PROMOTED_TILE.block_n, target.multiprocessors or 1)
     for m, n, k, alpha in itertools.product((rows, rows - 8), (cols, cols - 8), (1024, 1000), (1.0, 1.5)):
         a0, b0 = torch.empty(m, k, dtype=torch.bfloat16), torch.empty(k, n, dtype=torch.bfloat16)
         d = torch.empty(m, n)
-        target = promoting_target(a0, b0, d)
-        if target is not None:
-            promoted_product(a0, b0, torch.empty(m, n), d, alpha, target, clean=True)
-    target = _target(torch.empty(0))
+        promoting = promoting_target(a0, b0, d)
+        if promoting is not None:
+            promoted_product(a0, b0, torch.empty(m, n), d, alpha, promoting, clean=True)
     if not space.ws_capable(target):
         return
     rows, cols = full_wave_shape(SMALL_TILE.block_m, SMALL_TILE.block_n, target.multiprocessors or 1)
