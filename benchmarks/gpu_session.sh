@@ -81,6 +81,19 @@
 #            test_gemm, test_gemm_gpu, test_autograd, then benchmarks/promote_probe.py (accuracy of
 #            bf16x9 / bf16x6 promoted and plain against SGEMM; their time with the shipped
 #            promoted tile and a 64-deep one)                                              ~7 min
+#   smallgemm  the bf16 products' small GEMM on gemm_ws (emulated.SMALL_TILE) after its tidy-ups: the
+#            gpu-marked test_packs (packs hold its launches), test_gemm_ws, test_fp32_products  ~7 min
+#   longk    bf16 tuned on long-K shapes (weight gradients' K: M = N 1024…8192, K 16384…65536) over
+#            gemm_ws, stream-K and split-K (the heuristic's pick always beside); RESUME=DIR in the
+#            repository holding an earlier call's journal continues it; LONGK_MN="1536 3072" other
+#            sides, LONGK_SIZES=MxNxK,… other shapes, FAMILIES other families; merge what comes back  ~3 min
+#   logicrows  the bf16 logic before the long-K rows against sets of them (results/tune-longk-h100-
+#            8b79f20/variants/), through calls in one process, torch beside, on the shapes of
+#            ab-shapes.txt there (sampled from those whose selection the rows moved); VARIANTS=names
+#            of other files there, EXTRA_SHAPES=MxNxK,… more shapes                             ~4 min
+#   longkfix  bf16 tuned on the sampled shapes the long-K rows made slower (FIX_SIZES), merged here
+#            into the variant with every long-K row, then logicrows' comparison with that file and
+#            shapes outside the sample (EXTRA_SHAPES) added                                    ~8 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -374,16 +387,51 @@ productsbench() {  # the fp32 preset's timing, then the GEMM files
         --junitxml="$dir/gemm.xml"
 }
 
+longk() {  # its own folder (a journal of other sizes would make tune_gemm.sh resume that run)
+    mkdir -p "$dir/tune/sm_90"
+    if [ -n "${RESUME:-}" ]; then cp "$RESUME"/*.journal.jsonl "$dir/tune/sm_90/"; fi
+    local sizes="" mn k
+    for k in 16384 32768 65536; do for mn in ${LONGK_MN:-4096 2048 8192 1024}; do sizes+="${mn}x${mn}x${k},"; done; done
+    SIZES=${LONGK_SIZES:-${sizes%,}} FAMILIES=${FAMILIES:-gemm_ws,gemm_streamk,gemm_splitk} capped 570 tune-bf16 \
+        bash benchmarks/tune_gemm.sh "$dir/tune" 550 bf16
+}
+
+logicrows() {  # before the long-K rows, then each set of them (results/tune-longk-h100-8b79f20/variants/)
+    local rows=benchmarks/results/tune-longk-h100-8b79f20 files=() v
+    for v in ${VARIANTS:-before squares squares-between squares-rectangles squares-between-rectangles}; do
+        files+=("$v=$rows/variants/$v.yaml"); done
+    capped 540 ab "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/ab-shapes.txt")${EXTRA_SHAPES:+,$EXTRA_SHAPES}" \
+        "$dir/ab.json" "${files[@]}"
+}
+
+longkfix() {
+    local rows=benchmarks/results/tune-longk-h100-8b79f20
+    mkdir -p "$dir/tune/sm_90"
+    SIZES=${FIX_SIZES:?} FAMILIES=gemm_ws,gemm_streamk,gemm_tma capped 270 tune-bf16 \
+        bash benchmarks/tune_gemm.sh "$dir/tune" 260 bf16
+    "$PY" -m tessera logic merge "$rows/variants/squares-between-rectangles.yaml" \
+        "$dir/tune/sm_90/blas.gemm.bf16.yaml" -o "$dir/with-fixes.yaml" > "$dir/merge.txt" 2>&1
+    capped 270 ab "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/ab-shapes.txt"),${EXTRA_SHAPES:?}" "$dir/ab.json" \
+        "before=$rows/variants/before.yaml" "rows=$rows/variants/squares-between-rectangles.yaml" \
+        "fixes=$dir/with-fixes.yaml"
+}
+
+smallgemm() {  # the gpu-marked tests of every file the small products' GEMM touches
+    capped 150 packs "$PY" -m pytest -m gpu tests/test_packs.py -q -rs --junitxml="$dir/packs.xml"
+    capped 250 ws "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs --junitxml="$dir/ws.xml"
+    capped 150 products-tests "$PY" -m pytest tests/test_fp32_products.py -q -rs --junitxml="$dir/products.xml"
+}
+
 l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
-                "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote)"; exit 2;; esac
+                "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows, longkfix)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

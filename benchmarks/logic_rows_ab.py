@@ -1,0 +1,109 @@
+"""Versions of one GEMM logic file against each other through ``gemm`` calls, in one process: for
+each shape, the call selected by each FILE's rows and torch.matmul, each replayed from a CUDA graph
+over cold operand copies, all interleaved for ROUNDS rounds (the GPU's clock drift spreads over
+all of them); ratios against the first file. Each selection is what a real call picks: the
+file is swapped in as the shipped logic (``logic.SHIPPED_LOGIC`` pointed at a copy of the shipped
+tree holding it) and the recipes of earlier calls forgotten. Checks every call against torch first.
+
+Usage: python benchmarks/logic_rows_ab.py SHAPES OUT.json FILE... [--rounds R]
+  SHAPES: MxNxK, comma-separated; FILE: NAME=PATH.yaml (the first is the baseline), one dtype's
+  (bf16 / fp16 / tf32 / fp32).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+import yaml
+
+from tessera._core.device import torch_matmul_tf32_as
+from tessera._core.timing import cold_copies, graph_ms
+from tessera.blas import api, explain, gemm
+from tessera.tuning import logic
+from tessera.tuning.paths import SHIPPED_LOGIC
+
+DEVICE = os.environ.get("DEVICE", "cuda")  # "cpu" with TRITON_INTERPRET=1: a dry run of the host logic
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
+
+
+def logic_tree(file: Path, into: Path) -> Path:
+    """A copy of the shipped logic tree with ``file`` in place of the shipped file of its name."""
+    shutil.copytree(SHIPPED_LOGIC, into)
+    doc = yaml.safe_load(file.read_text())
+    problem = doc["problem"]
+    stem = logic.problem_stem(doc["library"], doc["op"], problem["dtype"], problem.get("layout"))
+    shutil.copy(file, into / doc["arch"] / f"{stem}.yaml")
+    return into
+
+
+def use(tree: Path | None) -> None:
+    """Selection from ``tree`` (None: the shipped files) from the next call on."""
+    logic.SHIPPED_LOGIC = tree or SHIPPED_LOGIC
+    logic.reload()
+    api._RECIPES.clear()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("shapes")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("files", nargs="+", help="NAME=PATH.yaml")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    files = {name: Path(path) for name, path in (f.split("=", 1) for f in args.files)}
+    base = next(iter(files))
+    dtype = yaml.safe_load(files[base].read_text())["problem"]["dtype"]
+    element = DTYPES[dtype]
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch, torch_matmul_tf32_as(dtype == "tf32"):
+        trees = {name: logic_tree(path, Path(scratch) / name) for name, path in files.items()}
+        for shape in args.shapes.split(","):
+            m, n, k = (int(x) for x in shape.split("x"))
+            a = torch.randn(m, k, device=DEVICE).to(element)
+            b = torch.randn(k, n, device=DEVICE).to(element)
+            copies = cold_copies((a, b))
+            reference = torch.matmul(a, b).float()
+            picks: dict[str, str] = {}
+            times: dict[str, list[float]] = {key: [] for key in ["torch", *trees]}
+            for name, tree in trees.items():
+                use(tree)
+                picks[name] = str(explain(a, b))
+                worst = ((gemm(a, b).float() - reference).abs().max() / reference.abs().max()).item()
+                if not worst < 1e-2:
+                    raise SystemExit(f"{shape} {name}: relative error {worst:.3g} against torch")
+            for _ in range(args.rounds):
+                times["torch"].append(graph_ms([lambda x=x, y=y: torch.matmul(x, y) for x, y in copies]))
+                for name, tree in trees.items():
+                    use(tree)
+                    times[name].append(graph_ms([lambda x=x, y=y: gemm(x, y) for x, y in copies]))
+            best = {key: min(values) for key, values in times.items()}
+            tflops = {key: 2.0 * m * n * k / ms / 1e9 for key, ms in best.items()}
+            row = dict(m=m, n=n, k=k, picks=picks, ms=times, tflops=tflops,
+                       vs_base={key: best[base] / best[key] for key in trees},
+                       vs_torch={key: best["torch"] / best[key] for key in trees})
+            rows.append(row)
+            print(f"{shape}: torch {tflops['torch']:.0f} TFLOP/s; " + ", ".join(
+                f"{key} {tflops[key]:.0f} ({row['vs_base'][key]:.3f}x, {row['vs_torch'][key]:.3f}x torch)"
+                for key in trees), flush=True)
+            device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
+            args.out.write_text(json.dumps(dict(device=device, dtype=dtype, rows=rows), indent=1))
+        use(None)
+
+    for key in files:
+        print(f"geomean over {len(rows)} shapes, {key}: {geomean(rows, 'vs_base', key):.3f}x {base}, "
+              f"{geomean(rows, 'vs_torch', key):.3f}x torch")
+
+
+def geomean(rows: list[dict], ratio: str, key: str) -> float:
+    return math.exp(sum(math.log(r[ratio][key]) for r in rows) / len(rows))
+
+
+if __name__ == "__main__":
+    main()

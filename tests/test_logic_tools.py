@@ -1,0 +1,26 @@
+"""benchmarks/logic_moves.py: the shapes two versions of a logic file choose differently for (what
+an A/B of them through calls, benchmarks/logic_rows_ab.py, should time)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from test_logic import GOOD, write
+
+from benchmarks import logic_moves
+from tessera.tuning import load_logic
+
+
+def test_moved_lists_the_shapes_whose_nearest_row_changes_its_choice(tmp_path: Path) -> None:
+    before = load_logic(write(tmp_path / "before.yaml", GOOD))
+    doc = copy.deepcopy(GOOD)  # a long-K row naming the small tile
+    doc["table"].append({"m": 4096, "n": 4096, "k": 65536, "batch": 1, "solution": 0, "tflops": 650.0})
+    after = load_logic(write(tmp_path / "after.yaml", doc))
+    shapes, kinds = logic_moves.moved(before, after, [64, 4096], [64, 4096, 65536])
+    # 4096²×65536 is the new row; 64×64×65536 is nearer it (ln 64 · √2 = 5.88) than the 4096³ row
+    # (6.50) and the 64³ row (ln 1024 = 6.93); the rest keep their rows, or rows of the same config
+    assert "4096x4096x65536" in shapes and "64x64x65536" in shapes
+    assert "4096x4096x4096" not in shapes and "64x64x64" not in shapes
+    assert sum(kinds.values()) == len(shapes) and set(kinds) == {("TmaConfig", "TileConfig")}
+    assert logic_moves.moved(before, before, [64, 4096], [64, 4096, 65536]) == ([], {})
