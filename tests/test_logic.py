@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import re
 from collections.abc import Iterator
@@ -96,6 +97,83 @@ def test_nearest_row_usable_filter_and_max_distance(tmp_path: Path) -> None:
     assert near.nearest((512, 512, 512, 1)) is None  # √3·ln 8 ≈ 3.6 from either row
 
 
+def _tile(block_m: int, block_n: int, sid: int) -> dict:
+    return {"id": sid, "kernel": "gemm_tile", "block_m": block_m, "block_n": block_n, "block_k": 64,
+            "group_m": 8, "num_warps": 8, "num_stages": 3}
+
+
+# two rows of a long-K file: 128×256 tiles tuned at 1024×4096 (128 tiles: 0.97 of a wave of 132),
+# 128×128 tiles at 1536² (144 tiles: 0.545 of two waves)
+WAVES = {**GOOD, "problem": {"dtype": "bf16"}, "solutions": [_tile(128, 256, 0), _tile(128, 128, 1)],
+         "table": [{"m": 1024, "n": 4096, "k": 16384, "batch": 1, "solution": 0, "tflops": 700.0},
+                   {"m": 1536, "n": 1536, "k": 16384, "batch": 1, "solution": 1, "tflops": 620.0}],
+         "wave_slack": 0.7}
+
+
+def test_wave_efficiency_counts_whole_waves_and_tile_edges() -> None:
+    wide, square = TileConfig(128, 256, 64, 8, 8, 3), TileConfig(128, 128, 64, 8, 8, 3)
+    assert space.wave_efficiency(wide, (1024, 4096, 16384, 1), 132) == pytest.approx(128 / 132)
+    assert space.wave_efficiency(wide, (1536, 4096, 16384, 1), 132) == pytest.approx(192 / 264)
+    assert space.wave_efficiency(square, (1536, 4096, 16384, 1), 132) == pytest.approx(384 / 396)
+    assert space.wave_efficiency(square, (100, 128, 64, 2), 132) == pytest.approx(100 / 128 * 2 / 132)
+    split = space.SplitKConfig(64, 64, 64, 4, 4, 3)  # 4 slices of 4 tiles: 16 of 132
+    assert space.wave_efficiency(split, (256, 64, 4096, 1), 132) == pytest.approx(16 / 132)
+    streamk = space.StreamKConfig(128, 256, 64, 0, 8, 3, False)  # K shared over every SM: no tile count
+    assert space.wave_efficiency(streamk, (1000, 1000, 8192, 1), 132) is None
+    assert space.wave_efficiency(wide, (0, 4096, 64, 1), 132) == 1.0  # an empty problem: nothing idles
+
+
+def test_wave_slack_weighs_nearby_rows_by_their_waves(tmp_path: Path) -> None:
+    lf = load_logic(write(tmp_path / "waves.yaml", WAVES))
+    asked = (1536, 4096, 16384, 1)  # 0.41 from the 128×256 row, 0.98 from the 128×128 one
+    # 128×256: 700 · (192/264) / (128/132) = 525 TFLOP/s expected; 128×128: 620 · 0.970 / 0.545 = 1103
+    weighed = lf.nearest(asked, multiprocessors=132)
+    assert weighed.row.solution == 1 and weighed.weighed == 2 and "weighed by waves" in weighed.describe()
+    assert lf.nearest(asked).row.solution == 0  # no multiprocessor count: the nearest row
+    assert lf.nearest((1024, 4096, 16384, 1), multiprocessors=132).weighed == 0  # a row at the size itself
+    narrow = load_logic(write(tmp_path / "narrow.yaml", {**WAVES, "wave_slack": 0.5}))
+    assert narrow.nearest(asked, multiprocessors=132).row.solution == 0  # 0.98 > 0.41 + 0.5: alone
+    plain = load_logic(write(tmp_path / "plain.yaml", {k: v for k, v in WAVES.items() if k != "wave_slack"}))
+    assert plain.nearest(asked, multiprocessors=132).row.solution == 0
+    unusable = lf.nearest(asked, usable=lambda c: c.block_n == 256, multiprocessors=132)
+    assert unusable.row.solution == 0 and unusable.weighed == 0
+
+
+def test_a_stream_k_row_is_taken_only_as_the_nearest(tmp_path: Path) -> None:
+    streamk = {"id": 2, "kernel": "gemm_streamk", "block_m": 128, "block_n": 256, "block_k": 64,
+               "programs": 0, "num_warps": 8, "num_stages": 3, "tma": False}
+    fast = {"m": 1024, "n": 4096, "k": 24576, "batch": 1, "solution": 2, "tflops": 2000.0}
+    solutions = [*WAVES["solutions"], streamk]
+    rival = load_logic(write(tmp_path / "rival.yaml",
+                             {**WAVES, "solutions": solutions, "table": [*WAVES["table"], fast]}))
+    asked = (1536, 4096, 16384, 1)  # the stream-K row (0.57 away) has the top figure but no wave count
+    assert rival.nearest(asked, multiprocessors=132).row.solution == 1
+    table = [*WAVES["table"], {**fast, "m": 1536}]
+    nearest = load_logic(write(tmp_path / "nearest.yaml", {**WAVES, "solutions": solutions, "table": table}))
+    assert nearest.nearest((1536, 4096, 20000, 1), multiprocessors=132).row.solution == 2  # nearest: as is
+
+
+def test_gemm_selection_gives_the_device_multiprocessors_to_a_file_weighing_waves(tmp_path: Path) -> None:
+    _installed(tmp_path, {**WAVES, "problem": {"dtype": "bf16"}}, dtype="bf16")
+    logic.reload()
+    try:
+        problem = space.GemmProblem(1536, 4096, 16384, 1, "bf16", False)
+        here = device_info()
+        sms = dataclasses.replace(here, multiprocessors=132)
+        assert space.select(problem, sms).config == TileConfig(128, 128, 64, 8, 8, 3)
+        assert "weighed by waves" in space.select(problem, sms).reason
+        assert space.select(problem, dataclasses.replace(here, multiprocessors=None)).config == \
+            TileConfig(128, 256, 64, 8, 8, 3)
+    finally:
+        logic.reload()
+
+
+def test_only_an_op_with_an_efficiency_takes_wave_slack(tmp_path: Path) -> None:
+    refused = re.escape("field 'wave_slack': blas.gemm_wq declares no efficiency")
+    with pytest.raises(LogicFileError, match=refused):
+        load_logic(write(tmp_path / "wq.yaml", {**WQ_WS, "wave_slack": 0.7}))
+
+
 def _mutated(change) -> dict:
     doc = copy.deepcopy(GOOD)
     change(doc)
@@ -119,6 +197,7 @@ BAD = [
     (lambda d: d["table"][0].update(m="big"), "field 'table[0].m': must be a non-negative integer"),
     (lambda d: d.update(distance="manhattan"), "field 'distance': 'manhattan' is unknown"),
     (lambda d: d.update(max_distance=-1), "field 'max_distance'"),
+    (lambda d: d.update(wave_slack=-0.5), "field 'wave_slack': must be a non-negative number"),
     (lambda d: d.update(solutions={"id": 0}), "field 'solutions': must be list"),
     (lambda d: d["problem"].update(layout="NX"), "field 'problem.layout': 'NX' is unknown"),
 ]
@@ -397,7 +476,7 @@ def test_merge_marks_rows_measured_on_another_gpu_of_the_arch(tmp_path: Path,
 
 @pytest.mark.parametrize("field, value", [("problem", {"dtype": "bf16"}), ("arch", "sm_90"),
                                           ("runtime", {"triton": "3.6.0", "backend": "cuda"}),
-                                          ("max_distance", 0.5)])
+                                          ("max_distance", 0.5), ("wave_slack", 0.7)])
 def test_merge_refuses_files_of_different_problems(field: str, value: object, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture) -> None:
     base = write(tmp_path / "base.yaml", GOOD)

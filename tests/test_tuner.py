@@ -105,6 +105,16 @@ def test_max_distance_bounds_where_the_logic_applies(tmp_path: Path) -> None:
             main(["tune", "gemm", "--dtype", "fp32", "--max-distance", bad, "--out", str(tmp_path / "x")])
 
 
+def test_wave_slack_reaches_the_logic_file_of_a_float_gemm_tune_only(tmp_path: Path) -> None:
+    assert load_logic(Tuner(fake_op(), tmp_path, progress=False, wave_slack=0.7).run()).wave_slack == 0.7
+    assert load_logic(Tuner(fake_op(), tmp_path / "plain", progress=False).run()).wave_slack is None
+    with pytest.raises(SystemExit):
+        main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "-1", "--out", str(tmp_path / "x")])
+    assert main(["tune", "gemm", "--dtype", "int8", "--wave-slack", "0.7", "--sizes", "32x32x32",
+                 "--out", str(tmp_path / "q")]) == 2  # refused before any tuning: no file written
+    assert not (tmp_path / "q").exists() or not any((tmp_path / "q").rglob("*.yaml"))
+
+
 def test_two_tuners_on_one_directory(tmp_path: Path) -> None:
     Tuner(fake_op(), tmp_path, budget_s=0.0, progress=False).run()  # create the journal
     errors: list[BaseException] = []

@@ -167,15 +167,16 @@ def select(problem: GemmProblem, device: DeviceInfo) -> Choice:
             return Choice(TileConfig(64, 64, 32), f"forced {why}")
         return Choice(forced.config, "forced")
     return _select_cached(problem, device.backend, device.arch, device.shared_memory_per_block,
-                          logic.generation())
+                          device.multiprocessors, logic.generation())
 
 
 @functools.lru_cache(maxsize=4096)
 def _select_cached(problem: GemmProblem, backend: str, arch: str, shared_memory: int | None,
-                   _logic_generation: int) -> Choice:
+                   multiprocessors: int | None, _logic_generation: int) -> Choice:
     match, reasons = logic.lookup(arch, "blas", "gemm", problem.dtype,
                                   (problem.m, problem.n, problem.k, problem.batch),
-                                  usable=lambda cfg: _misfit(problem, cfg) is None, layout=problem.layout)
+                                  usable=lambda cfg: _misfit(problem, cfg) is None, layout=problem.layout,
+                                  multiprocessors=multiprocessors)
     if match is not None:
         config = match.config
         tuned_swapped = match.logic.problem.get("layout", "NN")[1] == "N"  # the tuner's B: row-major
@@ -329,10 +330,29 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
     return docs
 
 
+def wave_efficiency(config: object, sizes: tuple[int, ...], multiprocessors: int) -> float | None:
+    """The share of ``multiprocessors`` a GEMM configuration keeps busy at (m, n, k, batch): its
+    output tiles over whole waves of one tile a multiprocessor, times the share of each tile
+    inside the matrix; split-K's slices are tiles of their own (a logic file's ``wave_slack``
+    weighs rows so). None for stream-K, which shares K over every multiprocessor: its cost is
+    its fix-up's, which tile counts do not predict (1024²×32768 bf16 on an H100: 192–211 TFLOP/s
+    spread over all 132, where 128 data-parallel tiles of 64×128 ran 578)."""
+    if isinstance(config, StreamKConfig):
+        return None
+    m, n, _, batch = sizes
+    block_m, block_n = getattr(config, "block_m", 0), getattr(config, "block_n", 0)
+    if not (block_m and block_n and m and n):
+        return 1.0
+    rows, cols = -(-m // block_m), -(-n // block_n)
+    inside = m * n / (rows * block_m * cols * block_n)
+    tiles = rows * cols * max(batch, 1) * getattr(config, "split_k", 1)
+    return inside * tiles / (-(-tiles // multiprocessors) * multiprocessors)
+
+
 logic.register_op("blas", "gemm", SIZE_KEYS,
                   {"gemm_tile": TileConfig, "gemm_tma": TmaConfig, "gemm_splitk": SplitKConfig,
                    "gemm_streamk": StreamKConfig, "gemm_ws": WsConfig, "gemm_fma": FmaConfig},
-                  heuristic=heuristic_logic)
+                  heuristic=heuristic_logic, efficiency=wave_efficiency)
 
 
 # Weight-only quantized GEMM (``gemm_wq``): op ``gemm_wq``, dtype ``int{bits}_{activation}`` (e.g.

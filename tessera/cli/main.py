@@ -102,6 +102,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="operands' layout, A then B (N row-major, T column-major; NT is x @ W.t()): "
                          "writes that layout's logic file, which refines the dtype's (default: NN, "
                          "the dtype's own file)")
+    tg.add_argument("--wave-slack", type=_non_negative, metavar="S",
+                    help="float GEMM: write S into the logic file, so that a size with no row of its own "
+                         "weighs the rows within S of its nearest by their tiles' waves there (what a "
+                         "file merged into must carry as well). Default: the nearest row decides")
     _run_options(tg)
     tv = tune_sub.add_parser("gemv", help="tune BLAS gemv's tile for the running device")
     tv.add_argument("--dtype", default="bf16",

@@ -34,7 +34,9 @@ def cmd_logic(args: argparse.Namespace) -> int:
         logic = load_logic(args.file)
         print(f"{logic.path}: {logic.arch} {logic.library}.{logic.op} {dict(logic.problem)}; "
               f"runtime {dict(logic.runtime)}; distance {logic.distance}"
-              + (f" (max {logic.max_distance})" if logic.max_distance is not None else ""))
+              + (f" (max {logic.max_distance})" if logic.max_distance is not None else "")
+              + (f"; rows within {logic.wave_slack} of the nearest weighed by waves"
+                 if logic.wave_slack is not None else ""))
         print("solutions:")
         for sid, config in sorted(logic.solutions.items()):
             print(f"  {sid:>3}  {config.short()}")
@@ -96,6 +98,9 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     if args.layout is not None and quantized_op(args.dtype) is not None:
         raise InvalidArgumentError(f"--layout is for float GEMM; --dtype {args.dtype} has its own fixed "
                                    f"operand layout: leave --layout out")
+    if args.wave_slack is not None and quantized_op(args.dtype) is not None:
+        raise InvalidArgumentError(f"--wave-slack is for float GEMM; {quantized_op(args.dtype)}'s logic "
+                                   f"(--dtype {args.dtype}) weighs no rows by waves: leave it out")
     device = _tuning_device(interpreting)
     if quantized_op(args.dtype) is not None:
         return _tune_quantized(args, problems, device)
@@ -160,7 +165,7 @@ def _tune(op: TunableOp, args: argparse.Namespace, problems: list[tuple[int, ...
         op = _only_families(op, args.families, default_config)
     tuner = Tuner(op, args.out, resume=args.resume,
                   budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes,
-                  max_distance=args.max_distance)
+                  max_distance=args.max_distance, wave_slack=getattr(args, "wave_slack", None))
     path = tuner.run()
     print(f"wrote {path}")
     for sizes, (count, reason) in sorted(tuner.unsolved().items()):

@@ -17,7 +17,16 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
          device: NVIDIA H100 80GB HBM3}              # optional: measured on another GPU of the arch
     distance: log_euclidean                          # how a size not in the table finds its nearest
     max_distance: 1.5                                # optional: farther than this, fall through
+    wave_slack: 0.7                                  # optional: rows this much farther than the
+                                                     # nearest compete, weighed by their waves
     origin: tuned                                    # optional: tuned (measured) or heuristic
+
+``wave_slack`` (ops that declare an ``efficiency``: blas.gemm's is
+``tessera.blas.space.wave_efficiency``) makes :meth:`LogicFile.nearest` weigh rows, not just
+rank them: where no row is at the asked size, each usable row within the nearest's distance plus
+the slack is scored by its measured TFLOP/s times its configuration's efficiency (busy
+multiprocessors) at the asked size over that at its own, and the best is taken. No shipped file
+sets it yet: it is measured first (docs/status.md).
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
@@ -45,6 +54,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 import math
 import warnings
@@ -81,14 +91,18 @@ class OpSpec:
     size_keys: tuple[str, ...]
     families: Mapping[str, type]  # kernel name → frozen config dataclass
     heuristic: Callable[[Any], list[dict]] | None = None
+    # the share of a device's multiprocessors a configuration keeps busy at some sizes, in (0, 1],
+    # or None where it cannot say (config, sizes, multiprocessors): what ``wave_slack`` weighs by
+    efficiency: Callable[[Any, tuple[int, ...], int], float | None] | None = None
 
 
 _OPS: dict[tuple[str, str], OpSpec] = {}
 
 
 def register_op(library: str, op: str, size_keys: tuple[str, ...], families: Mapping[str, type],
-                heuristic: Callable[[Any], list[dict]] | None = None) -> None:
-    _OPS[(library, op)] = OpSpec(tuple(size_keys), dict(families), heuristic)
+                heuristic: Callable[[Any], list[dict]] | None = None,
+                efficiency: Callable[[Any, tuple[int, ...], int], float | None] | None = None) -> None:
+    _OPS[(library, op)] = OpSpec(tuple(size_keys), dict(families), heuristic, efficiency)
 
 
 def _load_libraries() -> None:
@@ -127,24 +141,47 @@ class LogicFile:
     distance: str
     max_distance: float | None
     origin: str = "tuned"
+    wave_slack: float | None = None  # rows this much farther than the nearest compete (below)
 
     @property
     def stem(self) -> str:
         """The file name (without ``.yaml``) its content belongs under: :func:`problem_stem`."""
         return problem_stem(self.library, self.op, str(self.problem.get("dtype")), self.problem.get("layout"))
 
-    def nearest(self, sizes: tuple[int, ...], usable: Callable[[Any], bool] = lambda _: True
-                ) -> Match | None:
-        """The table row nearest to ``sizes`` whose solution is ``usable``, within max_distance."""
+    def nearest(self, sizes: tuple[int, ...], usable: Callable[[Any], bool] = lambda _: True,
+                multiprocessors: int | None = None) -> Match | None:
+        """The table row nearest to ``sizes`` whose solution is ``usable``, within max_distance.
+
+        With ``wave_slack`` (and the device's ``multiprocessors`` and the op's ``efficiency``
+        known), when no row is at ``sizes`` itself, the usable rows up to that much farther than
+        the nearest compete: each by its measured TFLOP/s scaled by its configuration's
+        efficiency at ``sizes`` over that at its own sizes. A row's winner was chosen for its own
+        tile count; a neighbour with another count would otherwise inherit it whatever its waves.
+        A configuration the efficiency cannot judge (stream-K) is taken only as the nearest."""
         ranked = sorted((_log_distance(sizes, row.sizes), i) for i, row in enumerate(self.table))
-        for distance, i in ranked:
-            if self.max_distance is not None and distance > self.max_distance:
-                return None
-            row = self.table[i]
-            config = self.solutions[row.solution]
-            if usable(config):
-                return Match(self, row, config, distance)
-        return None
+        matches = (Match(self, self.table[i], self.solutions[self.table[i].solution], distance)
+                   for distance, i in ranked
+                   if self.max_distance is None or distance <= self.max_distance)
+        usable_matches = (match for match in matches if usable(match.config))
+        first = next(usable_matches, None)
+        if first is None or first.distance == 0 or self.wave_slack is None or not multiprocessors:
+            return first
+        efficiency = registered_ops()[(self.library, self.op)].efficiency
+        if efficiency is None or efficiency(first.config, first.row.sizes, multiprocessors) is None:
+            return first
+        reach = first.distance + self.wave_slack
+        within = itertools.takewhile(lambda match: match.distance <= reach, usable_matches)
+        rivals = [first, *(match for match in within
+                           if efficiency(match.config, match.row.sizes, multiprocessors) is not None)]
+        if len(rivals) == 1:
+            return first
+
+        def expected(match: Match) -> float:
+            """Its row's TFLOP/s carried to ``sizes`` by the efficiency there over that at the row."""
+            here, there = (efficiency(match.config, at, multiprocessors) for at in (sizes, match.row.sizes))
+            return match.row.measured.get("tflops", 0.0) * here / there if here and there else 0.0
+
+        return dataclasses.replace(max(rivals, key=expected), weighed=len(rivals))
 
 
 @dataclass(frozen=True)
@@ -154,12 +191,14 @@ class Match:
     config: Any
     distance: float
     passed: tuple[str, ...] = ()  # why each earlier source (an installed pack's file) was passed over
+    weighed: int = 0  # the rows weighed by waves this one was the fastest of (0: the nearest alone)
 
     def describe(self) -> str:
         """The selection's reason: each source passed over, then this file, row and distance."""
         sizes = "x".join(str(s) for s in self.row.sizes)
+        how = f", the fastest of {self.weighed} rows weighed by waves" if self.weighed else ""
         return "; ".join([*self.passed, f"logic {self.logic.path} row {sizes} solution {self.row.solution} "
-                                        f"(distance {self.distance:.2f})"])
+                                        f"(distance {self.distance:.2f}{how})"])
 
 
 def _log_distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
@@ -237,10 +276,14 @@ def load_logic(path: str | Path) -> LogicFile:
     origin = doc.get("origin", "tuned")
     if origin not in ORIGINS:
         raise _fail(path, "origin", f"{origin!r} is unknown; known: {', '.join(ORIGINS)}")
-    max_distance = doc.get("max_distance")
-    if max_distance is not None and (isinstance(max_distance, bool)
-                                     or not isinstance(max_distance, (int, float)) or max_distance < 0):
-        raise _fail(path, "max_distance", f"must be a non-negative number (actual: {max_distance!r})")
+    max_distance, wave_slack = doc.get("max_distance"), doc.get("wave_slack")
+    for name, value in (("max_distance", max_distance), ("wave_slack", wave_slack)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or value < 0):
+            raise _fail(path, name, f"must be a non-negative number (actual: {value!r})")
+    if wave_slack is not None and spec.efficiency is None:
+        raise _fail(path, "wave_slack", f"{library}.{op} declares no efficiency to weigh rows by; "
+                                        f"remove the field")
 
     solutions = {}
     for i, entry in enumerate(_require(doc, path, "solutions", list)):
@@ -273,7 +316,8 @@ def load_logic(path: str | Path) -> LogicFile:
             raise _fail(path, f"{where}.device", f"must be a GPU's name (actual: {device!r})")
         table.append(Row(tuple(sizes), sid, measured, device))
     return LogicFile(path, arch, library, op, problem, runtime, solutions, tuple(table), distance,
-                     None if max_distance is None else float(max_distance), origin)
+                     None if max_distance is None else float(max_distance), origin,
+                     None if wave_slack is None else float(wave_slack))
 
 
 def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[str, Any]) -> Any:
@@ -391,10 +435,11 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
     """A logic document: ``base``'s table with ``update``'s rows replacing the rows at the same
     sizes and adding the sizes ``base`` lacks (a partial re-tune folded into a full file, as
     Tensile merges logic). Both must describe the same arch, op and problem, with the same
-    origin, runtime, distance and max_distance; equal configurations share one solution. The
+    origin, runtime, distance, max_distance and wave_slack; equal configurations share one solution. The
     runtimes may name different GPUs of the arch (the same Triton and backend): ``update``'s rows
     then name theirs (``Row.device``), so that a figure never passes for the file's GPU's."""
-    for name in ("arch", "library", "op", "problem", "origin", "runtime", "distance", "max_distance"):
+    for name in ("arch", "library", "op", "problem", "origin", "runtime", "distance", "max_distance",
+                 "wave_slack"):
         mine, theirs = getattr(base, name), getattr(update, name)
         if name == "runtime":  # the GPU may differ; its rows then say which
             mine, theirs = ({k: v for k, v in r.items() if k != "device"} for r in (mine, theirs))
@@ -417,28 +462,30 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
     doc = {"schema": SCHEMA_VERSION, "arch": base.arch, "library": base.library, "op": base.op,
            "problem": dict(base.problem), "origin": base.origin, "runtime": dict(base.runtime),
            "solutions": _solution_entries(ids), "table": table, "distance": base.distance}
-    if base.max_distance is not None:
-        doc["max_distance"] = base.max_distance
+    for name in ("max_distance", "wave_slack"):
+        if getattr(base, name) is not None:
+            doc[name] = getattr(base, name)
     return doc
 
 
 def lookup(arch: str, library: str, op: str, dtype: str, sizes: tuple[int, ...],
-           usable: Callable[[Any], bool] = lambda _: True, layout: str | None = None
-           ) -> tuple[Match | None, list[str]]:
+           usable: Callable[[Any], bool] = lambda _: True, layout: str | None = None,
+           multiprocessors: int | None = None) -> tuple[Match | None, list[str]]:
     """The nearest usable row of the logic file for (arch, library, op, dtype), and why each source
     was passed over: the first half of every library's selection (its heuristic is the second).
-    With a ``layout``, that layout's file first, when its source is not behind the dtype file's."""
+    With a ``layout``, that layout's file first, when its source is not behind the dtype file's.
+    ``multiprocessors``: the device's, for a file that weighs rows by waves (``wave_slack``)."""
     found, passed = logic_for(arch, library, op, dtype)
     if layout is not None:
         refined, refined_passed = logic_for(arch, library, op, dtype, layout)
         if refined is not None and (found is None or _from_pack(refined) or not _from_pack(found)):
-            match = refined.nearest(sizes, usable)
+            match = refined.nearest(sizes, usable, multiprocessors)
             if match is not None:
                 return dataclasses.replace(match, passed=tuple(refined_passed)), list(refined_passed)
             passed = [f"{refined.path}: no usable row within its max_distance", *passed]
     if found is None:
         return None, list(passed)
-    match = found.nearest(sizes, usable)
+    match = found.nearest(sizes, usable, multiprocessors)
     if match is None:
         return None, [*passed, f"{found.path}: no usable row within its max_distance"]
     return dataclasses.replace(match, passed=tuple(passed)), list(passed)

@@ -71,9 +71,11 @@ def config_key(config: Any) -> str:
 class Tuner:
     def __init__(self, op: TunableOp, out_dir: Path, *, resume: bool = False,
                  budget_s: float | None = None, progress: bool = True, retime_top: int = 3,
-                 retimes: int = 2, max_distance: float | None = None) -> None:
+                 retimes: int = 2, max_distance: float | None = None,
+                 wave_slack: float | None = None) -> None:
         self.op, self.resume, self.budget_s, self.progress = op, resume, budget_s, progress
         self.max_distance = max_distance  # written into the logic file: beyond it, the heuristic decides
+        self.wave_slack = wave_slack  # written into the logic file: nearby rows weighed by waves
         self.retime_top, self.retimes = retime_top, retimes
         self.folder = Path(out_dir) / op.arch
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -221,8 +223,9 @@ class Tuner:
                "origin": "tuned",
                "runtime": self.op.runtime, "solutions": solutions, "table": table,
                "distance": "log_euclidean"}
-        if self.max_distance is not None:
-            doc["max_distance"] = self.max_distance
+        for name in ("max_distance", "wave_slack"):
+            if getattr(self, name) is not None:
+                doc[name] = getattr(self, name)
         with self._lock():
             # loaded back before it replaces the old file: a tuner never leaves logic the loader refuses
             write_atomically(self.logic_path, yaml.safe_dump(doc, sort_keys=False), check=logic.load_logic)
