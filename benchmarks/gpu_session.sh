@@ -86,7 +86,8 @@
 #   longk    bf16 tuned on long-K shapes (weight gradients' K: M = N 1024…8192, K 16384…65536) over
 #            gemm_ws, stream-K and split-K (the heuristic's pick always beside); RESUME=DIR in the
 #            repository holding an earlier call's journal continues it; LONGK_MN="1536 3072" other
-#            sides, LONGK_SIZES=MxNxK,… other shapes, FAMILIES other families; merge what comes back  ~3 min
+#            sides, LONGK_SIZES=MxNxK,… other shapes, FAMILIES other families, DTYPE=fp16 another
+#            dtype; merge what comes back                                                         ~3 min
 #   logicrows  the bf16 logic before the long-K rows against sets of them (results/tune-longk-h100-
 #            8b79f20/variants/), through calls in one process, torch beside, on the shapes of
 #            ab-shapes.txt there (sampled from those whose selection the rows moved); VARIANTS=names
@@ -392,8 +393,8 @@ longk() {  # its own folder (a journal of other sizes would make tune_gemm.sh re
     if [ -n "${RESUME:-}" ]; then cp "$RESUME"/*.journal.jsonl "$dir/tune/sm_90/"; fi
     local sizes="" mn k
     for k in 16384 32768 65536; do for mn in ${LONGK_MN:-4096 2048 8192 1024}; do sizes+="${mn}x${mn}x${k},"; done; done
-    SIZES=${LONGK_SIZES:-${sizes%,}} FAMILIES=${FAMILIES:-gemm_ws,gemm_streamk,gemm_splitk} capped 570 tune-bf16 \
-        bash benchmarks/tune_gemm.sh "$dir/tune" 550 bf16
+    SIZES=${LONGK_SIZES:-${sizes%,}} FAMILIES=${FAMILIES:-gemm_ws,gemm_streamk,gemm_splitk} capped 570 tune \
+        bash benchmarks/tune_gemm.sh "$dir/tune" 550 "${DTYPE:-bf16}"
 }
 
 logicrows() {  # before the long-K rows, then each set of them (results/tune-longk-h100-8b79f20/variants/)

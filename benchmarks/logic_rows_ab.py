@@ -39,6 +39,7 @@ def logic_tree(file: Path, into: Path) -> Path:
     doc = yaml.safe_load(file.read_text())
     problem = doc["problem"]
     stem = logic.problem_stem(doc["library"], doc["op"], problem["dtype"], problem.get("layout"))
+    (into / doc["arch"]).mkdir(parents=True, exist_ok=True)  # an arch the wheel ships nothing for
     shutil.copy(file, into / doc["arch"] / f"{stem}.yaml")
     return into
 

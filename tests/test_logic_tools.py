@@ -24,3 +24,32 @@ def test_moved_lists_the_shapes_whose_nearest_row_changes_its_choice(tmp_path: P
     assert "4096x4096x4096" not in shapes and "64x64x64" not in shapes
     assert sum(kinds.values()) == len(shapes) and set(kinds) == {("TmaConfig", "TileConfig")}
     assert logic_moves.moved(before, before, [64, 4096], [64, 4096, 65536]) == ([], {})
+
+
+def test_logic_rows_ab_times_each_file_through_calls(tmp_path: Path, monkeypatch) -> None:
+    """The A/B script's plumbing on the interpreter: each file swapped in as the shipped logic (for
+    the running arch, so each changes the pick), every call checked, ratios against the first."""
+    import json
+    import sys
+
+    from benchmarks import logic_rows_ab
+    from tessera._core.device import device_info
+    from tessera.tuning import logic
+
+    arch = device_info().arch
+    small = copy.deepcopy({**GOOD, "arch": arch})
+    small["solutions"][0].update(block_m=16, block_n=16)
+    wide = copy.deepcopy(small)
+    wide["solutions"][0].update(block_m=32, block_n=32)
+    files = [f"small={write(tmp_path / 'a' / 'blas.gemm.fp32.yaml', small)}",
+             f"wide={write(tmp_path / 'b' / 'blas.gemm.fp32.yaml', wide)}"]
+    monkeypatch.setattr(logic_rows_ab, "DEVICE", "cpu")
+    out = tmp_path / "ab.json"
+    monkeypatch.setattr(sys, "argv", ["logic_rows_ab.py", "40x24x32", str(out), *files, "--rounds", "1"])
+    shipped = logic.SHIPPED_LOGIC
+    logic_rows_ab.main()
+    assert logic.SHIPPED_LOGIC == shipped  # put back
+    row = json.loads(out.read_text())["rows"][0]
+    assert (row["m"], row["n"], row["k"]) == (40, 24, 32) and row["vs_base"]["small"] == 1.0
+    assert "block_m=16" in row["picks"]["small"] and "block_m=32" in row["picks"]["wide"]
+    assert set(row["tflops"]) == {"torch", "small", "wide"}
