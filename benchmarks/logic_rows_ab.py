@@ -60,7 +60,13 @@ def main() -> None:
     args = parser.parse_args()
     files = {name: Path(path) for name, path in (f.split("=", 1) for f in args.files)}
     base = next(iter(files))
-    dtype = yaml.safe_load(files[base].read_text())["problem"]["dtype"]
+    doc = yaml.safe_load(files[base].read_text())
+    dtype = doc["problem"]["dtype"]
+    stem = logic.problem_stem(doc["library"], doc["op"], dtype, doc["problem"].get("layout"))
+    installed = logic.installed_logic() / doc["arch"] / f"{stem}.yaml"
+    if installed.exists():  # it would be found before any file swapped in as the shipped one
+        raise SystemExit(f"{installed}: an installed pack's logic takes precedence over the files compared; "
+                         f"run with TESSERA_HOME pointing at an empty directory")
     element = DTYPES[dtype]
     rows = []
     with tempfile.TemporaryDirectory() as scratch, torch_matmul_tf32_as(dtype == "tf32"):
