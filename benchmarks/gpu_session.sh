@@ -88,10 +88,11 @@
 #            repository holding an earlier call's journal continues it; LONGK_MN="1536 3072" other
 #            sides, LONGK_SIZES=MxNxK,… other shapes, FAMILIES other families, DTYPE=fp16 another
 #            dtype; merge what comes back                                                         ~3 min
-#   logicrows  the bf16 logic before the long-K rows against sets of them (results/tune-longk-h100-
-#            8b79f20/variants/), through calls in one process, torch beside, on the shapes of
-#            ab-shapes.txt there (sampled from those whose selection the rows moved); VARIANTS=names
-#            of other files there, EXTRA_SHAPES=MxNxK,… more shapes                             ~4 min
+#   logicrows  the bf16 logic before the long-K rows against the shipped file and its wave-weighed
+#            variants (results/tune-longk-h100-8b79f20/variants/), through calls in one process,
+#            torch beside, on the shapes of ab-shapes.txt there (sampled from those the rows moved)
+#            and of moved-k8192.txt (the shapes with K ≤ 8192 they move); VARIANTS=names of other
+#            files there, EXTRA_SHAPES=MxNxK,… other added shapes                              ~3 min
 #   longkfix  bf16 tuned on the sampled shapes the long-K rows made slower (FIX_SIZES), merged here
 #            into the variant with every long-K row, then logicrows' comparison with that file and
 #            shapes outside the sample (EXTRA_SHAPES) added                                    ~8 min
@@ -399,9 +400,10 @@ longk() {  # its own folder (a journal of other sizes would make tune_gemm.sh re
 
 logicrows() {  # before the long-K rows, then each set of them (results/tune-longk-h100-8b79f20/variants/)
     local rows=benchmarks/results/tune-longk-h100-8b79f20 files=() v
-    for v in ${VARIANTS:-before squares squares-between squares-rectangles squares-between-rectangles}; do
+    for v in ${VARIANTS:-before with-fixes-no3072 waves-07 waves-10}; do
         files+=("$v=$rows/variants/$v.yaml"); done
-    capped 540 ab "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/ab-shapes.txt")${EXTRA_SHAPES:+,$EXTRA_SHAPES}" \
+    local extra=${EXTRA_SHAPES-$(cat "$rows/moved-k8192.txt")}  # EXTRA_SHAPES= (empty): none
+    capped 540 ab "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/ab-shapes.txt")${extra:+,$extra}" \
         "$dir/ab.json" "${files[@]}"
 }
 
