@@ -17,6 +17,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import torch
 import yaml
 
 from tessera._core.device import torch_matmul_tf32_as
-from tessera._core.timing import cold_copies, graph_ms
+from tessera._core.timing import cold_copies, graph_ms, run_record
 from tessera.blas import api, explain, gemm
 from tessera.tuning import logic
 from tessera.tuning.paths import SHIPPED_LOGIC
@@ -68,44 +69,52 @@ def main() -> None:
         raise SystemExit(f"{installed}: an installed pack's logic takes precedence over the files compared; "
                          f"run with TESSERA_HOME pointing at an empty directory")
     element = DTYPES[dtype]
-    rows = []
+    record = {**run_record(" ".join(["python", *sys.argv])), "dtype": dtype,
+              "files": {name: str(path) for name, path in files.items()}}
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as scratch, torch_matmul_tf32_as(dtype == "tf32"):
         trees = {name: logic_tree(path, Path(scratch) / name) for name, path in files.items()}
-        for shape in args.shapes.split(","):
-            m, n, k = (int(x) for x in shape.split("x"))
-            a = torch.randn(m, k, device=DEVICE).to(element)
-            b = torch.randn(k, n, device=DEVICE).to(element)
-            copies = cold_copies((a, b))
-            reference = torch.matmul(a, b).float()
-            picks: dict[str, str] = {}
-            times: dict[str, list[float]] = {key: [] for key in ["torch", *trees]}
-            for name, tree in trees.items():
-                use(tree)
-                picks[name] = str(explain(a, b))
-                worst = ((gemm(a, b).float() - reference).abs().max() / reference.abs().max()).item()
-                if not worst < 1e-2:
-                    raise SystemExit(f"{shape} {name}: relative error {worst:.3g} against torch")
-            for _ in range(args.rounds):
-                times["torch"].append(graph_ms([lambda x=x, y=y: torch.matmul(x, y) for x, y in copies]))
-                for name, tree in trees.items():
-                    use(tree)
-                    times[name].append(graph_ms([lambda x=x, y=y: gemm(x, y) for x, y in copies]))
-            best = {key: min(values) for key, values in times.items()}
-            tflops = {key: 2.0 * m * n * k / ms / 1e9 for key, ms in best.items()}
-            row = dict(m=m, n=n, k=k, picks=picks, ms=times, tflops=tflops,
-                       vs_base={key: best[base] / best[key] for key in trees},
-                       vs_torch={key: best["torch"] / best[key] for key in trees})
-            rows.append(row)
-            print(f"{shape}: torch {tflops['torch']:.0f} TFLOP/s; " + ", ".join(
-                f"{key} {tflops[key]:.0f} ({row['vs_base'][key]:.3f}x, {row['vs_torch'][key]:.3f}x torch)"
-                for key in trees), flush=True)
-            device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
-            args.out.write_text(json.dumps(dict(device=device, dtype=dtype, rows=rows), indent=1))
-        use(None)
+        try:
+            for shape in args.shapes.split(","):
+                rows.append(compare(shape, trees, base, element, args.rounds))
+                args.out.write_text(json.dumps({**record, "rows": rows}, indent=1))
+        finally:
+            use(None)
 
     for key in files:
         print(f"geomean over {len(rows)} shapes, {key}: {geomean(rows, 'vs_base', key):.3f}x {base}, "
               f"{geomean(rows, 'vs_torch', key):.3f}x torch")
+
+
+def compare(shape: str, trees: dict[str, Path], base: str, element: torch.dtype, rounds: int) -> dict:
+    """One shape's row: each tree's pick, checked against torch, then every call timed."""
+    m, n, k = (int(x) for x in shape.split("x"))
+    a = torch.randn(m, k, device=DEVICE).to(element)
+    b = torch.randn(k, n, device=DEVICE).to(element)
+    copies = cold_copies((a, b))
+    reference = torch.matmul(a, b).float()
+    picks: dict[str, str] = {}
+    times: dict[str, list[float]] = {key: [] for key in ["torch", *trees]}
+    for name, tree in trees.items():
+        use(tree)
+        picks[name] = str(explain(a, b))
+        worst = ((gemm(a, b).float() - reference).abs().max() / reference.abs().max()).item()
+        if not worst < 1e-2:
+            raise SystemExit(f"{shape} {name}: relative error {worst:.3g} against torch")
+    for _ in range(rounds):
+        times["torch"].append(graph_ms([lambda x=x, y=y: torch.matmul(x, y) for x, y in copies]))
+        for name, tree in trees.items():
+            use(tree)
+            times[name].append(graph_ms([lambda x=x, y=y: gemm(x, y) for x, y in copies]))
+    best = {key: min(values) for key, values in times.items()}
+    tflops = {key: 2.0 * m * n * k / ms / 1e9 for key, ms in best.items()}
+    row = dict(m=m, n=n, k=k, picks=picks, ms=times, tflops=tflops,
+               vs_base={key: best[base] / best[key] for key in trees},
+               vs_torch={key: best["torch"] / best[key] for key in trees})
+    print(f"{shape}: torch {tflops['torch']:.0f} TFLOP/s; " + ", ".join(
+        f"{key} {tflops[key]:.0f} ({row['vs_base'][key]:.3f}x, {row['vs_torch'][key]:.3f}x torch)"
+        for key in trees), flush=True)
+    return row
 
 
 def geomean(rows: list[dict], ratio: str, key: str) -> float:

@@ -49,7 +49,9 @@ def test_logic_rows_ab_times_each_file_through_calls(tmp_path: Path, monkeypatch
     shipped = logic.SHIPPED_LOGIC
     logic_rows_ab.main()
     assert logic.SHIPPED_LOGIC == shipped  # put back
-    row = json.loads(out.read_text())["rows"][0]
+    result = json.loads(out.read_text())
+    assert {"device", "git", "versions", "command"} <= set(result) and result["dtype"] == "fp32"
+    row = result["rows"][0]
     assert (row["m"], row["n"], row["k"]) == (40, 24, 32) and row["vs_base"]["small"] == 1.0
     assert "block_m=16" in row["picks"]["small"] and "block_m=32" in row["picks"]["wide"]
     assert set(row["tflops"]) == {"torch", "small", "wide"}
