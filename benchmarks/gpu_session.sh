@@ -92,7 +92,7 @@
 #            variants (results/tune-longk-h100-8b79f20/variants/), through calls in one process,
 #            torch beside, on the shapes of ab-shapes.txt there (sampled from those the rows moved)
 #            and of moved-k8192.txt (the shapes with K ≤ 8192 they move); VARIANTS=names of other
-#            files there, EXTRA_SHAPES=MxNxK,… other added shapes                              ~3 min
+#            files there, EXTRA_SHAPES=MxNxK,… other added shapes, ROWS=another such folder   ~3 min
 #   longkfix  bf16 tuned on the sampled shapes the long-K rows made slower (FIX_SIZES), merged here
 #            into the variant with every long-K row, then logicrows' comparison with that file and
 #            shapes outside the sample (EXTRA_SHAPES) added                                    ~8 min
@@ -399,7 +399,7 @@ longk() {  # its own folder (a journal of other sizes would make tune_gemm.sh re
 }
 
 logicrows() {  # before the long-K rows, then each set of them (results/tune-longk-h100-8b79f20/variants/)
-    local rows=benchmarks/results/tune-longk-h100-8b79f20 files=() v
+    local rows=${ROWS:-benchmarks/results/tune-longk-h100-8b79f20} files=() v
     for v in ${VARIANTS:-before with-fixes-no3072 waves-07 waves-10}; do
         files+=("$v=$rows/variants/$v.yaml"); done
     local extra=${EXTRA_SHAPES-$(cat "$rows/moved-k8192.txt")}  # EXTRA_SHAPES= (empty): none
