@@ -70,6 +70,11 @@ KNOWN_ARCHS: dict[str, ArchFacts] = {
 OFFLINE_MULTIPROCESSORS = 132
 
 
+def build_multiprocessors(info: DeviceInfo) -> int:
+    """The SM count launches are built for on ``info``: its own, else :data:`OFFLINE_MULTIPROCESSORS`."""
+    return info.multiprocessors or OFFLINE_MULTIPROCESSORS
+
+
 def offline_device(arch: str) -> DeviceInfo:
     """A DeviceInfo for an architecture we are building for but not running on."""
     if arch == INTERPRETER_ARCH:

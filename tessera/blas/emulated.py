@@ -37,8 +37,8 @@ import torch
 from tessera._core import launch
 from tessera._core.device import (
     BF16_PRODUCT_KEYS,
-    OFFLINE_MULTIPROCESSORS,
     DeviceInfo,
+    build_multiprocessors,
     device_info,
     offline_device,
 )
@@ -235,7 +235,7 @@ def _target(d: torch.Tensor) -> DeviceInfo:
     if not arch:
         return device_info(d.device)
     target = offline_device(arch)
-    return target if target.multiprocessors else replace(target, multiprocessors=OFFLINE_MULTIPROCESSORS)
+    return replace(target, multiprocessors=build_multiprocessors(target))
 
 
 def promoting_target(a0: torch.Tensor, b0: torch.Tensor, d: torch.Tensor) -> DeviceInfo | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from tessera._core.device import TF32_KEYS, DeviceInfo, device_info, dtype_key, torch_dtype
+from tessera._core.launch import cdiv
 from tessera.blas.kernels.gemm_fma import FmaConfig
 from tessera.blas.kernels.gemm_scaled import ScaledConfig, ScaledTmaConfig
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
@@ -343,10 +344,10 @@ def wave_efficiency(config: object, sizes: tuple[int, ...], multiprocessors: int
     block_m, block_n = getattr(config, "block_m", 0), getattr(config, "block_n", 0)
     if not (block_m and block_n and m and n):
         return 1.0
-    rows, cols = -(-m // block_m), -(-n // block_n)
+    rows, cols = cdiv(m, block_m), cdiv(n, block_n)
     inside = m * n / (rows * block_m * cols * block_n)
     tiles = rows * cols * max(batch, 1) * getattr(config, "split_k", 1)
-    return inside * tiles / (-(-tiles // multiprocessors) * multiprocessors)
+    return inside * tiles / (cdiv(tiles, multiprocessors) * multiprocessors)
 
 
 logic.register_op("blas", "gemm", SIZE_KEYS,

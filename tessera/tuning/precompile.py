@@ -87,7 +87,7 @@ def compile_call(call: Any, target: Any, out: Path) -> list[str]:
 
 
 def main() -> None:
-    from tessera._core.device import OFFLINE_MULTIPROCESSORS, offline_device
+    from tessera._core.device import build_multiprocessors, offline_device
     from tessera._core.launch import building_for, capture, function_name
     from tessera.tuning.logic import registered_ops
     from tessera.tuning.packs import kill_point
@@ -95,7 +95,7 @@ def main() -> None:
     request = json.load(sys.stdin)
     arch, out = request["arch"], Path(request["out"])
     target = _target(arch, request.get("warp_size", 32))
-    num_sms = offline_device(arch).multiprocessors or OFFLINE_MULTIPROCESSORS
+    num_sms = build_multiprocessors(offline_device(arch))
     compiled: set[tuple] = set()  # launch keys in this process's earlier jobs' files (tf32's K-major
     # copies); the pack build drops what another process's earlier job compiled too
     for position, job in enumerate(request["jobs"]):

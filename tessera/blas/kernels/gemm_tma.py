@@ -242,8 +242,8 @@ def fit_for_c(config: TmaConfig, in_bytes: int, out_bytes: int, c_bytes: int, d:
     if not limit:
         return config
     c_tile = config.block_m * config.block_n * c_bytes
-    flat = shared_memory_bytes(config, config.num_stages, in_bytes, out_bytes)
-    if config.flatten and flat + c_tile + 1024 > limit:
+    if config.flatten and (shared_memory_bytes(config, config.num_stages, in_bytes, out_bytes)
+                           + c_tile + 1024 > limit):
         config = dataclasses.replace(config, flatten=False)
     while config.epilogue_split < 4 and c_tile + shared_memory_bytes(config, 0, 0, out_bytes) + 1024 > limit:
         config = dataclasses.replace(config, epilogue_split=2 * config.epilogue_split)
