@@ -2,7 +2,7 @@
 solution usable): the shapes an A/B of the two (``logic_rows_ab.py``) should time. Runs anywhere.
 
 Usage: python benchmarks/logic_moves.py BEFORE.yaml AFTER.yaml [--sides 1024,1536,…] [--ks …]
-                                       [--k-max K]
+                                       [--k-max K] [--multiprocessors N]
 Prints the moved MxNxK, comma-separated (``logic_rows_ab.py``'s SHAPES), and a count by
 (before, after) kernel to standard error.
 """
@@ -18,6 +18,7 @@ from tessera.tuning import logic
 
 SIDES = "1024,1536,2048,3072,4096,6144,8192"
 KS = "1024,2048,4096,8192,12288,16384,24576,32768,49152,65536"
+MULTIPROCESSORS = 132  # the H100 SXM's and the H200's
 
 
 def kind(match: logic.Match | None) -> str:
@@ -25,12 +26,14 @@ def kind(match: logic.Match | None) -> str:
     return "none" if match is None else type(match.config).__name__
 
 
-def moved(before: logic.LogicFile, after: logic.LogicFile, sides: list[int], ks: list[int]
-          ) -> tuple[list[str], collections.Counter]:
-    """The MxNxK of the sweep whose choice differs, and a count by (before, after) family."""
+def moved(before: logic.LogicFile, after: logic.LogicFile, sides: list[int], ks: list[int],
+          multiprocessors: int = MULTIPROCESSORS) -> tuple[list[str], collections.Counter]:
+    """The MxNxK of the sweep whose choice differs, and a count by (before, after) family; a file
+    with ``wave_slack`` weighs its rows for a device of ``multiprocessors`` SMs."""
     shapes, kinds = [], collections.Counter()
     for m, n, k in itertools.product(sides, sides, ks):
-        old, new = before.nearest((m, n, k, 1)), after.nearest((m, n, k, 1))
+        old, new = (version.nearest((m, n, k, 1), multiprocessors=multiprocessors)
+                    for version in (before, after))
         if getattr(old, "config", None) != getattr(new, "config", None):
             shapes.append(f"{m}x{n}x{k}")
             kinds[(kind(old), kind(new))] += 1
@@ -44,10 +47,13 @@ def main() -> None:
     parser.add_argument("--sides", default=SIDES, help="M and N values, comma-separated")
     parser.add_argument("--ks", default=KS, help="K values, comma-separated")
     parser.add_argument("--k-max", type=int, default=None, help="only shapes with K at most this")
+    parser.add_argument("--multiprocessors", type=int, default=MULTIPROCESSORS,
+                        help="the device's SM count, for a file with wave_slack")
     args = parser.parse_args()
     sides = [int(x) for x in args.sides.split(",")]
     ks = [int(x) for x in args.ks.split(",") if args.k_max is None or int(x) <= args.k_max]
-    shapes, kinds = moved(logic.load_logic(args.before), logic.load_logic(args.after), sides, ks)
+    shapes, kinds = moved(logic.load_logic(args.before), logic.load_logic(args.after), sides, ks,
+                          args.multiprocessors)
     for (old_kind, new_kind), count in kinds.most_common():
         print(f"{count:4d} {old_kind} -> {new_kind}", file=sys.stderr)
     print(f"{len(shapes)} of {len(sides) ** 2 * len(ks)} shapes moved", file=sys.stderr)

@@ -115,12 +115,21 @@ def test_wave_efficiency_counts_whole_waves_and_tile_edges() -> None:
     assert space.wave_efficiency(wide, (1024, 4096, 16384, 1), 132) == pytest.approx(128 / 132)
     assert space.wave_efficiency(wide, (1536, 4096, 16384, 1), 132) == pytest.approx(192 / 264)
     assert space.wave_efficiency(square, (1536, 4096, 16384, 1), 132) == pytest.approx(384 / 396)
-    assert space.wave_efficiency(square, (100, 128, 64, 2), 132) == pytest.approx(100 / 128 * 2 / 132)
+    assert space.wave_efficiency(square, (100, 128, 2048, 2), 132) == pytest.approx(100 / 128 * 2 / 132)
     split = space.SplitKConfig(64, 64, 64, 4, 4, 3)  # 4 slices of 4 tiles: 16 of 132
-    assert space.wave_efficiency(split, (256, 64, 4096, 1), 132) == pytest.approx(16 / 132)
+    assert space.wave_efficiency(split, (256, 64, 8192, 1), 132) == pytest.approx(16 / 132)
     streamk = space.StreamKConfig(128, 256, 64, 0, 8, 3, False)  # K shared over every SM: no tile count
     assert space.wave_efficiency(streamk, (1000, 1000, 8192, 1), 132) is None
     assert space.wave_efficiency(wide, (0, 4096, 64, 1), 132) == 1.0  # an empty problem: nothing idles
+
+
+def test_wave_efficiency_does_not_judge_a_short_main_loop() -> None:
+    wide = TileConfig(128, 256, 64, 8, 8, 3)  # 32 steps of 64 from K = 2048
+    assert space.wave_efficiency(wide, (1024, 4096, 2048, 1), 132) == pytest.approx(128 / 132)
+    assert space.wave_efficiency(wide, (1024, 4096, 2047, 1), 132) is None
+    split = space.SplitKConfig(64, 64, 64, 4, 4, 3)  # each of 4 slices loops over a quarter of K
+    assert space.wave_efficiency(split, (256, 64, 8192, 1), 132) is not None
+    assert space.wave_efficiency(split, (256, 64, 8191, 1), 132) is None
 
 
 def test_wave_slack_weighs_nearby_rows_by_their_waves(tmp_path: Path) -> None:
@@ -137,6 +146,15 @@ def test_wave_slack_weighs_nearby_rows_by_their_waves(tmp_path: Path) -> None:
     assert plain.nearest(asked, multiprocessors=132).row.solution == 0
     unusable = lf.nearest(asked, usable=lambda c: c.block_n == 256, multiprocessors=132)
     assert unusable.row.solution == 0 and unusable.weighed == 0
+
+
+def test_rows_are_not_weighed_where_the_main_loop_is_short(tmp_path: Path) -> None:
+    short = (1536, 4096, 1024, 1)  # 16 steps of 64 here: the nearest row, as without the slack
+    assert load_logic(write(tmp_path / "waves.yaml", WAVES)).nearest(short, multiprocessors=132).weighed == 0
+    table = [{**row, "k": 1024} for row in WAVES["table"]]  # rows timed at a short K: neither weighed
+    rows_short = load_logic(write(tmp_path / "short.yaml", {**WAVES, "table": table}))
+    match = rows_short.nearest((1536, 4096, 16384, 1), multiprocessors=132)
+    assert match.row.solution == 0 and match.weighed == 0
 
 
 def test_a_stream_k_row_is_taken_only_as_the_nearest(tmp_path: Path) -> None:

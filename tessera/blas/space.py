@@ -331,22 +331,34 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
     return docs
 
 
+WAVE_MIN_K_STEPS = 32
+"""Main-loop steps a tile needs before its waves, not its fixed costs, set its time: below them
+:func:`wave_efficiency` does not judge (sixty-first session, 226 shapes timed through calls on an
+H100: with 32 steps the wave-weighed rows lost more than 5 % on 2 of them, with 16 on 4, with
+none on 12, down to 0.74×; docs/architecture.md, "Wave-weighed rows")."""
+
+
 def wave_efficiency(config: object, sizes: tuple[int, ...], multiprocessors: int) -> float | None:
     """The share of ``multiprocessors`` a GEMM configuration keeps busy at (m, n, k, batch): its
     output tiles over whole waves of one tile a multiprocessor, times the share of each tile
     inside the matrix; split-K's slices are tiles of their own (a logic file's ``wave_slack``
-    weighs rows so). None for stream-K, which shares K over every multiprocessor: its cost is
-    its fix-up's, which tile counts do not predict (1024²×32768 bf16 on an H100: 192–211 TFLOP/s
-    spread over all 132, where 128 data-parallel tiles of 64×128 ran 578)."""
+    weighs rows so). None where tile counts do not predict the time: stream-K, which shares K
+    over every multiprocessor (its cost is its fix-up's: 1024²×32768 bf16 on an H100 ran
+    192–211 TFLOP/s spread over all 132, where 128 data-parallel tiles of 64×128 ran 578), and a
+    main loop under :data:`WAVE_MIN_K_STEPS` steps a tile, where its prologue and epilogue weigh
+    as much as its waves."""
     if isinstance(config, StreamKConfig):
         return None
-    m, n, _, batch = sizes
+    m, n, k, batch = sizes
     block_m, block_n = getattr(config, "block_m", 0), getattr(config, "block_n", 0)
     if not (block_m and block_n and m and n):
         return 1.0
+    split_k, block_k = getattr(config, "split_k", 1), getattr(config, "block_k", 0)
+    if k < WAVE_MIN_K_STEPS * block_k * split_k:
+        return None
     rows, cols = cdiv(m, block_m), cdiv(n, block_n)
     inside = m * n / (rows * block_m * cols * block_n)
-    tiles = rows * cols * max(batch, 1) * getattr(config, "split_k", 1)
+    tiles = rows * cols * max(batch, 1) * split_k
     return inside * tiles / (cdiv(tiles, multiprocessors) * multiprocessors)
 
 

@@ -157,7 +157,8 @@ class LogicFile:
         the nearest compete: each by its measured TFLOP/s scaled by its configuration's
         efficiency at ``sizes`` over that at its own sizes. A row's winner was chosen for its own
         tile count; a neighbour with another count would otherwise inherit it whatever its waves.
-        A configuration the efficiency cannot judge (stream-K) is taken only as the nearest."""
+        A configuration the efficiency cannot judge, at its row or at ``sizes`` (stream-K; for
+        GEMM also a main loop too short for waves to tell), is taken only as the nearest."""
         ranked = sorted((_log_distance(sizes, row.sizes), i) for i, row in enumerate(self.table))
         matches = (Match(self, self.table[i], self.solutions[self.table[i].solution], distance)
                    for distance, i in ranked
@@ -167,12 +168,19 @@ class LogicFile:
         if first is None or first.distance == 0 or self.wave_slack is None or not multiprocessors:
             return first
         efficiency = registered_ops()[(self.library, self.op)].efficiency
-        if efficiency is None or efficiency(first.config, first.row.sizes, multiprocessors) is None:
+        if efficiency is None:
+            return first
+
+        def judged(match: Match) -> bool:
+            """Whether the efficiency judges the match's configuration both at its row and here."""
+            return all(efficiency(match.config, at, multiprocessors) is not None
+                       for at in (sizes, match.row.sizes))
+
+        if not judged(first):
             return first
         reach = first.distance + self.wave_slack
         within = itertools.takewhile(lambda match: match.distance <= reach, usable_matches)
-        rivals = [first, *(match for match in within
-                           if efficiency(match.config, match.row.sizes, multiprocessors) is not None)]
+        rivals = [first, *filter(judged, within)]
         if len(rivals) == 1:
             return first
 
