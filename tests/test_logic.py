@@ -115,21 +115,24 @@ def test_wave_efficiency_counts_whole_waves_and_tile_edges() -> None:
     assert space.wave_efficiency(wide, (1024, 4096, 16384, 1), 132) == pytest.approx(128 / 132)
     assert space.wave_efficiency(wide, (1536, 4096, 16384, 1), 132) == pytest.approx(192 / 264)
     assert space.wave_efficiency(square, (1536, 4096, 16384, 1), 132) == pytest.approx(384 / 396)
-    assert space.wave_efficiency(square, (100, 128, 2048, 2), 132) == pytest.approx(100 / 128 * 2 / 132)
-    split = space.SplitKConfig(64, 64, 64, 4, 4, 3)  # 4 slices of 4 tiles: 16 of 132
-    assert space.wave_efficiency(split, (256, 64, 8192, 1), 132) == pytest.approx(16 / 132)
+    edges = 300 * 384 / (384 * 384)  # 3 × 3 tiles of 128², each of 2 batches
+    assert space.wave_efficiency(square, (300, 384, 2048, 2), 132) == pytest.approx(edges * 18 / 132)
+    split = space.SplitKConfig(64, 64, 64, 4, 4, 3)  # 4 slices of 16 tiles: 64 of 132
+    assert space.wave_efficiency(split, (256, 256, 8192, 1), 132) == pytest.approx(64 / 132)
     streamk = space.StreamKConfig(128, 256, 64, 0, 8, 3, False)  # K shared over every SM: no tile count
     assert space.wave_efficiency(streamk, (1000, 1000, 8192, 1), 132) is None
     assert space.wave_efficiency(wide, (0, 4096, 64, 1), 132) == 1.0  # an empty problem: nothing idles
 
 
-def test_wave_efficiency_does_not_judge_a_short_main_loop() -> None:
+def test_wave_efficiency_does_not_judge_a_short_main_loop_or_a_skinny_product() -> None:
     wide = TileConfig(128, 256, 64, 8, 8, 3)  # 32 steps of 64 from K = 2048
     assert space.wave_efficiency(wide, (1024, 4096, 2048, 1), 132) == pytest.approx(128 / 132)
     assert space.wave_efficiency(wide, (1024, 4096, 2047, 1), 132) is None
     split = space.SplitKConfig(64, 64, 64, 4, 4, 3)  # each of 4 slices loops over a quarter of K
-    assert space.wave_efficiency(split, (256, 64, 8192, 1), 132) is not None
-    assert space.wave_efficiency(split, (256, 64, 8191, 1), 132) is None
+    assert space.wave_efficiency(split, (256, 256, 8192, 1), 132) is not None
+    assert space.wave_efficiency(split, (256, 256, 8191, 1), 132) is None
+    assert space.wave_efficiency(wide, (255, 4096, 16384, 1), 132) is None  # skinny: bytes, not waves
+    assert space.wave_efficiency(wide, (4096, 255, 16384, 1), 132) is None
 
 
 def test_wave_slack_weighs_nearby_rows_by_their_waves(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from test_logic import GOOD, write
+from test_logic import GOOD, WAVES, write
 
 from benchmarks import logic_moves
 from tessera.tuning import load_logic
@@ -24,6 +24,15 @@ def test_moved_lists_the_shapes_whose_nearest_row_changes_its_choice(tmp_path: P
     assert "4096x4096x4096" not in shapes and "64x64x64" not in shapes
     assert sum(kinds.values()) == len(shapes) and set(kinds) == {("TmaConfig", "TileConfig")}
     assert logic_moves.moved(before, before, [64, 4096], [64, 4096, 65536]) == ([], {})
+
+
+def test_moved_weighs_a_wave_slack_file_for_the_device_multiprocessors(tmp_path: Path) -> None:
+    plain = load_logic(write(tmp_path / "plain.yaml", {k: v for k, v in WAVES.items() if k != "wave_slack"}))
+    weighing = load_logic(write(tmp_path / "waves.yaml", WAVES))
+    # at 1536×4096×16384 the 128×128 row's whole waves win over the nearer 128×256 row (test_logic)
+    shapes, _ = logic_moves.moved(plain, weighing, [1536, 4096], [16384])
+    assert "1536x4096x16384" in shapes
+    assert logic_moves.moved(plain, weighing, [1536, 4096], [16384], multiprocessors=0) == ([], {})
 
 
 def test_logic_rows_ab_times_each_file_through_calls(tmp_path: Path, monkeypatch) -> None:

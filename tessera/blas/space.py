@@ -333,9 +333,12 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
 
 WAVE_MIN_K_STEPS = 32
 """Main-loop steps a tile needs before its waves, not its fixed costs, set its time: below them
-:func:`wave_efficiency` does not judge (sixty-first session, 226 shapes timed through calls on an
-H100: with 32 steps the wave-weighed rows lost more than 5 % on 2 of them, with 16 on 4, with
-none on 12, down to 0.74×; docs/architecture.md, "Wave-weighed rows")."""
+:func:`wave_efficiency` does not judge (sixty-first session, through calls on an H100: rows
+weighed without this limit lost up to 26 % at K 256–1024; docs/architecture.md, "Wave-weighed
+rows")."""
+WAVE_MIN_SIDE = 256
+"""Nor where M or N is under this: a skinny product streams the other operand, its bytes and not
+its waves set its time (and no such shape was timed weighed)."""
 
 
 def wave_efficiency(config: object, sizes: tuple[int, ...], multiprocessors: int) -> float | None:
@@ -344,15 +347,17 @@ def wave_efficiency(config: object, sizes: tuple[int, ...], multiprocessors: int
     inside the matrix; split-K's slices are tiles of their own (a logic file's ``wave_slack``
     weighs rows so). None where tile counts do not predict the time: stream-K, which shares K
     over every multiprocessor (its cost is its fix-up's: 1024²×32768 bf16 on an H100 ran
-    192–211 TFLOP/s spread over all 132, where 128 data-parallel tiles of 64×128 ran 578), and a
-    main loop under :data:`WAVE_MIN_K_STEPS` steps a tile, where its prologue and epilogue weigh
-    as much as its waves."""
+    192–211 TFLOP/s spread over all 132, where 128 data-parallel tiles of 64×128 ran 578); a
+    main loop under :data:`WAVE_MIN_K_STEPS` steps a tile (its prologue and epilogue then weigh
+    as much as its waves); a skinny product (a side under :data:`WAVE_MIN_SIDE`)."""
     if isinstance(config, StreamKConfig):
         return None
     m, n, k, batch = sizes
     block_m, block_n = getattr(config, "block_m", 0), getattr(config, "block_n", 0)
     if not (block_m and block_n and m and n):
         return 1.0
+    if min(m, n) < WAVE_MIN_SIDE:
+        return None
     split_k, block_k = getattr(config, "split_k", 1), getattr(config, "block_k", 0)
     if k < WAVE_MIN_K_STEPS * block_k * split_k:
         return None

@@ -25,8 +25,8 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
 ``tessera.blas.space.wave_efficiency``) makes :meth:`LogicFile.nearest` weigh rows, not just
 rank them: where no row is at the asked size, each usable row within the nearest's distance plus
 the slack is scored by its measured TFLOP/s times its configuration's efficiency (busy
-multiprocessors) at the asked size over that at its own, and the best is taken. No shipped file
-sets it yet: it is measured first (docs/status.md).
+multiprocessors) at the asked size over that at its own, and the best is taken. The sm_90 bf16 and
+fp16 files ship 0.7 (docs/architecture.md, "Wave-weighed rows").
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
