@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -105,6 +106,29 @@ def test_bad_paths_and_names_exit_2_with_message(argv: list[str], message: str, 
     assert main(argv) == 2
     assert message in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["binary.yaml"], "nothing written"
+
+
+class _ClosedPipe(io.TextIOBase):
+    """A standard output whose reader has gone (``| head``): every write raises EPIPE."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self) -> int:
+        return self._fd
+
+
+def test_a_reader_that_stops_early_is_no_path_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    """`tessera logic show FILE | head` said "Broken pipe; check the path and its permissions"."""
+    with open(tmp_path / "stdout", "w") as target:
+        monkeypatch.setattr(sys, "stdout", _ClosedPipe(target.fileno()))
+        shipped = Path(__file__).parents[1] / "tessera/logic/sm_90/blas.gemm.fp16.yaml"
+        assert main(["logic", "show", str(shipped)]) == 141  # a shell's status for SIGPIPE
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("budget", ["0", "-1", "nan", "soon"])

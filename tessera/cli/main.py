@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -224,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     except TesseraError as exc:
         print(f"tessera: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader stopped early (`tessera logic show … | head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second one at exit
+        return 141  # what a shell reports for a process ended by SIGPIPE
     except OSError as exc:  # a path given on the command line cannot be read or written
         print(f"tessera: {exc.filename or ''}: {exc.strerror or exc}; check the path and its "
               f"permissions", file=sys.stderr)
