@@ -87,7 +87,8 @@
 #            gemm_ws, stream-K and split-K (the heuristic's pick always beside); RESUME=DIR in the
 #            repository holding an earlier call's journal continues it; LONGK_MN="1536 3072" other
 #            sides, LONGK_SIZES=MxNxK,… other shapes, FAMILIES other families, DTYPE=fp16 another
-#            dtype; merge what comes back                                                         ~3 min
+#            dtype, STREAM_K_MARGIN=0.05 stream-K rows only 5 % ahead of data-parallel ones (read
+#            by tune_gemm.sh); merge what comes back                                              ~3 min
 #   logicrows  the bf16 logic before the long-K rows against the shipped file and its wave-weighed
 #            variants (results/tune-longk-h100-8b79f20/variants/), through calls in one process,
 #            torch beside, on the shapes of ab-shapes.txt there (sampled from those the rows moved)

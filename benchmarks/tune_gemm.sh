@@ -3,7 +3,8 @@
 # each dtype gets the time left, an interrupted dtype resumes from its journal on the next run.
 # Logic files, journals, plots and each run's summary land in OUT/<arch>/ (ship the YAML in
 # tessera/logic/<arch>/); with $TAR set, OUT is also tarred there (one file to bring back).
-# Usage: [SIZES=preset] [SPACE=default] [FAMILIES=a,b] [TAR=FILE] benchmarks/tune_gemm.sh OUT SECONDS DTYPE...
+# Usage: [SIZES=preset] [SPACE=default] [FAMILIES=a,b] [STREAM_K_MARGIN=0.05] [TAR=FILE]
+#        benchmarks/tune_gemm.sh OUT SECONDS DTYPE...
 set -uo pipefail
 out=${1:?usage: benchmarks/tune_gemm.sh OUT SECONDS DTYPE...}
 deadline=$((SECONDS + ${2:?seconds}))
@@ -13,13 +14,14 @@ mkdir -p "$out"
 for dtype in "$@"; do
     left=$((deadline - SECONDS - 45))  # 45 s for the summary's vendor timings (and a default never journaled)
     if [ "$left" -lt 30 ]; then echo "no time left for $dtype"; break; fi
-    resume=() families=()
+    resume=() options=()
     compgen -G "$out/*/blas.gemm.$dtype.journal.jsonl" > /dev/null && resume=(--resume)
-    [ -n "${FAMILIES:-}" ] && families=(--families "$FAMILIES")
+    [ -n "${FAMILIES:-}" ] && options=(--families "$FAMILIES")
+    [ -n "${STREAM_K_MARGIN:-}" ] && options+=(--stream-k-margin "$STREAM_K_MARGIN")
     echo "== $dtype: ${left}s ${resume[*]}"
     timeout $((left + 40)) "$PY" -m tessera tune gemm --dtype "$dtype" --sizes "${SIZES:-preset}" \
         --space "${SPACE:-default}" --budget-minutes "$(awk "BEGIN {print $left / 60}")" "${resume[@]}" \
-        "${families[@]}" --out "$out" \
+        "${options[@]}" --out "$out" \
         > "$out/tune-$dtype.txt" 2>&1
     echo "rc $?"
     tr '\r' '\n' < "$out/tune-$dtype.txt" | grep -v '^tune blas' | tail -40

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from pathlib import Path
 
@@ -112,6 +113,46 @@ def test_wave_slack_reaches_the_logic_file_of_a_float_gemm_tune_only(tmp_path: P
         main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "-1", "--out", str(tmp_path / "x")])
     assert main(["tune", "gemm", "--dtype", "int8", "--wave-slack", "0.7", "--sizes", "32x32x32",
                  "--out", str(tmp_path / "q")]) == 2  # refused before any tuning: no file written
+    assert not (tmp_path / "q").exists() or not any((tmp_path / "q").rglob("*.yaml"))
+
+
+def test_a_local_configuration_takes_a_row_only_beyond_the_margin(tmp_path: Path) -> None:
+    """A stream-K-like configuration (``TunableOp.local``) 4 % ahead gives its row to the best
+    other within a 5 % margin, one 10 % ahead keeps it; without the margin the fastest wins."""
+    figures = {CONFIGS[0]: 100.0, CONFIGS[1]: 96.0, CONFIGS[2]: 90.0}  # config 0: local
+
+    def measure(problem: tuple[int, ...], config: TileConfig) -> float:
+        return figures[config] * (1.06 if problem == (128, 32, 256, 1) and config == CONFIGS[0] else 1.0)
+
+    op = TunableOp("blas", "gemm", "interpreter", "fp32", PROBLEMS[:2], lambda p: CONFIGS[:3],
+                   lambda p, c: None, measure, local=lambda config: config["block_m"] == 16
+                   and config["block_n"] == 16)
+
+    def picks(margin: float | None, out: Path) -> dict[tuple[int, ...], object]:
+        lf = load_logic(Tuner(op, out, progress=False, retimes=0, local_margin=margin).run())
+        return {row.sizes: (lf.solutions[row.solution], row.measured["tflops"]) for row in lf.table}
+
+    assert picks(0.05, tmp_path / "a") == {(64, 64, 64, 1): (CONFIGS[1], 96.0),  # 100 ≤ 1.05 · 96
+                                           (128, 32, 256, 1): (CONFIGS[0], 106.0)}  # 106 > 100.8
+    assert picks(None, tmp_path / "b")[(64, 64, 64, 1)] == (CONFIGS[0], 100.0)
+    only_local = dataclasses.replace(op, candidates=lambda p: CONFIGS[:1])
+    lf = load_logic(Tuner(only_local, tmp_path / "c", progress=False, local_margin=0.05).run())
+    assert {lf.solutions[row.solution] for row in lf.table} == {CONFIGS[0]}  # no other: kept
+
+
+def test_stream_k_margin_is_for_float_gemm(tmp_path: Path) -> None:
+    from tessera.blas import space
+    from tessera.blas.tune import gemm_tunable
+    from tessera.tuning.tuner import config_key
+
+    op = gemm_tunable("fp32", [(64, 64, 64, 1)], "tiny")
+    assert op.local is not None and not op.local(json.loads(config_key(CONFIGS[0])))
+    streamk = space.StreamKConfig(128, 256, 64, 0, 8, 3, False)
+    assert op.local(json.loads(config_key(streamk)))
+    with pytest.raises(SystemExit):
+        main(["tune", "gemm", "--dtype", "fp32", "--stream-k-margin", "-0.1", "--out", str(tmp_path / "x")])
+    assert main(["tune", "gemm", "--dtype", "int8", "--stream-k-margin", "0.05", "--sizes", "32x32x32",
+                 "--out", str(tmp_path / "q")]) == 2
     assert not (tmp_path / "q").exists() or not any((tmp_path / "q").rglob("*.yaml"))
 
 

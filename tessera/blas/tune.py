@@ -164,7 +164,8 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
             return 2.0 * m * n * k * batch / graph_ms(calls) / 1e9
 
     return TunableOp("blas", "gemm", device.arch, dtype, list(problems), candidates, check, measure,
-                     runtime=runtime_of(device), warm=_parallel_warm(run), layout=layout)
+                     runtime=runtime_of(device), warm=_parallel_warm(run), layout=layout,
+                     local=lambda config: config["kernel"] == "gemm_streamk")
 
 
 def stored_operands(problem: tuple[int, ...], layout: str | None, *, generator: torch.Generator | None = None,

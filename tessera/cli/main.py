@@ -107,6 +107,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="float GEMM: write S into the logic file, so that a size with no row of its own "
                          "weighs the rows within S of its nearest by their tiles' waves there (what a "
                          "file merged into must carry as well). Default: the nearest row decides")
+    tg.add_argument("--stream-k-margin", type=_non_negative, metavar="M",
+                    help="float GEMM: a stream-K configuration takes a size's row only where it beats "
+                         "the best data-parallel one by more than this share (0.05: 5 %%); its figure "
+                         "does not carry to the neighbours that row also serves. Default: the fastest")
     _run_options(tg)
     tv = tune_sub.add_parser("gemv", help="tune BLAS gemv's tile for the running device")
     tv.add_argument("--dtype", default="bf16",

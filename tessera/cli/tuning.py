@@ -101,6 +101,9 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     if args.wave_slack is not None and quantized_op(args.dtype) is not None:
         raise InvalidArgumentError(f"--wave-slack is for float GEMM; {quantized_op(args.dtype)}'s logic "
                                    f"(--dtype {args.dtype}) weighs no rows by waves: leave it out")
+    if args.stream_k_margin is not None and quantized_op(args.dtype) is not None:
+        raise InvalidArgumentError(f"--stream-k-margin is for float GEMM; {quantized_op(args.dtype)} "
+                                   f"(--dtype {args.dtype}) tunes no stream-K family: leave it out")
     device = _tuning_device(interpreting)
     if quantized_op(args.dtype) is not None:
         return _tune_quantized(args, problems, device)
@@ -165,19 +168,20 @@ def _tune(op: TunableOp, args: argparse.Namespace, problems: list[tuple[int, ...
         op = _only_families(op, args.families, default_config)
     tuner = Tuner(op, args.out, resume=args.resume,
                   budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes,
-                  max_distance=args.max_distance, wave_slack=getattr(args, "wave_slack", None))
+                  max_distance=args.max_distance, wave_slack=getattr(args, "wave_slack", None),
+                  local_margin=getattr(args, "stream_k_margin", None))
     path = tuner.run()
     print(f"wrote {path}")
     for sizes, (count, reason) in sorted(tuner.unsolved().items()):
         print(f"{'x'.join(map(str, sizes))}: none of {count} candidates was correct; the first: {reason}")
-    medians = tuner.medians()
+    medians, best = tuner.medians(), tuner.best()
     labels, tuned, default, vendor = [], [], [], []
     for problem in problems:
         by_config = medians.get(tuple(problem))
         if not by_config:
             continue
         labels.append("x".join(map(str, problem)))
-        tuned.append(max(by_config.values()))
+        tuned.append(best[tuple(problem)][1])  # the row written (--stream-k-margin may pass the fastest)
         config = default_config(problem)
         journaled = by_config.get(config_key(config))
         default.append(journaled if journaled is not None else op.measure(problem, config))

@@ -47,6 +47,9 @@ class TunableOp:
     runtime: dict[str, Any] = dataclasses.field(default_factory=dict)
     warm: Callable[[tuple[int, ...], Sequence[Any]], None] | None = None  # compile ahead, in parallel
     layout: str | None = None  # the operands' layout, for a layout logic file (``logic.LAYOUTS``)
+    # a configuration (as journaled: its fields and "kernel") whose figure does not carry to nearby
+    # sizes, which a logic file's nearest-row rule gives it too (GEMM: stream-K, cost set by its fix-up)
+    local: Callable[[dict[str, Any]], bool] | None = None
 
 
 def runtime_of(device: Any) -> dict[str, Any]:
@@ -72,10 +75,12 @@ class Tuner:
     def __init__(self, op: TunableOp, out_dir: Path, *, resume: bool = False,
                  budget_s: float | None = None, progress: bool = True, retime_top: int = 3,
                  retimes: int = 2, max_distance: float | None = None,
-                 wave_slack: float | None = None) -> None:
+                 wave_slack: float | None = None, local_margin: float | None = None) -> None:
         self.op, self.resume, self.budget_s, self.progress = op, resume, budget_s, progress
         self.max_distance = max_distance  # written into the logic file: beyond it, the heuristic decides
         self.wave_slack = wave_slack  # written into the logic file: nearby rows weighed by waves
+        # an op's local configuration takes a row only where it beats every other by more than this
+        self.local_margin = local_margin
         self.retime_top, self.retimes = retime_top, retimes
         self.folder = Path(out_dir) / op.arch
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -197,10 +202,19 @@ class Tuner:
                 for sizes, by_config in self._figures().items()}
 
     def best(self) -> dict[tuple[int, ...], tuple[dict[str, Any], float]]:
-        """Per problem, the correct configuration with the best median figure (ties: first journaled)."""
+        """Per problem, the correct configuration with the best median figure (ties: first journaled);
+        with ``local_margin``, a configuration the op calls local (``TunableOp.local``) only where it
+        beats the best other by more than that share: a row's pick serves its neighbours too, and
+        an fp16 long-K stream-K row 2 % ahead at its own size ran 0.40× at a neighbour's."""
         best: dict[tuple[int, ...], tuple[dict[str, Any], float]] = {}
+        local = self.op.local if self.local_margin is not None else None
         for sizes, by_config in self.medians().items():
             key = max(by_config, key=by_config.__getitem__)
+            if local is not None and local(json.loads(key)):
+                others = [other for other in by_config if not local(json.loads(other))]
+                rival = max(others, key=by_config.__getitem__, default=None)
+                if rival is not None and by_config[key] <= (1 + self.local_margin) * by_config[rival]:
+                    key = rival
             best[sizes] = (json.loads(key), by_config[key])
         return best
 
