@@ -160,7 +160,9 @@ def test_rows_are_not_weighed_where_the_main_loop_is_short(tmp_path: Path) -> No
     assert match.row.solution == 0 and match.weighed == 0
 
 
-def test_a_stream_k_row_is_taken_only_as_the_nearest(tmp_path: Path) -> None:
+def test_a_stream_k_row_serves_only_its_own_size_where_waves_can_judge_a_row(tmp_path: Path) -> None:
+    """Sixty-first session, an H100: at 28 shapes whose nearest row was stream-K, the nearest row
+    waves can judge ran 1.01–3.1× faster (`tune-waves-h100-649cb96/`)."""
     streamk = {"id": 2, "kernel": "gemm_streamk", "block_m": 128, "block_n": 256, "block_k": 64,
                "programs": 0, "num_warps": 8, "num_stages": 3, "tma": False}
     fast = {"m": 1024, "n": 4096, "k": 24576, "batch": 1, "solution": 2, "tflops": 2000.0}
@@ -171,7 +173,15 @@ def test_a_stream_k_row_is_taken_only_as_the_nearest(tmp_path: Path) -> None:
     assert rival.nearest(asked, multiprocessors=132).row.solution == 1
     table = [*WAVES["table"], {**fast, "m": 1536}]
     nearest = load_logic(write(tmp_path / "nearest.yaml", {**WAVES, "solutions": solutions, "table": table}))
-    assert nearest.nearest((1536, 4096, 20000, 1), multiprocessors=132).row.solution == 2  # nearest: as is
+    near = (1536, 4096, 20000, 1)  # stream-K 0.21 away; within 0.21 + 0.7 only the 128×256 row (0.45)
+    passed_over = nearest.nearest(near, multiprocessors=132)
+    assert passed_over.row.solution == 0 and passed_over.weighed == 1
+    assert "the one row within reach whose waves tell" in passed_over.describe()
+    assert nearest.nearest((1536, 4096, 24576, 1), multiprocessors=132).row.solution == 2  # its own size
+    assert nearest.nearest(near).row.solution == 2  # no multiprocessor count: the nearest row
+    short = [{**row, "k": 1024} for row in table]  # nothing waves can judge: the nearest, stream-K
+    alone = load_logic(write(tmp_path / "short.yaml", {**WAVES, "solutions": solutions, "table": short}))
+    assert alone.nearest((1536, 4096, 1100, 1), multiprocessors=132).row.solution == 2
 
 
 def test_gemm_selection_gives_the_device_multiprocessors_to_a_file_weighing_waves(tmp_path: Path) -> None:

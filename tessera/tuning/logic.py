@@ -25,8 +25,9 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
 ``tessera.blas.space.wave_efficiency``) makes :meth:`LogicFile.nearest` weigh rows, not just
 rank them: where no row is at the asked size, each usable row within the nearest's distance plus
 the slack is scored by its measured TFLOP/s times its configuration's efficiency (busy
-multiprocessors) at the asked size over that at its own, and the best is taken. The sm_90 bf16 and
-fp16 files ship 0.7 (docs/architecture.md, "Wave-weighed rows").
+multiprocessors) at the asked size over that at its own, and the best is taken; a row the
+efficiency cannot judge (GEMM's stream-K) then serves only its own size, unless no row within reach
+can be judged. The sm_90 bf16 and fp16 files ship 0.7 (docs/architecture.md, "Wave-weighed rows").
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
@@ -157,8 +158,10 @@ class LogicFile:
         the nearest compete: each by its measured TFLOP/s scaled by its configuration's
         efficiency at ``sizes`` over that at its own sizes. A row's winner was chosen for its own
         tile count; a neighbour with another count would otherwise inherit it whatever its waves.
-        A configuration the efficiency cannot judge, at its row or at ``sizes`` (stream-K; for
-        GEMM also a main loop too short for waves to tell), is taken only as the nearest."""
+        A row whose configuration the efficiency cannot judge, at the row or at ``sizes``
+        (stream-K; for GEMM also a main loop too short for waves to tell), does not compete: its
+        figure does not carry (GEMM stream-K rows serving other sizes ran 0.4–1.0× the rows that
+        replaced them). It is taken only where no row within reach can be judged."""
         ranked = sorted((_log_distance(sizes, row.sizes), i) for i, row in enumerate(self.table))
         matches = (Match(self, self.table[i], self.solutions[self.table[i].solution], distance)
                    for distance, i in ranked
@@ -176,12 +179,10 @@ class LogicFile:
             return all(efficiency(match.config, at, multiprocessors) is not None
                        for at in (sizes, match.row.sizes))
 
-        if not judged(first):
-            return first
         reach = first.distance + self.wave_slack
         within = itertools.takewhile(lambda match: match.distance <= reach, usable_matches)
-        rivals = [first, *filter(judged, within)]
-        if len(rivals) == 1:
+        rivals = list(filter(judged, (first, *within)))
+        if not rivals or rivals == [first]:
             return first
 
         def expected(match: Match) -> float:
@@ -204,7 +205,8 @@ class Match:
     def describe(self) -> str:
         """The selection's reason: each source passed over, then this file, row and distance."""
         sizes = "x".join(str(s) for s in self.row.sizes)
-        how = f", the fastest of {self.weighed} rows weighed by waves" if self.weighed else ""
+        how = (f", the fastest of {self.weighed} rows weighed by waves" if self.weighed > 1 else
+               ", the one row within reach whose waves tell" if self.weighed else "")
         return "; ".join([*self.passed, f"logic {self.logic.path} row {sizes} solution {self.row.solution} "
                                         f"(distance {self.distance:.2f}{how})"])
 
