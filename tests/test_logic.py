@@ -125,9 +125,11 @@ def test_wave_efficiency_counts_whole_waves_and_tile_edges() -> None:
 
 
 def test_wave_efficiency_does_not_judge_a_short_main_loop_or_a_skinny_product() -> None:
-    wide = TileConfig(128, 256, 64, 8, 8, 3)  # 32 steps of 64 from K = 2048
+    wide = TileConfig(128, 256, 64, 8, 8, 3)  # judged from K = 2048 (space.WAVE_MIN_K)
     assert space.wave_efficiency(wide, (1024, 4096, 2048, 1), 132) == pytest.approx(128 / 132)
     assert space.wave_efficiency(wide, (1024, 4096, 2047, 1), 132) is None
+    deep = TileConfig(128, 256, 128, 8, 8, 3)  # the same K for every tile, whatever its steps
+    assert space.wave_efficiency(deep, (1024, 4096, 2047, 1), 132) is None
     split = space.SplitKConfig(64, 64, 64, 4, 4, 3)  # each of 4 slices loops over a quarter of K
     assert space.wave_efficiency(split, (256, 256, 8192, 1), 132) is not None
     assert space.wave_efficiency(split, (256, 256, 8191, 1), 132) is None
@@ -152,7 +154,7 @@ def test_wave_slack_weighs_nearby_rows_by_their_waves(tmp_path: Path) -> None:
 
 
 def test_rows_are_not_weighed_where_the_main_loop_is_short(tmp_path: Path) -> None:
-    short = (1536, 4096, 1024, 1)  # 16 steps of 64 here: the nearest row, as without the slack
+    short = (1536, 4096, 1024, 1)  # K under 2048 here: the nearest row, as without the slack
     assert load_logic(write(tmp_path / "waves.yaml", WAVES)).nearest(short, multiprocessors=132).weighed == 0
     table = [{**row, "k": 1024} for row in WAVES["table"]]  # rows timed at a short K: neither weighed
     rows_short = load_logic(write(tmp_path / "short.yaml", {**WAVES, "table": table}))

@@ -331,11 +331,12 @@ def heuristic_logic(device: DeviceInfo) -> list[dict]:
     return docs
 
 
-WAVE_MIN_K_STEPS = 32
-"""Main-loop steps a tile needs before its waves, not its fixed costs, set its time: below them
-:func:`wave_efficiency` does not judge (sixty-first session, through calls on an H100: rows
-weighed without this limit lost up to 26 % at K 256–1024; docs/architecture.md, "Wave-weighed
-rows")."""
+WAVE_MIN_K = 2048
+"""The K (a split-K slice's share) a tile's main loop needs before its waves, not its fixed costs,
+set its time: below it :func:`wave_efficiency` does not judge (sixty-first session, through calls
+on an H100: rows weighed without this limit lost up to 26 % at K 256–1024; docs/architecture.md,
+"Wave-weighed rows"). The same K for every tile, so that at one size all data-parallel rows are
+judged or none."""
 WAVE_MIN_SIDE = 256
 """Nor where M or N is under this: a skinny product streams the other operand, its bytes and not
 its waves set its time (and no such shape was timed weighed)."""
@@ -348,8 +349,8 @@ def wave_efficiency(config: object, sizes: tuple[int, ...], multiprocessors: int
     weighs rows so). None where tile counts do not predict the time: stream-K, which shares K
     over every multiprocessor (its cost is its fix-up's: 1024²×32768 bf16 on an H100 ran
     192–211 TFLOP/s spread over all 132, where 128 data-parallel tiles of 64×128 ran 578); a
-    main loop under :data:`WAVE_MIN_K_STEPS` steps a tile (its prologue and epilogue then weigh
-    as much as its waves); a skinny product (a side under :data:`WAVE_MIN_SIDE`)."""
+    main loop over K under :data:`WAVE_MIN_K` (its prologue and epilogue then weigh as much as
+    its waves); a skinny product (a side under :data:`WAVE_MIN_SIDE`)."""
     if isinstance(config, StreamKConfig):
         return None
     m, n, k, batch = sizes
@@ -358,8 +359,8 @@ def wave_efficiency(config: object, sizes: tuple[int, ...], multiprocessors: int
         return 1.0
     if min(m, n) < WAVE_MIN_SIDE:
         return None
-    split_k, block_k = getattr(config, "split_k", 1), getattr(config, "block_k", 0)
-    if k < WAVE_MIN_K_STEPS * block_k * split_k:
+    split_k = getattr(config, "split_k", 1)
+    if k < WAVE_MIN_K * split_k:
         return None
     rows, cols = cdiv(m, block_m), cdiv(n, block_n)
     inside = m * n / (rows * block_m * cols * block_n)

@@ -159,9 +159,11 @@ class LogicFile:
         efficiency at ``sizes`` over that at its own sizes. A row's winner was chosen for its own
         tile count; a neighbour with another count would otherwise inherit it whatever its waves.
         A row whose configuration the efficiency cannot judge, at the row or at ``sizes``
-        (stream-K; for GEMM also a main loop too short for waves to tell), does not compete: its
-        figure does not carry (GEMM stream-K rows serving other sizes ran 0.4–1.0× the rows that
-        replaced them). It is taken only where no row within reach can be judged."""
+        (stream-K; for GEMM also a main loop too short for waves to tell), does not compete. A
+        nearest row judged at neither (stream-K) gives way to the judged rows within reach (GEMM
+        stream-K rows serving other sizes ran 0.32–0.99× the rows that replaced them at 28
+        shapes) and is taken only where none can be judged; one judged at one end only is taken
+        as without the slack."""
         ranked = sorted((_log_distance(sizes, row.sizes), i) for i, row in enumerate(self.table))
         matches = (Match(self, self.table[i], self.solutions[self.table[i].solution], distance)
                    for distance, i in ranked
@@ -174,14 +176,15 @@ class LogicFile:
         if efficiency is None:
             return first
 
-        def judged(match: Match) -> bool:
-            """Whether the efficiency judges the match's configuration both at its row and here."""
-            return all(efficiency(match.config, at, multiprocessors) is not None
-                       for at in (sizes, match.row.sizes))
+        def judged(match: Match, where: tuple[tuple[int, ...], ...]) -> bool:
+            """Whether the efficiency judges the match's configuration at each of ``where``."""
+            return all(efficiency(match.config, at, multiprocessors) is not None for at in where)
 
+        if judged(first, (sizes,)) != judged(first, (first.row.sizes,)):
+            return first  # waves tell at one end only (a short main loop): as without the slack
         reach = first.distance + self.wave_slack
         within = itertools.takewhile(lambda match: match.distance <= reach, usable_matches)
-        rivals = list(filter(judged, (first, *within)))
+        rivals = [match for match in (first, *within) if judged(match, (sizes, match.row.sizes))]
         if not rivals or rivals == [first]:
             return first
 
