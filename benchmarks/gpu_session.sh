@@ -97,6 +97,11 @@
 #   longkfix  bf16 tuned on the sampled shapes the long-K rows made slower (FIX_SIZES), merged here
 #            into the variant with every long-K row, then logicrows' comparison with that file and
 #            shapes outside the sample (EXTRA_SHAPES) added                                    ~8 min
+#   wavesfresh  the shipped wave-weighed selection (wave_slack, the K and side limits, stream-K rows
+#            passed over away from their size) against the same files without wave_slack (the
+#            nearest row decides), through calls, torch beside, on SAMPLE (40) shapes a dtype drawn
+#            with SEED (62) from those the slack moves in a sweep no earlier A/B used
+#            (FRESH_SIDES × FRESH_KS); DTYPES="bf16 fp16"                                     ~5 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -420,6 +425,21 @@ longkfix() {
         "fixes=$dir/with-fixes.yaml"
 }
 
+wavesfresh() {  # shipped (wave-weighed) against nearest-row copies, on freshly drawn moved shapes
+    local dt shipped shapes
+    for dt in ${DTYPES:-bf16 fp16}; do
+        shipped=tessera/logic/sm_90/blas.gemm.$dt.yaml
+        "$PY" -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); d.pop("wave_slack")
+open(sys.argv[2], "w").write(yaml.safe_dump(d, sort_keys=False))' "$shipped" "$dir/$dt-nearest.yaml"
+        shapes=$("$PY" benchmarks/logic_moves.py "$dir/$dt-nearest.yaml" "$shipped" \
+            --sides "${FRESH_SIDES:-1152,1792,2816,3840,5632,9216}" --ks "${FRESH_KS:-2304,4608,9216,18432,36864}" \
+            --sample "${SAMPLE:-40}" --seed "${SEED:-62}" 2> "$dir/$dt-moves.txt")
+        echo "$shapes" > "$dir/$dt-shapes.txt"
+        capped 270 "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$shapes" "$dir/ab-$dt.json" \
+            "nearest=$dir/$dt-nearest.yaml" "shipped=$shipped" --rounds 3
+    done
+}
+
 smallgemm() {  # the gpu-marked tests of every file the small products' GEMM touches
     capped 150 packs "$PY" -m pytest -m gpu tests/test_packs.py -q -rs --junitxml="$dir/packs.xml"
     capped 250 ws "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs --junitxml="$dir/ws.xml"
@@ -432,10 +452,11 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
-                "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows, longkfix)"; exit 2;; esac
+                "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
+                "longkfix, wavesfresh)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

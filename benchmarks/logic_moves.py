@@ -2,9 +2,9 @@
 solution usable): the shapes an A/B of the two (``logic_rows_ab.py``) should time. Runs anywhere.
 
 Usage: python benchmarks/logic_moves.py BEFORE.yaml AFTER.yaml [--sides 1024,1536,…] [--ks …]
-                                       [--k-max K] [--multiprocessors N]
-Prints the moved MxNxK, comma-separated (``logic_rows_ab.py``'s SHAPES), and a count by
-(before, after) kernel to standard error.
+                                       [--k-max K] [--multiprocessors N] [--sample N --seed S]
+Prints the moved MxNxK, comma-separated (``logic_rows_ab.py``'s SHAPES; with ``--sample``, N of
+them drawn at random, sorted), and a count by (before, after) kernel to standard error.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import collections
 import itertools
+import random
 import sys
 
 from tessera.tuning import logic
@@ -49,6 +50,8 @@ def main() -> None:
     parser.add_argument("--k-max", type=int, default=None, help="only shapes with K at most this")
     parser.add_argument("--multiprocessors", type=int, default=MULTIPROCESSORS,
                         help="the device's SM count, for a file with wave_slack")
+    parser.add_argument("--sample", type=int, default=None, help="print only this many, drawn at random")
+    parser.add_argument("--seed", type=int, default=0, help="the draw's seed (with --sample)")
     args = parser.parse_args()
     sides = [int(x) for x in args.sides.split(",")]
     ks = [int(x) for x in args.ks.split(",") if args.k_max is None or int(x) <= args.k_max]
@@ -57,7 +60,16 @@ def main() -> None:
     for (old_kind, new_kind), count in kinds.most_common():
         print(f"{count:4d} {old_kind} -> {new_kind}", file=sys.stderr)
     print(f"{len(shapes)} of {len(sides) ** 2 * len(ks)} shapes moved", file=sys.stderr)
-    print(",".join(shapes))
+    print(",".join(sample(shapes, args.sample, args.seed)))
+
+
+def sample(shapes: list[str], count: int | None, seed: int) -> list[str]:
+    """``count`` of ``shapes`` drawn with ``seed`` (all of them without a count), in sweep order:
+    an A/B of moved shapes that fits a device call, reproducible from its seed."""
+    if count is None or count >= len(shapes):
+        return shapes
+    chosen = set(random.Random(seed).sample(shapes, count))
+    return [shape for shape in shapes if shape in chosen]
 
 
 if __name__ == "__main__":

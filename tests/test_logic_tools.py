@@ -35,6 +35,14 @@ def test_moved_weighs_a_wave_slack_file_for_the_device_multiprocessors(tmp_path:
     assert logic_moves.moved(plain, weighing, [1536, 4096], [16384], multiprocessors=0) == ([], {})
 
 
+def test_sample_draws_reproducibly_in_sweep_order() -> None:
+    shapes = [f"{m}x{m}x64" for m in range(1, 40)]
+    drawn = logic_moves.sample(shapes, 5, seed=61)
+    assert len(drawn) == 5 and drawn == sorted(drawn, key=shapes.index)
+    assert drawn == logic_moves.sample(shapes, 5, seed=61) != logic_moves.sample(shapes, 5, seed=62)
+    assert logic_moves.sample(shapes, None, seed=0) == shapes == logic_moves.sample(shapes, 99, seed=0)
+
+
 def test_logic_rows_ab_times_each_file_through_calls(tmp_path: Path, monkeypatch) -> None:
     """The A/B script's plumbing on the interpreter: each file swapped in as the shipped logic (for
     the running arch, so each changes the pick), every call checked, ratios against the first."""
