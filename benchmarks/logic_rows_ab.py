@@ -25,6 +25,7 @@ import torch
 import yaml
 
 from tessera._core.device import torch_matmul_tf32_as
+from tessera._core.files import write_atomically
 from tessera._core.timing import cold_copies, graph_ms, run_record
 from tessera.blas import api, explain, gemm
 from tessera.tuning import logic
@@ -77,7 +78,8 @@ def main() -> None:
         try:
             for shape in args.shapes.split(","):
                 rows.append(compare(shape, trees, base, element, args.rounds))
-                args.out.write_text(json.dumps({**record, "rows": rows}, indent=1))
+                # after every shape, whole: a call killed at its time limit keeps the shapes done
+                write_atomically(args.out, json.dumps({**record, "rows": rows}, indent=1))
         finally:
             use(None)
 

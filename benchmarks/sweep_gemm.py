@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
+from tessera._core.files import write_atomically
 from tessera.blas import space
 from tessera.blas.bench import GemmCase, run_case
 from tessera.blas.kernels.gemm_splitk import SplitKConfig as K
@@ -80,8 +82,7 @@ def main() -> None:
     results: list[dict] = []
     for group in groups:
         results += sweep(group)
-        with open(out_path, "w") as f:
-            json.dump(results, f, indent=1)
+        write_atomically(Path(out_path), json.dumps(results, indent=1))  # whole, after every group
     best: dict[str, dict] = {}
     for row in results:
         if "ratio" in row and row["ratio"] > best.get(row["problem"], {}).get("ratio", 0):
