@@ -20,7 +20,6 @@ Usage: python benchmarks/batched_floor.py OUT.json
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -29,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.timing import cold_copies, graph_rounds, run_record
+from tessera._core.timing import cold_copies, graph_rounds, run_record, write_result
 from tessera.blas import gemm, space
 from tessera.blas.kernels.gemm_tile import TileConfig
 
@@ -132,8 +131,7 @@ def main() -> None:
     result = {**run_record("python benchmarks/batched_floor.py OUT.json"),
               "problem": f"{BATCH} x {SIZE}^3 bf16",
               "rows": rows}
-    with open(out, "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(out, result)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,13 @@ benchmarks/blas_level12.py OUT.json
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 
 import torch
 
 from tessera import blas
-from tessera._core.timing import flushed_ms, graph_ms, run_record
+from tessera._core.timing import flushed_ms, graph_ms, run_record, write_result
 from tessera.blas import space
 from tessera.blas.bench_level12 import PRESETS, ceiling_copy, format_table, run_case
 from tessera.blas.kernels.level2 import GemvConfig
@@ -68,8 +67,7 @@ def main() -> None:
     if all("copy_gbs_graph" in r for r in rows):
         result["copy_graph_gbs"] = statistics.median(r["copy_gbs_graph"] for r in rows)
     wrong = [r["problem"] for r in rows if not r["correct"]]
-    with open(out, "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(out, result)
     if wrong:
         sys.exit(f"wrong results (relative error over the dtype's bound): {', '.join(wrong)}")
 

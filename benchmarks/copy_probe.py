@@ -6,7 +6,6 @@ over rounds: what the element-wise kernel could change to pass torch's copy (at 
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 
@@ -14,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_ms, run_record, write_result
 
 N = 1 << 26
 ROUNDS = 5
@@ -72,8 +71,7 @@ def main() -> None:
         med = statistics.median(ms)
         rows.append({"variant": name, "graph_ms": med, "vs_torch": base / med, "rounds_ms": ms})
         print(f"{name:<28} {med * 1000:8.2f} µs  vs torch {base / med:.4f}")
-    with open(sys.argv[1], "w") as f:
-        json.dump({**run_record(" ".join(sys.argv)), "n": N, "rounds": ROUNDS, "rows": rows}, f, indent=1)
+    write_result(sys.argv[1], {**run_record(" ".join(sys.argv)), "n": N, "rounds": ROUNDS, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tessera._core import launch
-from tessera._core.timing import per_call_us, run_record
+from tessera._core.timing import per_call_us, run_record, write_result
 
 DEVICE = "cuda"
 BLOCK = 64
@@ -115,8 +115,7 @@ def main() -> None:
     rows.append({"case": "torch.add(out=) (a torch launch, for the host's speed)",
                  **_host_rounds(lambda: torch.add(a, b, out=d))})
     print(json.dumps(rows[-1]), flush=True)
-    with open(out, "w") as f:
-        json.dump({**run_record("python benchmarks/descriptor_host.py OUT.json"), "rows": rows}, f, indent=1)
+    write_result(out, {**run_record("python benchmarks/descriptor_host.py OUT.json"), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -157,15 +157,15 @@ def main() -> None:
               f"loads {[r.get('pack_loads') for r in row['runs']]}")
     if args.out:
         from tessera._core.device import device_info
-        from tessera._core.timing import git_revision
+        from tessera._core.timing import git_revision, write_result
 
         info = device_info()
-        with open(args.out, "w") as f:
-            json.dump({"device": info.name, "arch": info.arch, "versions": info.versions,
-                       "git": git_revision(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "problem": f"{args.dtype} {args.size}x{args.size}x{args.size}"
-                                  + (", B column-major" if args.b_col_major else ""),
-                       "rows": rows}, f, indent=1)
+        write_result(args.out, {"device": info.name, "arch": info.arch, "versions": info.versions,
+                                "git": git_revision(),
+                                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                "problem": f"{args.dtype} {args.size}x{args.size}x{args.size}"
+                                           + (", B column-major" if args.b_col_major else ""),
+                                "rows": rows})
 
 
 if __name__ == "__main__":

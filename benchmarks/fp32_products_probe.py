@@ -13,13 +13,12 @@ Usage: python benchmarks/fp32_products_probe.py OUT.json [--sizes 1024,4096] [--
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 
 import torch
 
 from tessera._core.device import torch_matmul_tf32_as
-from tessera._core.timing import run_record
+from tessera._core.timing import run_record, write_result
 from tessera.blas import gemm
 
 METHODS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
@@ -101,8 +100,7 @@ def main() -> None:
     record = run_record("benchmarks/fp32_products_probe.py "
                         + " ".join(f"{k}={v}" for k, v in vars(args).items()))
     record["rows"] = rows
-    with open(args.out, "w") as f:
-        json.dump(record, f, indent=1)
+    write_result(args.out, record)
 
 
 if __name__ == "__main__":

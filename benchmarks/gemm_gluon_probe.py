@@ -27,11 +27,11 @@ Usage: python benchmarks/gemm_gluon_probe.py OUT.json [--sizes 8192,4096,MxNxK] 
 from __future__ import annotations
 
 import itertools
-import json
 
 import torch
 
 from benchmarks.gemm_ws_probe import precision_for, probe_arguments, problems, shipped_row, timed_rows
+from tessera._core.timing import write_result
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.gemm_ws import ScaledWsConfig, WsConfig, swap_fits
 
@@ -103,8 +103,7 @@ def main() -> None:
                            (lambda x=x, y=y, c=config: forced_gemm(c, x, y)) for x, y in operands]
         rows += timed_rows(cases, args.rounds, dtype_name, size)
         rows.append(shipped_row(dtype_name, size, explain(a, b, **scaled)))
-    with open(args.out, "w") as f:
-        json.dump({**record, "rows": rows}, f, indent=1)
+    write_result(args.out, {**record, "rows": rows})
 
 
 if __name__ == "__main__":

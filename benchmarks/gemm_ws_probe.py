@@ -21,7 +21,6 @@ Usage: python benchmarks/gemm_ws_probe.py OUT.json [--sizes 8192,4096,MxNxK] [--
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections.abc import Iterator
 
@@ -29,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.timing import cold_copies, graph_rounds, run_record
+from tessera._core.timing import cold_copies, graph_rounds, run_record, write_result
 from tessera.blas import explain, gemm
 from tessera.blas.space import Choice
 
@@ -235,8 +234,7 @@ def main() -> None:
             print(f"{dtype_name} {size} {name:32s} {why}", flush=True)
         choice = explain(a, b, scale_a=one, scale_b=one, fast_accum=True) if fp8 else explain(a, b)
         rows.append(shipped_row(dtype_name, size, choice))
-    with open(args.out, "w") as f:
-        json.dump({**record, "rows": rows}, f, indent=1)
+    write_result(args.out, {**record, "rows": rows})
 
 
 if __name__ == "__main__":

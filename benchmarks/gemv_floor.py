@@ -18,7 +18,6 @@ Usage: python benchmarks/gemv_floor.py OUT.json
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -30,7 +29,7 @@ import triton.language as tl
 from tessera import blas
 from tessera._core.device import device_info
 from tessera._core.launch import cdiv, next_power_of_2
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_ms, run_record, write_result
 from tessera.blas import gemm, space
 from tessera.blas.kernels import level2 as k
 from tessera.blas.kernels.gemm_splitk import SplitKConfig
@@ -193,8 +192,7 @@ def main() -> None:
     result = {**run_record("python benchmarks/gemv_floor.py OUT.json"),
               "n": N, "rows": rows, "sizes": [size_row(*size) for size in SIZES],
               "note": "copy moves half the matrix (read + write = the matrix's bytes)"}
-    with open(out, "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(out, result)
 
 
 if __name__ == "__main__":

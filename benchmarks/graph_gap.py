@@ -12,14 +12,13 @@ Usage: python benchmarks/graph_gap.py OUT.json [--size S] [--dtypes bf16,fp16] [
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
 
 import torch
 
-from tessera._core.timing import back_to_back_ms, flushed_ms, graph_ms, run_record
+from tessera._core.timing import back_to_back_ms, flushed_ms, graph_ms, run_record, write_result
 from tessera.blas import explain, gemm
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -59,8 +58,7 @@ def main() -> None:
         print(f"  ours: {kernel}")
     record = {**run_record(" ".join(["python benchmarks/graph_gap.py OUT.json", *sys.argv[2:]])),
               "size": size, "rows": rows}
-    with open(out, "w") as f:
-        json.dump(record, f, indent=1)
+    write_result(out, record)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import cProfile
 import io
-import json
 import pstats
 import sys
 import time
@@ -25,7 +24,7 @@ import triton
 from tessera import blas
 from tessera._core.device import torch_matmul_tf32_as
 from tessera._core.launch import Launcher
-from tessera._core.timing import git_revision, per_call_us
+from tessera._core.timing import git_revision, per_call_us, write_result
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.copy import column_major_copy
 from tessera.blas.kernels.gemm_scaled import ScaledTmaConfig
@@ -213,11 +212,10 @@ def main() -> None:
         print(f"--- cProfile, 500 calls, {name} ---")
         print("\n".join(text.getvalue().splitlines()[6:40]))
     if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as f:
-            json.dump({"us_per_call": rows, "launch_steps_us": anatomy,
-                       "device": torch.cuda.get_device_name(), "git": git_revision(),
-                       "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "versions": {"torch": torch.__version__, "triton": triton.__version__}}, f, indent=1)
+        write_result(sys.argv[1], {"us_per_call": rows, "launch_steps_us": anatomy,
+                                   "device": torch.cuda.get_device_name(), "git": git_revision(),
+                                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                   "versions": {"torch": torch.__version__, "triton": triton.__version__}})
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import triton
 import triton.language as tl
 
 from tessera import blas
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_ms, run_record, write_result
 from tessera.blas import space
 from tessera.blas.kernels import level1 as k
 
@@ -122,8 +122,7 @@ def main() -> None:
               "dot_relative_error": {name: abs(v - want) / abs(want) for name, v in checks.items()},
               "nrm2_relative_error": {name: abs(v - norm) / norm for name, v in norms.items()}}
     print(json.dumps({"dot": result["dot_relative_error"], "nrm2": result["nrm2_relative_error"]}, indent=1))
-    with open(out, "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(out, result)
 
 
 if __name__ == "__main__":

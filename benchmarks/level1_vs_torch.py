@@ -17,7 +17,6 @@ Usage: python benchmarks/level1_vs_torch.py OUT.json [--map-sweep [--map-shapes 
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from collections.abc import Callable
 import torch
 
 from tessera import blas
-from tessera._core.timing import flushed_ms, graph_ms, run_record
+from tessera._core.timing import flushed_ms, graph_ms, run_record, write_result
 from tessera.blas import space
 from tessera.blas.kernels.level1 import VectorConfig
 
@@ -97,9 +96,8 @@ def main() -> None:
     shapes_arg = sys.argv[sys.argv.index("--map-shapes") + 1] if "--map-shapes" in sys.argv else None
     command = "python benchmarks/level1_vs_torch.py OUT.json" + (" --map-sweep" if sweep else "") + (
         f' --map-shapes "{shapes_arg}"' if shapes_arg else "")
-    with open(out, "w") as f:
-        json.dump({**run_record(command), "n": N, "rounds": ROUNDS, "sweep_rounds": SWEEP_ROUNDS,
-                   "rows": rows, "map_shapes": shapes}, f, indent=1)
+    write_result(out, {**run_record(command), "n": N, "rounds": ROUNDS, "sweep_rounds": SWEEP_ROUNDS,
+                       "rows": rows, "map_shapes": shapes})
 
 
 if __name__ == "__main__":

@@ -17,14 +17,13 @@ passes, so that a configuration's two rows show the run's noise)
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 import sys
 from collections.abc import Callable
 
 import torch
 
-from tessera._core.timing import flushed_ms, run_record
+from tessera._core.timing import flushed_ms, run_record, write_result
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.gemm_scaled import ScaledTmaConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
@@ -150,8 +149,7 @@ def main() -> None:
     record = run_record(" ".join(["python benchmarks/persistent_sweep.py OUT.json", *sys.argv[2:]]))
     scaled = scaled_rows(quick)
     floats = [] if "--fp8-fast" in sys.argv or "--int8" in sys.argv else float_rows(quick)
-    with open(sys.argv[1], "w") as f:
-        json.dump({**record, "scaled": scaled, "float": floats}, f, indent=1)
+    write_result(sys.argv[1], {**record, "scaled": scaled, "float": floats})
 
 
 if __name__ == "__main__":

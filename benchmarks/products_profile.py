@@ -7,13 +7,13 @@ early is counted from its start, while the kernel before it still runs: its time
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from tessera._core.timing import write_result
 from tessera.blas import explain, gemm
 
 CALLS = 20
@@ -46,8 +46,7 @@ def main(path: str) -> None:
             out[f"{precision} {n}"] = {"tessera": ours, "sgemm": vendor,
                                        "explain": str(explain(a, b, precision=precision))[:400]}
             print(precision, n, ours, "SGEMM", vendor, flush=True)
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
+    write_result(path, out)
 
 
 if __name__ == "__main__":

@@ -6,13 +6,13 @@ Usage: python benchmarks/products_small_ab.py OUT.json   (a CUDA sm_90 GPU)
 
 from __future__ import annotations
 
-import json
 import sys
 
 import torch
 import triton
 
 from tessera._core.device import torch_matmul_tf32_as
+from tessera._core.timing import write_result
 from tessera.blas import api, emulated, gemm
 
 NEW = emulated.SMALL_TILE_WAVES
@@ -48,8 +48,7 @@ def main(path: str) -> None:
                              new_vs_sgemm=sgemm / new, old_vs_sgemm=sgemm / old, speedup=old / new))
             print(f"{precision} {n}: new {new * 1e3:.1f} us ({sgemm / new:.3f}x SGEMM), old {old * 1e3:.1f} "
                   f"us ({sgemm / old:.3f}x): {old / new:.3f}x", flush=True)
-    with open(path, "w") as f:
-        json.dump(dict(device=torch.cuda.get_device_name(), rows=rows), f, indent=1)
+    write_result(path, dict(device=torch.cuda.get_device_name(), rows=rows))
 
 
 if __name__ == "__main__":

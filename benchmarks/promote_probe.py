@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 from collections.abc import Iterator
 
 import torch
@@ -20,7 +19,7 @@ import triton.testing
 from fp32_products_probe import errors  # this folder is on sys.path when run as a script
 
 from tessera._core.device import torch_matmul_tf32_as
-from tessera._core.timing import run_record
+from tessera._core.timing import run_record, write_result
 from tessera.blas import emulated, gemm
 from tessera.blas.kernels.gemm_tma import TmaConfig
 
@@ -126,8 +125,7 @@ def main() -> None:
         rows.append(time_row(n, tiles))
     record = run_record("benchmarks/promote_probe.py " + " ".join(f"{k}={v}" for k, v in vars(args).items()))
     record["rows"] = rows
-    with open(args.out, "w") as f:
-        json.dump(record, f, indent=1)
+    write_result(args.out, record)
 
 
 if __name__ == "__main__":

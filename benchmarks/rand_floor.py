@@ -39,7 +39,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import device_info
-from tessera._core.timing import flushed_ms, git_revision
+from tessera._core.timing import flushed_ms, git_revision, write_result
 from tessera.rand.api import Generator
 from tessera.rand.kernels.philox import _box_muller_half, _philox, _radius_sincos
 
@@ -283,12 +283,11 @@ def main() -> None:
         del drawn, values
     print(json.dumps(summary, indent=1))
     info = device_info()
-    with open(sys.argv[1], "w") as f:
-        json.dump({"device": info.name, "arch": info.arch, "git": git_revision(),
-                   "versions": {"torch": torch.__version__, "triton": triton.__version__},
-                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "n": N, "block": BLOCK, "num_warps": WARPS, "rounds": ROUNDS,
-                   "rows": rows, "summary": summary}, f, indent=1)
+    write_result(sys.argv[1], {"device": info.name, "arch": info.arch, "git": git_revision(),
+                               "versions": {"torch": torch.__version__, "triton": triton.__version__},
+                               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "n": N, "block": BLOCK, "num_warps": WARPS, "rounds": ROUNDS,
+                               "rows": rows, "summary": summary})
 
 
 if __name__ == "__main__":

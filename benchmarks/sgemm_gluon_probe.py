@@ -15,13 +15,12 @@ Usage: python benchmarks/sgemm_gluon_probe.py OUT.json [--sizes 2048,4096,8192] 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 
 import torch
 
-from tessera._core.timing import cold_copies, graph_rounds, run_record
+from tessera._core.timing import cold_copies, graph_rounds, run_record, write_result
 from tessera.blas import explain, gemm, space
 
 
@@ -74,8 +73,7 @@ def main() -> None:
                   f"{vendor / ms:5.2f}x err {errors[name]:.2e}", flush=True)
         rows.append({"n": n, "case": "shipped is", "kernel": explain(a, b).config.short()})
     record = run_record("benchmarks/sgemm_gluon_probe.py " + " ".join(sys.argv[1:]))
-    with open(args.out, "w") as f:
-        json.dump({**record, "rows": rows}, f, indent=1)
+    write_result(args.out, {**record, "rows": rows})
 
 
 if __name__ == "__main__":

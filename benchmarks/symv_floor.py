@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -69,7 +68,7 @@ import triton.language as tl
 
 from tessera import blas
 from tessera._core.launch import cdiv
-from tessera._core.timing import graph_rounds, run_record
+from tessera._core.timing import graph_rounds, run_record, write_result
 from tessera.blas import space
 from tessera.blas.kernels import level2 as k
 
@@ -317,8 +316,7 @@ def main() -> None:
     result = {**run_record(command),
               "n": N, "rows": rows_out,
               "tensor_core_checks": checks}
-    with open(out, "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(out, result)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import sys
 
 import torch
 
-from tessera._core.timing import back_to_back_ms, flushed_ms, graph_ms, run_record
+from tessera._core.timing import back_to_back_ms, flushed_ms, graph_ms, run_record, write_result
 from tessera.blas import api, explain, gemm, space
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
@@ -112,8 +112,7 @@ def main() -> None:
     command = "python benchmarks/tf32_layout.py OUT.json " + ",".join(map(str, sizes))
     result = {**run_record(command + (" --swapped" if swapped_only else "")),
               "rows": rows}
-    with open(out, "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(out, result)
 
 
 if __name__ == "__main__":

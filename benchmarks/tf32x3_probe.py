@@ -16,13 +16,12 @@ Usage: python benchmarks/tf32x3_probe.py OUT.json [--sizes 2048,4096,8192] [--co
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 
 import torch
 
 from tessera._core.device import device_info
-from tessera._core.timing import cold_copies, graph_rounds, run_record
+from tessera._core.timing import cold_copies, graph_rounds, run_record, write_result
 from tessera.blas.kernels.gemm_tma import TmaConfig, launch_gemm_tma
 
 
@@ -118,8 +117,7 @@ def main() -> None:
     rows.append(non_finite(sms, configs[0]))
     record = run_record("benchmarks/tf32x3_probe.py " + " ".join(f"{k}={v}" for k, v in vars(args).items()))
     record["rows"] = rows
-    with open(args.out, "w") as f:
-        json.dump(record, f, indent=1)
+    write_result(args.out, record)
 
 
 if __name__ == "__main__":

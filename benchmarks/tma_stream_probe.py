@@ -21,7 +21,6 @@ Usage: python benchmarks/tma_stream_probe.py OUT.json [--offline]
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -35,7 +34,7 @@ from triton.language.extra.cuda import gdc_launch_dependents
 
 from tessera._core.launch import Launcher, capture, cdiv
 from tessera._core.pdl import gluon_dependent_launch
-from tessera._core.timing import graph_rounds, run_record
+from tessera._core.timing import graph_rounds, run_record, write_result
 from tessera.blas import space
 from tessera.blas.kernels import level2 as k
 from tessera.blas.kernels.gluon_names import cta_barrier, tma_load, tma_store
@@ -353,9 +352,8 @@ def main() -> None:
         rows.append(row)
         print(f"{name:<52} {1e3 * ms:9.2f} µs {gbs:7.0f} GB/s {row['pct_torch_copy']:6.1f}% of torch's copy"
               + (f"  {row['vs_torch']:.4f}× torch" if "vs_torch" in row else ""))
-    with open(sys.argv[1], "w") as f:
-        json.dump({**run_record(" ".join(sys.argv)), "rounds": ROUNDS, "copy_n": COPY_N, "symv_n": SYMV_N,
-                   "rows": rows}, f, indent=1)
+    write_result(sys.argv[1], {**run_record(" ".join(sys.argv)), "rounds": ROUNDS, "copy_n": COPY_N,
+                               "symv_n": SYMV_N, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -14,12 +14,11 @@ Usage: python benchmarks/wave_tail.py OUT.json [--rows 8192,8448] [--dtypes fp8,
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 
 import torch
 
-from tessera._core.timing import cold_copies, graph_rounds, run_record
+from tessera._core.timing import cold_copies, graph_rounds, run_record, write_result
 from tessera.blas import explain, gemm
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}
@@ -61,9 +60,8 @@ def main() -> None:
                          "kernel": kernels[m] if who == "tessera" else "vendor"})
             print(f"{name} M={m} {who:8s} {ms * 1e3:8.1f} us {tflops:7.1f} TF/s  {rows[-1]['kernel']}",
                   flush=True)
-    with open(args.out, "w") as f:
-        json.dump({**run_record("python benchmarks/wave_tail.py " + " ".join(
-            f"--{k} {v}" for k, v in vars(args).items() if k != "out")), "rows": rows}, f, indent=1)
+    write_result(args.out, {**run_record("python benchmarks/wave_tail.py " + " ".join(
+                     f"--{k} {v}" for k, v in vars(args).items() if k != "out")), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ Usage: python benchmarks/wq4_cuda_core.py OUT.json
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 
@@ -42,7 +41,7 @@ import triton
 import triton.language as tl
 
 from tessera._core.device import interpreter_enabled
-from tessera._core.timing import graph_rounds, run_record
+from tessera._core.timing import graph_rounds, run_record, write_result
 from tessera.blas import gemm_wq, quantize_weight
 from tessera.blas.kernels.gemm_wq import sum_slices
 from tessera.blas.quantized import dequantize_weight, unpack_nibbles
@@ -214,9 +213,8 @@ def main() -> None:
             rows.append({"case": name, "graph_us": us, "vs_torch": torch_us / us})
             print(f"{name:<52} {us:8.2f} µs  {torch_us / us:5.2f}× torch", flush=True)
     if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as f:
-            json.dump({**run_record("python benchmarks/wq4_cuda_core.py OUT.json"), "n": N, "k": K,
-                       "group": GROUP, "rows": rows}, f, indent=1)
+        write_result(sys.argv[1], {**run_record("python benchmarks/wq4_cuda_core.py OUT.json"),
+                                   "n": N, "k": K, "group": GROUP, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -10,14 +10,13 @@ byte-plane tile kept no recipe, e72ce71). Usage: python benchmarks/wq_eager.py [
 from __future__ import annotations
 
 import functools
-import json
 import sys
 
 import torch
 
 from tessera import blas
 from tessera._core.device import device_info
-from tessera._core.timing import back_to_back_ms, flushed_ms, per_call_us, run_record
+from tessera._core.timing import back_to_back_ms, flushed_ms, per_call_us, run_record, write_result
 from tessera.blas import quantized, space
 
 
@@ -47,8 +46,7 @@ def main() -> None:
                   f"(torch {row['torch_back_to_back_us']:5.1f})  flushed {row['flushed_us']:6.1f} "
                   f"(torch {row['torch_flushed_us']:5.1f})")
     if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as f:
-            json.dump({**run_record("python benchmarks/wq_eager.py OUT.json"), "rows": rows}, f, indent=1)
+        write_result(sys.argv[1], {**run_record("python benchmarks/wq_eager.py OUT.json"), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ Usage: python benchmarks/wq_floor.py OUT.json
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from triton.language.extra.cuda import gdc_wait
 
 from tessera._core import launch
 from tessera._core.device import device_info
-from tessera._core.timing import graph_rounds, run_record
+from tessera._core.timing import graph_rounds, run_record, write_result
 from tessera.blas import gemm_wq, quantize_weight, space
 from tessera.blas.kernels.gemm_wq import add_slices
 
@@ -105,8 +104,7 @@ def main() -> None:
     result = {**run_record("python benchmarks/wq_floor.py OUT.json"),
               "m": 1, "n": N, "k": K, "group": 128,
               "rows": rows}
-    with open(out, "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(out, result)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,13 @@ Usage: python benchmarks/wq_maxnreg.py OUT.json
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 
 import torch
 
 from tessera._core import launch
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_ms, run_record, write_result
 from tessera.blas import gemm_wq, quantize_weight
 from tessera.blas import quantized as wq_api
 from tessera.blas.kernels import gemm_wq as wq_kernels
@@ -89,8 +88,7 @@ def main() -> None:
             print(f"W{bits}A16 M={m:<3} maxnreg {name:>5}: {ms * 1e3:6.1f} us  {base / ms:.2f}x torch "
                   f"({base * 1e3:.1f} us)  err {errors[name]:.1e}  [{regs[name]}]", flush=True)
     cap_registers(None)
-    with open(sys.argv[1], "w") as f:
-        json.dump({**run_record("python benchmarks/wq_maxnreg.py OUT.json"), "rows": rows}, f, indent=1)
+    write_result(sys.argv[1], {**run_record("python benchmarks/wq_maxnreg.py OUT.json"), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -8,13 +8,12 @@ Usage: python benchmarks/wq_parts.py OUT.json
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 
 import torch
 
-from tessera._core.timing import graph_ms, run_record
+from tessera._core.timing import graph_ms, run_record, write_result
 from tessera.blas import gemm_wq, quantize_weight
 from tessera.blas import quantized as wq
 
@@ -51,9 +50,8 @@ def main() -> None:
             us = statistics.median(values)
             rows.append({"bits": bits, "m": m, "part": name, "graph_us": us, "vs_torch": torch_us / us})
             print(f"W{bits}A16 M={m:<3} {name:<14} {us:7.2f} µs  {torch_us / us:5.2f}× torch", flush=True)
-    with open(sys.argv[1], "w") as f:
-        json.dump({**run_record("python benchmarks/wq_parts.py OUT.json"), "n": N, "k": K, "group": 128,
-                   "rows": rows}, f, indent=1)
+    write_result(sys.argv[1], {**run_record("python benchmarks/wq_parts.py OUT.json"), "n": N, "k": K,
+                               "group": 128, "rows": rows})
 
 
 if __name__ == "__main__":

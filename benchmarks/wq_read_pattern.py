@@ -13,7 +13,6 @@ Usage: python benchmarks/wq_read_pattern.py OUT.json
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -22,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.timing import graph_rounds, run_record
+from tessera._core.timing import graph_rounds, run_record, write_result
 from tessera.blas import gemm_wq, quantize_weight
 
 N = K = 8192
@@ -111,8 +110,7 @@ def main() -> None:
         rows.append({"case": name, "graph_us": us, "codes_tb_per_s": codes_bytes / us / 1e6})
         print(f"{name:<48} {us:8.2f} µs  {codes_bytes / us / 1e6:5.2f} TB/s of codes", flush=True)
     record = {**run_record("python benchmarks/wq_read_pattern.py OUT.json"), "n": N, "k": K, "rows": rows}
-    with open(out_path, "w") as f:
-        json.dump(record, f, indent=1)
+    write_result(out_path, record)
 
 
 if __name__ == "__main__":

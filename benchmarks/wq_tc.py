@@ -31,7 +31,6 @@ Usage: python benchmarks/wq_tc.py OUT.json [--quick] [--exact-bytes] [--warp-mma
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -39,7 +38,7 @@ from collections.abc import Callable
 import torch
 
 from tessera._core.device import device_info
-from tessera._core.timing import graph_rounds, run_record
+from tessera._core.timing import graph_rounds, run_record, write_result
 from tessera.blas import gemm_wq, quantize_weight, space
 from tessera.blas.kernels.gemm_wq import WqConfig, WqGemvConfig
 from tessera.blas.quantized import QuantizedWeight, dequantize_weight
@@ -160,8 +159,7 @@ def main() -> None:
                       flush=True)
     record = {**run_record(" ".join(["python benchmarks/wq_tc.py OUT.json", *sys.argv[2:]])),
               "n": N, "k": K, "group": 128, "rows": rows}
-    with open(out, "w") as f:
-        json.dump(record, f, indent=1)
+    write_result(out, record)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,11 @@ Usage: python benchmarks/wq_ws_probe.py OUT.json [--rows 1,16] [--configs 8:4,8:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 
 import torch
 
-from tessera._core.timing import graph_rounds, run_record
+from tessera._core.timing import graph_rounds, run_record, write_result
 from tessera.blas import dequantize_weight, gemm_wq, quantize_weight
 from tessera.blas.kernels.gemm_wq_ws import WqWsConfig, launch_gemm_wq_ws, wq_ws_supported
 
@@ -94,9 +93,8 @@ def main() -> None:
                   flush=True)
     settings = " ".join(f"--{a.replace('_', '-')} {getattr(args, a)}"
                         for a in ("rows", "configs", "n", "k", "group", "bits", "dtype", "stress"))
-    with open(args.out, "w") as f:
-        json.dump({**run_record(f"python benchmarks/wq_ws_probe.py OUT.json {settings}"), "n": n, "k": k,
-                   "group": args.group, "bits": args.bits, "rows": rows}, f, indent=1)
+    write_result(args.out, {**run_record(f"python benchmarks/wq_ws_probe.py OUT.json {settings}"),
+                            "n": n, "k": k, "group": args.group, "bits": args.bits, "rows": rows})
 
 
 if __name__ == "__main__":

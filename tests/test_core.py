@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -117,6 +119,24 @@ def test_launch_settings_record_what_changes_launches(monkeypatch: pytest.Monkey
     monkeypatch.setenv("TESSERA_PDL", "exit")
     assert timing.launch_settings() == {"TESSERA_PDL": "exit"}
     assert timing.run_record("x")["settings"] == {"TESSERA_PDL": "exit"}
+
+
+def test_write_result_replaces_the_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result written over an earlier one is the new JSON; a write that fails midway (a full
+    disk, a kill) leaves the earlier file as it was, not a truncated one."""
+    out = tmp_path / "sub" / "result.json"
+    timing.write_result(out, {**timing.run_record("x"), "rows": [1]})
+    timing.write_result(str(out), {"rows": [1, 2]})
+    assert json.loads(out.read_text()) == {"rows": [1, 2]}
+
+    def fail(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    with pytest.raises(OSError):
+        timing.write_result(out, {"rows": [1, 2, 3]})
+    assert json.loads(out.read_text()) == {"rows": [1, 2]}
+    assert [p.name for p in out.parent.iterdir()] == ["result.json"]  # no temporary file left
 
 
 def test_graph_rounds_interleaves_the_cases() -> None:

@@ -8,6 +8,7 @@ medians and say nothing about GPU speed.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
@@ -20,6 +21,7 @@ from typing import TypeVar
 import torch
 
 from tessera._core.device import device_info, interpreter_enabled
+from tessera._core.files import write_atomically
 
 
 def on_gpu() -> bool:
@@ -182,3 +184,10 @@ def run_record(command: str) -> dict[str, object]:
             "versions": {"torch": torch.__version__, "triton": triton.__version__},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": command,
             "settings": launch_settings()}
+
+
+def write_result(path: str | Path, result: object) -> None:
+    """A benchmark's result as indented JSON, written whole (a temporary file renamed over
+    ``path``): a run killed mid-write, as a device call at its time limit is, leaves the file
+    before, never a truncated one."""
+    write_atomically(Path(path), json.dumps(result, indent=1))
