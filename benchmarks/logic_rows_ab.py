@@ -13,7 +13,6 @@ Usage: python benchmarks/logic_rows_ab.py SHAPES OUT.json FILE... [--rounds R]
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import shutil
@@ -25,8 +24,7 @@ import torch
 import yaml
 
 from tessera._core.device import torch_matmul_tf32_as
-from tessera._core.files import write_atomically
-from tessera._core.timing import cold_copies, graph_ms, run_record
+from tessera._core.timing import cold_copies, graph_ms, run_record, write_result
 from tessera.blas import api, explain, gemm
 from tessera.tuning import logic
 from tessera.tuning.paths import SHIPPED_LOGIC
@@ -79,7 +77,7 @@ def main() -> None:
             for shape in args.shapes.split(","):
                 rows.append(compare(shape, trees, base, element, args.rounds))
                 # after every shape, whole: a call killed at its time limit keeps the shapes done
-                write_atomically(args.out, json.dumps({**record, "rows": rows}, indent=1))
+                write_result(args.out, {**record, "rows": rows})
         finally:
             use(None)
 

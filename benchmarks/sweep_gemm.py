@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-from tessera._core.files import write_atomically
+from tessera._core.timing import write_result
 from tessera.blas import space
 from tessera.blas.bench import GemmCase, run_case
 from tessera.blas.kernels.gemm_splitk import SplitKConfig as K
@@ -82,7 +81,7 @@ def main() -> None:
     results: list[dict] = []
     for group in groups:
         results += sweep(group)
-        write_atomically(Path(out_path), json.dumps(results, indent=1))  # whole, after every group
+        write_result(out_path, results)  # whole, after every group
     best: dict[str, dict] = {}
     for row in results:
         if "ratio" in row and row["ratio"] > best.get(row["problem"], {}).get("ratio", 0):

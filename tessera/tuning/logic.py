@@ -176,24 +176,25 @@ class LogicFile:
         if efficiency is None:
             return first
 
-        def judged(match: Match, where: tuple[tuple[int, ...], ...]) -> bool:
-            """Whether the efficiency judges the match's configuration at each of ``where``."""
-            return all(efficiency(match.config, at, multiprocessors) is not None for at in where)
+        def busy(match: Match) -> tuple[float | None, float | None]:
+            """The efficiency of the match's configuration here and at its row."""
+            return efficiency(match.config, sizes, multiprocessors), \
+                efficiency(match.config, match.row.sizes, multiprocessors)
 
-        if judged(first, (sizes,)) != judged(first, (first.row.sizes,)):
+        here, there = busy(first)
+        if (here is None) != (there is None):
             return first  # waves tell at one end only (a short main loop): as without the slack
         reach = first.distance + self.wave_slack
         within = itertools.takewhile(lambda match: match.distance <= reach, usable_matches)
-        rivals = [match for match in (first, *within) if judged(match, (sizes, match.row.sizes))]
-        if not rivals or rivals == [first]:
+        scored = []  # each judged row's TFLOP/s carried here by the efficiency here over at the row
+        for match in (first, *within):
+            here, there = busy(match)
+            if here is not None and there is not None:
+                scored.append((match.row.measured.get("tflops", 0.0) * here / there, match))
+        if not scored or [match for _, match in scored] == [first]:
             return first
-
-        def expected(match: Match) -> float:
-            """Its row's TFLOP/s carried to ``sizes`` by the efficiency there over that at the row."""
-            here, there = (efficiency(match.config, at, multiprocessors) for at in (sizes, match.row.sizes))
-            return match.row.measured.get("tflops", 0.0) * here / there if here and there else 0.0
-
-        return dataclasses.replace(max(rivals, key=expected), weighed=len(rivals))
+        best = max(scored, key=lambda entry: entry[0])[1]  # the nearest of equals
+        return dataclasses.replace(best, weighed=len(scored))
 
 
 @dataclass(frozen=True)
