@@ -102,6 +102,9 @@
 #            nearest row decides), through calls, torch beside, on SAMPLE (40) shapes a dtype drawn
 #            with SEED (62) from those the slack moves in a sweep no earlier A/B used
 #            (FRESH_SIDES × FRESH_KS); DTYPES="bf16 fp16"                                     ~5 min
+#   prefill  the prefill preset (M 512, 1024, 2048 × the LLM layers' N, K: no rows between the skinny
+#            ones and the squares) tuned over FAMILIES (gemm_ws, gemm_tma), TUNE_S (180) s a dtype
+#            (DTYPES="bf16 fp16"); merge the files with `tessera logic merge`               ~6 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -440,6 +443,15 @@ open(sys.argv[2], "w").write(yaml.safe_dump(d, sort_keys=False))' "$shipped" "$d
     done
 }
 
+prefill() {  # the prefill preset (M 512, 1024, 2048 x the LLM layers) tuned apart per dtype
+    local dt
+    mkdir -p "$dir/tune"
+    for dt in ${DTYPES:-bf16 fp16}; do
+        SIZES=prefill FAMILIES=${FAMILIES:-gemm_ws,gemm_tma} capped $((${TUNE_S:-180} + 20)) "tune-$dt" \
+            bash benchmarks/tune_gemm.sh "$dir/tune" "${TUNE_S:-180}" "$dt"
+    done
+}
+
 smallgemm() {  # the gpu-marked tests of every file the small products' GEMM touches
     capped 150 packs "$PY" -m pytest -m gpu tests/test_packs.py -q -rs --junitxml="$dir/packs.xml"
     capped 250 ws "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs --junitxml="$dir/ws.xml"
@@ -452,11 +464,11 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
-                "longkfix, wavesfresh)"; exit 2;; esac
+                "longkfix, wavesfresh, prefill)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

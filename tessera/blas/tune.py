@@ -44,6 +44,9 @@ LLM_NK = ((4096, 4096), (8192, 8192), (14336, 4096), (4096, 14336))
 SIZE_PRESETS: dict[str, list[tuple[int, int, int, int]]] = {
     "square": [(s, s, s, 1) for s in (256, 512, 1024, 2048, 4096, 8192, 16384)],
     "skinny": [(m, n, k, 1) for m in (1, 4, 16, 64, 256) for n, k in LLM_NK],
+    # the same layers at prompt lengths (prefill): between the skinny rows and the squares, where
+    # the nearest row was a skinny one streaming its weights or a square of another shape
+    "prefill": [(m, n, k, 1) for m in (512, 1024, 2048) for n, k in LLM_NK],
     "batched": [(64, 64, 64, 512), (128, 128, 128, 256), (32, 32, 32, 1024), (256, 256, 256, 64)],
     # wave-quantized on 132 SMs (benchmarks/streamk.py): 128x128 grids a few tiles over one or
     # two waves, K = 8192, where stream-K can win; and nearly full grids as controls, so that
@@ -53,8 +56,8 @@ SIZE_PRESETS: dict[str, list[tuple[int, int, int, int]]] = {
              (1536, 1408, 8192, 1), (8448, 8192, 2048, 1)],
     "tiny": [(48, 40, 32, 1), (20, 64, 40, 1), (32, 32, 32, 3)],  # interpreter-sized, for CPU runs
 }
-SIZE_PRESETS["preset"] = (SIZE_PRESETS["square"] + SIZE_PRESETS["skinny"] + SIZE_PRESETS["batched"]
-                          + SIZE_PRESETS["wave"])
+SIZE_PRESETS["preset"] = (SIZE_PRESETS["square"] + SIZE_PRESETS["skinny"] + SIZE_PRESETS["prefill"]
+                          + SIZE_PRESETS["batched"] + SIZE_PRESETS["wave"])
 
 
 def _warps_suit(config: TmaConfig) -> bool:
