@@ -105,6 +105,9 @@
 #   prefill  the prefill preset (M 512, 1024, 2048 × the LLM layers' N, K: no rows between the skinny
 #            ones and the squares) tuned over FAMILIES (gemm_ws, gemm_tma), TUNE_S (180) s a dtype
 #            (DTYPES="bf16 fp16"); merge the files with `tessera logic merge`               ~6 min
+#   prefillab  the files with the prefill rows against those before (logic_rows_ab.py, 3 rounds) on
+#            DTYPES' shapes in ROWS (the tune's folder: its own sizes the rows move and 20 drawn
+#            from M 384–3072 × N 3072–13824 × K 3072–13824), AB_S (280) s a dtype            ~9 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -452,6 +455,15 @@ prefill() {  # the prefill preset (M 512, 1024, 2048 x the LLM layers) tuned apa
     done
 }
 
+prefillab() {  # the files with the prefill rows against those before, through calls (ROWS: the tune's folder)
+    local rows=${ROWS:-benchmarks/results/tune-prefill-h100-d919754} dt
+    for dt in ${DTYPES:-bf16 fp16}; do
+        capped "${AB_S:-280}" "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/$dt-shapes.txt")" \
+            "$dir/ab-$dt.json" "before=$rows/variants/$dt-before.yaml" "prefill=$rows/variants/$dt-prefill.yaml" \
+            --rounds 3
+    done
+}
+
 smallgemm() {  # the gpu-marked tests of every file the small products' GEMM touches
     capped 150 packs "$PY" -m pytest -m gpu tests/test_packs.py -q -rs --junitxml="$dir/packs.xml"
     capped 250 ws "$PY" -m pytest -m gpu tests/test_gemm_ws.py -q -rs --junitxml="$dir/ws.xml"
@@ -464,11 +476,11 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
-                "longkfix, wavesfresh, prefill)"; exit 2;; esac
+                "longkfix, wavesfresh, prefill, prefillab)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

@@ -1,7 +1,7 @@
 """Which sizes of a sweep two versions of a logic file choose differently for (nearest row, every
 solution usable): the shapes an A/B of the two (``logic_rows_ab.py``) should time. Runs anywhere.
 
-Usage: python benchmarks/logic_moves.py BEFORE.yaml AFTER.yaml [--sides 1024,1536,…] [--ks …]
+Usage: python benchmarks/logic_moves.py BEFORE.yaml AFTER.yaml [--sides 1024,1536,…] [--ms …] [--ks …]
                                        [--k-max K] [--multiprocessors N] [--sample N --seed S]
 Prints the moved MxNxK, comma-separated (``logic_rows_ab.py``'s SHAPES; with ``--sample``, N of
 them drawn at random, sorted), and a count by (before, after) kernel to standard error.
@@ -28,11 +28,13 @@ def kind(match: logic.Match | None) -> str:
 
 
 def moved(before: logic.LogicFile, after: logic.LogicFile, sides: list[int], ks: list[int],
-          multiprocessors: int = MULTIPROCESSORS) -> tuple[list[str], collections.Counter]:
-    """The MxNxK of the sweep whose choice differs, and a count by (before, after) family; a file
-    with ``wave_slack`` weighs its rows for a device of ``multiprocessors`` SMs."""
+          multiprocessors: int = MULTIPROCESSORS, ms: list[int] | None = None
+          ) -> tuple[list[str], collections.Counter]:
+    """The MxNxK of the sweep (M from ``ms``, default ``sides``; N from ``sides``) whose choice
+    differs, and a count by (before, after) family; a file with ``wave_slack`` weighs its rows for
+    a device of ``multiprocessors`` SMs."""
     shapes, kinds = [], collections.Counter()
-    for m, n, k in itertools.product(sides, sides, ks):
+    for m, n, k in itertools.product(ms or sides, sides, ks):
         old, new = (version.nearest((m, n, k, 1), multiprocessors=multiprocessors)
                     for version in (before, after))
         if getattr(old, "config", None) != getattr(new, "config", None):
@@ -46,6 +48,7 @@ def main() -> None:
     parser.add_argument("before")
     parser.add_argument("after")
     parser.add_argument("--sides", default=SIDES, help="M and N values, comma-separated")
+    parser.add_argument("--ms", default=None, help="M values apart from N's (default: the sides)")
     parser.add_argument("--ks", default=KS, help="K values, comma-separated")
     parser.add_argument("--k-max", type=int, default=None, help="only shapes with K at most this")
     parser.add_argument("--multiprocessors", type=int, default=MULTIPROCESSORS,
@@ -54,12 +57,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the draw's seed (with --sample)")
     args = parser.parse_args()
     sides = [int(x) for x in args.sides.split(",")]
+    ms = [int(x) for x in args.ms.split(",")] if args.ms else sides
     ks = [int(x) for x in args.ks.split(",") if args.k_max is None or int(x) <= args.k_max]
     shapes, kinds = moved(logic.load_logic(args.before), logic.load_logic(args.after), sides, ks,
-                          args.multiprocessors)
+                          args.multiprocessors, ms)
     for (old_kind, new_kind), count in kinds.most_common():
         print(f"{count:4d} {old_kind} -> {new_kind}", file=sys.stderr)
-    print(f"{len(shapes)} of {len(sides) ** 2 * len(ks)} shapes moved", file=sys.stderr)
+    print(f"{len(shapes)} of {len(ms) * len(sides) * len(ks)} shapes moved", file=sys.stderr)
     print(",".join(sample(shapes, args.sample, args.seed)))
 
 
