@@ -104,7 +104,7 @@
 #            (FRESH_SIDES × FRESH_KS); DTYPES="bf16 fp16"                                     ~5 min
 #   prefill  the prefill preset (M 512, 1024, 2048 × the LLM layers' N, K: no rows between the skinny
 #            ones and the squares) tuned over FAMILIES (gemm_ws, gemm_tma), TUNE_S (180) s a dtype
-#            (DTYPES="bf16 fp16"); merge the files with `tessera logic merge`               ~6 min
+#            (DTYPES="bf16 fp16"), written with WAVE_SLACK (0.7) to merge into the shipped files  ~6 min
 #   prefillab  the files with the prefill rows against those before (logic_rows_ab.py, 3 rounds) on
 #            DTYPES' shapes in ROWS (the tune's folder: its own sizes the rows move and 20 drawn
 #            from M 384–3072 × N 3072–13824 × K 3072–13824), AB_S (280) s a dtype            ~9 min
@@ -450,8 +450,8 @@ prefill() {  # the prefill preset (M 512, 1024, 2048 x the LLM layers) tuned apa
     local dt
     mkdir -p "$dir/tune"
     for dt in ${DTYPES:-bf16 fp16}; do
-        SIZES=prefill FAMILIES=${FAMILIES:-gemm_ws,gemm_tma} capped $((${TUNE_S:-180} + 20)) "tune-$dt" \
-            bash benchmarks/tune_gemm.sh "$dir/tune" "${TUNE_S:-180}" "$dt"
+        SIZES=prefill WAVE_SLACK=${WAVE_SLACK-0.7} FAMILIES=${FAMILIES:-gemm_ws,gemm_tma} \
+            capped $((${TUNE_S:-180} + 20)) "tune-$dt" bash benchmarks/tune_gemm.sh "$dir/tune" "${TUNE_S:-180}" "$dt"
     done
 }
 

@@ -520,6 +520,16 @@ def test_merge_refuses_files_of_different_problems(field: str, value: object, tm
     assert base.read_text() == before  # the output (here BASE itself) is not touched
 
 
+def test_merge_into_a_file_with_a_selection_rule_names_the_tune_flag(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    """A fresh tune's file has no wave_slack: the refusal says which flag makes it mergeable."""
+    base = write(tmp_path / "base.yaml", {**GOOD, "wave_slack": 0.7})
+    update = write(tmp_path / "update.yaml", UPDATE)
+    assert main(["logic", "merge", str(base), str(update), "-o", str(tmp_path / "out.yaml")]) == 2
+    assert "tune the update with --wave-slack 0.7" in capsys.readouterr().err
+    assert not (tmp_path / "out.yaml").exists()
+
+
 def _space_configs() -> list[object]:
     """Every configuration the tuners and packs may write (the declared tuning spaces)."""
     from tessera.blas import tune as blas_tune

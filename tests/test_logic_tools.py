@@ -1,14 +1,16 @@
 """benchmarks/logic_moves.py: the shapes two versions of a logic file choose differently for (what
-an A/B of them through calls, benchmarks/logic_rows_ab.py, should time)."""
+an A/B of them through calls, benchmarks/logic_rows_ab.py, should time); logic_dp_rows.py: stream-K
+rows given their best data-parallel candidate."""
 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
-from test_logic import GOOD, WAVES, write
+from test_logic import GOOD, UPDATE, WAVES, write
 
-from benchmarks import logic_moves
+from benchmarks import logic_dp_rows, logic_moves
 from tessera.tuning import load_logic
 
 
@@ -24,6 +26,9 @@ def test_moved_lists_the_shapes_whose_nearest_row_changes_its_choice(tmp_path: P
     assert "4096x4096x4096" not in shapes and "64x64x64" not in shapes
     assert sum(kinds.values()) == len(shapes) and set(kinds) == {("TmaConfig", "TileConfig")}
     assert logic_moves.moved(before, before, [64, 4096], [64, 4096, 65536]) == ([], {})
+    # M apart from N: the sweep's M values only
+    narrow, _ = logic_moves.moved(before, after, [64, 4096], [64, 4096, 65536], ms=[64])
+    assert narrow == [s for s in shapes if s.startswith("64x")] and "64x64x65536" in narrow
 
 
 def test_moved_weighs_a_wave_slack_file_for_the_device_multiprocessors(tmp_path: Path) -> None:
@@ -46,7 +51,6 @@ def test_sample_draws_reproducibly_in_sweep_order() -> None:
 def test_logic_rows_ab_times_each_file_through_calls(tmp_path: Path, monkeypatch) -> None:
     """The A/B script's plumbing on the interpreter: each file swapped in as the shipped logic (for
     the running arch, so each changes the pick), every call checked, ratios against the first."""
-    import json
     import sys
 
     from benchmarks import logic_rows_ab
@@ -72,3 +76,27 @@ def test_logic_rows_ab_times_each_file_through_calls(tmp_path: Path, monkeypatch
     assert (row["m"], row["n"], row["k"]) == (40, 24, 32) and row["vs_base"]["small"] == 1.0
     assert "block_m=16" in row["picks"]["small"] and "block_m=32" in row["picks"]["wide"]
     assert set(row["tflops"]) == {"torch", "small", "wide"}
+
+
+def test_dp_rows_swap_a_stream_k_row_only_for_a_close_data_parallel_candidate(tmp_path: Path) -> None:
+    doc = copy.deepcopy(UPDATE)  # 4096³ on stream-K at 750, 1024³ on the tile at 300
+    doc["table"].append({"m": 2048, "n": 2048, "k": 2048, "batch": 1, "solution": 0, "tflops": 500.0})
+    tile = {k: v for k, v in UPDATE["solutions"][1].items() if k != "id"}
+    tma = {"kernel": "gemm_tma", "block_m": 128, "block_n": 256, "block_k": 64, "num_warps": 8,
+           "num_stages": 4, "warp_specialize": False}
+    streamk = {k: v for k, v in UPDATE["solutions"][0].items() if k != "id"}
+    journal = tmp_path / "j.jsonl"
+    lines = [((4096, 4096, 4096, 1), streamk, 750.0, "ok"), ((4096, 4096, 4096, 1), tma, 720.0, "ok"),
+             ((4096, 4096, 4096, 1), tile, 100.0, "ok"), ((2048, 2048, 2048, 1), tma, 460.0, "ok"),
+             ((2048, 2048, 2048, 1), tile, 499.0, "fail")]
+    journal.write_text("".join(json.dumps({"config": json.dumps(c, sort_keys=True), "sizes": list(s),
+                                           "status": st, "tflops": t}) + "\n" for s, c, t, st in lines))
+    swapped = logic_dp_rows.swap_rows(doc, logic_dp_rows.measured(journal), within=0.95)
+    assert len(swapped) == 1 and "(4096, 4096, 4096, 1)" in swapped[0]
+    by_id = {solution["id"]: solution for solution in doc["solutions"]}
+    rows = {(r["m"], r["n"], r["k"]): r for r in doc["table"]}
+    assert by_id[rows[4096, 4096, 4096]["solution"]]["kernel"] == "gemm_tma"
+    assert rows[4096, 4096, 4096]["tflops"] == 720.0  # the candidate's own figure
+    # 2048³: the data-parallel candidate ran 0.92× (kept on stream-K); a failed one never counts
+    assert by_id[rows[2048, 2048, 2048]["solution"]]["kernel"] == "gemm_streamk"
+    assert load_logic(write(tmp_path / "out.yaml", doc)).table  # still a valid file

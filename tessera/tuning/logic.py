@@ -458,10 +458,12 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
         if name == "runtime":  # the GPU may differ; its rows then say which
             mine, theirs = ({k: v for k, v in r.items() if k != "device"} for r in (mine, theirs))
         if mine != theirs:
-            raise LogicFileError(
-                f"{update.path} cannot be merged into {base.path}: their {name} differ ({theirs!r} "
-                f"against {mine!r}); merge files tuned for the same problem with the same runtime, "
-                f"or tune the missing sizes again")
+            remedy = (f"tune the update with --{name.replace('_', '-')} {mine} (a selection rule of the "
+                      f"file, not of its rows)" if name in ("max_distance", "wave_slack") and mine is not None
+                      else "merge files tuned for the same problem with the same runtime, or tune the "
+                           "missing sizes again")
+            raise LogicFileError(f"{update.path} cannot be merged into {base.path}: their {name} differ "
+                                 f"({theirs!r} against {mine!r}); {remedy}")
     own, other = base.runtime.get("device"), update.runtime.get("device")
     spec = registered_ops()[(base.library, base.op)]
     rows = {row.sizes: (row, base.solutions[row.solution]) for row in base.table}
