@@ -1,72 +1,72 @@
-"""Give a tuned logic file's stream-K rows their best data-parallel candidate where it ran within
-a margin of them: stream-K rows generalize badly to their neighbours (docs/architecture.md,
-"Long-K rows"), so a row nearly as fast without it serves more sizes well. Runs anywhere.
+"""Write a GEMM tune's logic file again from its journal with a stream-K margin: the file
+``tessera tune gemm --stream-k-margin M`` would have written (``Tuner.best``: a stream-K
+configuration keeps a size's row only where its median beats the best data-parallel one's by
+more than M), for a tune run without one. Stream-K rows generalize badly to their neighbours
+(docs/architecture.md, "Long-K rows"). Nothing is timed: runs anywhere.
 
-Usage: python benchmarks/logic_dp_rows.py JOURNAL.jsonl LOGIC.yaml -o OUT.yaml [--within 0.95]
-                                          [--wave-slack S]
-Prints each swapped row; OUT is written atomically.
+Usage: python benchmarks/logic_dp_rows.py TUNED.yaml --stream-k-margin M -o OUT.yaml [--wave-slack S]
+  TUNED.yaml: the tuner's file, its journal beside it (<stem>.journal.jsonl). Prints each row
+  whose configuration changed; OUT is written atomically.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import json
+import shutil
+import tempfile
 from pathlib import Path
 
-import yaml
-
 from tessera._core.files import write_atomically
+from tessera.blas.tune import stream_k_is_local
+from tessera.tuning import logic
+from tessera.tuning.tuner import TunableOp, Tuner
 
 
-def measured(journal: Path) -> dict[tuple[int, ...], dict[str, float]]:
-    """TFLOP/s of every configuration the tune timed correct, by sizes (the journal's config text)."""
-    timed: dict[tuple[int, ...], dict[str, float]] = collections.defaultdict(dict)
-    for line in journal.read_text().splitlines():
-        entry = json.loads(line)
-        if entry["status"] == "ok":
-            timed[tuple(entry["sizes"])][entry["config"]] = entry["tflops"]
-    return timed
+def _untimed(*_: object) -> None:
+    raise AssertionError("a rewrite from the journal times nothing")
 
 
-def swap_rows(doc: dict, timed: dict[tuple[int, ...], dict[str, float]], within: float) -> list[str]:
-    """Point each stream-K row of ``doc`` whose best data-parallel candidate ran at least ``within``
-    of it at that candidate (a solution of its own when no equal one exists); the lines to print."""
-    by_id = {solution["id"]: solution for solution in doc["solutions"]}
-    swapped = []
-    for row in doc["table"]:
-        sizes = (row["m"], row["n"], row["k"], row["batch"])
-        if by_id[row["solution"]]["kernel"] != "gemm_streamk" or sizes not in timed:
-            continue
-        tflops, config = max((t, json.loads(c)) for c, t in timed[sizes].items()
-                             if json.loads(c)["kernel"] != "gemm_streamk")
-        if tflops < within * row["tflops"]:
-            continue
-        same = [i for i, solution in by_id.items() if {**solution, "id": 0} == {**config, "id": 0}]
-        if not same:
-            same = [max(by_id) + 1]
-            by_id[same[0]] = {"id": same[0], **config}
-            doc["solutions"].append(by_id[same[0]])
-        swapped.append(f"{sizes}: stream-K {row['tflops']} -> {config['kernel']} "
-                       f"{config['block_m']}x{config['block_n']} {tflops:.1f}")
-        row["solution"], row["tflops"] = same[0], round(tflops, 1)
-    return swapped
+def rewrite(tuned: Path, margin: float, wave_slack: float | None = None) -> str:
+    """``tuned`` (a GEMM tuner's logic file) written again from its journal by the tuner with
+    ``margin`` as its stream-K margin (and ``wave_slack``, default the file's own): the YAML text."""
+    file = logic.load_logic(tuned)
+    op = TunableOp(file.library, file.op, file.arch, file.problem["dtype"], (), lambda _: (), _untimed,
+                   _untimed, runtime=dict(file.runtime), layout=file.problem.get("layout"),
+                   local=stream_k_is_local)
+    with tempfile.TemporaryDirectory() as scratch:
+        (Path(scratch) / file.arch).mkdir()
+        journal = tuned.with_suffix(".journal.jsonl")
+        shutil.copy(journal, Path(scratch) / file.arch / journal.name)
+        tuner = Tuner(op, Path(scratch), resume=True, progress=False, max_distance=file.max_distance,
+                      wave_slack=file.wave_slack if wave_slack is None else wave_slack, local_margin=margin)
+        return tuner.write_logic().read_text()
+
+
+def changed_rows(before: logic.LogicFile, after: logic.LogicFile) -> list[str]:
+    """One line per row whose configuration differs between the two files."""
+    configs = {row.sizes: (before.solutions[row.solution], row.measured) for row in before.table}
+    lines = []
+    for row in after.table:
+        config, measured = configs[row.sizes]
+        new = after.solutions[row.solution]
+        if new != config:
+            lines.append(f"{row.sizes}: {config.short()} {measured} -> {new.short()} {row.measured}")
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("journal", type=Path)
-    parser.add_argument("logic", type=Path)
+    parser.add_argument("tuned", type=Path)
+    parser.add_argument("--stream-k-margin", type=float, required=True, metavar="M",
+                        help="share by which stream-K must beat the best data-parallel candidate")
     parser.add_argument("-o", "--out", type=Path, required=True)
-    parser.add_argument("--within", type=float, default=0.95, help="the data-parallel pick's least share")
-    parser.add_argument("--wave-slack", type=float, default=None, help="also set the file's wave_slack")
+    parser.add_argument("--wave-slack", type=float, default=None,
+                        help="the file's wave_slack (default: TUNED's)")
     args = parser.parse_args()
-    doc = yaml.safe_load(args.logic.read_text())
-    for line in swap_rows(doc, measured(args.journal), args.within):
+    write_atomically(args.out, rewrite(args.tuned, args.stream_k_margin, args.wave_slack),
+                     check=logic.load_logic)
+    for line in changed_rows(logic.load_logic(args.tuned), logic.load_logic(args.out)):
         print(line)
-    if args.wave_slack is not None:
-        doc["wave_slack"] = args.wave_slack
-    write_atomically(args.out, yaml.safe_dump(doc, sort_keys=False))
 
 
 if __name__ == "__main__":

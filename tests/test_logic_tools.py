@@ -79,24 +79,34 @@ def test_logic_rows_ab_times_each_file_through_calls(tmp_path: Path, monkeypatch
 
 
 def test_dp_rows_swap_a_stream_k_row_only_for_a_close_data_parallel_candidate(tmp_path: Path) -> None:
-    doc = copy.deepcopy(UPDATE)  # 4096³ on stream-K at 750, 1024³ on the tile at 300
-    doc["table"].append({"m": 2048, "n": 2048, "k": 2048, "batch": 1, "solution": 0, "tflops": 500.0})
+    """The tuner's own stream-K margin (``Tuner.best``) applied to a finished tune's journal."""
     tile = {k: v for k, v in UPDATE["solutions"][1].items() if k != "id"}
     tma = {"kernel": "gemm_tma", "block_m": 128, "block_n": 256, "block_k": 64, "num_warps": 8,
            "num_stages": 4, "warp_specialize": False}
     streamk = {k: v for k, v in UPDATE["solutions"][0].items() if k != "id"}
-    journal = tmp_path / "j.jsonl"
     lines = [((4096, 4096, 4096, 1), streamk, 750.0, "ok"), ((4096, 4096, 4096, 1), tma, 720.0, "ok"),
-             ((4096, 4096, 4096, 1), tile, 100.0, "ok"), ((2048, 2048, 2048, 1), tma, 460.0, "ok"),
-             ((2048, 2048, 2048, 1), tile, 499.0, "fail")]
-    journal.write_text("".join(json.dumps({"config": json.dumps(c, sort_keys=True), "sizes": list(s),
-                                           "status": st, "tflops": t}) + "\n" for s, c, t, st in lines))
-    swapped = logic_dp_rows.swap_rows(doc, logic_dp_rows.measured(journal), within=0.95)
-    assert len(swapped) == 1 and "(4096, 4096, 4096, 1)" in swapped[0]
-    by_id = {solution["id"]: solution for solution in doc["solutions"]}
-    rows = {(r["m"], r["n"], r["k"]): r for r in doc["table"]}
-    assert by_id[rows[4096, 4096, 4096]["solution"]]["kernel"] == "gemm_tma"
-    assert rows[4096, 4096, 4096]["tflops"] == 720.0  # the candidate's own figure
-    # 2048³: the data-parallel candidate ran 0.92× (kept on stream-K); a failed one never counts
-    assert by_id[rows[2048, 2048, 2048]["solution"]]["kernel"] == "gemm_streamk"
-    assert load_logic(write(tmp_path / "out.yaml", doc)).table  # still a valid file
+             ((4096, 4096, 4096, 1), tile, 100.0, "ok"), ((2048, 2048, 2048, 1), streamk, 500.0, "ok"),
+             ((2048, 2048, 2048, 1), tma, 460.0, "ok"), ((2048, 2048, 2048, 1), tile, 499.0, "incorrect"),
+             ((1024, 1024, 1024, 1), tile, 300.0, "ok")]
+    tuned = tmp_path / "blas.gemm.fp32.yaml"
+    doc = copy.deepcopy(UPDATE)  # 4096³ on stream-K at 750, 1024³ on the tile at 300, 2048³ on stream-K
+    doc["table"].append({"m": 2048, "n": 2048, "k": 2048, "batch": 1, "solution": 0, "tflops": 500.0})
+    write(tuned, doc)
+    (tmp_path / "blas.gemm.fp32.journal.jsonl").write_text("".join(
+        json.dumps({"config": json.dumps(c, sort_keys=True), "sizes": list(s), "status": st, "tflops": t})
+        + "\n" for s, c, t, st in lines))
+
+    def kernels(margin: float) -> dict[tuple[int, ...], tuple[str, float]]:
+        out = write(tmp_path / f"out-{margin}.yaml", logic_dp_rows.rewrite(tuned, margin))
+        rewritten = load_logic(out)
+        return {row.sizes[:3]: (rewritten.solutions[row.solution].__class__.__name__, row.measured["tflops"])
+                for row in rewritten.table}
+
+    small = {(1024, 1024, 1024): ("TileConfig", 300.0), (2048, 2048, 2048): ("StreamKConfig", 500.0)}
+    assert kernels(0.0) == {**small, (4096, 4096, 4096): ("StreamKConfig", 750.0)}  # the tuned file's picks
+    # 4096³: stream-K only 1.04× the descriptor tile, within 5 %: the tile, at its own figure; 2048³:
+    # 1.087× the tile (kept on stream-K; the failed candidate at 499 never counts)
+    assert kernels(0.05) == {**small, (4096, 4096, 4096): ("TmaConfig", 720.0)}
+    changed = logic_dp_rows.changed_rows(load_logic(tuned), load_logic(tmp_path / "out-0.05.yaml"))
+    assert len(changed) == 1 and changed[0].startswith("(4096, 4096, 4096, 1): gemm_streamk")
+    assert "-> gemm_tma 128x256x64" in changed[0] and changed[0].endswith("{'tflops': 720.0}")

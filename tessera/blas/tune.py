@@ -168,7 +168,13 @@ def gemm_tunable(dtype: str, problems: Sequence[tuple[int, int, int, int]], spac
 
     return TunableOp("blas", "gemm", device.arch, dtype, list(problems), candidates, check, measure,
                      runtime=runtime_of(device), warm=_parallel_warm(run), layout=layout,
-                     local=lambda config: config["kernel"] == "gemm_streamk")
+                     local=stream_k_is_local)
+
+
+def stream_k_is_local(config: dict) -> bool:
+    """``TunableOp.local`` for GEMM (a journaled configuration): stream-K's figure is its fix-up's
+    at that size and does not carry to the neighbours a logic file's row also serves."""
+    return config["kernel"] == "gemm_streamk"
 
 
 def stored_operands(problem: tuple[int, ...], layout: str | None, *, generator: torch.Generator | None = None,
