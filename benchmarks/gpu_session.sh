@@ -104,7 +104,8 @@
 #            (FRESH_SIDES × FRESH_KS); DTYPES="bf16 fp16"                                     ~5 min
 #   prefill  the prefill preset (M 512, 1024, 2048 × the LLM layers' N, K: no rows between the skinny
 #            ones and the squares) tuned over FAMILIES (gemm_ws, gemm_tma), TUNE_S (180) s a dtype
-#            (DTYPES="bf16 fp16"), each written with its shipped file's wave_slack (so it merges) ~6 min
+#            (DTYPES="bf16 fp16"), each written with its shipped file's wave_slack (so it merges); SIZES
+#            (prefill) names other presets or sizes                                               ~6 min
 #   prefillab  the files with the prefill rows against those before (logic_rows_ab.py, 3 rounds) on
 #            DTYPES' shapes in ROWS (the tune's folder: its own sizes the rows move and 20 drawn
 #            from M 384–3072 × N 3072–13824 × K 3072–13824), AB_S (280) s a dtype            ~9 min
@@ -453,7 +454,7 @@ prefill() {  # the prefill preset (M 512, 1024, 2048 x the LLM layers) tuned apa
         # the shipped file's wave_slack (none: empty), so that the tuned file merges into it
         slack=$("$PY" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1])).get("wave_slack") or "")' \
             "tessera/logic/sm_90/blas.gemm.$dt.yaml")
-        SIZES=prefill WAVE_SLACK=$slack FAMILIES=${FAMILIES:-gemm_ws,gemm_tma} \
+        SIZES=${SIZES:-prefill} WAVE_SLACK=$slack FAMILIES=${FAMILIES:-gemm_ws,gemm_tma} \
             capped $((${TUNE_S:-180} + 20)) "tune-$dt" bash benchmarks/tune_gemm.sh "$dir/tune" "${TUNE_S:-180}" "$dt"
     done
 }
