@@ -108,7 +108,8 @@
 #            (prefill) names other presets or sizes                                               ~6 min
 #   prefillab  the files with the prefill rows against those before (logic_rows_ab.py, 3 rounds) on
 #            DTYPES' shapes in ROWS (the tune's folder: its own sizes the rows move and 20 drawn
-#            from M 384–3072 × N 3072–13824 × K 3072–13824), AB_S (280) s a dtype            ~9 min
+#            from M 384–3072 × N 3072–13824 × K 3072–13824), AB_S (280) s a dtype; CONTROL=1 times the
+#            file before twice (an A/A control: what the order of the calls alone gives)          ~9 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -464,7 +465,7 @@ prefillab() {  # the files with the prefill rows against those before, through c
     for dt in ${DTYPES:-bf16 fp16}; do
         capped "${AB_S:-280}" "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/$dt-shapes.txt")" \
             "$dir/ab-$dt.json" "before=$rows/variants/$dt-before.yaml" "prefill=$rows/variants/$dt-prefill.yaml" \
-            --rounds 3
+            ${CONTROL:+"again=$rows/variants/$dt-before.yaml"} --rounds 3
     done
 }
 

@@ -1,7 +1,9 @@
 """Versions of one GEMM logic file against each other through ``gemm`` calls, in one process: for
 each shape, the call selected by each FILE's rows and torch.matmul, each replayed from a CUDA graph
 over cold operand copies, all interleaved for ROUNDS rounds (the GPU's clock drift spreads over
-all of them); ratios against the first file. Each selection is what a real call picks: the
+all of them; each round reverses the last one's order, so that no call always follows the same
+one); ratios against the first file. A tf32 file is timed through ``precision="tf32"`` calls
+beside torch.matmul with TF32 allowed. Each selection is what a real call picks: the
 file is swapped in as the shipped logic (``logic.SHIPPED_LOGIC`` pointed at a copy of the shipped
 tree holding it) and the recipes of earlier calls forgotten. Checks every call against torch first.
 
@@ -23,7 +25,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from tessera._core.device import torch_matmul_tf32_as
+from tessera._core.device import precision_of, torch_matmul_tf32_as
 from tessera._core.timing import cold_copies, graph_ms, run_record, write_result
 from tessera.blas import api, explain, gemm
 from tessera.tuning import logic
@@ -75,7 +77,7 @@ def main() -> None:
         trees = {name: logic_tree(path, Path(scratch) / name) for name, path in files.items()}
         try:
             for shape in args.shapes.split(","):
-                rows.append(compare(shape, trees, base, element, args.rounds))
+                rows.append(compare(shape, trees, base, element, precision_of(dtype), args.rounds))
                 # after every shape, whole: a call killed at its time limit keeps the shapes done
                 write_result(args.out, {**record, "rows": rows})
         finally:
@@ -86,7 +88,8 @@ def main() -> None:
               f"{geomean(rows, 'vs_torch', key):.3f}x torch")
 
 
-def compare(shape: str, trees: dict[str, Path], base: str, element: torch.dtype, rounds: int) -> dict:
+def compare(shape: str, trees: dict[str, Path], base: str, element: torch.dtype, precision: str,
+            rounds: int) -> dict:
     """One shape's row: each tree's pick, checked against torch, then every call timed."""
     m, n, k = (int(x) for x in shape.split("x"))
     a = torch.randn(m, k, device=DEVICE).to(element)
@@ -97,15 +100,21 @@ def compare(shape: str, trees: dict[str, Path], base: str, element: torch.dtype,
     times: dict[str, list[float]] = {key: [] for key in ["torch", *trees]}
     for name, tree in trees.items():
         use(tree)
-        picks[name] = str(explain(a, b))
-        worst = ((gemm(a, b).float() - reference).abs().max() / reference.abs().max()).item()
+        picks[name] = str(explain(a, b, precision=precision))
+        result = gemm(a, b, precision=precision).float()
+        worst = ((result - reference).abs().max() / reference.abs().max()).item()
         if not worst < 1e-2:
             raise SystemExit(f"{shape} {name}: relative error {worst:.3g} against torch")
+    order = list(times)
     for _ in range(rounds):
-        times["torch"].append(graph_ms([lambda x=x, y=y: torch.matmul(x, y) for x, y in copies]))
-        for name, tree in trees.items():
-            use(tree)
-            times[name].append(graph_ms([lambda x=x, y=y: gemm(x, y) for x, y in copies]))
+        for name in order:
+            if name == "torch":
+                calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in copies]
+            else:
+                use(trees[name])
+                calls = [lambda x=x, y=y: gemm(x, y, precision=precision) for x, y in copies]
+            times[name].append(graph_ms(calls))
+        order.reverse()
     best = {key: min(values) for key, values in times.items()}
     tflops = {key: 2.0 * m * n * k / ms / 1e9 for key, ms in best.items()}
     row = dict(m=m, n=n, k=k, picks=picks, ms=times, tflops=tflops,
