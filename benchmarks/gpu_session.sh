@@ -107,7 +107,7 @@
 #            (DTYPES="bf16 fp16"), each written with its shipped file's wave_slack (so it merges); SIZES
 #            (prefill) names other presets or sizes                                               ~6 min
 #   prefillab  the files with the prefill rows against those before (logic_rows_ab.py, 3 rounds) on
-#            DTYPES' shapes in ROWS (the tune's folder: its own sizes the rows move and 20 drawn
+#            DTYPES' shapes in ROWS (tunes' folders: their own sizes the rows move and 20 drawn
 #            from M 384–3072 × N 3072–13824 × K 3072–13824), AB_S (280) s a dtype; CONTROL=1 times the
 #            file before twice (an A/A control: what the order of the calls alone gives)          ~9 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
@@ -460,9 +460,14 @@ prefill() {  # the prefill preset (M 512, 1024, 2048 x the LLM layers) tuned apa
     done
 }
 
-prefillab() {  # the files with the prefill rows against those before, through calls (ROWS: the tune's folder)
-    local rows=${ROWS:-benchmarks/results/tune-prefill-h100-d919754} dt
+prefillab() {  # the files with the prefill rows against those before, through calls (ROWS: the tunes' folders)
+    local rows folder dt
     for dt in ${DTYPES:-bf16 fp16}; do
+        rows=
+        for folder in ${ROWS:-benchmarks/results/tune-prefill-h100-d919754}; do  # the last holding dt's
+            [ -f "$folder/$dt-shapes.txt" ] && rows=$folder
+        done
+        [ -n "$rows" ] || { echo "no $dt-shapes.txt in ROWS" | tee -a "$dir/summary.txt"; continue; }
         capped "${AB_S:-280}" "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/$dt-shapes.txt")" \
             "$dir/ab-$dt.json" "before=$rows/variants/$dt-before.yaml" "prefill=$rows/variants/$dt-prefill.yaml" \
             ${CONTROL:+"again=$rows/variants/$dt-before.yaml"} --rounds 3
