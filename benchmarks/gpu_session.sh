@@ -484,7 +484,7 @@ smallgemm() {  # the gpu-marked tests of every file the small products' GEMM tou
 }
 
 order() {  # whether a time depends on what ran before it (fixed call orders in the A/Bs and bench)
-    capped 300 order "$PY" benchmarks/order_probe.py "$dir/order.json" --rounds 4
+    capped 200 order "$PY" benchmarks/order_probe.py "$dir/order.json" --rounds 4
 }
 
 l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
