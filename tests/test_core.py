@@ -139,12 +139,31 @@ def test_write_result_replaces_the_file_whole(tmp_path: Path, monkeypatch: pytes
     assert [p.name for p in out.parent.iterdir()] == ["result.json"]  # no temporary file left
 
 
+def test_bench_rounds_alternate_which_side_runs_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tessera bench times torch first in even rounds and Tessera first in odd ones (a time can
+    depend on the kernel just before it), for the L2-flushed and the back-to-back timings alike."""
+    from tessera.blas import bench
+
+    order: list[tuple[str, str]] = []
+
+    def timer(kind: str):
+        return lambda fn: order.append((kind, fn.__name__)) or 1.0
+
+    monkeypatch.setattr(bench, "flushed_ms", timer("flushed"))
+    monkeypatch.setattr(bench, "back_to_back_ms", timer("b2b"))
+    row = bench.run_case(bench.GemmCase(16, 16, 16, "fp32"), rounds=2)
+    order = [entry for entry in order if entry[1] in ("vendor", "ours")]  # not the copy's timings
+    assert order == [("flushed", "vendor"), ("flushed", "ours"), ("b2b", "vendor"), ("b2b", "ours"),
+                     ("flushed", "ours"), ("flushed", "vendor"), ("b2b", "ours"), ("b2b", "vendor")]
+    assert row["ratio"] == 1.0 and row["rounds"] == 2
+
+
 def test_graph_rounds_interleaves_the_cases() -> None:
-    """graph_rounds times every case once a round, in the cases' order, for each round (off the
-    GPU each timing is a wall-clock median of the first call: four calls), and keeps each case's
-    samples apart."""
+    """graph_rounds times every case once a round, each round in the reverse order of the one
+    before (off the GPU each timing is a wall-clock median of the first call: four calls), and
+    keeps each case's samples apart."""
     order: list[str] = []
     cases = {name: [lambda name=name: order.append(name)] for name in ("a", "b")}
-    times = timing.graph_rounds(cases, 2)
-    assert list(times) == ["a", "b"] and all(len(samples) == 2 for samples in times.values())
-    assert order == ["a"] * 4 + ["b"] * 4 + ["a"] * 4 + ["b"] * 4
+    times = timing.graph_rounds(cases, 3)
+    assert list(times) == ["a", "b"] and all(len(samples) == 3 for samples in times.values())
+    assert order == ["a"] * 4 + ["b"] * 4 + ["b"] * 4 + ["a"] * 4 + ["a"] * 4 + ["b"] * 4

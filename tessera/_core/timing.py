@@ -133,11 +133,15 @@ Key = TypeVar("Key", bound=Hashable)
 
 def graph_rounds(cases: Mapping[Key, Sequence[Callable[[], object]]], rounds: int) -> dict[Key, list[float]]:
     """Each case's :func:`graph_ms` once a round for ``rounds`` rounds, the cases interleaved (so
-    the clock drift of a GPU at its power limit spreads over all of them): the samples per case."""
+    the clock drift of a GPU at its power limit spreads over all of them) and every round in the
+    reverse order of the one before (a time can depend on the kernel that ran just before it:
+    benchmarks/order_probe.py): the samples per case."""
     times: dict[Key, list[float]] = {key: [] for key in cases}
+    order = list(cases)
     for _ in range(rounds):
-        for key, calls in cases.items():
-            times[key].append(graph_ms(calls))
+        for key in order:
+            times[key].append(graph_ms(cases[key]))
+        order.reverse()
     return times
 
 

@@ -144,13 +144,14 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None,
         timings: dict[str, list[float]] = {k: [] for k in ("v", "t", "v_b2b", "t_b2b")}
         graphed = _graphed_pair(case, a, b, precision) if on_gpu() else None
         copy, copy_bytes = copy_call(case.bytes_moved) if case.memory_bound else (None, 0)
-        for _ in range(rounds):
-            _time_round(timings, vendor, ours)
+        for index in range(rounds):
+            ours_first = index % 2 == 1  # alternate: no side always runs right after the other
+            _time_round(timings, vendor, ours, ours_first)
             if heuristic_choice != choice:
                 with logic.ignored():
                     timings.setdefault("h", []).append(flushed_ms(ours))
             if graphed is not None:
-                graphed = _time_graphs(timings, *graphed)
+                graphed = _time_graphs(timings, *graphed, ours_first)
             if graphed is not None and heuristic_choice != choice:
                 with logic.ignored():  # captured while ignored: the replays run the heuristic's kernel
                     timings.setdefault("h_graph", []).append(graph_ms(graphed[1]))
@@ -209,11 +210,21 @@ def _graphed_pair(case: GemmCase, a: torch.Tensor, b: torch.Tensor,
     return vendor, ours
 
 
+def _in_turn(time: Callable[[Any], float], vendor: Any, ours: Any, ours_first: bool) -> tuple[float, float]:
+    """(vendor's time, ours) measured in the order asked: a time can depend on the kernel that ran
+    just before it (benchmarks/order_probe.py), so rounds alternate which side goes first."""
+    if ours_first:
+        t = time(ours)
+        return time(vendor), t
+    v = time(vendor)
+    return v, time(ours)
+
+
 def _time_graphs(timings: dict[str, list[float]], vendor: list[Callable[[], object]],
-                 ours: list[Callable[[], object]]) -> tuple[list, list] | None:
+                 ours: list[Callable[[], object]], ours_first: bool = False) -> tuple[list, list] | None:
     """Append both sides' graph-replay times; None (and a note) when a call cannot be captured."""
     try:
-        v, t = graph_ms(vendor), graph_ms(ours)
+        v, t = _in_turn(graph_ms, vendor, ours, ours_first)
     except RuntimeError as exc:
         print(f"  (no CUDA-graph timing: {str(exc).splitlines()[0][:120]})")
         torch.cuda.synchronize()
@@ -224,11 +235,11 @@ def _time_graphs(timings: dict[str, list[float]], vendor: list[Callable[[], obje
 
 
 def _time_round(timings: dict[str, list[float]], vendor: Callable[[], object],
-                ours: Callable[[], object]) -> None:
-    timings["v"].append(flushed_ms(vendor))
-    timings["t"].append(flushed_ms(ours))
-    timings["v_b2b"].append(back_to_back_ms(vendor))
-    timings["t_b2b"].append(back_to_back_ms(ours))
+                ours: Callable[[], object], ours_first: bool = False) -> None:
+    for key, time in (("", flushed_ms), ("_b2b", back_to_back_ms)):
+        v, t = _in_turn(time, vendor, ours, ours_first)
+        timings["v" + key].append(v)
+        timings["t" + key].append(t)
 
 
 def _choice_for(case: GemmCase, a: torch.Tensor, b: torch.Tensor) -> str:
