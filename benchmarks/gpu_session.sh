@@ -113,6 +113,9 @@
 #   order    order_probe.py: does a graph-replayed time depend on the kernel that ran before it (torch
 #            twice, then Tessera twice, 4 rounds; the grid's squares in bf16/fp16/tf32/fp32 and four
 #            prefill shapes)                                                                 ~3 min
+#   tf32waves  the shipped tf32 file against it with wave_slack 0.7 (and again, the A/A) on the 40
+#            shapes the slack moves (tune-prefill-tf32-h100-a349d38/), then `tessera bench gemm` at
+#            tf32 1024x4096x14336 and bf16 4096³ (the bench's order alternating, on a GPU)   ~2 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -483,6 +486,18 @@ smallgemm() {  # the gpu-marked tests of every file the small products' GEMM tou
     capped 150 products-tests "$PY" -m pytest tests/test_fp32_products.py -q -rs --junitxml="$dir/products.xml"
 }
 
+tf32waves() {  # tf32's file with the 16-bit files' wave rule, through calls; then the bench's rounds
+    local rows=benchmarks/results/tune-prefill-tf32-h100-a349d38 shape
+    capped 200 ab-tf32-waves "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/tf32-waves-shapes.txt")" \
+        "$dir/ab-tf32-waves.json" "nearest=$rows/variants/tf32-prefill.yaml" "waves=$rows/variants/tf32-waves.yaml" \
+        "again=$rows/variants/tf32-prefill.yaml" --rounds 3
+    for shape in "tf32 1024 4096 14336" "bf16 4096 4096 4096"; do
+        set -- $shape
+        capped 90 "bench-$1-$2x$3x$4" "$PY" -m tessera bench gemm --dtype "$1" -m "$2" -n "$3" -k "$4" --rounds 4 \
+            --json "$dir/bench-$1-$2x$3x$4.json"
+    done
+}
+
 order() {  # whether a time depends on what ran before it (fixed call orders in the A/Bs and bench)
     capped 200 order "$PY" benchmarks/order_probe.py "$dir/order.json" --rounds 4
 }
@@ -493,11 +508,11 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|order) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|order|tf32waves) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
-                "longkfix, wavesfresh, prefill, prefillab, order)"; exit 2;; esac
+                "longkfix, wavesfresh, prefill, prefillab, order, tf32waves)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
