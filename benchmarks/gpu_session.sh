@@ -116,6 +116,9 @@
 #   tf32waves  the shipped tf32 file against it with wave_slack 0.7 (and again, the A/A) on the 40
 #            shapes the slack moves (tune-prefill-tf32-h100-a349d38/), then `tessera bench gemm` at
 #            tf32 1024x4096x14336 and bf16 4096³ (the bench's order alternating, on a GPU)   ~2 min
+#   waveexp  the shipped bf16 / fp16 files against copies with wave_exponent 0.75 at slack 0.7 and
+#            1.0 (and the shipped file again, the A/A) on 40 shapes a dtype the copies move
+#            (wave-exponent-ab/; a sweep no earlier A/B used), 3 rounds, AB_S (200) s a dtype    ~6 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -455,13 +458,15 @@ open(sys.argv[2], "w").write(yaml.safe_dump(d, sort_keys=False))' "$shipped" "$d
 }
 
 prefill() {  # the prefill preset (M 512, 1024, 2048 x the LLM layers) tuned apart per dtype
-    local dt slack
+    local dt slack exponent
     mkdir -p "$dir/tune"
     for dt in ${DTYPES:-bf16 fp16}; do
-        # the shipped file's wave_slack (none: empty), so that the tuned file merges into it
-        slack=$("$PY" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1])).get("wave_slack") or "")' \
-            "tessera/logic/sm_90/blas.gemm.$dt.yaml")
-        SIZES=${SIZES:-prefill} WAVE_SLACK=$slack FAMILIES=${FAMILIES:-gemm_ws,gemm_tma} \
+        # the shipped file's selection rules (none: empty), so that the tuned file merges into it
+        read -r slack exponent < <("$PY" -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1]))
+print(d.get("wave_slack") or "-", d.get("wave_exponent") or "-")' "tessera/logic/sm_90/blas.gemm.$dt.yaml")
+        [ "$slack" = - ] && slack=
+        [ "$exponent" = - ] && exponent=
+        SIZES=${SIZES:-prefill} WAVE_SLACK=$slack WAVE_EXPONENT=$exponent FAMILIES=${FAMILIES:-gemm_ws,gemm_tma} \
             capped $((${TUNE_S:-180} + 20)) "tune-$dt" bash benchmarks/tune_gemm.sh "$dir/tune" "${TUNE_S:-180}" "$dt"
     done
 }
@@ -498,6 +503,15 @@ tf32waves() {  # tf32's file with the 16-bit files' wave rule, through calls; th
     done
 }
 
+waveexp() {  # the wave score damped (wave_exponent), through calls
+    local rows=benchmarks/results/wave-exponent-ab dt
+    for dt in ${DTYPES:-bf16 fp16}; do
+        capped "${AB_S:-200}" "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/$dt-shapes.txt")" \
+            "$dir/ab-$dt.json" "shipped=$rows/variants/$dt-shipped.yaml" "damped=$rows/variants/$dt-damped.yaml" \
+            "wide=$rows/variants/$dt-wide-damped.yaml" "again=$rows/variants/$dt-shipped.yaml" --rounds 3
+    done
+}
+
 order() {  # whether a time depends on what ran before it (fixed call orders in the A/Bs and bench)
     capped 200 order "$PY" benchmarks/order_probe.py "$dir/order.json" --rounds 4
 }
@@ -508,11 +522,11 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|order|tf32waves) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|order|tf32waves|waveexp) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
-                "longkfix, wavesfresh, prefill, prefillab, order, tf32waves)"; exit 2;; esac
+                "longkfix, wavesfresh, prefill, prefillab, order, tf32waves, waveexp)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

@@ -153,6 +153,19 @@ def test_wave_slack_weighs_nearby_rows_by_their_waves(tmp_path: Path) -> None:
     assert unusable.row.solution == 0 and unusable.weighed == 0
 
 
+def test_wave_exponent_damps_the_waves_ratio(tmp_path: Path) -> None:
+    """The ratios 0.75 (128×256) and 1.78 (128×128) raised to the exponent: 0.5 still favours the
+    128×128 row (606 against 827 TFLOP/s), 0.1 the nearer 128×256 one (680 against 657)."""
+    asked = (1536, 4096, 16384, 1)
+    half = load_logic(write(tmp_path / "half.yaml", {**WAVES, "wave_exponent": 0.5}))
+    assert half.wave_exponent == 0.5 and half.nearest(asked, multiprocessors=132).row.solution == 1
+    tenth = load_logic(write(tmp_path / "tenth.yaml", {**WAVES, "wave_exponent": 0.1})).nearest(
+        asked, multiprocessors=132)
+    assert tenth.row.solution == 0 and tenth.weighed == 2
+    assert load_logic(write(tmp_path / "one.yaml", {**WAVES, "wave_exponent": 1})).nearest(
+        asked, multiprocessors=132).row.solution == 1  # 1: the ratio itself, as without the field
+
+
 def test_rows_are_not_weighed_where_the_main_loop_is_short(tmp_path: Path) -> None:
     short = (1536, 4096, 1024, 1)  # K under 2048 here: the nearest row, as without the slack
     assert load_logic(write(tmp_path / "waves.yaml", WAVES)).nearest(short, multiprocessors=132).weighed == 0
@@ -231,6 +244,10 @@ BAD = [
     (lambda d: d.update(distance="manhattan"), "field 'distance': 'manhattan' is unknown"),
     (lambda d: d.update(max_distance=-1), "field 'max_distance'"),
     (lambda d: d.update(wave_slack=-0.5), "field 'wave_slack': must be a non-negative number"),
+    (lambda d: d.update(wave_slack=0.7, wave_exponent=1.5),
+     "field 'wave_exponent': must be a number in (0, 1]"),
+    (lambda d: d.update(wave_slack=0.7, wave_exponent=True), "field 'wave_exponent': must be a number"),
+    (lambda d: d.update(wave_exponent=0.8), "field 'wave_exponent': weighs rows only with a wave_slack"),
     (lambda d: d.update(solutions={"id": 0}), "field 'solutions': must be list"),
     (lambda d: d["problem"].update(layout="NX"), "field 'problem.layout': 'NX' is unknown"),
 ]
@@ -528,6 +545,17 @@ def test_merge_into_a_file_with_a_selection_rule_names_the_tune_flag(tmp_path: P
     assert main(["logic", "merge", str(base), str(update), "-o", str(tmp_path / "out.yaml")]) == 2
     assert "tune the update with --wave-slack 0.7" in capsys.readouterr().err
     assert not (tmp_path / "out.yaml").exists()
+
+
+def test_merge_requires_the_same_wave_exponent_and_keeps_it(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture) -> None:
+    base = write(tmp_path / "base.yaml", {**GOOD, "wave_slack": 0.7, "wave_exponent": 0.8})
+    plain = write(tmp_path / "plain.yaml", {**UPDATE, "wave_slack": 0.7})
+    assert main(["logic", "merge", str(base), str(plain), "-o", str(tmp_path / "out.yaml")]) == 2
+    assert "tune the update with --wave-exponent 0.8" in capsys.readouterr().err
+    damped = write(tmp_path / "damped.yaml", {**UPDATE, "wave_slack": 0.7, "wave_exponent": 0.8})
+    assert main(["logic", "merge", str(base), str(damped), "-o", str(tmp_path / "out.yaml")]) == 0
+    assert load_logic(tmp_path / "out.yaml").wave_exponent == 0.8
 
 
 def _space_configs() -> list[object]:

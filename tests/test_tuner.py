@@ -111,6 +111,19 @@ def test_wave_slack_reaches_the_logic_file_of_a_float_gemm_tune_only(tmp_path: P
     assert load_logic(Tuner(fake_op(), tmp_path / "plain", progress=False).run()).wave_slack is None
     with pytest.raises(SystemExit):
         main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "-1", "--out", str(tmp_path / "x")])
+
+
+def test_wave_exponent_reaches_the_logic_file_with_a_wave_slack_only(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    tuned = Tuner(fake_op(), tmp_path, progress=False, wave_slack=0.7, wave_exponent=0.8).run()
+    assert load_logic(tuned).wave_exponent == 0.8
+    no_slack = ["tune", "gemm", "--dtype", "fp32", "--wave-exponent", "0.8", "--out", str(tmp_path / "x")]
+    assert main(no_slack) == 2
+    assert "give --wave-slack too" in capsys.readouterr().err
+    for bad in ("0", "1.5", "nan"):
+        with pytest.raises(SystemExit):
+            main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "0.7", "--wave-exponent", bad,
+                  "--out", str(tmp_path / "x")])
     assert main(["tune", "gemm", "--dtype", "int8", "--wave-slack", "0.7", "--sizes", "32x32x32",
                  "--out", str(tmp_path / "q")]) == 2  # refused before any tuning: no file written
     assert not (tmp_path / "q").exists() or not any((tmp_path / "q").rglob("*.yaml"))

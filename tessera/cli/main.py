@@ -60,6 +60,14 @@ def _non_negative(text: str) -> float:
     return _number(text, positive=False)
 
 
+def _exponent(text: str) -> float:
+    """argparse type: a number in (0, 1]."""
+    value = _number(text, positive=True)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is above 1 (a wave exponent damps, in (0, 1])")
+    return value
+
+
 def _positive(text: str) -> float:
     return _number(text, positive=True)
 
@@ -97,7 +105,8 @@ def _build_parser() -> argparse.ArgumentParser:
                              "int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16"],
                     help="float GEMM; fp8/int8 operands (op gemm_scaled); weight-only intN_act (op gemm_wq)")
     tg.add_argument("--sizes", default="preset",
-                    help="preset names (preset, square, skinny, batched, tiny) or MxNxK[xB], comma-separated")
+                    help="preset names (preset, square, skinny, prefill, batched, wave, tiny) or MxNxK[xB], "
+                         "comma-separated")
     tg.add_argument("--space", default="default", choices=["default", "wide", "tiny"])
     tg.add_argument("--layout", choices=list(LAYOUTS),
                     help="operands' layout, A then B (N row-major, T column-major; NT is x @ W.t()): "
@@ -107,6 +116,9 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="float GEMM: write S into the logic file, so that a size with no row of its own "
                          "weighs the rows within S of its nearest by their tiles' waves there (what a "
                          "file merged into must carry as well). Default: the nearest row decides")
+    tg.add_argument("--wave-exponent", type=_exponent, metavar="E",
+                    help="with --wave-slack: write E into the logic file, so that the waves' ratio is "
+                         "raised to E (under 1: trusted less). Default: 1")
     tg.add_argument("--stream-k-margin", type=_non_negative, metavar="M",
                     help="float GEMM: a stream-K configuration takes a size's row only where it beats "
                          "the best data-parallel one by more than this share (0.05: 5 %%); its figure "

@@ -19,6 +19,8 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
     max_distance: 1.5                                # optional: farther than this, fall through
     wave_slack: 0.7                                  # optional: rows this much farther than the
                                                      # nearest compete, weighed by their waves
+    wave_exponent: 0.8                               # optional, with wave_slack: the waves' ratio
+                                                     # raised to this (under 1: trusted less)
     origin: tuned                                    # optional: tuned (measured) or heuristic
 
 ``wave_slack`` (ops that declare an ``efficiency``: blas.gemm's is
@@ -28,6 +30,9 @@ the slack is scored by its measured TFLOP/s times its configuration's efficiency
 multiprocessors) at the asked size over that at its own, and the best is taken; a row the
 efficiency cannot judge (GEMM's stream-K) then serves only its own size, unless no row within reach
 can be judged. The sm_90 bf16 and fp16 files ship 0.7 (docs/architecture.md, "Wave-weighed rows").
+``wave_exponent`` raises that ratio to a power: over the picks timed through calls, a row predicted
+to speed up by its waves sped up less and one predicted to slow down slowed less (measured ≈
+scale^0.78, ``benchmarks/results/wave-score-offline/``); no shipped file sets it yet.
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
@@ -75,6 +80,9 @@ SCHEMA_VERSION = 1
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DISTANCES = ("log_euclidean",)
 ORIGINS = ("tuned", "heuristic")
+# file-level fields that say how rows are chosen, not what was measured: a tune writes them
+# (``Tuner``), a merge requires them equal
+SELECTION_RULES = ("max_distance", "wave_slack", "wave_exponent")
 # operand layouts a problem may name: A then B, N = row-major, T = column-major (stored transposed)
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
@@ -143,6 +151,7 @@ class LogicFile:
     max_distance: float | None
     origin: str = "tuned"
     wave_slack: float | None = None  # rows this much farther than the nearest compete (below)
+    wave_exponent: float | None = None  # the waves' ratio raised to this (None: 1)
 
     @property
     def stem(self) -> str:
@@ -156,8 +165,9 @@ class LogicFile:
         With ``wave_slack`` (and the device's ``multiprocessors`` and the op's ``efficiency``
         known), when no row is at ``sizes`` itself, the usable rows up to that much farther than
         the nearest compete: each by its measured TFLOP/s scaled by its configuration's
-        efficiency at ``sizes`` over that at its own sizes. A row's winner was chosen for its own
-        tile count; a neighbour with another count would otherwise inherit it whatever its waves.
+        efficiency at ``sizes`` over that at its own sizes (that ratio raised to ``wave_exponent``).
+        A row's winner was chosen for its own tile count; a neighbour with another count would
+        otherwise inherit it whatever its waves.
         A row whose configuration the efficiency cannot judge, at the row or at ``sizes``
         (stream-K; for GEMM also a main loop too short for waves to tell), does not compete. A
         nearest row judged at neither (stream-K) gives way to the judged rows within reach (GEMM
@@ -187,10 +197,11 @@ class LogicFile:
         reach = first.distance + self.wave_slack
         within = itertools.takewhile(lambda match: match.distance <= reach, usable_matches)
         scored = []  # each judged row's TFLOP/s carried here by the efficiency here over at the row
+        exponent = 1.0 if self.wave_exponent is None else self.wave_exponent
         for match in (first, *within):
             here, there = busy(match)
             if here is not None and there is not None:
-                scored.append((match.row.measured.get("tflops", 0.0) * here / there, match))
+                scored.append((match.row.measured.get("tflops", 0.0) * (here / there) ** exponent, match))
         if not scored or [match for _, match in scored] == [first]:
             return first
         best = max(scored, key=lambda entry: entry[0])[1]  # the nearest of equals
@@ -298,6 +309,13 @@ def load_logic(path: str | Path) -> LogicFile:
     if wave_slack is not None and spec.efficiency is None:
         raise _fail(path, "wave_slack", f"{library}.{op} declares no efficiency to weigh rows by; "
                                         f"remove the field")
+    wave_exponent = doc.get("wave_exponent")
+    if wave_exponent is not None:
+        if isinstance(wave_exponent, bool) or not isinstance(wave_exponent, (int, float)) \
+                or not 0 < wave_exponent <= 1:
+            raise _fail(path, "wave_exponent", f"must be a number in (0, 1] (actual: {wave_exponent!r})")
+        if wave_slack is None:
+            raise _fail(path, "wave_exponent", "weighs rows only with a wave_slack; add one or remove it")
 
     solutions = {}
     for i, entry in enumerate(_require(doc, path, "solutions", list)):
@@ -331,7 +349,8 @@ def load_logic(path: str | Path) -> LogicFile:
         table.append(Row(tuple(sizes), sid, measured, device))
     return LogicFile(path, arch, library, op, problem, runtime, solutions, tuple(table), distance,
                      None if max_distance is None else float(max_distance), origin,
-                     None if wave_slack is None else float(wave_slack))
+                     None if wave_slack is None else float(wave_slack),
+                     None if wave_exponent is None else float(wave_exponent))
 
 
 def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[str, Any]) -> Any:
@@ -449,17 +468,17 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
     """A logic document: ``base``'s table with ``update``'s rows replacing the rows at the same
     sizes and adding the sizes ``base`` lacks (a partial re-tune folded into a full file, as
     Tensile merges logic). Both must describe the same arch, op and problem, with the same
-    origin, runtime, distance, max_distance and wave_slack; equal configurations share one solution. The
+    origin, runtime, distance, max_distance, wave_slack and wave_exponent; equal configurations share
+    one solution. The
     runtimes may name different GPUs of the arch (the same Triton and backend): ``update``'s rows
     then name theirs (``Row.device``), so that a figure never passes for the file's GPU's."""
-    for name in ("arch", "library", "op", "problem", "origin", "runtime", "distance", "max_distance",
-                 "wave_slack"):
+    for name in ("arch", "library", "op", "problem", "origin", "runtime", "distance", *SELECTION_RULES):
         mine, theirs = getattr(base, name), getattr(update, name)
         if name == "runtime":  # the GPU may differ; its rows then say which
             mine, theirs = ({k: v for k, v in r.items() if k != "device"} for r in (mine, theirs))
         if mine != theirs:
             remedy = (f"tune the update with --{name.replace('_', '-')} {mine} (a selection rule of the "
-                      f"file, not of its rows)" if name in ("max_distance", "wave_slack") and mine is not None
+                      f"file, not of its rows)" if name in SELECTION_RULES and mine is not None
                       else "merge files tuned for the same problem with the same runtime, or tune the "
                            "missing sizes again")
             raise LogicFileError(f"{update.path} cannot be merged into {base.path}: their {name} differ "
@@ -478,7 +497,7 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
     doc = {"schema": SCHEMA_VERSION, "arch": base.arch, "library": base.library, "op": base.op,
            "problem": dict(base.problem), "origin": base.origin, "runtime": dict(base.runtime),
            "solutions": _solution_entries(ids), "table": table, "distance": base.distance}
-    for name in ("max_distance", "wave_slack"):
+    for name in SELECTION_RULES:
         if getattr(base, name) is not None:
             doc[name] = getattr(base, name)
     return doc

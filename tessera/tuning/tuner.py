@@ -75,10 +75,12 @@ class Tuner:
     def __init__(self, op: TunableOp, out_dir: Path, *, resume: bool = False,
                  budget_s: float | None = None, progress: bool = True, retime_top: int = 3,
                  retimes: int = 2, max_distance: float | None = None,
-                 wave_slack: float | None = None, local_margin: float | None = None) -> None:
+                 wave_slack: float | None = None, wave_exponent: float | None = None,
+                 local_margin: float | None = None) -> None:
         self.op, self.resume, self.budget_s, self.progress = op, resume, budget_s, progress
         self.max_distance = max_distance  # written into the logic file: beyond it, the heuristic decides
         self.wave_slack = wave_slack  # written into the logic file: nearby rows weighed by waves
+        self.wave_exponent = wave_exponent  # and their waves' ratio raised to this
         # an op's local configuration takes a row only where it beats every other by more than this
         self.local_margin = local_margin
         self.retime_top, self.retimes = retime_top, retimes
@@ -237,7 +239,7 @@ class Tuner:
                "origin": "tuned",
                "runtime": self.op.runtime, "solutions": solutions, "table": table,
                "distance": "log_euclidean"}
-        for name in ("max_distance", "wave_slack"):
+        for name in logic.SELECTION_RULES:
             if getattr(self, name) is not None:
                 doc[name] = getattr(self, name)
         with self._lock():
