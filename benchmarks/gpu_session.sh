@@ -118,7 +118,7 @@
 #            tf32 1024x4096x14336 and bf16 4096³ (the bench's order alternating, on a GPU)   ~2 min
 #   waveexp  the shipped bf16 / fp16 files against copies with wave_exponent 0.75 at slack 0.7 and
 #            1.0 (and the shipped file again, the A/A) on 40 shapes a dtype the copies move
-#            (wave-exponent-ab/; a sweep no earlier A/B used), 3 rounds, AB_S (200) s a dtype    ~6 min
+#            (wave-exponent-h100-a2e6442/; a sweep no earlier A/B used), 3 rounds, AB_S (200) s a dtype    ~6 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -504,7 +504,7 @@ tf32waves() {  # tf32's file with the 16-bit files' wave rule, through calls; th
 }
 
 waveexp() {  # the wave score damped (wave_exponent), through calls
-    local rows=benchmarks/results/wave-exponent-ab dt
+    local rows=benchmarks/results/wave-exponent-h100-a2e6442 dt
     for dt in ${DTYPES:-bf16 fp16}; do
         capped "${AB_S:-200}" "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/$dt-shapes.txt")" \
             "$dir/ab-$dt.json" "shipped=$rows/variants/$dt-shipped.yaml" "damped=$rows/variants/$dt-damped.yaml" \
