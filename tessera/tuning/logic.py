@@ -29,10 +29,11 @@ rank them: where no row is at the asked size, each usable row within the nearest
 the slack is scored by its measured TFLOP/s times its configuration's efficiency (busy
 multiprocessors) at the asked size over that at its own, and the best is taken; a row the
 efficiency cannot judge (GEMM's stream-K) then serves only its own size, unless no row within reach
-can be judged. The sm_90 bf16 and fp16 files ship 0.7 (docs/architecture.md, "Wave-weighed rows").
-``wave_exponent`` raises that ratio to a power: over the picks timed through calls, a row predicted
-to speed up by its waves sped up less and one predicted to slow down slowed less (measured ≈
-scale^0.78, ``benchmarks/results/wave-score-offline/``); no shipped file sets it yet.
+can be judged. The sm_90 bf16, fp16 and tf32 files ship 0.7 (docs/architecture.md, "Wave-weighed
+rows"). ``wave_exponent`` raises that ratio to a power: over the picks timed through calls, a row
+predicted to speed up by its waves sped up less and one predicted to slow down slowed less
+(measured ≈ scale^0.78, ``benchmarks/results/wave-score-offline/``); bf16's and fp16's files ship
+0.75 (``wave-exponent-h100-a2e6442/``).
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
