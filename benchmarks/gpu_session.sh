@@ -104,8 +104,8 @@
 #            (FRESH_SIDES × FRESH_KS); DTYPES="bf16 fp16"                                     ~5 min
 #   prefill  the prefill preset (M 512, 1024, 2048 × the LLM layers' N, K: no rows between the skinny
 #            ones and the squares) tuned over FAMILIES (gemm_ws, gemm_tma), TUNE_S (180) s a dtype
-#            (DTYPES="bf16 fp16"), each written with its shipped file's wave_slack (so it merges); SIZES
-#            (prefill) names other presets or sizes                                               ~6 min
+#            (DTYPES="bf16 fp16"), each written with its shipped file's wave_slack and wave_exponent
+#            (so it merges); SIZES (prefill) names other presets or sizes                     ~6 min
 #   prefillab  the files with the prefill rows against those before (logic_rows_ab.py, 3 rounds) on
 #            DTYPES' shapes in ROWS (tunes' folders: their own sizes the rows move and 20 drawn
 #            from M 384–3072 × N 3072–13824 × K 3072–13824), AB_S (280) s a dtype; CONTROL=1 times the
@@ -113,12 +113,14 @@
 #   order    order_probe.py: does a graph-replayed time depend on the kernel that ran before it (torch
 #            twice, then Tessera twice, 4 rounds; the grid's squares in bf16/fp16/tf32/fp32 and four
 #            prefill shapes)                                                                 ~3 min
-#   tf32waves  the shipped tf32 file against it with wave_slack 0.7 (and again, the A/A) on the 40
-#            shapes the slack moves (tune-prefill-tf32-h100-a349d38/), then `tessera bench gemm` at
-#            tf32 1024x4096x14336 and bf16 4096³ (the bench's order alternating, on a GPU)   ~2 min
-#   waveexp  the shipped bf16 / fp16 files against copies with wave_exponent 0.75 at slack 0.7 and
+#   tf32waves  tf32's file with the prefill rows against it with wave_slack 0.7 (shipped since; and
+#            again, the A/A) on the 40 shapes the slack moves (tune-prefill-tf32-h100-a349d38/),
+#            then `tessera bench gemm` at tf32 1024x4096x14336 and bf16 4096³ (the bench's order
+#            alternating, on a GPU)                                                          ~2 min
+#   waveexp  the bf16 / fp16 files as they were against copies with wave_exponent 0.75 at slack 0.7 and
 #            1.0 (and the shipped file again, the A/A) on 40 shapes a dtype the copies move
-#            (wave-exponent-h100-a2e6442/; a sweep no earlier A/B used), 3 rounds, AB_S (200) s a dtype    ~6 min
+#            (wave-exponent-h100-a2e6442/; a sweep no earlier A/B used; the damped one shipped
+#            since), 3 rounds, AB_S (200) s a dtype                                          ~6 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min

@@ -469,10 +469,10 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
     """A logic document: ``base``'s table with ``update``'s rows replacing the rows at the same
     sizes and adding the sizes ``base`` lacks (a partial re-tune folded into a full file, as
     Tensile merges logic). Both must describe the same arch, op and problem, with the same
-    origin, runtime, distance, max_distance, wave_slack and wave_exponent; equal configurations share
-    one solution. The
-    runtimes may name different GPUs of the arch (the same Triton and backend): ``update``'s rows
-    then name theirs (``Row.device``), so that a figure never passes for the file's GPU's."""
+    origin, runtime, distance and selection rules (:data:`SELECTION_RULES`); equal configurations
+    share one solution. The runtimes may name different GPUs of the arch (the same Triton and
+    backend): ``update``'s rows then name theirs (``Row.device``), so that a figure never passes
+    for the file's GPU's."""
     for name in ("arch", "library", "op", "problem", "origin", "runtime", "distance", *SELECTION_RULES):
         mine, theirs = getattr(base, name), getattr(update, name)
         if name == "runtime":  # the GPU may differ; its rows then say which
