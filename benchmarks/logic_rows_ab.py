@@ -26,7 +26,7 @@ import torch
 import yaml
 
 from tessera._core.device import precision_of, torch_matmul_tf32_as
-from tessera._core.timing import cold_copies, graph_ms, run_record, write_result
+from tessera._core.timing import cold_copies, graph_rounds, run_record, write_result
 from tessera.blas import api, explain, gemm
 from tessera.tuning import logic
 from tessera.tuning.paths import SHIPPED_LOGIC
@@ -97,7 +97,6 @@ def compare(shape: str, trees: dict[str, Path], base: str, element: torch.dtype,
     copies = cold_copies((a, b))
     reference = torch.matmul(a, b).float()
     picks: dict[str, str] = {}
-    times: dict[str, list[float]] = {key: [] for key in ["torch", *trees]}
     for name, tree in trees.items():
         use(tree)
         picks[name] = str(explain(a, b, precision=precision))
@@ -105,16 +104,9 @@ def compare(shape: str, trees: dict[str, Path], base: str, element: torch.dtype,
         worst = ((result - reference).abs().max() / reference.abs().max()).item()
         if not worst < 1e-2:
             raise SystemExit(f"{shape} {name}: relative error {worst:.3g} against torch")
-    order = list(times)
-    for _ in range(rounds):
-        for name in order:
-            if name == "torch":
-                calls = [lambda x=x, y=y: torch.matmul(x, y) for x, y in copies]
-            else:
-                use(trees[name])
-                calls = [lambda x=x, y=y: gemm(x, y, precision=precision) for x, y in copies]
-            times[name].append(graph_ms(calls))
-        order.reverse()
+    ours = [lambda x=x, y=y: gemm(x, y, precision=precision) for x, y in copies]
+    cases = {"torch": [lambda x=x, y=y: torch.matmul(x, y) for x, y in copies], **dict.fromkeys(trees, ours)}
+    times = graph_rounds(cases, rounds, before=lambda name: use(trees[name]) if name in trees else None)
     best = {key: min(values) for key, values in times.items()}
     tflops = {key: 2.0 * m * n * k / ms / 1e9 for key, ms in best.items()}
     row = dict(m=m, n=n, k=k, picks=picks, ms=times, tflops=tflops,

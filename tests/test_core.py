@@ -167,3 +167,7 @@ def test_graph_rounds_interleaves_the_cases() -> None:
     times = timing.graph_rounds(cases, 3)
     assert list(times) == ["a", "b"] and all(len(samples) == 3 for samples in times.values())
     assert order == ["a"] * 4 + ["b"] * 4 + ["b"] * 4 + ["a"] * 4 + ["a"] * 4 + ["b"] * 4
+    order.clear()
+    timing.graph_rounds(cases, 2, before=lambda name: order.append(f"before {name}"))
+    assert order == ["before a", *["a"] * 4, "before b", *["b"] * 4, "before b", *["b"] * 4,
+                     "before a", *["a"] * 4]

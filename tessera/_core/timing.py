@@ -131,15 +131,19 @@ def graph_ms(calls: Sequence[Callable[[], object]], target_ms: float = 20.0, rep
 Key = TypeVar("Key", bound=Hashable)
 
 
-def graph_rounds(cases: Mapping[Key, Sequence[Callable[[], object]]], rounds: int) -> dict[Key, list[float]]:
+def graph_rounds(cases: Mapping[Key, Sequence[Callable[[], object]]], rounds: int,
+                 before: Callable[[Key], object] | None = None) -> dict[Key, list[float]]:
     """Each case's :func:`graph_ms` once a round for ``rounds`` rounds, the cases interleaved (so
     the clock drift of a GPU at its power limit spreads over all of them) and every round in the
     reverse order of the one before (a time can depend on the kernel that ran just before it:
-    benchmarks/order_probe.py): the samples per case."""
+    benchmarks/order_probe.py): the samples per case. ``before(key)``, when given, runs ahead of
+    each timing, outside it (e.g. to put in place the logic a case's calls select by)."""
     times: dict[Key, list[float]] = {key: [] for key in cases}
     order = list(cases)
     for _ in range(rounds):
         for key in order:
+            if before is not None:
+                before(key)
             times[key].append(graph_ms(cases[key]))
         order.reverse()
     return times
