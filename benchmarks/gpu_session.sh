@@ -109,7 +109,13 @@
 #   prefillab  the files with the prefill rows against those before (logic_rows_ab.py, 3 rounds) on
 #            DTYPES' shapes in ROWS (tunes' folders: their own sizes the rows move and 20 drawn
 #            from M 384–3072 × N 3072–13824 × K 3072–13824), AB_S (280) s a dtype; CONTROL=1 times the
-#            file before twice (an A/A control: what the order of the calls alone gives)          ~9 min
+#            file before twice (an A/A control: what the order of the calls alone gives); AFTER names
+#            the variant other than `prefill` (variants/<dtype>-<AFTER>.yaml)                   ~9 min
+#   narrowm  `prefill` at SIZES (the prompt shapes with M 384 / 640 / 768 tf32 was tuned at in the
+#            sixty-fourth session), each tuned file merged into the shipped one, then
+#            logic_rows_ab.py (3 rounds, the file before twice) on the shapes the rows move in
+#            M 384, 640, 768 and 20 drawn (seed 64) from M 320–1024; DTYPES="bf16 fp16",
+#            TUNE_S (180) and AB_S (150) s a dtype                                           ~9 min
 #   order    order_probe.py: does a graph-replayed time depend on the kernel that ran before it (torch
 #            twice, then Tessera twice, 4 rounds; the grid's squares in bf16/fp16/tf32/fp32 and four
 #            prefill shapes)                                                                 ~3 min
@@ -120,7 +126,8 @@
 #   waveexp  the bf16 / fp16 files as they were against copies with wave_exponent 0.75 at slack 0.7 and
 #            1.0 (and the shipped file again, the A/A) on 40 shapes a dtype the copies move
 #            (wave-exponent-h100-a2e6442/; a sweep no earlier A/B used; the damped one shipped
-#            since), 3 rounds, AB_S (200) s a dtype                                          ~6 min
+#            since), 3 rounds, AB_S (200) s a dtype; ROWS names another such folder (its
+#            variants/<dtype>-{shipped,damped,wide-damped}.yaml and <dtype>-shapes.txt)          ~6 min
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
@@ -482,7 +489,7 @@ prefillab() {  # the files with the prefill rows against those before, through c
         done
         [ -n "$rows" ] || { echo "no $dt-shapes.txt in ROWS" | tee -a "$dir/summary.txt"; continue; }
         capped "${AB_S:-280}" "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/$dt-shapes.txt")" \
-            "$dir/ab-$dt.json" "before=$rows/variants/$dt-before.yaml" "prefill=$rows/variants/$dt-prefill.yaml" \
+            "$dir/ab-$dt.json" "before=$rows/variants/$dt-before.yaml" "${AFTER:-prefill}=$rows/variants/$dt-${AFTER:-prefill}.yaml" \
             ${CONTROL:+"again=$rows/variants/$dt-before.yaml"} --rounds 3
     done
 }
@@ -506,11 +513,35 @@ tf32waves() {  # tf32's file with the 16-bit files' wave rule, through calls; th
 }
 
 waveexp() {  # the wave score damped (wave_exponent), through calls
-    local rows=benchmarks/results/wave-exponent-h100-a2e6442 dt
+    local rows=${ROWS:-benchmarks/results/wave-exponent-h100-a2e6442} dt
     for dt in ${DTYPES:-bf16 fp16}; do
         capped "${AB_S:-200}" "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$(cat "$rows/$dt-shapes.txt")" \
             "$dir/ab-$dt.json" "shipped=$rows/variants/$dt-shipped.yaml" "damped=$rows/variants/$dt-damped.yaml" \
             "wide=$rows/variants/$dt-wide-damped.yaml" "again=$rows/variants/$dt-shipped.yaml" --rounds 3
+    done
+}
+
+narrowm() {  # prompt shapes with narrow M tuned, merged and timed against the shipped file in one call
+    local dt shipped own drawn
+    # DTYPES, FAMILIES and TUNE_S as `prefill` takes them; SIZES: tf32's narrow-M sizes by default
+    SIZES=${SIZES:-384x4096x4096,384x14336x4096,384x4096x14336,384x3072x13824,384x13824x3072,768x4096x4096,\
+768x14336x4096,768x4096x14336,768x3072x13824,768x13824x3072,640x11008x5120,640x5120x11008} prefill
+    mkdir -p "$dir/variants"
+    for dt in ${DTYPES:-bf16 fp16}; do
+        shipped=tessera/logic/sm_90/blas.gemm.$dt.yaml
+        cp "$shipped" "$dir/variants/$dt-before.yaml"
+        "$PY" -m tessera logic merge "$shipped" "$dir/tune/sm_90/blas.gemm.$dt.yaml" \
+            -o "$dir/variants/$dt-narrow.yaml" > "$dir/merge-$dt.txt" 2>&1 || { cat "$dir/merge-$dt.txt"; continue; }
+        own=$("$PY" benchmarks/logic_moves.py "$shipped" "$dir/variants/$dt-narrow.yaml" --ms 384,640,768 \
+            --sides 3072,4096,5120,11008,13824,14336 --ks 3072,4096,5120,11008,13824,14336 2> "$dir/$dt-own-moves.txt")
+        drawn=$("$PY" benchmarks/logic_moves.py "$shipped" "$dir/variants/$dt-narrow.yaml" \
+            --ms 320,448,576,704,896,1024 --sides 3072,5120,6144,11008,13824 --ks 3072,5120,6144,11008,13824 \
+            --sample 20 --seed 64 2> "$dir/$dt-drawn-moves.txt")
+        echo "$own${own:+${drawn:+,}}$drawn" > "$dir/$dt-shapes.txt"
+        [ -n "$own$drawn" ] || { echo "$dt: no shape moved" | tee -a "$dir/summary.txt"; continue; }
+        capped "${AB_S:-150}" "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$(cat "$dir/$dt-shapes.txt")" "$dir/ab-$dt.json" \
+            "before=$dir/variants/$dt-before.yaml" "narrow=$dir/variants/$dt-narrow.yaml" \
+            "again=$dir/variants/$dt-before.yaml" --rounds 3
     done
 }
 
@@ -524,11 +555,11 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|order|tf32waves|waveexp) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
-                "longkfix, wavesfresh, prefill, prefillab, order, tf32waves, waveexp)"; exit 2;; esac
+                "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
