@@ -115,7 +115,8 @@
 #            sixty-fourth session), each tuned file merged into the shipped one, then
 #            logic_rows_ab.py (3 rounds, the file before twice) on the shapes the rows move in
 #            M 384, 640, 768 and 20 drawn (seed 64) from M 320–1024; DTYPES="bf16 fp16",
-#            TUNE_S (180) and AB_S (150) s a dtype                                           ~9 min
+#            TUNE_S (180) and AB_S (150) s a dtype: two dtypes need TUNE_S=110 AB_S=140 to end
+#            within a call (the sixty-fourth session's run: 6 min)                          ~9 min
 #   order    order_probe.py: does a graph-replayed time depend on the kernel that ran before it (torch
 #            twice, then Tessera twice, 4 rounds; the grid's squares in bf16/fp16/tf32/fp32 and four
 #            prefill shapes)                                                                 ~3 min

@@ -241,6 +241,24 @@ def test_blas_case_counts_the_bytes_a_routine_must_move() -> None:
     assert BlasCase("nrm2", 300, batch=3).describe() == "nrm2 fp32 300 batch 3"
 
 
+def test_bench_blas_rounds_reverse_their_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tessera bench blas warms up with the side its first round times first, then times Tessera,
+    the vendor and the copy in each round in the reverse order of the one before (a time can
+    depend on the kernel just before it)."""
+    from tessera.blas import bench_level12
+
+    order: list[tuple[str, object]] = []
+    copy = (lambda: None, 8)
+    monkeypatch.setattr(bench_level12, "warm_up", lambda fn: order.append(("warm-up", fn)))
+    monkeypatch.setattr(bench_level12, "flushed_ms", lambda fn: order.append(("flushed", fn)) or 1.0)
+    row = bench_level12.run_case(bench_level12.BlasCase("axpy", 64), rounds=3, copy=copy)
+    sides = [fn for kind, fn in order if kind == "flushed"]
+    ours, vendor = sides[0], sides[1]
+    assert order[0] == ("warm-up", ours) and len(order) == 10
+    assert sides == [ours, vendor, copy[0], copy[0], vendor, ours, ours, vendor, copy[0]]
+    assert ours is not vendor and row["rounds"] == 3
+
+
 @pytest.mark.gpu
 def test_bench_blas_on_the_gpu_times_graphs_too(tmp_path: Path) -> None:
     """On a GPU both sides and the copy are also replayed from CUDA graphs (the eager figures of a

@@ -151,23 +151,32 @@ def test_bench_rounds_alternate_which_side_runs_first(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(bench, "flushed_ms", timer("flushed"))
     monkeypatch.setattr(bench, "back_to_back_ms", timer("b2b"))
+    monkeypatch.setattr(bench, "warm_up", timer("warm-up"))
     row = bench.run_case(bench.GemmCase(16, 16, 16, "fp32"), rounds=2)
     order = [entry for entry in order if entry[1] in ("vendor", "ours")]  # not the copy's timings
-    assert order == [("flushed", "vendor"), ("flushed", "ours"), ("b2b", "vendor"), ("b2b", "ours"),
+    assert order == [("warm-up", "vendor"),  # the side the first round times first
+                     ("flushed", "vendor"), ("flushed", "ours"), ("b2b", "vendor"), ("b2b", "ours"),
                      ("flushed", "ours"), ("flushed", "vendor"), ("b2b", "ours"), ("b2b", "vendor")]
     assert row["ratio"] == 1.0 and row["rounds"] == 2
 
 
-def test_graph_rounds_interleaves_the_cases() -> None:
+def test_graph_rounds_interleaves_the_cases(monkeypatch: pytest.MonkeyPatch) -> None:
     """graph_rounds times every case once a round, each round in the reverse order of the one
     before (off the GPU each timing is a wall-clock median of the first call: four calls), and
-    keeps each case's samples apart."""
+    keeps each case's samples apart; the first case warms the GPU up first (its logic put in
+    place by ``before``)."""
     order: list[str] = []
     cases = {name: [lambda name=name: order.append(name)] for name in ("a", "b")}
     times = timing.graph_rounds(cases, 3)
     assert list(times) == ["a", "b"] and all(len(samples) == 3 for samples in times.values())
     assert order == ["a"] * 4 + ["b"] * 4 + ["b"] * 4 + ["a"] * 4 + ["a"] * 4 + ["b"] * 4
     order.clear()
+    warmed: list[object] = []
+    monkeypatch.setattr(timing, "warm_up", lambda fn, ms: warmed.append((fn, ms)))
     timing.graph_rounds(cases, 2, before=lambda name: order.append(f"before {name}"))
-    assert order == ["before a", *["a"] * 4, "before b", *["b"] * 4, "before b", *["b"] * 4,
+    assert order == ["before a", "before a", *["a"] * 4, "before b", *["b"] * 4, "before b", *["b"] * 4,
                      "before a", *["a"] * 4]
+    assert warmed == [(cases["a"][0], 100.0)]
+    warmed.clear()
+    timing.graph_rounds(cases, 1, warmup_ms=0)
+    assert warmed == []

@@ -110,3 +110,20 @@ def test_dp_rows_swap_a_stream_k_row_only_for_a_close_data_parallel_candidate(tm
     changed = logic_dp_rows.changed_rows(load_logic(tuned), load_logic(tmp_path / "out-0.05.yaml"))
     assert len(changed) == 1 and changed[0].startswith("(4096, 4096, 4096, 1): gemm_streamk")
     assert "-> gemm_tma 128x256x64" in changed[0] and changed[0].endswith("{'tflops': 720.0}")
+
+
+def test_round_bias_reads_each_rounds_ratio(tmp_path: Path, capsys) -> None:
+    """benchmarks/round_bias.py: torch's time per round over its round 2, and the first file's over
+    its A/A repeat (``again``) round by round, geometric means over the shapes."""
+    from benchmarks import round_bias
+
+    rows = [{"ms": {"torch": [0.96, 1.0, 1.02], "before": [2.0, 2.0, 2.2], "narrow": [1, 1, 1],
+                    "again": [2.0, 1.6, 2.2]}},
+            {"ms": {"torch": [1.5, 1.5, 1.5], "before": [4.0, 4.0, 4.0], "narrow": [1, 1, 1],
+                    "again": [4.0, 5.0, 4.0]}}]
+    path = tmp_path / "ab.json"
+    path.write_text(json.dumps({"rows": rows}))
+    assert round_bias.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "(2 shapes): torch / its round 2: 0.980 1.000 1.010; before / again: 1.000 1.000 1.000" in out
+    assert round_bias.main([]) == 2

@@ -60,6 +60,15 @@ def back_to_back_ms(fn: Callable[[], object], target_ms: float = 50.0, repeats: 
     return statistics.median(per_call)
 
 
+def warm_up(fn: Callable[[], object], ms: float = 100.0) -> None:
+    """Run ``fn`` back to back for about ``ms`` milliseconds, untimed, before a series of timings:
+    the first timing after the GPU idled (operands built, kernels compiled, graphs captured) ran
+    fast — in every logic A/B of the sixty-second to sixty-fourth sessions torch's first-round time
+    was 1–5 % under its second (docs/architecture.md, "Timing order"). Nothing off the GPU."""
+    if on_gpu():
+        back_to_back_ms(fn, target_ms=ms, repeats=1)
+
+
 def per_call_us(fn: Callable[[], object], calls: int = 2000, warmup: int = 50) -> float:
     """Mean wall-clock µs per call over ``calls`` back-to-back calls after ``warmup`` ones (the GPU
     synchronized before and after): for calls whose GPU work is negligible, the host's cost."""
@@ -132,14 +141,20 @@ Key = TypeVar("Key", bound=Hashable)
 
 
 def graph_rounds(cases: Mapping[Key, Sequence[Callable[[], object]]], rounds: int,
-                 before: Callable[[Key], object] | None = None) -> dict[Key, list[float]]:
+                 before: Callable[[Key], object] | None = None,
+                 warmup_ms: float = 100.0) -> dict[Key, list[float]]:
     """Each case's :func:`graph_ms` once a round for ``rounds`` rounds, the cases interleaved (so
     the clock drift of a GPU at its power limit spreads over all of them) and every round in the
     reverse order of the one before (a time can depend on the kernel that ran just before it:
     benchmarks/order_probe.py): the samples per case. ``before(key)``, when given, runs ahead of
-    each timing, outside it (e.g. to put in place the logic a case's calls select by)."""
+    each timing, outside it (e.g. to put in place the logic a case's calls select by). The first
+    case runs ``warmup_ms`` untimed before the first round (:func:`warm_up`; 0: none)."""
     times: dict[Key, list[float]] = {key: [] for key in cases}
     order = list(cases)
+    if warmup_ms and order:
+        if before is not None:
+            before(order[0])
+        warm_up(cases[order[0]][0], warmup_ms)
     for _ in range(rounds):
         for key in order:
             if before is not None:

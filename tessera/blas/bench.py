@@ -22,7 +22,15 @@ from typing import Any
 import torch
 
 from tessera._core.device import DeviceInfo, device_info, precision_of, torch_dtype, torch_matmul_tf32_as
-from tessera._core.timing import back_to_back_ms, cold_copies, copy_call, flushed_ms, graph_ms, on_gpu
+from tessera._core.timing import (
+    back_to_back_ms,
+    cold_copies,
+    copy_call,
+    flushed_ms,
+    graph_ms,
+    on_gpu,
+    warm_up,
+)
 from tessera.blas.api import explain, gemm
 from tessera.tuning import logic
 
@@ -144,6 +152,7 @@ def run_case(case: GemmCase, rounds: int = 3, info: DeviceInfo | None = None,
         timings: dict[str, list[float]] = {k: [] for k in ("v", "t", "v_b2b", "t_b2b")}
         graphed = _graphed_pair(case, a, b, precision) if on_gpu() else None
         copy, copy_bytes = copy_call(case.bytes_moved) if case.memory_bound else (None, 0)
+        warm_up(vendor)  # the first round times the vendor first: from a steady state, not an idle GPU
         for index in range(rounds):
             ours_first = index % 2 == 1  # alternate: no side always runs right after the other
             _time_round(timings, vendor, ours, ours_first)

@@ -2,7 +2,8 @@
 and a device-to-device copy, same process.
 
 Each routine is checked against an fp64 reference first (a fast wrong answer is not a result),
-then both sides are timed in alternating rounds: eagerly with the L2 cache flushed before each
+then both sides and the copy are timed in interleaved rounds, each in the reverse order of the one
+before and the first after a warm-up: eagerly with the L2 cache flushed before each
 call, and on a GPU replayed from a CUDA graph (``graph_*`` keys: no host launch cost, which
 decides a 20 µs vector call timed eagerly). Figures are GB/s of the bytes a routine must move at
 least (axpy reads x and y and writes y; symv and trsv read the stored triangle once), against the
@@ -23,7 +24,7 @@ import torch
 
 from tessera._core.device import torch_dtype
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.timing import copy_call, flushed_ms, graph_ms, on_gpu
+from tessera._core.timing import copy_call, flushed_ms, graph_ms, on_gpu, warm_up
 from tessera.blas import level1, level2
 
 LEVEL1_ROUTINES = ("axpy", "scal", "copy", "swap", "rot", "dot", "nrm2", "asum", "iamax")
@@ -250,15 +251,15 @@ def run_case(case: BlasCase, rounds: int = 3, copy: tuple[Callable[[], object], 
             vendor, vendor_name = None, f"{vendor_name}: {str(exc).splitlines()[0][:60]}"
     copy_fn, copy_bytes = copy or copy_call(case.bytes_moved)
     timings: dict[str, list[float]] = {}
-    sides = {"t": calls.ours, "v": vendor, "copy": copy_fn}
+    sides = [(key, fn) for key, fn in (("t", calls.ours), ("v", vendor), ("copy", copy_fn)) if fn is not None]
+    warm_up(sides[0][1])  # from a steady state, not an idle GPU
     for _ in range(rounds):
-        for key, fn in sides.items():
-            if fn is None:
-                continue
+        for key, fn in sides:
             timings.setdefault(key, []).append(flushed_ms(fn))
             graphed = _graphed(fn)
             if graphed is not None:
                 timings.setdefault(key + "_graph", []).append(graphed)
+        sides.reverse()  # no side always runs right after another (benchmarks/order_probe.py)
     med = {k: statistics.median(v) for k, v in timings.items() if len(v) == rounds}
 
     def gbs(key: str) -> float:
