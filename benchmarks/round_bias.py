@@ -5,8 +5,9 @@ its shapes of torch's time in each round over its time in round 2, and the same 
 
 Why: in every such A/B of the sixty-second to sixty-fourth sessions (H100s), torch — the first
 case timed for a shape, right after the GPU idled while the shape's operands were built — ran
-1–5 % faster in round 1 than in round 2; since then ``graph_rounds`` warms the first case up
-before round 1 (``timing.warm_up``). A JSON timed after that change should read ~1.00 in round 1.
+0.3–5 % faster in round 1 than in round 2 (geometric means per file); since then
+``graph_rounds`` warms the first case up before round 1 (``timing.warm_up``). A JSON timed after
+that change should read ~1.00 in round 1.
 
 Usage: python benchmarks/round_bias.py AB.json...
 """

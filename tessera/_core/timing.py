@@ -64,7 +64,8 @@ def warm_up(fn: Callable[[], object], ms: float = 100.0) -> None:
     """Run ``fn`` back to back for about ``ms`` milliseconds, untimed, before a series of timings:
     the first timing after the GPU idled (operands built, kernels compiled, graphs captured) ran
     fast — in every logic A/B of the sixty-second to sixty-fourth sessions torch's first-round time
-    was 1–5 % under its second (docs/architecture.md, "Timing order"). Nothing off the GPU."""
+    was up to 5 % under its second (docs/architecture.md, "The first timing after an idle GPU").
+    Nothing off the GPU."""
     if on_gpu():
         back_to_back_ms(fn, target_ms=ms, repeats=1)
 
