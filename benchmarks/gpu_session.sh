@@ -115,11 +115,12 @@
 #            sixty-fourth session), each tuned file merged into the shipped one, then
 #            logic_rows_ab.py (3 rounds, the file before twice) on the shapes the rows move in
 #            M 384, 640, 768 and 20 drawn (seed 64) from M 320–1024; DTYPES="bf16 fp16",
-#            TUNE_S (180) and AB_S (150) s a dtype: two dtypes need TUNE_S=110 AB_S=140 to end
-#            within a call (the sixty-fourth session's run: 6 min)                          ~9 min
+#            TUNE_S (180) and AB_S (150) s a dtype; two dtypes ran in 6 min with TUNE_S=110
+#            AB_S=140, before graph_ms's untimed replays (~+40 % a timing): one dtype a call now ~9 min
 #   order    order_probe.py: does a graph-replayed time depend on the kernel that ran before it (torch
 #            twice, then Tessera twice, 4 rounds; the grid's squares in bf16/fp16/tf32/fp32 and four
-#            prefill shapes)                                                                 ~3 min
+#            prefill shapes), without graph_ms's untimed replays and with them (the default since
+#            the sixty-fourth session: do they remove the effect?)                         ~7 min
 #   tf32waves  tf32's file with the prefill rows against it with wave_slack 0.7 (shipped since; and
 #            again, the A/A) on the 40 shapes the slack moves (tune-prefill-tf32-h100-a349d38/),
 #            then `tessera bench gemm` at tf32 1024x4096x14336 and bf16 4096³ (the bench's order
@@ -547,7 +548,9 @@ narrowm() {  # prompt shapes with narrow M tuned, merged and timed against the s
 }
 
 order() {  # whether a time depends on what ran before it (fixed call orders in the A/Bs and bench)
-    capped 200 order "$PY" benchmarks/order_probe.py "$dir/order.json" --rounds 4
+    capped 200 order-no-warmup "$PY" benchmarks/order_probe.py "$dir/order-no-warmup.json" --rounds 4 \
+        --warmup-replays 0
+    capped 250 order "$PY" benchmarks/order_probe.py "$dir/order.json" --rounds 4
 }
 
 l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep

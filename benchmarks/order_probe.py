@@ -7,7 +7,11 @@ after the other library's kernel and right after their own; T2 / O1 is the ratio
 Why: an A/B of two tf32 logic files that, by a fault of the script, timed the same IEEE fp32
 kernel twice reported the second 1.024× the first (33 shapes, an H100), in every round.
 
-Usage: python benchmarks/order_probe.py OUT.json [--rounds R]
+Since the sixty-fourth session ``graph_ms`` replays each graph twice untimed before timing it;
+``--warmup-replays 0`` times as before, so two runs (0, then the default) show what the
+warm-up removes: T1 / T2 and O1 / O2 should move to ~1.000.
+
+Usage: python benchmarks/order_probe.py OUT.json [--rounds R] [--warmup-replays N]
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ CASES += [("fp32", 512, 8192, 8192), ("fp32", 384, 6144, 11008), ("tf32", 512, 8
           ("bf16", 640, 11008, 5120)]
 
 
-def probe(dtype: str, m: int, n: int, k: int, rounds: int) -> dict:
+def probe(dtype: str, m: int, n: int, k: int, rounds: int, warmup_replays: int = 2) -> dict:
     """One case's samples, T1 T2 O1 O2 a round, and the ratios of the module's docstring."""
     element, precision = torch_dtype(dtype), precision_of(dtype)
     a = torch.randn(m, k, device="cuda").to(element)
@@ -39,7 +43,7 @@ def probe(dtype: str, m: int, n: int, k: int, rounds: int) -> dict:
     samples: dict[str, list[float]] = {"T1": [], "T2": [], "O1": [], "O2": []}
     for _ in range(rounds):
         for name, calls in (("T1", theirs), ("T2", theirs), ("O1", ours), ("O2", ours)):
-            samples[name].append(graph_ms(calls))
+            samples[name].append(graph_ms(calls, warmup_replays=warmup_replays))
     t1, t2, o1, o2 = samples.values()
     ratios = {
         "T1/T2": geomean([x / y for x, y in zip(t1, t2, strict=True)]),
@@ -58,12 +62,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--warmup-replays", type=int, default=2, help="graph_ms's untimed replays")
     args = parser.parse_args()
     record = run_record(" ".join(["python", *sys.argv]))
     rows: list[dict] = []
     for dtype, m, n, k in CASES:
         with torch_matmul_tf32_as(dtype == "tf32"):
-            rows.append(probe(dtype, m, n, k, args.rounds))
+            rows.append(probe(dtype, m, n, k, args.rounds, args.warmup_replays))
         write_result(args.out, {**record, "rows": rows})
         ratios = ", ".join(f"{key} {value:.3f}" for key, value in rows[-1]["ratios"].items())
         print(f"{dtype} {m}x{n}x{k}: {ratios}", flush=True)

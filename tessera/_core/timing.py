@@ -109,11 +109,16 @@ def copy_call(nbytes: int) -> tuple[Callable[[], object], int]:
     return (lambda: dest.copy_(source)), 8 * source.numel()
 
 
-def graph_ms(calls: Sequence[Callable[[], object]], target_ms: float = 20.0, repeats: int = 5) -> float:
+def graph_ms(calls: Sequence[Callable[[], object]], target_ms: float = 20.0, repeats: int = 5,
+             warmup_replays: int = 2) -> float:
     """Median milliseconds per call of launches replayed from one CUDA graph: no host overhead in
     the number (what a serving engine that captures graphs sees). The graph cycles through
     ``calls``: give several that touch different copies of the operands, together larger than the
-    L2 cache, for a cold-cache number (a graph cannot hold do_bench's per-call flush fairly)."""
+    L2 cache, for a cold-cache number (a graph cannot hold do_bench's per-call flush fairly). The
+    graph replays ``warmup_replays`` times untimed first (~``target_ms`` each), so that what ran
+    before it — another kernel, or nothing while the host worked — does not tilt the number
+    (benchmarks/order_probe.py: ±3–5 % on single cases; docs/architecture.md, "The first timing
+    after an idle GPU")."""
     if not on_gpu():
         return _wall_ms(calls[0])
     estimate = back_to_back_ms(calls[0], target_ms=5.0, repeats=1)
@@ -127,6 +132,8 @@ def graph_ms(calls: Sequence[Callable[[], object]], target_ms: float = 20.0, rep
         for i in range(count):
             calls[i % len(calls)]()
     torch.cuda.synchronize()
+    for _ in range(warmup_replays):
+        graph.replay()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     per_call = []
     for _ in range(repeats):
