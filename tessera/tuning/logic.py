@@ -340,7 +340,7 @@ def load_logic(path: str | Path) -> LogicFile:
                 raise _fail(path, f"{where}.{key}", f"must be a non-negative integer (actual: {value!r})")
             sizes.append(value)
         sid = entry.get("solution")
-        if sid not in solutions:
+        if isinstance(sid, bool) or not isinstance(sid, int) or sid not in solutions:
             raise _fail(path, f"{where}.solution", f"{sid!r} is not a solution id; ids: {sorted(solutions)}")
         measured = {k: float(v) for k, v in entry.items()
                     if k not in spec.size_keys and k != "solution" and isinstance(v, (int, float))}
