@@ -17,9 +17,9 @@ Usage: python benchmarks/order_probe.py OUT.json [--rounds R] [--warmup-replays 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
+from statistics import geometric_mean as geomean
 
 import torch
 
@@ -52,10 +52,6 @@ def probe(dtype: str, m: int, n: int, k: int, rounds: int, warmup_replays: int =
         "ours_then_torch": geomean([t / o for t, o in zip(t1[1:], o2[:-1], strict=True)]),
     }
     return dict(dtype=dtype, m=m, n=n, k=k, samples=samples, ratios=ratios)
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values))
 
 
 def main() -> None:

@@ -15,13 +15,9 @@ Usage: python benchmarks/round_bias.py AB.json...
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values))
+from statistics import geometric_mean as geomean
 
 
 def round_ratios(rows: list[dict], case: str, reference: str | None = None) -> list[float]:
