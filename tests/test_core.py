@@ -172,9 +172,14 @@ def test_graph_rounds_interleaves_the_cases(monkeypatch: pytest.MonkeyPatch) -> 
     assert order == ["a"] * 4 + ["b"] * 4 + ["b"] * 4 + ["a"] * 4 + ["a"] * 4 + ["b"] * 4
     order.clear()
     warmed: list[object] = []
-    monkeypatch.setattr(timing, "warm_up", lambda fn, ms: warmed.append((fn, ms)))
+
+    def warm_up(fn: object, ms: float) -> None:
+        warmed.append((fn, ms))
+        order.append("warm-up")
+
+    monkeypatch.setattr(timing, "warm_up", warm_up)
     timing.graph_rounds(cases, 2, before=lambda name: order.append(f"before {name}"))
-    assert order == ["before a", "before a", *["a"] * 4, "before b", *["b"] * 4, "before b", *["b"] * 4,
+    assert order == ["before a", "warm-up", *["a"] * 4, "before b", *["b"] * 4, "before b", *["b"] * 4,
                      "before a", *["a"] * 4]
     assert warmed == [(cases["a"][0], 100.0)]
     warmed.clear()

@@ -159,14 +159,12 @@ def graph_rounds(cases: Mapping[Key, Sequence[Callable[[], object]]], rounds: in
     case runs ``warmup_ms`` untimed before the first round (:func:`warm_up`; 0: none)."""
     times: dict[Key, list[float]] = {key: [] for key in cases}
     order = list(cases)
-    if warmup_ms and order:
-        if before is not None:
-            before(order[0])
-        warm_up(cases[order[0]][0], warmup_ms)
-    for _ in range(rounds):
+    for index in range(rounds):
         for key in order:
             if before is not None:
                 before(key)
+            if warmup_ms and index == 0 and key == order[0]:
+                warm_up(cases[key][0], warmup_ms)
             times[key].append(graph_ms(cases[key]))
         order.reverse()
     return times
