@@ -539,12 +539,14 @@ narrowm() {  # prompt shapes with narrow M tuned, merged and timed against the s
         drawn=$("$PY" benchmarks/logic_moves.py "$shipped" "$dir/variants/$dt-narrow.yaml" \
             --ms 320,448,576,704,896,1024 --sides 3072,5120,6144,11008,13824 --ks 3072,5120,6144,11008,13824 \
             --sample 20 --seed 64 2> "$dir/$dt-drawn-moves.txt")
-        echo "$own${own:+${drawn:+,}}$drawn" > "$dir/$dt-shapes.txt"
-        [ -n "$own$drawn" ] || { echo "$dt: no shape moved" | tee -a "$dir/summary.txt"; continue; }
-        capped "${AB_S:-150}" "ab-$dt" "$PY" benchmarks/logic_rows_ab.py "$(cat "$dir/$dt-shapes.txt")" "$dir/ab-$dt.json" \
-            "before=$dir/variants/$dt-before.yaml" "narrow=$dir/variants/$dt-narrow.yaml" \
-            "again=$dir/variants/$dt-before.yaml" --rounds 3
+        if [ -n "$own$drawn" ]; then
+            echo "$own${own:+${drawn:+,}}$drawn" > "$dir/$dt-shapes.txt"
+        else
+            echo "$dt: no shape moved" | tee -a "$dir/summary.txt"
+        fi
     done
+    # this folder now has what prefillab reads: <dtype>-shapes.txt, variants/<dtype>-{before,narrow}.yaml
+    ROWS=$dir AFTER=narrow CONTROL=1 AB_S=${AB_S:-150} prefillab
 }
 
 order() {  # whether a time depends on what ran before it (fixed call orders in the A/Bs and bench)
