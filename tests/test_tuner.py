@@ -111,6 +111,9 @@ def test_wave_slack_reaches_the_logic_file_of_a_float_gemm_tune_only(tmp_path: P
     assert load_logic(Tuner(fake_op(), tmp_path / "plain", progress=False).run()).wave_slack is None
     with pytest.raises(SystemExit):
         main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "-1", "--out", str(tmp_path / "x")])
+    assert main(["tune", "gemm", "--dtype", "int8", "--wave-slack", "0.7", "--sizes", "32x32x32",
+                 "--out", str(tmp_path / "q")]) == 2  # refused before any tuning: no file written
+    assert not (tmp_path / "q").exists() or not any((tmp_path / "q").rglob("*.yaml"))
 
 
 def test_wave_exponent_reaches_the_logic_file_with_a_wave_slack_only(tmp_path: Path,
@@ -124,9 +127,6 @@ def test_wave_exponent_reaches_the_logic_file_with_a_wave_slack_only(tmp_path: P
         with pytest.raises(SystemExit):
             main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "0.7", "--wave-exponent", bad,
                   "--out", str(tmp_path / "x")])
-    assert main(["tune", "gemm", "--dtype", "int8", "--wave-slack", "0.7", "--sizes", "32x32x32",
-                 "--out", str(tmp_path / "q")]) == 2  # refused before any tuning: no file written
-    assert not (tmp_path / "q").exists() or not any((tmp_path / "q").rglob("*.yaml"))
 
 
 def test_a_local_configuration_takes_a_row_only_beyond_the_margin(tmp_path: Path) -> None:
