@@ -534,11 +534,12 @@ narrowm() {  # prompt shapes with narrow M tuned, merged and timed against the s
         cp "$shipped" "$dir/variants/$dt-before.yaml"
         "$PY" -m tessera logic merge "$shipped" "$dir/tune/sm_90/blas.gemm.$dt.yaml" \
             -o "$dir/variants/$dt-narrow.yaml" > "$dir/merge-$dt.txt" 2>&1 || { cat "$dir/merge-$dt.txt"; continue; }
-        own=$("$PY" benchmarks/logic_moves.py "$shipped" "$dir/variants/$dt-narrow.yaml" --ms 384,640,768 \
-            --sides 3072,4096,5120,11008,13824,14336 --ks 3072,4096,5120,11008,13824,14336 2> "$dir/$dt-own-moves.txt")
+        own=$("$PY" benchmarks/logic_moves.py "$shipped" "$dir/variants/$dt-narrow.yaml" --ms "${OWN_MS:-384,640,768}" \
+            --sides "${OWN_SIDES:-3072,4096,5120,11008,13824,14336}" --ks "${OWN_KS:-3072,4096,5120,11008,13824,14336}" \
+            ${OWN_SAMPLE:+--sample "$OWN_SAMPLE" --seed 65} 2> "$dir/$dt-own-moves.txt")
         drawn=$("$PY" benchmarks/logic_moves.py "$shipped" "$dir/variants/$dt-narrow.yaml" \
-            --ms 320,448,576,704,896,1024 --sides 3072,5120,6144,11008,13824 --ks 3072,5120,6144,11008,13824 \
-            --sample 20 --seed 64 2> "$dir/$dt-drawn-moves.txt")
+            --ms "${DRAW_MS:-320,448,576,704,896,1024}" --sides "${DRAW_SIDES:-3072,5120,6144,11008,13824}" \
+            --ks "${DRAW_KS:-3072,5120,6144,11008,13824}" --sample 20 --seed 64 2> "$dir/$dt-drawn-moves.txt")
         if [ -n "$own$drawn" ]; then
             echo "$own${own:+${drawn:+,}}$drawn" > "$dir/$dt-shapes.txt"
         else
