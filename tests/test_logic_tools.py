@@ -127,3 +127,8 @@ def test_round_bias_reads_each_rounds_ratio(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "(2 shapes): torch / its round 2: 0.980 1.000 1.010; before / again: 1.000 1.000 1.000" in out
     assert round_bias.main([]) == 2
+    other = tmp_path / "bench.json"  # another script's result (a stage's folder holds several kinds)
+    other.write_text(json.dumps({"rows": [{"tflops": 1.0}]}))
+    assert round_bias.main([str(other), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "bench.json: not a logic_rows_ab.py result" in out and "(2 shapes)" in out
