@@ -6,8 +6,8 @@ its shapes of torch's time in each round over its time in round 2, and the same 
 Why: in every such A/B of the sixty-second to sixty-fourth sessions (H100s), torch — the first
 case timed for a shape, right after the GPU idled while the shape's operands were built — ran
 0.3–5 % faster in round 1 than in round 2 (geometric means per file); since then
-``graph_rounds`` warms the first case up before round 1 (``timing.warm_up``). The first four
-A/Bs timed so (sixty-fifth session) read 0.972–0.997 in round 1 and 0.964–0.992 in round 3: torch
+``graph_rounds`` warms the first case up before round 1 (``timing.warm_up``). The first five
+A/Bs timed so (sixty-fifth session) read 0.972–0.999 in round 1 and 0.964–1.002 in round 3: torch
 runs slower in round 2, the round that times it last, after Tessera's kernels, rather than
 faster after an idle GPU (docs/architecture.md, "The first timing after an idle GPU").
 
