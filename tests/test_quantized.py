@@ -678,8 +678,8 @@ def test_gpu_scaled_gemm_large(dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("kernel,config,key", [
     # 4-bit codes step whole runs of 32 interleaved rows: BLOCK_K 16 launches as 32
     ("gemv_wq", WqGemvConfig(512, 16, 64, 1), "(4, 128, False, {prmt}, 512, 32, 3, False, {pdl})"),
-    # a 128×64 tile on 4 warps: LLVM's AMDGPU backend took 136 s (cold cache, CI's 2 cores) on the
-    # 256×128 one on 8 warps, 17 s on this; the target-dependent code is the same
+    # BLOCK_N 128, BLOCK_K 64 on 4 warps: LLVM's AMDGPU backend took 136 s (cold cache, CI's 2
+    # cores) on BLOCK_N 256, BLOCK_K 128 on 8 warps, 17 s on this; the target-dependent code is the same
     ("gemm_wq", WqConfig(8, 128, 64, 8, 8, 4, 3),
      "(4, 128, False, False, {prmt}, False, False, False, False, 8, 128, 64, 8, {pdl})")])
 def test_wq_kernels_compile_offline_for_the_pack_target(kernel: str, config: object, key: str,
