@@ -236,13 +236,18 @@ def _fail(path: Path, field: str, problem: str) -> LogicFileError:
     return LogicFileError(f"{path}: field '{field}': {problem}")
 
 
+def _typed(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance(value, kind)``, except that a YAML true / false is no number (bool is an int)."""
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+
 def _require(doc: Mapping[str, Any], path: Path, key: str, kind: type, where: str = "") -> Any:
     """``doc[key]`` of type ``kind``; errors name the field as ``where.key``."""
     field = f"{where}.{key}" if where else key
     if key not in doc:
         raise _fail(path, field, "missing")
     value = doc[key]
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+    if not _typed(value, kind):
         raise _fail(path, field, f"must be {kind.__name__} (actual: {value!r})")
     return value
 
@@ -304,16 +309,14 @@ def load_logic(path: str | Path) -> LogicFile:
         raise _fail(path, "origin", f"{origin!r} is unknown; known: {', '.join(ORIGINS)}")
     max_distance, wave_slack = doc.get("max_distance"), doc.get("wave_slack")
     for name, value in (("max_distance", max_distance), ("wave_slack", wave_slack)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or value < 0):
+        if value is not None and (not _typed(value, (int, float)) or value < 0):
             raise _fail(path, name, f"must be a non-negative number (actual: {value!r})")
     if wave_slack is not None and spec.efficiency is None:
         raise _fail(path, "wave_slack", f"{library}.{op} declares no efficiency to weigh rows by; "
                                         f"remove the field")
     wave_exponent = doc.get("wave_exponent")
     if wave_exponent is not None:
-        if isinstance(wave_exponent, bool) or not isinstance(wave_exponent, (int, float)) \
-                or not 0 < wave_exponent <= 1:
+        if not _typed(wave_exponent, (int, float)) or not 0 < wave_exponent <= 1:
             raise _fail(path, "wave_exponent", f"must be a number in (0, 1] (actual: {wave_exponent!r})")
         if wave_slack is None:
             raise _fail(path, "wave_exponent", "weighs rows only with a wave_slack; add one or remove it")
@@ -336,11 +339,11 @@ def load_logic(path: str | Path) -> LogicFile:
         sizes = []
         for key in spec.size_keys:
             value = entry.get(key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not _typed(value, int) or value < 0:
                 raise _fail(path, f"{where}.{key}", f"must be a non-negative integer (actual: {value!r})")
             sizes.append(value)
         sid = entry.get("solution")
-        if isinstance(sid, bool) or not isinstance(sid, int) or sid not in solutions:
+        if not _typed(sid, int) or sid not in solutions:
             raise _fail(path, f"{where}.solution", f"{sid!r} is not a solution id; ids: {sorted(solutions)}")
         measured = {k: float(v) for k, v in entry.items()
                     if k not in spec.size_keys and k != "solution" and isinstance(v, (int, float))}
