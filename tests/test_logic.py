@@ -247,6 +247,8 @@ BAD = [
     (lambda d: d.update(distance="manhattan"), "field 'distance': 'manhattan' is unknown"),
     (lambda d: d.update(max_distance=-1), "field 'max_distance'"),
     (lambda d: d.update(wave_slack=-0.5), "field 'wave_slack': must be a non-negative number"),
+    (lambda d: d.update(max_distance=float("nan")), "field 'max_distance': must be a non-negative number"),
+    (lambda d: d.update(wave_slack=float("nan")), "field 'wave_slack': must be a non-negative number"),
     (lambda d: d.update(wave_slack=0.7, wave_exponent=1.5),
      "field 'wave_exponent': must be a number in (0, 1]"),
     (lambda d: d.update(wave_slack=0.7, wave_exponent=True), "field 'wave_exponent': must be a number"),

@@ -309,7 +309,7 @@ def load_logic(path: str | Path) -> LogicFile:
         raise _fail(path, "origin", f"{origin!r} is unknown; known: {', '.join(ORIGINS)}")
     max_distance, wave_slack = doc.get("max_distance"), doc.get("wave_slack")
     for name, value in (("max_distance", max_distance), ("wave_slack", wave_slack)):
-        if value is not None and (not _typed(value, (int, float)) or value < 0):
+        if value is not None and (not _typed(value, (int, float)) or not value >= 0):  # NaN too
             raise _fail(path, name, f"must be a non-negative number (actual: {value!r})")
     if wave_slack is not None and spec.efficiency is None:
         raise _fail(path, "wave_slack", f"{library}.{op} declares no efficiency to weigh rows by; "
