@@ -61,11 +61,13 @@ def back_to_back_ms(fn: Callable[[], object], target_ms: float = 50.0, repeats: 
 
 
 def warm_up(fn: Callable[[], object], ms: float = 100.0) -> None:
-    """Run ``fn`` back to back for about ``ms`` milliseconds, untimed, before a series of timings:
-    the first timing after the GPU idled (operands built, kernels compiled, graphs captured) ran
-    fast — in every logic A/B of the sixty-second to sixty-fourth sessions torch's first-round time
-    was up to 5 % under its second (docs/architecture.md, "The first timing after an idle GPU").
-    Nothing off the GPU."""
+    """Run ``fn`` back to back for about ``ms`` milliseconds, untimed, before a series of timings,
+    so that the first starts from a busy GPU, not an idle one (operands built, kernels compiled,
+    graphs captured). Added because torch's first-round time in the logic A/Bs of the sixty-second
+    to sixty-fourth sessions was up to 5 % under its second; with it (and ``graph_ms``'s untimed
+    replays) round 1 still read 0.972–0.999 and round 3 0.964–1.002 on an H100: the bias follows
+    the round's order more than the idle GPU (docs/architecture.md, "The first timing after an
+    idle GPU"). Nothing off the GPU."""
     if on_gpu():
         back_to_back_ms(fn, target_ms=ms, repeats=1)
 
