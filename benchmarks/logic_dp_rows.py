@@ -39,7 +39,8 @@ def rewrite(tuned: Path, margin: float, wave_slack: float | None = None) -> str:
         shutil.copy(journal, Path(scratch) / file.arch / journal.name)
         tuner = Tuner(op, Path(scratch), resume=True, progress=False, max_distance=file.max_distance,
                       wave_slack=file.wave_slack if wave_slack is None else wave_slack,
-                      wave_exponent=file.wave_exponent, local_margin=margin)
+                      wave_exponent=file.wave_exponent, wave_ratio_max=file.wave_ratio_max,
+                      local_margin=margin)
         return tuner.write_logic().read_text()
 
 

@@ -166,6 +166,25 @@ def test_wave_exponent_damps_the_waves_ratio(tmp_path: Path) -> None:
         asked, multiprocessors=132).row.solution == 1  # 1: the ratio itself, as without the field
 
 
+def test_wave_ratio_max_caps_how_much_a_row_speeds_up(tmp_path: Path) -> None:
+    """WAVES with its 128×128 row at 400 TFLOP/s: scaled by 1.78 it scores 712 against the
+    128×256 row's 525 and wins; capped at 1.2 it scores 480 and the nearer row wins; a cap above
+    the ratio changes nothing. The cap comes before the exponent (1.2^0.5 · 400 = 438 < 606)."""
+    asked = (1536, 4096, 16384, 1)
+    slow = {**WAVES, "table": [WAVES["table"][0], {**WAVES["table"][1], "tflops": 400.0}]}
+    assert load_logic(write(tmp_path / "uncapped.yaml", slow)).nearest(
+        asked, multiprocessors=132).row.solution == 1
+    capped = load_logic(write(tmp_path / "capped.yaml", {**slow, "wave_ratio_max": 1.2}))
+    assert capped.wave_ratio_max == 1.2
+    match = capped.nearest(asked, multiprocessors=132)
+    assert match.row.solution == 0 and match.weighed == 2
+    assert load_logic(write(tmp_path / "loose.yaml", {**slow, "wave_ratio_max": 2})).nearest(
+        asked, multiprocessors=132).row.solution == 1
+    damped = {**slow, "wave_ratio_max": 1.2, "wave_exponent": 0.5}
+    assert load_logic(write(tmp_path / "damped.yaml", damped)).nearest(
+        asked, multiprocessors=132).row.solution == 0
+
+
 def test_rows_are_not_weighed_where_the_main_loop_is_short(tmp_path: Path) -> None:
     short = (1536, 4096, 1024, 1)  # K under 2048 here: the nearest row, as without the slack
     assert load_logic(write(tmp_path / "waves.yaml", WAVES)).nearest(short, multiprocessors=132).weighed == 0
@@ -253,6 +272,12 @@ BAD = [
      "field 'wave_exponent': must be a number in (0, 1]"),
     (lambda d: d.update(wave_slack=0.7, wave_exponent=True), "field 'wave_exponent': must be a number"),
     (lambda d: d.update(wave_exponent=0.8), "field 'wave_exponent': weighs rows only with a wave_slack"),
+    (lambda d: d.update(wave_slack=0.7, wave_ratio_max=0.5),
+     "field 'wave_ratio_max': must be a finite number of at least 1"),
+    (lambda d: d.update(wave_slack=0.7, wave_ratio_max=float("inf")), "field 'wave_ratio_max': must be"),
+    (lambda d: d.update(wave_slack=0.7, wave_ratio_max=float("nan")), "field 'wave_ratio_max': must be"),
+    (lambda d: d.update(wave_slack=0.7, wave_ratio_max=True), "field 'wave_ratio_max': must be"),
+    (lambda d: d.update(wave_ratio_max=2), "field 'wave_ratio_max': weighs rows only with a wave_slack"),
     (lambda d: d.update(solutions={"id": 0}), "field 'solutions': must be list"),
     (lambda d: d["problem"].update(layout="NX"), "field 'problem.layout': 'NX' is unknown"),
 ]
@@ -561,6 +586,19 @@ def test_merge_requires_the_same_wave_exponent_and_keeps_it(tmp_path: Path,
     damped = write(tmp_path / "damped.yaml", {**UPDATE, "wave_slack": 0.7, "wave_exponent": 0.8})
     assert main(["logic", "merge", str(base), str(damped), "-o", str(tmp_path / "out.yaml")]) == 0
     assert load_logic(tmp_path / "out.yaml").wave_exponent == 0.8
+
+
+def test_merge_requires_the_same_wave_ratio_max_and_keeps_it(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture) -> None:
+    base = write(tmp_path / "base.yaml", {**GOOD, "wave_slack": 0.7, "wave_ratio_max": 2.0})
+    plain = write(tmp_path / "plain.yaml", {**UPDATE, "wave_slack": 0.7})
+    assert main(["logic", "merge", str(base), str(plain), "-o", str(tmp_path / "out.yaml")]) == 2
+    assert "tune the update with --wave-ratio-max 2.0" in capsys.readouterr().err
+    capped = write(tmp_path / "capped.yaml", {**UPDATE, "wave_slack": 0.7, "wave_ratio_max": 2.0})
+    assert main(["logic", "merge", str(base), str(capped), "-o", str(tmp_path / "out.yaml")]) == 0
+    assert load_logic(tmp_path / "out.yaml").wave_ratio_max == 2.0
+    assert main(["logic", "show", str(tmp_path / "out.yaml")]) == 0
+    assert "their ratio capped at 2.0" in capsys.readouterr().out
 
 
 def _space_configs() -> list[object]:

@@ -129,6 +129,20 @@ def test_wave_exponent_reaches_the_logic_file_with_a_wave_slack_only(tmp_path: P
                   "--out", str(tmp_path / "x")])
 
 
+def test_wave_ratio_max_reaches_the_logic_file_with_a_wave_slack_only(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture) -> None:
+    tuned = Tuner(fake_op(), tmp_path, progress=False, wave_slack=0.7, wave_ratio_max=2.0).run()
+    assert load_logic(tuned).wave_ratio_max == 2.0
+    no_slack = ["tune", "gemm", "--dtype", "fp32", "--wave-ratio-max", "2", "--out", str(tmp_path / "x")]
+    assert main(no_slack) == 2
+    assert "give --wave-slack too, or leave --wave-ratio-max out" in capsys.readouterr().err
+    for bad in ("0.5", "inf", "nan", "-2"):
+        with pytest.raises(SystemExit):
+            main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "0.7", "--wave-ratio-max", bad,
+                  "--out", str(tmp_path / "x")])
+    assert not (tmp_path / "x").exists() or not any((tmp_path / "x").rglob("*.yaml"))
+
+
 def test_a_local_configuration_takes_a_row_only_beyond_the_margin(tmp_path: Path) -> None:
     """A stream-K-like configuration (``TunableOp.local``) 4 % ahead gives its row to the best
     other within a 5 % margin, one 10 % ahead keeps it; without the margin the fastest wins."""

@@ -68,6 +68,15 @@ def _exponent(text: str) -> float:
     return value
 
 
+def _ratio_cap(text: str) -> float:
+    """argparse type: a finite number of at least 1."""
+    value = _number(text, positive=True)
+    if not 1 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of at least 1 (a cap on how much "
+                                         f"faster a row's waves may make it)")
+    return value
+
+
 def _positive(text: str) -> float:
     return _number(text, positive=True)
 
@@ -119,6 +128,10 @@ def _build_parser() -> argparse.ArgumentParser:
     tg.add_argument("--wave-exponent", type=_exponent, metavar="E",
                     help="with --wave-slack: write E into the logic file, so that the waves' ratio is "
                          "raised to E (under 1: trusted less). Default: 1")
+    tg.add_argument("--wave-ratio-max", type=_ratio_cap, metavar="R",
+                    help="with --wave-slack: write R into the logic file, so that a row is scaled up by "
+                         "its waves at most R times (a row timed far under a wave carried to a full one "
+                         "speeds up less than its waves say). Default: no cap")
     tg.add_argument("--stream-k-margin", type=_non_negative, metavar="M",
                     help="float GEMM: a stream-K configuration takes a size's row only where it beats "
                          "the best data-parallel one by more than this share (0.05: 5 %%); its figure "

@@ -38,7 +38,9 @@ def cmd_logic(args: argparse.Namespace) -> int:
               + (f"; rows within {logic.wave_slack} of the nearest weighed by waves"
                  if logic.wave_slack is not None else "")
               + (f" (their ratio to the power {logic.wave_exponent})"
-                 if logic.wave_exponent is not None else ""))
+                 if logic.wave_exponent is not None else "")
+              + (f" (their ratio capped at {logic.wave_ratio_max})"
+                 if logic.wave_ratio_max is not None else ""))
         print("solutions:")
         for sid, config in sorted(logic.solutions.items()):
             print(f"  {sid:>3}  {config.short()}")
@@ -103,9 +105,10 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
     if args.wave_slack is not None and quantized_op(args.dtype) is not None:
         raise InvalidArgumentError(f"--wave-slack is for float GEMM; {quantized_op(args.dtype)}'s logic "
                                    f"(--dtype {args.dtype}) weighs no rows by waves: leave it out")
-    if args.wave_exponent is not None and args.wave_slack is None:
-        raise InvalidArgumentError("--wave-exponent damps the waves that --wave-slack weighs rows by; "
-                                   "give --wave-slack too, or leave --wave-exponent out")
+    for flag, value in (("--wave-exponent", args.wave_exponent), ("--wave-ratio-max", args.wave_ratio_max)):
+        if value is not None and args.wave_slack is None:
+            raise InvalidArgumentError(f"{flag} shapes the waves that --wave-slack weighs rows by; "
+                                       f"give --wave-slack too, or leave {flag} out")
     if args.stream_k_margin is not None and quantized_op(args.dtype) is not None:
         raise InvalidArgumentError(f"--stream-k-margin is for float GEMM; {quantized_op(args.dtype)} "
                                    f"(--dtype {args.dtype}) tunes no stream-K family: leave it out")
@@ -175,6 +178,7 @@ def _tune(op: TunableOp, args: argparse.Namespace, problems: list[tuple[int, ...
                   budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes,
                   max_distance=args.max_distance, wave_slack=getattr(args, "wave_slack", None),
                   wave_exponent=getattr(args, "wave_exponent", None),
+                  wave_ratio_max=getattr(args, "wave_ratio_max", None),
                   local_margin=getattr(args, "stream_k_margin", None))
     path = tuner.run()
     print(f"wrote {path}")

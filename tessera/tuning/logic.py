@@ -21,6 +21,8 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
                                                      # nearest compete, weighed by their waves
     wave_exponent: 0.8                               # optional, with wave_slack: the waves' ratio
                                                      # raised to this (under 1: trusted less)
+    wave_ratio_max: 2.0                              # optional, with wave_slack: the waves' ratio
+                                                     # taken at most this (before the exponent)
     origin: tuned                                    # optional: tuned (measured) or heuristic
 
 ``wave_slack`` (ops that declare an ``efficiency``: blas.gemm's is
@@ -33,7 +35,11 @@ can be judged. The sm_90 bf16, fp16 and tf32 files ship 0.7 (docs/architecture.m
 rows"). ``wave_exponent`` raises that ratio to a power: over the picks timed through calls, a row
 predicted to speed up by its waves sped up less and one predicted to slow down slowed less
 (measured ≈ scale^0.78, ``benchmarks/results/wave-score-offline/``); bf16's and fp16's files ship
-0.75 (``wave-exponent-h100-a2e6442/``).
+0.75 (``wave-exponent-h100-a2e6442/``). ``wave_ratio_max`` caps that ratio: a row timed on a grid far
+under a wave, carried to a full one, was predicted 2.5× its figure where it ran 0.73× the row it
+outbid (tf32's N = 1536 rows, ``tune-smalln1536-tf32-h100-e9b0826/``); replayed over every
+committed A/B, a cap of 2 moves no pick of the shipped files in a 2090-shape sweep
+(``wave-score-offline/replay_cap.txt``). No shipped file sets it yet.
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
@@ -83,7 +89,7 @@ DISTANCES = ("log_euclidean",)
 ORIGINS = ("tuned", "heuristic")
 # file-level fields that say how rows are chosen, not what was measured: a tune writes them
 # (``Tuner``), a merge requires them equal
-SELECTION_RULES = ("max_distance", "wave_slack", "wave_exponent")
+SELECTION_RULES = ("max_distance", "wave_slack", "wave_exponent", "wave_ratio_max")
 # operand layouts a problem may name: A then B, N = row-major, T = column-major (stored transposed)
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
@@ -153,6 +159,7 @@ class LogicFile:
     origin: str = "tuned"
     wave_slack: float | None = None  # rows this much farther than the nearest compete (below)
     wave_exponent: float | None = None  # the waves' ratio raised to this (None: 1)
+    wave_ratio_max: float | None = None  # the waves' ratio taken at most this (None: uncapped)
 
     @property
     def stem(self) -> str:
@@ -166,7 +173,8 @@ class LogicFile:
         With ``wave_slack`` (and the device's ``multiprocessors`` and the op's ``efficiency``
         known), when no row is at ``sizes`` itself, the usable rows up to that much farther than
         the nearest compete: each by its measured TFLOP/s scaled by its configuration's
-        efficiency at ``sizes`` over that at its own sizes (that ratio raised to ``wave_exponent``).
+        efficiency at ``sizes`` over that at its own sizes (that ratio capped at ``wave_ratio_max``,
+        then raised to ``wave_exponent``).
         A row's winner was chosen for its own tile count; a neighbour with another count would
         otherwise inherit it whatever its waves.
         A row whose configuration the efficiency cannot judge, at the row or at ``sizes``
@@ -199,10 +207,12 @@ class LogicFile:
         within = itertools.takewhile(lambda match: match.distance <= reach, usable_matches)
         scored = []  # each judged row's TFLOP/s carried here by the efficiency here over at the row
         exponent = 1.0 if self.wave_exponent is None else self.wave_exponent
+        cap = math.inf if self.wave_ratio_max is None else self.wave_ratio_max
         for match in (first, *within):
             here, there = busy(match)
             if here is not None and there is not None:
-                scored.append((match.row.measured.get("tflops", 0.0) * (here / there) ** exponent, match))
+                scale = min(here / there, cap) ** exponent
+                scored.append((match.row.measured.get("tflops", 0.0) * scale, match))
         if not scored or [match for _, match in scored] == [first]:
             return first
         best = max(scored, key=lambda entry: entry[0])[1]  # the nearest of equals
@@ -314,12 +324,17 @@ def load_logic(path: str | Path) -> LogicFile:
     if wave_slack is not None and spec.efficiency is None:
         raise _fail(path, "wave_slack", f"{library}.{op} declares no efficiency to weigh rows by; "
                                         f"remove the field")
-    wave_exponent = doc.get("wave_exponent")
-    if wave_exponent is not None:
-        if not _typed(wave_exponent, (int, float)) or not 0 < wave_exponent <= 1:
-            raise _fail(path, "wave_exponent", f"must be a number in (0, 1] (actual: {wave_exponent!r})")
-        if wave_slack is None:
-            raise _fail(path, "wave_exponent", "weighs rows only with a wave_slack; add one or remove it")
+    wave_exponent, wave_ratio_max = doc.get("wave_exponent"), doc.get("wave_ratio_max")
+    if wave_exponent is not None and (not _typed(wave_exponent, (int, float)) or not 0 < wave_exponent <= 1):
+        raise _fail(path, "wave_exponent", f"must be a number in (0, 1] (actual: {wave_exponent!r})")
+    if wave_ratio_max is not None and (not _typed(wave_ratio_max, (int, float))
+                                       or not 1 <= wave_ratio_max < math.inf):
+        raise _fail(path, "wave_ratio_max", f"must be a finite number of at least 1 (actual: "
+                                            f"{wave_ratio_max!r}; under 1 it would scale down even rows "
+                                            f"whose waves fill better at the asked size)")
+    for name, value in (("wave_exponent", wave_exponent), ("wave_ratio_max", wave_ratio_max)):
+        if value is not None and wave_slack is None:
+            raise _fail(path, name, "weighs rows only with a wave_slack; add one or remove it")
 
     solutions = {}
     for i, entry in enumerate(_require(doc, path, "solutions", list)):
@@ -354,7 +369,8 @@ def load_logic(path: str | Path) -> LogicFile:
     return LogicFile(path, arch, library, op, problem, runtime, solutions, tuple(table), distance,
                      None if max_distance is None else float(max_distance), origin,
                      None if wave_slack is None else float(wave_slack),
-                     None if wave_exponent is None else float(wave_exponent))
+                     None if wave_exponent is None else float(wave_exponent),
+                     None if wave_ratio_max is None else float(wave_ratio_max))
 
 
 def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[str, Any]) -> Any:
