@@ -577,28 +577,19 @@ def test_merge_into_a_file_with_a_selection_rule_names_the_tune_flag(tmp_path: P
     assert not (tmp_path / "out.yaml").exists()
 
 
-def test_merge_requires_the_same_wave_exponent_and_keeps_it(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture) -> None:
-    base = write(tmp_path / "base.yaml", {**GOOD, "wave_slack": 0.7, "wave_exponent": 0.8})
+@pytest.mark.parametrize(("rule", "value", "shown"), [("wave_exponent", 0.8, "their ratio to the power 0.8"),
+                                                      ("wave_ratio_max", 2.0, "their ratio capped at 2.0")])
+def test_merge_requires_the_same_wave_rule_and_keeps_it(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                        rule: str, value: float, shown: str) -> None:
+    base = write(tmp_path / "base.yaml", {**GOOD, "wave_slack": 0.7, rule: value})
     plain = write(tmp_path / "plain.yaml", {**UPDATE, "wave_slack": 0.7})
     assert main(["logic", "merge", str(base), str(plain), "-o", str(tmp_path / "out.yaml")]) == 2
-    assert "tune the update with --wave-exponent 0.8" in capsys.readouterr().err
-    damped = write(tmp_path / "damped.yaml", {**UPDATE, "wave_slack": 0.7, "wave_exponent": 0.8})
-    assert main(["logic", "merge", str(base), str(damped), "-o", str(tmp_path / "out.yaml")]) == 0
-    assert load_logic(tmp_path / "out.yaml").wave_exponent == 0.8
-
-
-def test_merge_requires_the_same_wave_ratio_max_and_keeps_it(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture) -> None:
-    base = write(tmp_path / "base.yaml", {**GOOD, "wave_slack": 0.7, "wave_ratio_max": 2.0})
-    plain = write(tmp_path / "plain.yaml", {**UPDATE, "wave_slack": 0.7})
-    assert main(["logic", "merge", str(base), str(plain), "-o", str(tmp_path / "out.yaml")]) == 2
-    assert "tune the update with --wave-ratio-max 2.0" in capsys.readouterr().err
-    capped = write(tmp_path / "capped.yaml", {**UPDATE, "wave_slack": 0.7, "wave_ratio_max": 2.0})
-    assert main(["logic", "merge", str(base), str(capped), "-o", str(tmp_path / "out.yaml")]) == 0
-    assert load_logic(tmp_path / "out.yaml").wave_ratio_max == 2.0
+    assert f"tune the update with --{rule.replace('_', '-')} {value}" in capsys.readouterr().err
+    same = write(tmp_path / "same.yaml", {**UPDATE, "wave_slack": 0.7, rule: value})
+    assert main(["logic", "merge", str(base), str(same), "-o", str(tmp_path / "out.yaml")]) == 0
+    assert getattr(load_logic(tmp_path / "out.yaml"), rule) == value
     assert main(["logic", "show", str(tmp_path / "out.yaml")]) == 0
-    assert "their ratio capped at 2.0" in capsys.readouterr().out
+    assert shown in capsys.readouterr().out
 
 
 def _space_configs() -> list[object]:

@@ -116,29 +116,18 @@ def test_wave_slack_reaches_the_logic_file_of_a_float_gemm_tune_only(tmp_path: P
     assert not (tmp_path / "q").exists() or not any((tmp_path / "q").rglob("*.yaml"))
 
 
-def test_wave_exponent_reaches_the_logic_file_with_a_wave_slack_only(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture) -> None:
-    tuned = Tuner(fake_op(), tmp_path, progress=False, wave_slack=0.7, wave_exponent=0.8).run()
-    assert load_logic(tuned).wave_exponent == 0.8
-    no_slack = ["tune", "gemm", "--dtype", "fp32", "--wave-exponent", "0.8", "--out", str(tmp_path / "x")]
-    assert main(no_slack) == 2
-    assert "give --wave-slack too" in capsys.readouterr().err
-    for bad in ("0", "1.5", "nan"):
+@pytest.mark.parametrize(("rule", "value", "bad"), [("wave_exponent", 0.8, ("0", "1.5", "nan")),
+                                                    ("wave_ratio_max", 2.0, ("0.5", "inf", "nan", "-2"))])
+def test_a_wave_rule_reaches_the_logic_file_with_a_wave_slack_only(
+        tmp_path: Path, capsys: pytest.CaptureFixture, rule: str, value: float, bad: tuple[str, ...]) -> None:
+    tuned = Tuner(fake_op(), tmp_path, progress=False, wave_slack=0.7, **{rule: value}).run()
+    assert getattr(load_logic(tuned), rule) == value
+    flag = "--" + rule.replace("_", "-")
+    assert main(["tune", "gemm", "--dtype", "fp32", flag, str(value), "--out", str(tmp_path / "x")]) == 2
+    assert f"give --wave-slack too, or leave {flag} out" in capsys.readouterr().err
+    for text in bad:
         with pytest.raises(SystemExit):
-            main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "0.7", "--wave-exponent", bad,
-                  "--out", str(tmp_path / "x")])
-
-
-def test_wave_ratio_max_reaches_the_logic_file_with_a_wave_slack_only(tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture) -> None:
-    tuned = Tuner(fake_op(), tmp_path, progress=False, wave_slack=0.7, wave_ratio_max=2.0).run()
-    assert load_logic(tuned).wave_ratio_max == 2.0
-    no_slack = ["tune", "gemm", "--dtype", "fp32", "--wave-ratio-max", "2", "--out", str(tmp_path / "x")]
-    assert main(no_slack) == 2
-    assert "give --wave-slack too, or leave --wave-ratio-max out" in capsys.readouterr().err
-    for bad in ("0.5", "inf", "nan", "-2"):
-        with pytest.raises(SystemExit):
-            main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "0.7", "--wave-ratio-max", bad,
+            main(["tune", "gemm", "--dtype", "fp32", "--wave-slack", "0.7", flag, text,
                   "--out", str(tmp_path / "x")])
     assert not (tmp_path / "x").exists() or not any((tmp_path / "x").rglob("*.yaml"))
 
