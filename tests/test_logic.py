@@ -278,6 +278,11 @@ BAD = [
     (lambda d: d.update(wave_slack=0.7, wave_ratio_max=float("nan")), "field 'wave_ratio_max': must be"),
     (lambda d: d.update(wave_slack=0.7, wave_ratio_max=True), "field 'wave_ratio_max': must be"),
     (lambda d: d.update(wave_ratio_max=2), "field 'wave_ratio_max': weighs rows only with a wave_slack"),
+    (lambda d: d.update(max_distance=10**400), "field 'max_distance': must be a non-negative number"),
+    (lambda d: d.update(wave_slack=0.7, wave_ratio_max=10**400), "field 'wave_ratio_max': must be"),
+    (lambda d: d["table"][0].update(tflops=10**400), "field 'table[0].tflops': must be a finite number"),
+    (lambda d: d["table"][1].update(tflops=float("inf")), "field 'table[1].tflops': must be a finite number"),
+    (lambda d: d["table"][0].update(tflops=float("nan")), "field 'table[0].tflops': must be a finite number"),
     (lambda d: d.update(solutions={"id": 0}), "field 'solutions': must be list"),
     (lambda d: d["problem"].update(layout="NX"), "field 'problem.layout': 'NX' is unknown"),
 ]
@@ -327,10 +332,20 @@ def test_each_defect_names_file_and_field(change, message: str, tmp_path: Path) 
     ("- just\n- a list\n", "must be a YAML mapping"),
     ("schema: [1,\n", "not valid YAML"),
     ("!!python/object/apply:os.system ['echo pwned']\n", "not valid YAML"),  # safe_load refuses
+    # libyaml recursed through these until the process crashed (a segmentation fault)
+    ("schema: 1\nx: " + "[" * 200_000 + "]" * 200_000 + "\n", "brackets nested 200000 deep"),
+    ("schema: 1\nmax_distance: " + "9" * 5000 + "\n", "YAML that cannot be read into values"),
 ])
 def test_not_a_logic_document(text: str, message: str, tmp_path: Path) -> None:
     with pytest.raises(LogicFileError, match=message):
         load_logic(write(tmp_path / "bad.yaml", text))
+
+
+def test_a_file_too_large_is_refused_unparsed(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_bytes(b"schema: 1\n" + b"#" * logic.MAX_FILE_BYTES)
+    with pytest.raises(LogicFileError, match="over the 16777216 a logic file may hold"):
+        load_logic(path)
 
 
 def _installed(tmp_path: Path, doc: dict, dtype: str = "fp32") -> Path:

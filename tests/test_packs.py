@@ -114,6 +114,12 @@ def _add_regular(name: str):
     return edit
 
 
+def _alter_manifest(replacement: bytes):
+    def edit(member: str, data: bytes, out: tarfile.TarFile) -> bytes:
+        return replacement if member == "manifest.json" else data
+    return edit
+
+
 def _manifest_field(key: str, value: object):
     def edit(member: str, data: bytes, out: tarfile.TarFile) -> bytes:
         if member != "manifest.json":
@@ -122,6 +128,22 @@ def _manifest_field(key: str, value: object):
         manifest[key] = value
         return json.dumps(manifest).encode()
     return edit
+
+
+def _replace(member_name: str, replacement: bytes):
+    """``member_name`` replaced, its checksum in the manifest too: a pack built so, not corrupted."""
+    def edit(member: str, data: bytes, out: tarfile.TarFile) -> bytes:
+        if member == member_name:
+            return replacement
+        if member != "manifest.json":
+            return data
+        manifest = json.loads(data)
+        manifest["files"][member_name] = hashlib.sha256(replacement).hexdigest()
+        return json.dumps(manifest).encode()
+    return edit
+
+
+DEEP = b"[" * 200_000 + b"]" * 200_000  # parsers that recurse per level crashed on this
 
 
 BAD_PACKS = {
@@ -136,6 +158,9 @@ BAD_PACKS = {
     "name escaping the root": (_manifest_field("name", "../../escaped"),
                                "'name' '../../escaped' is not a plain"),
     "version with a slash": (_manifest_field("version", "1/2"), "'version' '1/2' is not a plain name"),
+    "manifest nested too deep": (_alter_manifest(DEEP), "manifest.json is not valid JSON"),
+    "logic nested too deep": (_replace("logic/sm_90/blas.gemm.bf16.yaml", b"schema: 1\nx: " + DEEP),
+                              "blas.gemm.bf16.yaml: brackets nested 200000 deep"),
 }
 
 
@@ -450,6 +475,20 @@ def test_precompile_reports_support(tmp_path: Path) -> None:
             assert (found.binary_name, found.hash) == (entry.binary_name, entry.hash)
             assert binaries._in_pack(function, key + " ") is None
     assert sum(map(len, installed.values())) == 10 + 27 // 3
+
+
+@pytest.mark.parametrize("index", [b'{"sidecars": []}', b"[]", b"{}", b'{"sidecars": {"a": 1}}', DEEP, b"{"],
+                         ids=["sidecars a list", "a list", "no sidecars", "a number", "nested", "cut"])
+def test_an_unreadable_kernel_index_is_ignored_with_a_warning(index: bytes, tmp_path: Path) -> None:
+    """An older pack's kernels/index.json that is no index: its kernels are ignored (calls compile),
+    the process goes on."""
+    from tessera.tuning import binaries
+
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "index.json").write_bytes(index)
+    with pytest.warns(UserWarning, match="ignoring"):
+        assert binaries._index(kernels, -3) == {}
 
 
 def test_precompile_in_several_processes_builds_the_same_pack(tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def _entries(kernels: Path) -> list[tuple[str, dict[str, Any]]]:
     for sidecar in sorted(kernels.glob(f"*{SIDECAR}")):
         try:
             entries.append((sidecar.name, json.loads(sidecar.read_text())))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             warnings.warn(f"ignoring precompiled kernel {sidecar}: {exc}", stacklevel=4)
     return entries
 
@@ -116,7 +116,7 @@ def _index(kernels: Path, _generation: int) -> dict[str, dict[str, Binary]]:
     index: dict[str, dict[str, Binary]] = {}
     try:
         entries = _entries(kernels) if kernels.is_dir() else []
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
         warnings.warn(f"ignoring the precompiled kernels in {kernels}: unreadable index ({exc})",
                       stacklevel=3)
         return index
@@ -214,7 +214,7 @@ def _active(pack: Path, generation: int) -> tuple[Path | None, bool]:
     try:
         built = ((kernels / SOURCE_MEMBER).read_text().strip() if named_by_launch
                  else built_from(json.loads((pack / "manifest.json").read_text())))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
         built = None
     if built != source_fingerprint():
         what = f"Tessera source {built[:12]}" if built else "a Tessera that did not record its source"
@@ -247,7 +247,7 @@ def _named(folder: Path, function: str, key: str) -> Binary | None:
         entry = json.loads(sidecar.read_text())
         found = Binary(entry["function"], entry["launch_key"], folder, entry["binary"], entry["metadata"],
                        entry["hash"], sidecar.name)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, RecursionError, KeyError, TypeError):
         return None
     return found if (found.function, found.launch_key) == (function, key) else None
 

@@ -70,6 +70,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -85,6 +86,11 @@ from tessera.tuning.paths import SHIPPED_LOGIC, cache_root, installed_logic
 SCHEMA_VERSION = 1
 # libyaml's safe loader where PyYAML has it (tens of ms faster on a first call), else the Python one
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# what a logic file may hold before it is parsed: libyaml recurses per nesting level and crashed
+# the process (a segmentation fault) on 200000 nested brackets; block nesting needs indentation,
+# so the size bounds it (~5000 levels in 16 MB; 20000 parsed fine)
+MAX_FILE_BYTES = 16 << 20
+MAX_FLOW_DEPTH = 64
 DISTANCES = ("log_euclidean",)
 ORIGINS = ("tuned", "heuristic")
 # file-level fields that say how rows are chosen, not what was measured: a tune writes them
@@ -251,6 +257,36 @@ def _typed(value: Any, kind: type | tuple[type, ...]) -> bool:
     return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
 
 
+def _real(value: Any) -> float | None:
+    """A YAML number as a float; None for anything else (a bool, a string, an integer beyond a
+    float's range, which ``float`` would raise OverflowError on)."""
+    if not _typed(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` for an error message, cut short (an integer's may run to thousands of digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _rule(path: Path, doc: Mapping[str, Any], name: str, valid: Callable[[float], bool],
+          expected: str) -> float | None:
+    """The file-level selection rule ``name`` as a float (None where absent); a value that is no
+    number, or fails ``valid`` (NaN fails every comparison), names the field and ``expected``."""
+    value = doc.get(name)
+    if value is None:
+        return None
+    number = _real(value)
+    if number is None or not valid(number):
+        raise _fail(path, name, f"must be {expected} (actual: {_shown(value)})")
+    return number
+
+
 def _require(doc: Mapping[str, Any], path: Path, key: str, kind: type, where: str = "") -> Any:
     """``doc[key]`` of type ``kind``; errors name the field as ``where.key``."""
     field = f"{where}.{key}" if where else key
@@ -265,13 +301,25 @@ def _require(doc: Mapping[str, Any], path: Path, key: str, kind: type, where: st
 def _parsed(path: Path) -> Any:
     """The YAML document in ``path`` (safe loading), from the parse cache when these very bytes were
     parsed before (see the module docstring), else parsed and kept there if JSON holds it exactly.
-    The cache only ever saves time: unreadable or unwritable, the file is parsed."""
+    The cache only ever saves time: unreadable or unwritable, the file is parsed. A file too large
+    or nested too deep (:data:`MAX_FILE_BYTES`, :data:`MAX_FLOW_DEPTH`) is refused unparsed."""
     data = path.read_bytes()
+    if len(data) > MAX_FILE_BYTES:
+        raise LogicFileError(f"{path}: {len(data)} bytes, over the {MAX_FILE_BYTES} a logic file may hold "
+                             f"(the shipped ones hold tens of KB); not a logic file")
     memo = cache_root() / "logic" / f"{hashlib.sha256(data).hexdigest()}.json"
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, RecursionError):
         return json.loads(memo.read_bytes())
-    doc = yaml.load(data.decode(), Loader=_SAFE_LOADER)
-    with contextlib.suppress(OSError, TypeError, ValueError):
+    text = data.decode()
+    depth = 0  # a flow collection's depth, brackets inside strings counted too (a logic file has none)
+    if text.count("[") + text.count("{") > MAX_FLOW_DEPTH:  # else it cannot nest deeper
+        brackets = re.sub(r"[^\[\]{}]", "", text)
+        depth = max(itertools.accumulate((c in "[{") - (c in "]}") for c in brackets), default=0)
+    if depth > MAX_FLOW_DEPTH:
+        raise LogicFileError(f"{path}: brackets nested {depth} deep, over the {MAX_FLOW_DEPTH} a logic file "
+                             f"may use (its own nest 2 deep); not a logic file")
+    doc = yaml.load(text, Loader=_SAFE_LOADER)
+    with contextlib.suppress(OSError, TypeError, ValueError, RecursionError):
         text = json.dumps(doc)
         if json.loads(text) == doc:  # not, e.g., with integer keys (JSON's are strings) or dates
             write_atomically(memo, text)
@@ -290,6 +338,8 @@ def load_logic(path: str | Path) -> LogicFile:
                              f"{exc.start})") from exc
     except yaml.YAMLError as exc:
         raise LogicFileError(f"{path}: not valid YAML ({exc})") from exc
+    except (ValueError, RecursionError) as exc:  # an integer of over 4300 digits; nesting too deep
+        raise LogicFileError(f"{path}: YAML that cannot be read into values ({exc})") from exc
     if not isinstance(doc, dict):
         raise LogicFileError(f"{path}: must be a YAML mapping (actual: {type(doc).__name__})")
     schema = _require(doc, path, "schema", int)
@@ -317,21 +367,15 @@ def load_logic(path: str | Path) -> LogicFile:
     origin = doc.get("origin", "tuned")
     if origin not in ORIGINS:
         raise _fail(path, "origin", f"{origin!r} is unknown; known: {', '.join(ORIGINS)}")
-    max_distance, wave_slack = doc.get("max_distance"), doc.get("wave_slack")
-    for name, value in (("max_distance", max_distance), ("wave_slack", wave_slack)):
-        if value is not None and (not _typed(value, (int, float)) or not value >= 0):  # NaN too
-            raise _fail(path, name, f"must be a non-negative number (actual: {value!r})")
+    max_distance = _rule(path, doc, "max_distance", lambda x: x >= 0, "a non-negative number")
+    wave_slack = _rule(path, doc, "wave_slack", lambda x: x >= 0, "a non-negative number")
     if wave_slack is not None and spec.efficiency is None:
         raise _fail(path, "wave_slack", f"{library}.{op} declares no efficiency to weigh rows by; "
                                         f"remove the field")
-    wave_exponent, wave_ratio_max = doc.get("wave_exponent"), doc.get("wave_ratio_max")
-    if wave_exponent is not None and (not _typed(wave_exponent, (int, float)) or not 0 < wave_exponent <= 1):
-        raise _fail(path, "wave_exponent", f"must be a number in (0, 1] (actual: {wave_exponent!r})")
-    if wave_ratio_max is not None and (not _typed(wave_ratio_max, (int, float))
-                                       or not 1 <= wave_ratio_max < math.inf):
-        raise _fail(path, "wave_ratio_max", f"must be a finite number of at least 1 (actual: "
-                                            f"{wave_ratio_max!r}; under 1 it would scale down even rows "
-                                            f"whose waves fill better at the asked size)")
+    wave_exponent = _rule(path, doc, "wave_exponent", lambda x: 0 < x <= 1, "a number in (0, 1]")
+    wave_ratio_max = _rule(path, doc, "wave_ratio_max", lambda x: 1 <= x < math.inf,
+                           "a finite number of at least 1 (under 1 it would scale down even rows whose "
+                           "waves fill better at the asked size)")
     for name, value in (("wave_exponent", wave_exponent), ("wave_ratio_max", wave_ratio_max)):
         if value is not None and wave_slack is None:
             raise _fail(path, name, "weighs rows only with a wave_slack; add one or remove it")
@@ -360,17 +404,19 @@ def load_logic(path: str | Path) -> LogicFile:
         sid = entry.get("solution")
         if not _typed(sid, int) or sid not in solutions:
             raise _fail(path, f"{where}.solution", f"{sid!r} is not a solution id; ids: {sorted(solutions)}")
-        measured = {k: float(v) for k, v in entry.items()
-                    if k not in spec.size_keys and k != "solution" and isinstance(v, (int, float))}
+        measured = {}  # every other number of the row (tflops, …); a bool is none
+        for key, value in entry.items():
+            if key not in spec.size_keys and key != "solution" and _typed(value, (int, float)):
+                number = _real(value)
+                if number is None or not math.isfinite(number):
+                    raise _fail(path, f"{where}.{key}", f"must be a finite number (actual: {_shown(value)})")
+                measured[key] = number
         device = entry.get("device")
         if device is not None and not (isinstance(device, str) and device):
             raise _fail(path, f"{where}.device", f"must be a GPU's name (actual: {device!r})")
         table.append(Row(tuple(sizes), sid, measured, device))
     return LogicFile(path, arch, library, op, problem, runtime, solutions, tuple(table), distance,
-                     None if max_distance is None else float(max_distance), origin,
-                     None if wave_slack is None else float(wave_slack),
-                     None if wave_exponent is None else float(wave_exponent),
-                     None if wave_ratio_max is None else float(wave_ratio_max))
+                     max_distance, origin, wave_slack, wave_exponent, wave_ratio_max)
 
 
 def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[str, Any]) -> Any:

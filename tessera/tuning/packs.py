@@ -299,7 +299,7 @@ def check_pack(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         raise PackError(f"{path}: no {MANIFEST}; not a Tessera pack")
     try:
         manifest = json.loads(contents.pop(MANIFEST))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: arrays nested too deep to decode
         raise PackError(f"{path}: {MANIFEST} is not valid JSON ({exc})") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != PACK_FORMAT:
         raise PackError(f"{path}: pack format {manifest.get('format') if isinstance(manifest, dict) else '?'}"
@@ -476,7 +476,7 @@ def list_packs(root: Path | None = None) -> list[Installed]:
     for directory in sorted((root / "packs").glob("*")) if (root / "packs").is_dir() else []:
         try:
             manifest = json.loads((directory / MANIFEST).read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue  # not a complete install (cannot happen through install_pack; be tolerant)
         found.append(Installed(directory, manifest, directory == current, directory == previous))
     return found
