@@ -80,6 +80,24 @@ def test_killed_and_resumed_equals_uninterrupted(tmp_path: Path) -> None:
     assert len(calls) == len(whole_calls) - 4, "resume must not repeat journaled timings"
 
 
+def test_journal_lines_that_are_no_results_are_timed_again(tmp_path: Path) -> None:
+    """Lines of the wrong shape (edited, or another tool's) are ignored as a cut line is: the
+    resumed run times those candidates and writes what an uninterrupted one writes."""
+    whole = Tuner(fake_op(), tmp_path / "whole", progress=False).run().read_text()
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(fake_op(interrupt_after=4), tmp_path / "cut", progress=False).run()
+    journal = tmp_path / "cut" / "interpreter" / "blas.gemm.fp32.journal.jsonl"
+    real = json.loads(journal.read_text().splitlines()[0])
+    junk = [[1], 5, "text", {"sizes": "64x64", "config": real["config"]},
+            {"sizes": real["sizes"], "config": 7}, {"sizes": [-1, 2], "config": real["config"]},
+            {**real, "config": "[1, 2]"}, {**real, "config": "{not json"},
+            {**real, "status": "ok", "tflops": "fast"}, {**real, "status": "ok", "tflops": True},
+            {**real, "status": "ok", "tflops": float("inf")}]
+    with open(journal, "a") as f:
+        f.write("".join(json.dumps(entry) + "\n" for entry in junk) + "[" * 100_000 + "\n")
+    assert Tuner(fake_op(), tmp_path / "cut", resume=True, progress=False).run().read_text() == whole
+
+
 def test_existing_journal_needs_resume(tmp_path: Path) -> None:
     Tuner(fake_op(), tmp_path, progress=False).run()
     with pytest.raises(InvalidArgumentError, match="pass --resume"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -100,16 +101,34 @@ class Tuner:
         return FileLock(str(self.folder / ".tune.lock"), timeout=600)
 
     def journal(self) -> list[dict[str, Any]]:
-        """Completed results; a line cut short by a kill is ignored."""
+        """Completed results; a line cut short by a kill, or any other line that is no result
+        (edited, or from another tool), is ignored: its candidate is timed again."""
         if not self.journal_path.exists():
             return []
         entries = []
         for line in self.journal_path.read_text().splitlines():
             try:
-                entries.append(json.loads(line))
-            except ValueError:
+                entry = json.loads(line)
+            except (ValueError, RecursionError):
                 continue
+            if self._is_result(entry):
+                entries.append(entry)
         return entries
+
+    def _is_result(self, entry: Any) -> bool:
+        """A journal entry as :meth:`_evaluate` writes it: sizes, a configuration key that is a JSON
+        object, and for a correct candidate a finite figure."""
+        if not (isinstance(entry, dict) and isinstance(entry.get("config"), str)
+                and isinstance(entry.get("sizes"), list)
+                and all(type(size) is int and size >= 0 for size in entry["sizes"])):
+            return False
+        try:
+            if not isinstance(json.loads(entry["config"]), dict):
+                return False
+        except (ValueError, RecursionError):
+            return False
+        figure = entry.get(self.op.figure)
+        return entry.get("status") != "ok" or (type(figure) in (int, float) and math.isfinite(figure))
 
     def _append(self, entry: dict[str, Any]) -> None:
         with self._lock(), open(self.journal_path, "a") as f:
