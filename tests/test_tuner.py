@@ -92,7 +92,7 @@ def test_journal_lines_that_are_no_results_are_timed_again(tmp_path: Path) -> No
             {"sizes": real["sizes"], "config": 7}, {"sizes": [-1, 2], "config": real["config"]},
             {**real, "config": "[1, 2]"}, {**real, "config": "{not json"},
             {**real, "status": "ok", "tflops": "fast"}, {**real, "status": "ok", "tflops": True},
-            {**real, "status": "ok", "tflops": float("inf")}]
+            {**real, "status": "ok", "tflops": float("inf")}, {**real, "status": "ok", "tflops": 10**400}]
     with open(journal, "a") as f:
         f.write("".join(json.dumps(entry) + "\n" for entry in junk) + "[" * 100_000 + "\n")
     assert Tuner(fake_op(), tmp_path / "cut", resume=True, progress=False).run().read_text() == whole

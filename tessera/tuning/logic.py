@@ -317,7 +317,7 @@ def _parsed(path: Path) -> Any:
         depth = max(itertools.accumulate((c in "[{") - (c in "]}") for c in brackets), default=0)
     if depth > MAX_FLOW_DEPTH:
         raise LogicFileError(f"{path}: brackets nested {depth} deep, over the {MAX_FLOW_DEPTH} a logic file "
-                             f"may use (its own nest 2 deep); not a logic file")
+                             f"may use (the shipped ones nest at most 2); not a logic file")
     doc = yaml.load(text, Loader=_SAFE_LOADER)
     with contextlib.suppress(OSError, TypeError, ValueError, RecursionError):
         text = json.dumps(doc)

@@ -128,7 +128,12 @@ class Tuner:
         except (ValueError, RecursionError):
             return False
         figure = entry.get(self.op.figure)
-        return entry.get("status") != "ok" or (type(figure) in (int, float) and math.isfinite(figure))
+        if entry.get("status") != "ok":
+            return True
+        try:
+            return type(figure) in (int, float) and math.isfinite(figure)
+        except OverflowError:  # an integer beyond a float's range
+            return False
 
     def _append(self, entry: dict[str, Any]) -> None:
         with self._lock(), open(self.journal_path, "a") as f:
