@@ -177,6 +177,20 @@ def test_bad_packs_are_refused_and_state_unchanged(case: str, sm90_pack: Path, t
     assert list(packs.verify_installed_files(root)) == []
 
 
+@pytest.mark.parametrize("limit", ["MAX_PACK_BYTES", "MAX_PACK_MEMBERS"])
+def test_a_pack_unpacking_past_the_limits_is_refused_before_it_is_read(
+        limit: str, sm90_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gzip bomb is refused by the sizes its tar headers declare, before its members are read
+    into memory (each limit lowered here to 2, under this pack's members and bytes)."""
+    root = tmp_path / "root"
+    install(sm90_pack, root)
+    before = state(root)
+    monkeypatch.setattr(packs, limit, 2)
+    with pytest.raises(PackError, match="unpacks to over"):
+        install(sm90_pack, root)
+    assert state(root) == before
+
+
 def test_truncated_and_bit_flipped_packs(sm90_pack: Path, tmp_path: Path) -> None:
     root = tmp_path / "root"
     data = sm90_pack.read_bytes()

@@ -48,6 +48,10 @@ from tessera.tuning.paths import SHIPPED_LOGIC, install_root
 
 PACK_FORMAT = 1
 MANIFEST = "manifest.json"
+# what a pack may unpack to before it is read into memory: an sm_90 pack of every shipped kernel
+# (208) holds 4258 members and 88 MB; a gzip bomb of zeros unpacks ~1000 times its size
+MAX_PACK_BYTES = 4 << 30
+MAX_PACK_MEMBERS = 200_000
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -278,9 +282,15 @@ def check_pack(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Read a pack fully into memory and verify it; raise :class:`PackError` saying what is wrong."""
     path = Path(path)
     contents: dict[str, bytes] = {}
+    unpacked = members = 0
     try:
         with tarfile.open(path, "r:gz") as tar:
             for member in tar:
+                members, unpacked = members + 1, unpacked + max(member.size, 0)
+                if members > MAX_PACK_MEMBERS or unpacked > MAX_PACK_BYTES:
+                    raise PackError(f"{path}: unpacks to over {MAX_PACK_MEMBERS} members or "
+                                    f"{MAX_PACK_BYTES >> 20} MiB (a pack of every sm_90 kernel holds ~4000 "
+                                    f"and ~90 MB); refused as damaged or not a pack")
                 if not _safe_member_name(member.name):
                     raise PackError(f"{path}: member {member.name!r} has an absolute or '..' path; refused")
                 if member.issym() or member.islnk():
