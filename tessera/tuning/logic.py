@@ -257,9 +257,9 @@ def _typed(value: Any, kind: type | tuple[type, ...]) -> bool:
     return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
 
 
-def _real(value: Any) -> float | None:
-    """A YAML number as a float; None for anything else (a bool, a string, an integer beyond a
-    float's range, which ``float`` would raise OverflowError on)."""
+def as_float(value: Any) -> float | None:
+    """A YAML or JSON number as a float; None for anything else (a bool, a string, an integer
+    beyond a float's range, which ``float`` would raise OverflowError on)."""
     if not _typed(value, (int, float)):
         return None
     try:
@@ -274,16 +274,16 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:37]}..."
 
 
-def _rule(path: Path, doc: Mapping[str, Any], name: str, valid: Callable[[float], bool],
-          expected: str) -> float | None:
-    """The file-level selection rule ``name`` as a float (None where absent); a value that is no
-    number, or fails ``valid`` (NaN fails every comparison), names the field and ``expected``."""
-    value = doc.get(name)
+def _number(path: Path, doc: Mapping[str, Any], key: str, valid: Callable[[float], bool],
+            expected: str, where: str = "") -> float | None:
+    """``doc[key]`` as a float (None where absent); a value that is no number, or fails ``valid``
+    (NaN fails every comparison), names the field as ``where.key`` and ``expected``."""
+    value = doc.get(key)
     if value is None:
         return None
-    number = _real(value)
+    number = as_float(value)
     if number is None or not valid(number):
-        raise _fail(path, name, f"must be {expected} (actual: {_shown(value)})")
+        raise _fail(path, f"{where}.{key}" if where else key, f"must be {expected} (actual: {_shown(value)})")
     return number
 
 
@@ -310,15 +310,15 @@ def _parsed(path: Path) -> Any:
     memo = cache_root() / "logic" / f"{hashlib.sha256(data).hexdigest()}.json"
     with contextlib.suppress(OSError, ValueError, RecursionError):
         return json.loads(memo.read_bytes())
-    text = data.decode()
+    source = data.decode()
     depth = 0  # a flow collection's depth, brackets inside strings counted too (a logic file has none)
-    if text.count("[") + text.count("{") > MAX_FLOW_DEPTH:  # else it cannot nest deeper
-        brackets = re.sub(r"[^\[\]{}]", "", text)
+    if source.count("[") + source.count("{") > MAX_FLOW_DEPTH:  # else it cannot nest deeper
+        brackets = re.sub(r"[^\[\]{}]", "", source)
         depth = max(itertools.accumulate((c in "[{") - (c in "]}") for c in brackets), default=0)
     if depth > MAX_FLOW_DEPTH:
         raise LogicFileError(f"{path}: brackets nested {depth} deep, over the {MAX_FLOW_DEPTH} a logic file "
                              f"may use (the shipped ones nest at most 2); not a logic file")
-    doc = yaml.load(text, Loader=_SAFE_LOADER)
+    doc = yaml.load(source, Loader=_SAFE_LOADER)
     with contextlib.suppress(OSError, TypeError, ValueError, RecursionError):
         text = json.dumps(doc)
         if json.loads(text) == doc:  # not, e.g., with integer keys (JSON's are strings) or dates
@@ -367,15 +367,15 @@ def load_logic(path: str | Path) -> LogicFile:
     origin = doc.get("origin", "tuned")
     if origin not in ORIGINS:
         raise _fail(path, "origin", f"{origin!r} is unknown; known: {', '.join(ORIGINS)}")
-    max_distance = _rule(path, doc, "max_distance", lambda x: x >= 0, "a non-negative number")
-    wave_slack = _rule(path, doc, "wave_slack", lambda x: x >= 0, "a non-negative number")
+    max_distance = _number(path, doc, "max_distance", lambda x: x >= 0, "a non-negative number")
+    wave_slack = _number(path, doc, "wave_slack", lambda x: x >= 0, "a non-negative number")
     if wave_slack is not None and spec.efficiency is None:
         raise _fail(path, "wave_slack", f"{library}.{op} declares no efficiency to weigh rows by; "
                                         f"remove the field")
-    wave_exponent = _rule(path, doc, "wave_exponent", lambda x: 0 < x <= 1, "a number in (0, 1]")
-    wave_ratio_max = _rule(path, doc, "wave_ratio_max", lambda x: 1 <= x < math.inf,
-                           "a finite number of at least 1 (under 1 it would scale down even rows whose "
-                           "waves fill better at the asked size)")
+    wave_exponent = _number(path, doc, "wave_exponent", lambda x: 0 < x <= 1, "a number in (0, 1]")
+    wave_ratio_max = _number(path, doc, "wave_ratio_max", lambda x: 1 <= x < math.inf,
+                             "a finite number of at least 1 (under 1 it would scale down even rows "
+                             "whose waves fill better at the asked size)")
     for name, value in (("wave_exponent", wave_exponent), ("wave_ratio_max", wave_ratio_max)):
         if value is not None and wave_slack is None:
             raise _fail(path, name, "weighs rows only with a wave_slack; add one or remove it")
@@ -404,13 +404,9 @@ def load_logic(path: str | Path) -> LogicFile:
         sid = entry.get("solution")
         if not _typed(sid, int) or sid not in solutions:
             raise _fail(path, f"{where}.solution", f"{sid!r} is not a solution id; ids: {sorted(solutions)}")
-        measured = {}  # every other number of the row (tflops, …); a bool is none
-        for key, value in entry.items():
-            if key not in spec.size_keys and key != "solution" and _typed(value, (int, float)):
-                number = _real(value)
-                if number is None or not math.isfinite(number):
-                    raise _fail(path, f"{where}.{key}", f"must be a finite number (actual: {_shown(value)})")
-                measured[key] = number
+        measured = {key: _number(path, entry, key, math.isfinite, "a finite number", where)
+                    for key, value in entry.items()  # every other number of the row (tflops, …)
+                    if key not in spec.size_keys and key != "solution" and _typed(value, (int, float))}
         device = entry.get("device")
         if device is not None and not (isinstance(device, str) and device):
             raise _fail(path, f"{where}.device", f"must be a GPU's name (actual: {device!r})")

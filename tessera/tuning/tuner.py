@@ -127,13 +127,8 @@ class Tuner:
                 return False
         except (ValueError, RecursionError):
             return False
-        figure = entry.get(self.op.figure)
-        if entry.get("status") != "ok":
-            return True
-        try:
-            return type(figure) in (int, float) and math.isfinite(figure)
-        except OverflowError:  # an integer beyond a float's range
-            return False
+        figure = logic.as_float(entry.get(self.op.figure))
+        return entry.get("status") != "ok" or (figure is not None and math.isfinite(figure))
 
     def _append(self, entry: dict[str, Any]) -> None:
         with self._lock(), open(self.journal_path, "a") as f:
