@@ -114,7 +114,9 @@
 #   narrowm  `prefill` at SIZES (the prompt shapes with M 384 / 640 / 768 tf32 was tuned at in the
 #            sixty-fourth session), each tuned file merged into the shipped one, then
 #            logic_rows_ab.py (3 rounds, the file before twice) on the shapes the rows move in
-#            M 384, 640, 768 and 20 drawn (seed 64) from M 320–1024; DTYPES="bf16 fp16",
+#            M 384, 640, 768, 20 drawn (seed 64) from M 320–1024 and SHORT_SAMPLE (12) drawn from
+#            its moves at a short K (SHORT_KS 256–1536: rows reach there, sixty-seventh session,
+#            rows-shortk/; SHORT_SAMPLE=0 leaves them out); DTYPES="bf16 fp16",
 #            TUNE_S (180) and AB_S (150) s a dtype; two dtypes ran in 6 min with TUNE_S=110
 #            AB_S=140, before graph_ms's untimed replays (~+40 % a timing): one dtype a call now ~9 min
 #   order    order_probe.py: does a graph-replayed time depend on the kernel that ran before it (torch
@@ -527,7 +529,7 @@ waveexp() {  # the wave score damped (wave_exponent), through calls
 }
 
 narrowm() {  # prompt shapes with narrow M tuned, merged and timed against the shipped file in one call
-    local dt shipped own drawn
+    local dt shipped own drawn short shapes
     # DTYPES, FAMILIES and TUNE_S as `prefill` takes them; SIZES: tf32's narrow-M sizes by default
     SIZES=${SIZES:-384x4096x4096,384x14336x4096,384x4096x14336,384x3072x13824,384x13824x3072,768x4096x4096,\
 768x14336x4096,768x4096x14336,768x3072x13824,768x13824x3072,640x11008x5120,640x5120x11008} prefill
@@ -543,8 +545,14 @@ narrowm() {  # prompt shapes with narrow M tuned, merged and timed against the s
         drawn=$("$PY" benchmarks/logic_moves.py "$shipped" "$dir/variants/$dt-narrow.yaml" \
             --ms "${DRAW_MS:-320,448,576,704,896,1024}" --sides "${DRAW_SIDES:-3072,5120,6144,11008,13824}" \
             --ks "${DRAW_KS:-3072,5120,6144,11008,13824}" --sample 20 --seed 64 2> "$dir/$dt-drawn-moves.txt")
-        if [ -n "$own$drawn" ]; then
-            echo "$own${own:+${drawn:+,}}$drawn" > "$dir/$dt-shapes.txt"
+        short=
+        [ "${SHORT_SAMPLE:-12}" = 0 ] || short=$("$PY" benchmarks/logic_moves.py "$shipped" "$dir/variants/$dt-narrow.yaml" \
+            --ms "${SHORT_MS:-16,32,64,96,128,160,192,256,320,384,448,640}" \
+            --sides "${SHORT_SIDES:-512,1024,1536,2048,3072,4096}" --ks "${SHORT_KS:-256,512,1024,1536}" \
+            --sample "${SHORT_SAMPLE:-12}" --seed 67 2> "$dir/$dt-short-moves.txt")
+        shapes=$(printf '%s\n' $own $drawn $short | paste -sd, -)  # each a comma-separated list or empty
+        if [ -n "$shapes" ]; then
+            echo "$shapes" > "$dir/$dt-shapes.txt"
         else
             echo "$dt: no shape moved" | tee -a "$dir/summary.txt"
         fi
