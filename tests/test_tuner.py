@@ -220,6 +220,21 @@ def test_parse_sizes() -> None:
             parse_sizes(bad, presets, 4)
 
 
+def test_tune_gemm_help_names_every_size_preset(capsys: pytest.CaptureFixture) -> None:
+    """`tune gemm --sizes`'s help lists exactly the GEMM presets the tuner knows."""
+    import re
+
+    from tessera.blas.tune import SIZE_PRESETS
+
+    with pytest.raises(SystemExit):
+        main(["tune", "gemm", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    named = re.search(r"preset names \(([^)]*)\)", text)
+    assert named is not None
+    assert set(named.group(1).split(", ")) == set(SIZE_PRESETS)
+    assert all(k <= 1024 and m <= 256 for m, _, k, _ in SIZE_PRESETS["shortk"])
+
+
 def test_cli_tune_gemm_writes_logic_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     import torch
 

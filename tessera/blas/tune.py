@@ -47,6 +47,10 @@ SIZE_PRESETS: dict[str, list[tuple[int, int, int, int]]] = {
     # the same layers at prompt lengths (prefill): between the skinny rows and the squares, where
     # the nearest row was a skinny one streaming its weights or a square of another shape
     "prefill": [(m, n, k, 1) for m in (512, 1024, 2048) for n, k in LLM_NK],
+    # small products with a short K (M 64-256 x N 1024-4096 x K 512 / 1024): the shipped files serve
+    # them from squares and long-K rows ~1.5 log-units away, and rows tuned at K >= 4096 reach down
+    # there untimed (docs/architecture.md, "Rows that win at K >= 2048 and reach short K untimed")
+    "shortk": [(m, n, k, 1) for m in (64, 128, 256) for n in (1024, 2048, 4096) for k in (512, 1024)],
     "batched": [(64, 64, 64, 512), (128, 128, 128, 256), (32, 32, 32, 1024), (256, 256, 256, 64)],
     # wave-quantized on 132 SMs (benchmarks/streamk.py): 128x128 grids a few tiles over one or
     # two waves, K = 8192, where stream-K can win; and nearly full grids as controls, so that

@@ -114,8 +114,8 @@ def _build_parser() -> argparse.ArgumentParser:
                              "int4_bf16", "int4_fp16", "int8_bf16", "int8_fp16"],
                     help="float GEMM; fp8/int8 operands (op gemm_scaled); weight-only intN_act (op gemm_wq)")
     tg.add_argument("--sizes", default="preset",
-                    help="preset names (preset, square, skinny, prefill, batched, wave, tiny) or MxNxK[xB], "
-                         "comma-separated")
+                    help="preset names (preset, square, skinny, prefill, shortk, batched, wave, tiny) "
+                         "or MxNxK[xB], comma-separated")
     tg.add_argument("--space", default="default", choices=["default", "wide", "tiny"])
     tg.add_argument("--layout", choices=list(LAYOUTS),
                     help="operands' layout, A then B (N row-major, T column-major; NT is x @ W.t()): "
