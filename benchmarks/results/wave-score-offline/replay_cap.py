@@ -86,11 +86,17 @@ def replay(path: Path) -> None:
         print(f"{path.relative_to(RESULTS)} {name} ({len(run['rows'])} shapes) | " + " | ".join(cells))
 
 
-def main() -> None:
-    print("cap on the waves' ratio: geomean over the run's first file (untimed picks, picks under 0.95)")
+def ab_runs() -> Iterator[Path]:
+    """Every committed `logic_rows_ab.py` result (a JSON with the files' picks), in path order."""
     for path in sorted(RESULTS.rglob("*.json")):
         if '"picks"' in path.read_text(errors="ignore"):
-            replay(path)
+            yield path
+
+
+def main() -> None:
+    print("cap on the waves' ratio: geomean over the run's first file (untimed picks, picks under 0.95)")
+    for path in ab_runs():
+        replay(path)
     print("\npicks of the shipped files a cap moves over M x N x K =", " x ".join(str(len(s)) for s in SWEEP))
     for dtype in ("bf16", "fp16", "tf32"):
         file = logic.load_logic(Path(f"tessera/logic/sm_90/blas.gemm.{dtype}.yaml"))

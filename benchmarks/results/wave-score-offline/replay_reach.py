@@ -72,9 +72,8 @@ def replay(path: Path) -> None:
 
 def main() -> None:
     print("reach floored: geomean over each file's own picks (picks moved, untimed, least ratio)")
-    for path in sorted(RESULTS.rglob("*.json")):
-        if '"picks"' in path.read_text(errors="ignore"):
-            replay(path)
+    for path in replay_cap.ab_runs():
+        replay(path)
 
 
 if __name__ == "__main__":
