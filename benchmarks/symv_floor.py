@@ -275,6 +275,7 @@ def main() -> None:
     # the sums added atomically during the walk, the finish only scaling them (sixty-eighth session)
     variants += [dataclasses.replace(config, atomic_sums=True, per_program=p, num_stages=stages)
                  for p in (8, 16) for stages in (0, 3)]
+    variants += [dataclasses.replace(config, atomic_sums=True, finish_rows=rows) for rows in (0, 8)]
     reference = blas.symv(a, x).float()
     for variant in dict.fromkeys(v for v in variants if v != config):
         got = torch.empty_like(y)
