@@ -132,11 +132,9 @@
 #            (wave-exponent-h100-a2e6442/; a sweep no earlier A/B used; the damped one shipped
 #            since), 3 rounds, AB_S (200) s a dtype; ROWS names another such folder (its
 #            variants/<dtype>-{shipped,damped,wide-damped}.yaml and <dtype>-shapes.txt)          ~6 min
-#   symv     symv's variants (SymvConfig.overlap_finish, atomic_sums): the symv tests on the GPU (a
-#            chain of calls with it), then symv_floor.py --shipped-only (the variants checked
-#            against the shipped call, then timed from graphs beside copy)                  ~6 min
-#   symvtune symv bf16 tuned over SYMV_SPACE at 4096, 8192, 16384 (TUNE_MIN, 5 minutes at most);
-#            the logic and journal come back under tune/ (merge by hand after reading)     ~6 min
+#   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
+#            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
+#            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
 # A stage that is not named is not run; unknown names stop the script before anything runs. A name
 # may carry a GPU filter, GPU/stage, run only where nvidia-smi's name holds GPU: a call asked for an
 # H200 may get an H100, so `H200/quant H200/l1map H100/rest` times on the issues' GPU only and
@@ -278,11 +276,6 @@ symv() {
     capped 200 symv-tests "$PY" -m pytest tests/test_blas_level12.py -q -rs -k symv \
         --junitxml="$dir/symv-tests.xml"
     capped 200 symv-floor "$PY" benchmarks/symv_floor.py "$dir/symv-floor.json" --shipped-only
-}
-
-symvtune() {  # symv bf16 re-tuned over the whole space (atomic sums in it), at the shipped sizes
-    capped 330 symv-tune "$PY" -m tessera tune level2 --op symv --dtype bf16 --sizes 4096,8192,16384 \
-        --budget-minutes "${TUNE_MIN:-5}" --no-plot --out "$dir/tune"
 }
 
 quant() {
@@ -580,11 +573,11 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|symvtune) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
-                "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp, symvtune)"; exit 2;; esac
+                "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

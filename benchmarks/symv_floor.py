@@ -47,10 +47,8 @@ Both modes also time symv forced to the shipped tile with the other program orde
 longest first, with 16 or 8 tiles a program, prefetched into registers or staged through shared
 memory (3 or 4 stages): timed since the twenty-seventh session (``symv-floor-h200-ceac80c.json``
 … ``-40e96ec.json``); and the shipped tile with the finish overlapping the walk
-(``overlap_finish``, forty-fourth session: the finish's programs wait on row-block counts) and
-with the sums added atomically during the walk (``atomic_sums``, sixty-eighth session: 8 or 16
-tiles a program, registers or 3 stages), each variant checked against the shipped call's result
-before it is timed.
+(``overlap_finish``, forty-fourth session: the finish's programs wait on row-block counts), each
+variant checked against the shipped call's result before it is timed.
 
 Usage: python benchmarks/symv_floor.py OUT.json [--shipped-only] (the copy, torch and the shipped
 launches only: with TESSERA_PDL set, one programmatic-dependent-launch mode's figures)
@@ -231,7 +229,7 @@ def main() -> None:
     def main_only() -> None:
         k.symv_launch((programs,), (a, x, plan, order, ws_row, ws_col, None, N, N, 1, 0, 1, 0, 0, programs),
                       {"FP64": False, "BS": tile, "STAGES": config.num_stages,
-                       "PDL": k.pdl_mode(a, k.SYMV_PDL), "ATOMIC": False}, config.num_warps, 3)
+                       "PDL": k.pdl_mode(a, k.SYMV_PDL)}, config.num_warps, 3)
 
     finish = k.symv_finish_constexprs(config, blocks, True, False, k.pdl_mode(a, k.SYMV_PDL))
 
@@ -272,10 +270,6 @@ def main() -> None:
     variants += [dataclasses.replace(config, overlap_finish=True),
                  dataclasses.replace(config, overlap_finish=True, per_program=8),
                  dataclasses.replace(config, overlap_finish=True, finish_rows=8)]
-    # the sums added atomically during the walk, the finish only scaling them (sixty-eighth session)
-    variants += [dataclasses.replace(config, atomic_sums=True, per_program=p, num_stages=stages)
-                 for p in (8, 16) for stages in (0, 3)]
-    variants += [dataclasses.replace(config, atomic_sums=True, finish_rows=rows) for rows in (0, 8)]
     reference = blas.symv(a, x).float()
     for variant in dict.fromkeys(v for v in variants if v != config):
         got = torch.empty_like(y)

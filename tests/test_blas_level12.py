@@ -872,10 +872,8 @@ out["iamax"] = ptx(_extreme_kernel, ["*fp32", "*fp32", "*i64"] + ["i32"] * 4,
 symv_types = ["*bf16", "*bf16", "*i32", "*i32", "*fp32", "*fp32", "*i32"] + ["i32"] * 8
 for mode in (0, 1, 2):
     out[f"symv-pdl{mode}"] = ptx(_symv_kernel, symv_types[:6] + ["constexpr"] + symv_types[7:],
-                                 dict(count_ptr=None, FP64=False, BS=64, STAGES=0, PDL=mode, ATOMIC=False))
-out["symv-counted"] = ptx(_symv_kernel, symv_types, dict(FP64=False, BS=64, STAGES=0, PDL=1, ATOMIC=False))
-out["symv-atomic"] = ptx(_symv_kernel, symv_types[:6] + ["constexpr"] + symv_types[7:],
-                         dict(count_ptr=None, FP64=False, BS=64, STAGES=0, PDL=2, ATOMIC=True))
+                                 dict(count_ptr=None, FP64=False, BS=64, STAGES=0, PDL=mode))
+out["symv-counted"] = ptx(_symv_kernel, symv_types, dict(FP64=False, BS=64, STAGES=0, PDL=1))
 finish_types = ["*fp32", "*fp32", "*i32", "*bf16"] + ["i32"] * 7 + ["fp64", "fp64"]
 finish_constexprs = dict(BETA_ZERO=True, FP64=False, BS=64, ROWS=16, COLUMN=8, RIGHT=128, PDL=2)
 out["finish-counted"] = ptx(_symv_finish_kernel, finish_types, finish_constexprs)
@@ -909,12 +907,6 @@ def test_measured_memory_hints_reach_the_sm90_code() -> None:
     assert ".release" not in counted and counted.index("fence.acq_rel.gpu") < counted.index(count)
     assert "gpu.acquire" in finish and "ld.global.cg" in finish
     assert finish.index("st.global") < finish.index("griddepcontrol.wait")
-    # atomic sums: every sum a relaxed add into the sums (Triton 3.6 writes atom, which ptxas makes
-    # a RED as its value goes unused; 3.9 writes red), nothing stored
-    atomic = ptx["symv-atomic"]
-    assert "st.global" not in atomic and ".release" not in atomic
-    adds = sum(atomic.count(f"{op}.global.gpu.relaxed.add.f32") for op in ("atom", "red"))
-    assert adds == 3  # the row sums, the diagonal tile's, the mirrored ones
 
 
 @pytest.mark.parametrize("shape", [GerConfig(16, 32, 2), GerConfig(64, 16, 4)], ids=lambda c: c.short())
@@ -948,9 +940,7 @@ def test_symv_launch_order_covers_the_plan_longest_first(blocks: int, per_progra
 @pytest.mark.parametrize("shape", [SymvConfig(16, 1, 2), SymvConfig(32, 3, 4), SymvConfig(16, 2, 4, True),
                                    SymvConfig(16, 3, 4, True, 3), SymvConfig(16, 2, 4, False, 3),
                                    SymvConfig(8, 3, 2), SymvConfig(8, 4, 2, True),
-                                   SymvConfig(16, 3, 4, True, 0, 4), SymvConfig(32, 2, 4, False, 3, 8),
-                                   SymvConfig(8, 3, 2, atomic_sums=True),
-                                   SymvConfig(16, 3, 4, True, 3, 4, atomic_sums=True)],
+                                   SymvConfig(16, 3, 4, True, 0, 4), SymvConfig(32, 2, 4, False, 3, 8)],
                          ids=lambda c: c.short())
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
 def test_every_symv_config_agrees_with_numpy(shape: SymvConfig, dtype: torch.dtype, device: str) -> None:
@@ -1005,42 +995,6 @@ def test_symv_overlapped_finish_counts_its_parts(shape: SymvConfig, device: str,
         stack = full.to(device).expand(3, n, n)
         got = symv(stack, x.expand(3, n).clone())
     assert np.allclose(f64(got), np.tile(sym.numpy() @ f64(x), (3, 1)), rtol=1e-12, atol=1e-12)
-
-
-def test_symv_atomic_sums_leave_their_scratch_zeroed(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Atomic sums: calls in a row and batched agree with numpy, each call's scale launch leaving
-    the kept sums at zero for the next (a stale sum would add into every later call); with torch's
-    deterministic algorithms on, the same config adds stored parts in a fixed order instead."""
-    shape, n = SymvConfig(16, 3, 4, True, 0, 4, atomic_sums=True), 75
-    kept: list[torch.Tensor] = []
-    scratch = k2.scratch
-    monkeypatch.setattr(k2, "scratch", lambda *args: kept.append(scratch(*args)) or kept[-1])
-    gen = torch.Generator().manual_seed(39)
-    full = torch.randn(n, n, generator=gen, dtype=torch.float64)
-    sym = torch.triu(full) + torch.triu(full, 1).T
-    x, y = make(n, torch.float64, device, 40), make(n, torch.float64, device, 41)
-    want = 2.0 * sym.numpy() @ f64(x) - f64(y)
-    with space.forced(shape):
-        for _ in range(2):
-            got = symv(full.to(device), x, y.clone(), alpha=2.0, beta=-1.0)
-            assert np.allclose(f64(got), want, rtol=1e-12, atol=1e-12)
-        got = symv(full.to(device).expand(3, n, n), x.expand(3, n).clone())
-        assert np.allclose(f64(got), np.tile(sym.numpy() @ f64(x), (3, 1)), rtol=1e-12, atol=1e-12)
-    assert len(kept) == 3 and not any(bool(buffer.any()) for buffer in kept)
-    monkeypatch.setattr(k2, "symv_scale_launch", lambda *args: pytest.fail("atomic sums while deterministic"))
-    was = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        with space.forced(shape):
-            got = symv(full.to(device), x, y.clone(), alpha=2.0, beta=-1.0)
-    finally:
-        torch.use_deterministic_algorithms(was)
-    assert np.allclose(f64(got), want, rtol=1e-12, atol=1e-12)
-
-
-def test_symv_takes_atomic_sums_or_the_overlapped_finish_not_both() -> None:
-    with pytest.raises(InvalidArgumentError, match="atomic_sums and overlap_finish"):
-        SymvConfig(64, 8, 4, overlap_finish=True, atomic_sums=True)
 
 
 @pytest.mark.parametrize("rows", [3, -1, 128])

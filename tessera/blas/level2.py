@@ -174,12 +174,9 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
         _scale_only(y_vec, beta)
         return y_vec.tensor
     sam, san = (a.stride(-1), a.stride(-2)) if lower else (a.stride(-2), a.stride(-1))  # lower = upper of Aᵀ
-    config = space.shape_of("symv", (n,), a)
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    if isinstance(config, k.SymvConfig) and config.atomic_sums and deterministic:
-        config = dataclasses.replace(config, atomic_sums=False)  # the same sums in a fixed order
     k.launch_symv(a, sam, san, n, x_vec.kernel_args(), y_vec.kernel_args(), alpha, beta,
-                  fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=config, batch=batch, a_batch=a_batch)
+                  fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a),
+                  batch=batch, a_batch=a_batch)
     mark_written(y_vec.tensor)
     return y_vec.tensor
 

@@ -702,18 +702,14 @@ GER_SPACE = tuple(GerConfig(bm, bn, w) for bm in (16, 32, 64) for bn in (64, 128
 # finish_rows (thirtieth session): the finish in programs of 16 or 8 rows, for the 4-warp 64-edge
 # tiles only (every re-tune since the twenty-seventh session chose those; at 8192² finish 8 24.2
 # against 24.5 µs, symv-floor-h200-3ced280.json)
-# overlap_finish (forty-fourth session; lost on an H100 in the forty-fifth): the finish's programs
-# start during the walk and wait on their row block's count, for the tiles every re-tune chose
-# atomic_sums (sixty-eighth session, not yet timed): the walk adds its sums atomically, the finish
-# only scales them (programs of 16 rows or of the tile's 64)
+# overlap_finish (forty-fourth session, not yet timed): the finish's programs start during the walk
+# and wait on their row block's count, for the tiles every re-tune chose
 SYMV_SPACE = (*(SymvConfig(t, p, w, order, stages) for t in (32, 64, 128) for p in (4, 8, 16)
                 for w in (4, 8) for order in (False, True) for stages in (0, 2, 3, 4)),
               *(SymvConfig(64, p, 4, order, stages, rows) for p in (4, 8, 16) for order in (False, True)
                 for stages in (0, 2, 3, 4) for rows in (16, 8)),
               *(SymvConfig(64, p, 4, True, stages, rows, True) for p in (8, 16) for stages in (0, 3)
-                for rows in (16, 8)),
-              *(SymvConfig(64, p, 4, True, stages, rows, atomic_sums=True) for p in (8, 16)
-                for stages in (0, 3) for rows in (16, 0)))
+                for rows in (16, 8)))
 TRSV_SPACE = tuple(TrsvConfig(b, w) for b in (32, 64, 128) for w in (4, 8))
 
 

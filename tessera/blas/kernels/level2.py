@@ -90,12 +90,7 @@ class SymvConfig:
     ``num_stages − 1`` tiles in flight through shared memory (asynchronous copies).
     ``overlap_finish``: the finish launch starts while the walk runs (programmatic dependent
     launch early, where the GPU has it) and each of its programs waits for its row block's count
-    of finished walk programs instead of for the whole walk (:func:`_symv_finish_kernel`).
-    ``atomic_sums``: the walk adds its row and mirrored sums into one float32 (float64) vector by
-    atomic adds instead of storing parts, and the finish only scales it (:func:`_symv_scale_kernel`):
-    no parts to read back, but the order of the additions varies, so results may differ in the
-    last bits from call to call (cuBLAS's atomics mode); never taken while torch's deterministic
-    algorithms are on."""
+    of finished walk programs instead of for the whole walk (:func:`_symv_finish_kernel`)."""
 
     tile: int = 64
     per_program: int = 8
@@ -104,7 +99,6 @@ class SymvConfig:
     num_stages: int = 0
     finish_rows: int = 0  # rows a program of the finish launch adds up (0: ``tile``; divides it)
     overlap_finish: bool = False
-    atomic_sums: bool = False
 
     kernel = "symv"
 
@@ -113,18 +107,13 @@ class SymvConfig:
             raise InvalidArgumentError(
                 f"symv finish_rows must divide the tile {self.tile} or be 0, the tile (actual: "
                 f"{self.finish_rows}): a program of the finish launch adds rows of one row block")
-        if self.atomic_sums and self.overlap_finish:
-            raise InvalidArgumentError(
-                "symv atomic_sums and overlap_finish were both set; expected at most one: the overlapped "
-                "finish adds stored parts, atomic sums leave none to add")
 
     def short(self) -> str:
         return (f"{self.kernel} tile {self.tile} x{self.per_program} w{self.num_warps}"
                 f"{f' s{self.num_stages}' if self.num_stages else ''}"
                 f"{' longest-first' if self.longest_first else ''}"
                 f"{f' finish {self.finish_rows}' if self.finish_rows else ''}"
-                f"{' overlapped' if self.overlap_finish else ''}"
-                f"{' atomic' if self.atomic_sums else ''}")
+                f"{' overlapped' if self.overlap_finish else ''}")
 
 
 @dataclass(frozen=True)
@@ -213,22 +202,17 @@ def _gemv_finish_kernel(ws_ptr, y_ptr, M, y_start, incy, y_batch, alpha: tl.floa
 
 
 @triton.jit
-def _symv_use_tile(ws_row_ptr, mirrored, wide, x_cols, x_rows, rows, bj, n, FP64: tl.constexpr,
-                   ATOMIC: tl.constexpr):
+def _symv_use_tile(ws_row_ptr, mirrored, wide, x_cols, x_rows, rows, bj, n, FP64: tl.constexpr):
     """A tile above the diagonal used twice: its row sums A_IJ·x_J stored to ws_row[J, its rows]
-    (``evict_last``: the finish reads them back), or with ATOMIC added into the sums at its rows;
-    its A_IJᵀ·x_I part added to ``mirrored``."""
-    row_sums = tl.sum(wide * x_cols[None, :], 1)
-    if ATOMIC:
-        tl.atomic_add(ws_row_ptr + rows, row_sums, sem="relaxed")
-    else:
-        tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, row_sums, eviction_policy="evict_last")
+    (``evict_last``: the finish reads them back), its A_IJᵀ·x_I part added to ``mirrored``."""
+    tl.store(ws_row_ptr + bj.to(tl.int64) * n + rows, tl.sum(wide * x_cols[None, :], 1),
+             eviction_policy="evict_last")
     return mirrored + wide * _wide(x_rows, FP64)[:, None]
 
 
 @triton.jit
 def _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first, i_end, n, sam,
-                     san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr, ATOMIC: tl.constexpr):
+                     san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr):
     """``_symv_kernel``'s tiles above the diagonal, the next tile's loads issued before this
     one's arithmetic (a register prefetch); returns ``mirrored`` with their Aᵀ·x parts added.
     A's tiles, each read once, are loaded ``evict_first`` and the row sums stored ``evict_last``:
@@ -246,16 +230,14 @@ def _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r
                             mask=(next_rows < rows_end)[:, None] & col_ok[None, :], other=0,
                             eviction_policy="evict_first")
         next_x = tl.load(x_ptr + x_start + next_rows * incx, mask=next_rows < rows_end, other=0)
-        mirrored = _symv_use_tile(ws_row_ptr, mirrored, _wide(tile, FP64), x_cols, x_rows, rows, bj, n, FP64,
-                                  ATOMIC)
+        mirrored = _symv_use_tile(ws_row_ptr, mirrored, _wide(tile, FP64), x_cols, x_rows, rows, bj, n, FP64)
         rows, tile, x_rows = next_rows, next_tile, next_x
     return mirrored
 
 
 @triton.jit
 def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first, i_end, n, sam,
-                    san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr,
-                    ATOMIC: tl.constexpr):
+                    san, x_start, incx, FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr):
     """:func:`_symv_prefetched`'s work with the tiles in flight through shared memory (Triton's
     pipelining, STAGES − 1 ahead). x's 2-byte elements cannot take the asynchronous copies the
     tiles take: the next tile's are loaded a step ahead into registers instead of stalling
@@ -270,15 +252,14 @@ def _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r,
         x_next = tl.load(x_ptr + x_start + (rows + BS) * incx, mask=rows + BS < rows_end, other=0)
         wide = _wide(tl.load(a_ptr + rows[:, None] * sam + cols[None, :] * san, mask=col_ok[None, :],
                              other=0, eviction_policy="evict_first"), FP64)
-        mirrored = _symv_use_tile(ws_row_ptr, mirrored, wide, x_cols, x_rows, rows, bj, n, FP64, ATOMIC)
+        mirrored = _symv_use_tile(ws_row_ptr, mirrored, wide, x_cols, x_rows, rows, bj, n, FP64)
     return mirrored
 
 
 @triton.jit
 def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, count_ptr, n, sam, san, x_start,
                  incx, a_batch, x_batch, programs,
-                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr,
-                 ATOMIC: tl.constexpr):
+                 FP64: tl.constexpr, BS: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     """Tiles (I0, J) … (I1 − 1, J) of the upper triangle's block column J (plan row = J, I0, I1,
     the row this program takes from ``order``; a lower triangle comes with its strides swapped),
     each read once and used twice: A_IJ·x_J, a per-tile row sum, to ws_row[J, I's rows];
@@ -292,13 +273,12 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, coun
     ``count_ptr`` (not None: the overlapped finish), a program ends by counting itself in for
     each row block it left parts of (its tiles' and its block column's): behind one release
     fence where PDL may run the finish beside it; without PDL the finish starts after this grid
-    has finished, which orders everything already. With ATOMIC, ws_row holds n sums per batch
-    entry instead (zero when the launch starts) and every sum is added into it (ws_col unused)."""
+    has finished, which orders everything already."""
     dependent_launch(PDL)
     b, launched = batch_entry(programs)
     a_ptr += b * a_batch
     x_start += b * x_batch
-    ws_row_ptr += b * (n if ATOMIC else tl.cdiv(n, BS) * n)
+    ws_row_ptr += b * tl.cdiv(n, BS) * n
     ws_col_ptr += b * programs * BS
     row = tl.load(order_ptr + launched)
     bj = tl.load(plan_ptr + 3 * row)
@@ -312,10 +292,10 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, coun
     i_end = tl.minimum(i_last, bj)  # the tiles above the diagonal: whole row blocks
     if STAGES > 0:
         mirrored = _symv_pipelined(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first,
-                                   i_end, n, sam, san, x_start, incx, FP64, BS, STAGES, ATOMIC)
+                                   i_end, n, sam, san, x_start, incx, FP64, BS, STAGES)
     else:
         mirrored = _symv_prefetched(a_ptr, x_ptr, ws_row_ptr, mirrored, x_cols, cols, col_ok, r, bj, i_first,
-                                    i_end, n, sam, san, x_start, incx, FP64, BS, ATOMIC)
+                                    i_end, n, sam, san, x_start, incx, FP64, BS)
     # the finish launches once every program has walked its tiles, while the last ones finish
     # theirs (8192² bf16: 21.3 / 21.4 → 21.1–21.2 µs over three processes, symv-late-h200-7171676/)
     dependents_may_launch(PDL)
@@ -323,16 +303,9 @@ def _symv_kernel(a_ptr, x_ptr, plan_ptr, order_ptr, ws_row_ptr, ws_col_ptr, coun
         diagonal = _wide(tl.load(a_ptr + cols[:, None] * sam + cols[None, :] * san,
                                  mask=col_ok[:, None] & col_ok[None, :] & (r[:, None] <= r[None, :]),
                                  other=0), FP64)  # the stored triangle only
-        diagonal_sums = tl.sum(diagonal * x_cols[None, :], 1)
-        if ATOMIC:
-            tl.atomic_add(ws_row_ptr + cols, diagonal_sums, mask=col_ok, sem="relaxed")
-        else:
-            tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, diagonal_sums, mask=col_ok)
+        tl.store(ws_row_ptr + bj.to(tl.int64) * n + cols, tl.sum(diagonal * x_cols[None, :], 1), mask=col_ok)
         mirrored += tl.where(r[:, None] < r[None, :], diagonal, 0.0) * x_cols[:, None]
-    if ATOMIC:
-        tl.atomic_add(ws_row_ptr + cols, tl.sum(mirrored, 0), mask=col_ok, sem="relaxed")
-    else:
-        tl.store(ws_col_ptr + row.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
+    tl.store(ws_col_ptr + row.to(tl.int64) * BS + r, tl.sum(mirrored, 0))
     if count_ptr is not None:
         tl.debug_barrier()  # every thread's stores before the counts
         if PDL != 0:  # the finish may run beside this grid: one release fence for all the counts
@@ -415,22 +388,6 @@ def _symv_finish_kernel(ws_row_ptr, ws_col_ptr, count_ptr, y_ptr, n, blocks, per
     _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
     if count_ptr is not None:
         dependent_launch(PDL)
-
-
-@triton.jit
-def _symv_scale_kernel(sums_ptr, y_ptr, n, y_start, incy, y_batch, alpha: tl.float64, beta: tl.float64,
-                       BETA_ZERO: tl.constexpr, FP64: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
-    """y ← α·sums + β y for BLOCK rows of a batch entry, the sums the walk added atomically
-    (``SymvConfig.atomic_sums``), which it zeroes for the next call (a kept scratch buffer)."""
-    dependent_launch(PDL)
-    b, row_block = batch_entry(tl.cdiv(n, BLOCK))
-    sums_ptr += b * n
-    y_start += b * y_batch
-    rows = row_block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    row_ok = rows < n
-    total = tl.load(sums_ptr + rows, mask=row_ok, other=0, cache_modifier=".cg")
-    tl.store(sums_ptr + rows, tl.zeros_like(total), mask=row_ok)
-    _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_ZERO, FP64)
 
 
 @triton.jit
@@ -527,7 +484,6 @@ gemv_finish_launch = Launcher(_gemv_finish_kernel)
 ger_launch = Launcher(_ger_kernel)
 symv_launch = Launcher(_symv_kernel)
 symv_finish_launch = Launcher(_symv_finish_kernel)
-symv_scale_launch = Launcher(_symv_scale_kernel)
 trsv_launch = Launcher(_trsv_kernel)
 
 
@@ -615,28 +571,17 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: StridedVector, y
     order = _symv_order(blocks, config.per_program, config.longest_first, a.device)
     programs = plan.numel() // 3
     wide = torch.float64 if fp64 else torch.float32
-    (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
-    pdl = pdl_mode(a, SYMV_PDL)
-    if config.atomic_sums:  # [entry, n] sums, zero between calls: each call's scale launch zeroes them
-        sums = scratch("symv sums", batch * n, wide, a.device, True)
-        symv_launch((batch_grid(batch, programs),),
-                    (a, xd, plan, order, sums, sums, None, n, sam, san, xs, xi, a_batch, xb, programs),
-                    {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": pdl, "ATOMIC": True},
-                    config.num_warps, 3)
-        rows = config.finish_rows or tile
-        symv_scale_launch((batch_grid(batch, cdiv(n, rows)),), (sums, yd, n, ys, yi, yb, alpha, beta),
-                          {"BETA_ZERO": beta == 0.0, "FP64": fp64, "BLOCK": rows, "PDL": pdl}, 4, 3)
-        return
     ws_row = torch.empty(batch * blocks * n, dtype=wide, device=a.device)  # [entry, J, rows of blocks I ≤ J]
     ws_col = torch.empty(batch * programs * tile, dtype=wide, device=a.device)
+    (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
     # overlapped: counts left zeroed by each call's finish, which starts once every walk program has
     counts = (scratch("symv counts", batch * 2 * blocks, torch.int32, a.device, True)
               if config.overlap_finish else None)
-    main_pdl = pdl_mode(a, PDL_EARLY) if config.overlap_finish else pdl
+    pdl = pdl_mode(ws_row, SYMV_PDL)
+    main_pdl = pdl_mode(ws_row, PDL_EARLY) if config.overlap_finish else pdl
     symv_launch((batch_grid(batch, programs),),
                 (a, xd, plan, order, ws_row, ws_col, counts, n, sam, san, xs, xi, a_batch, xb, programs),
-                {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": main_pdl, "ATOMIC": False},
-                config.num_warps, 3)
+                {"FP64": fp64, "BS": tile, "STAGES": config.num_stages, "PDL": main_pdl}, config.num_warps, 3)
     finish = symv_finish_constexprs(config, blocks, beta == 0.0, fp64, pdl)
     symv_finish_launch((batch_grid(batch, cdiv(n, finish["ROWS"])),),
                        (ws_row, ws_col, counts, yd, n, blocks, config.per_program, ys, yi, yb, programs,
