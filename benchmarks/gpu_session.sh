@@ -471,17 +471,18 @@ open(sys.argv[2], "w").write(yaml.safe_dump(d, sort_keys=False))' "$shipped" "$d
 }
 
 prefill() {  # the prefill preset (M 512, 1024, 2048 x the LLM layers) tuned apart per dtype
-    local dt slack exponent cap
+    local dt slack exponent cap depth
     mkdir -p "$dir/tune"
     for dt in ${DTYPES:-bf16 fp16}; do
         # the shipped file's selection rules (none: empty), so that the tuned file merges into it
-        read -r slack exponent cap < <("$PY" -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1]))
-print(*(d.get(rule) or "-" for rule in ("wave_slack", "wave_exponent", "wave_ratio_max")))' \
+        read -r slack exponent cap depth < <("$PY" -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1]))
+print(*(d.get(rule) or "-" for rule in ("wave_slack", "wave_exponent", "wave_ratio_max", "min_split_depth")))' \
             "tessera/logic/sm_90/blas.gemm.$dt.yaml")
         [ "$slack" = - ] && slack=
         [ "$exponent" = - ] && exponent=
         [ "$cap" = - ] && cap=
-        SIZES=${SIZES:-prefill} WAVE_SLACK=$slack WAVE_EXPONENT=$exponent WAVE_RATIO_MAX=$cap \
+        [ "$depth" = - ] && depth=
+        SIZES=${SIZES:-prefill} WAVE_SLACK=$slack WAVE_EXPONENT=$exponent WAVE_RATIO_MAX=$cap MIN_SPLIT_DEPTH=$depth \
             FAMILIES=${FAMILIES:-gemm_ws,gemm_tma} \
             capped $((${TUNE_S:-180} + 20)) "tune-$dt" bash benchmarks/tune_gemm.sh "$dir/tune" "${TUNE_S:-180}" "$dt"
     done

@@ -4,7 +4,7 @@
 # Logic files, journals, plots and each run's summary land in OUT/<arch>/ (ship the YAML in
 # tessera/logic/<arch>/); with $TAR set, OUT is also tarred there (one file to bring back).
 # Usage: [SIZES=preset] [SPACE=default] [FAMILIES=a,b] [STREAM_K_MARGIN=0.05] [WAVE_SLACK=0.7]
-#        [WAVE_EXPONENT=0.8] [WAVE_RATIO_MAX=2] [TAR=FILE]
+#        [WAVE_EXPONENT=0.8] [WAVE_RATIO_MAX=2] [MIN_SPLIT_DEPTH=512] [TAR=FILE]
 #        benchmarks/tune_gemm.sh OUT SECONDS DTYPE...
 set -uo pipefail
 out=${1:?usage: benchmarks/tune_gemm.sh OUT SECONDS DTYPE...}
@@ -22,6 +22,7 @@ for dtype in "$@"; do
     [ -n "${WAVE_SLACK:-}" ] && options+=(--wave-slack "$WAVE_SLACK")  # merges into the shipped 16-bit files
     [ -n "${WAVE_EXPONENT:-}" ] && options+=(--wave-exponent "$WAVE_EXPONENT")
     [ -n "${WAVE_RATIO_MAX:-}" ] && options+=(--wave-ratio-max "$WAVE_RATIO_MAX")
+    [ -n "${MIN_SPLIT_DEPTH:-}" ] && options+=(--min-split-depth "$MIN_SPLIT_DEPTH")
     echo "== $dtype: ${left}s ${resume[*]}"
     timeout $((left + 40)) "$PY" -m tessera tune gemm --dtype "$dtype" --sizes "${SIZES:-preset}" \
         --space "${SPACE:-default}" --budget-minutes "$(awk "BEGIN {print $left / 60}")" "${resume[@]}" \

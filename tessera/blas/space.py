@@ -368,10 +368,17 @@ def wave_efficiency(config: object, sizes: tuple[int, ...], multiprocessors: int
     return inside * tiles / (cdiv(tiles, multiprocessors) * multiprocessors)
 
 
+def split_depth(config: object, sizes: tuple[int, ...]) -> float | None:
+    """The K each slice of a split-K configuration multiplies at (m, n, k, batch); None for the
+    configurations that do not split K (a logic file's ``min_split_depth`` limits these)."""
+    split_k = getattr(config, "split_k", 1)
+    return sizes[2] / split_k if split_k > 1 else None
+
+
 logic.register_op("blas", "gemm", SIZE_KEYS,
                   {"gemm_tile": TileConfig, "gemm_tma": TmaConfig, "gemm_splitk": SplitKConfig,
                    "gemm_streamk": StreamKConfig, "gemm_ws": WsConfig, "gemm_fma": FmaConfig},
-                  heuristic=heuristic_logic, efficiency=wave_efficiency)
+                  heuristic=heuristic_logic, efficiency=wave_efficiency, split_depth=split_depth)
 
 
 # Weight-only quantized GEMM (``gemm_wq``): op ``gemm_wq``, dtype ``int{bits}_{activation}`` (e.g.

@@ -77,6 +77,15 @@ def _ratio_cap(text: str) -> float:
     return value
 
 
+def _split_depth(text: str) -> float:
+    """argparse type: a finite number of at least 1."""
+    value = _number(text, positive=True)
+    if not 1 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of at least 1 (the K a split-K "
+                                         f"slice must multiply at least)")
+    return value
+
+
 def _positive(text: str) -> float:
     return _number(text, positive=True)
 
@@ -132,6 +141,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="with --wave-slack: write R into the logic file, so that a row is scaled up by "
                          "its waves at most R times (a row timed far under a wave carried to a full one "
                          "speeds up less than its waves say). Default: no cap")
+    tg.add_argument("--min-split-depth", type=_split_depth, metavar="D",
+                    help="float GEMM: write D into the logic file, so that a split-K row serves only sizes "
+                         "whose K slices are at least D deep, or as deep as at its own size (split-K "
+                         "rows stretched to short K lost to the rows they displaced). Default: no limit")
     tg.add_argument("--stream-k-margin", type=_non_negative, metavar="M",
                     help="float GEMM: a stream-K configuration takes a size's row only where it beats "
                          "the best data-parallel one by more than this share (0.05: 5 %%); its figure "

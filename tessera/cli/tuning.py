@@ -40,7 +40,9 @@ def cmd_logic(args: argparse.Namespace) -> int:
               + (f" (their ratio to the power {logic.wave_exponent})"
                  if logic.wave_exponent is not None else "")
               + (f" (their ratio capped at {logic.wave_ratio_max})"
-                 if logic.wave_ratio_max is not None else ""))
+                 if logic.wave_ratio_max is not None else "")
+              + (f"; split rows only where a slice is {logic.min_split_depth:g} deep (or as at their size)"
+                 if logic.min_split_depth is not None else ""))
         print("solutions:")
         for sid, config in sorted(logic.solutions.items()):
             print(f"  {sid:>3}  {config.short()}")
@@ -109,6 +111,9 @@ def cmd_tune_gemm(args: argparse.Namespace) -> int:
         if value is not None and args.wave_slack is None:
             raise InvalidArgumentError(f"{flag} shapes the waves that --wave-slack weighs rows by; "
                                        f"give --wave-slack too, or leave {flag} out")
+    if args.min_split_depth is not None and quantized_op(args.dtype) is not None:
+        raise InvalidArgumentError(f"--min-split-depth is for float GEMM; {quantized_op(args.dtype)}'s logic "
+                                   f"(--dtype {args.dtype}) sets no limit on its splits: leave it out")
     if args.stream_k_margin is not None and quantized_op(args.dtype) is not None:
         raise InvalidArgumentError(f"--stream-k-margin is for float GEMM; {quantized_op(args.dtype)} "
                                    f"(--dtype {args.dtype}) tunes no stream-K family: leave it out")
@@ -179,6 +184,7 @@ def _tune(op: TunableOp, args: argparse.Namespace, problems: list[tuple[int, ...
                   max_distance=args.max_distance, wave_slack=getattr(args, "wave_slack", None),
                   wave_exponent=getattr(args, "wave_exponent", None),
                   wave_ratio_max=getattr(args, "wave_ratio_max", None),
+                  min_split_depth=getattr(args, "min_split_depth", None),
                   local_margin=getattr(args, "stream_k_margin", None))
     path = tuner.run()
     print(f"wrote {path}")

@@ -23,6 +23,9 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
                                                      # raised to this (under 1: trusted less)
     wave_ratio_max: 2.0                              # optional, with wave_slack: the waves' ratio
                                                      # taken at most this (before the exponent)
+    min_split_depth: 512                             # optional: a row whose configuration splits
+                                                     # the reduction serves only sizes where each
+                                                     # slice is at least this deep (or its own)
     origin: tuned                                    # optional: tuned (measured) or heuristic
 
 ``wave_slack`` (ops that declare an ``efficiency``: blas.gemm's is
@@ -40,6 +43,12 @@ under a wave, carried to a full one, was predicted 2.5× its figure where it ran
 outbid (tf32's N = 1536 rows, ``tune-smalln1536-tf32-h100-e9b0826/``); replayed over every
 committed A/B, a cap of 2 moves no pick of the shipped files in a 2090-shape sweep
 (``wave-score-offline/replay_cap.txt``). No shipped file sets it yet.
+
+``min_split_depth`` (ops that declare a ``split_depth``: blas.gemm's is split-K's K slice) keeps a
+row whose configuration splits the reduction from serving sizes where a slice would be shallower
+than that: split-K rows tuned at K = 4096 served K 768–1536 with 96–384-deep slices at 0.49–0.94×
+the rows they displaced (``rows-shortk/`` and ``smalln-shortk/``, sixty-eighth session). A row
+still serves its own size. No shipped file sets it yet.
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
@@ -95,7 +104,7 @@ DISTANCES = ("log_euclidean",)
 ORIGINS = ("tuned", "heuristic")
 # file-level fields that say how rows are chosen, not what was measured: a tune writes them
 # (``Tuner``), a merge requires them equal
-SELECTION_RULES = ("max_distance", "wave_slack", "wave_exponent", "wave_ratio_max")
+SELECTION_RULES = ("max_distance", "wave_slack", "wave_exponent", "wave_ratio_max", "min_split_depth")
 # operand layouts a problem may name: A then B, N = row-major, T = column-major (stored transposed)
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
@@ -116,6 +125,9 @@ class OpSpec:
     # the share of a device's multiprocessors a configuration keeps busy at some sizes, in (0, 1],
     # or None where it cannot say (config, sizes, multiprocessors): what ``wave_slack`` weighs by
     efficiency: Callable[[Any, tuple[int, ...], int], float | None] | None = None
+    # how deep each slice of the reduction is where a configuration splits it (config, sizes), or
+    # None where it does not split: what ``min_split_depth`` limits
+    split_depth: Callable[[Any, tuple[int, ...]], float | None] | None = None
 
 
 _OPS: dict[tuple[str, str], OpSpec] = {}
@@ -123,8 +135,9 @@ _OPS: dict[tuple[str, str], OpSpec] = {}
 
 def register_op(library: str, op: str, size_keys: tuple[str, ...], families: Mapping[str, type],
                 heuristic: Callable[[Any], list[dict]] | None = None,
-                efficiency: Callable[[Any, tuple[int, ...], int], float | None] | None = None) -> None:
-    _OPS[(library, op)] = OpSpec(tuple(size_keys), dict(families), heuristic, efficiency)
+                efficiency: Callable[[Any, tuple[int, ...], int], float | None] | None = None,
+                split_depth: Callable[[Any, tuple[int, ...]], float | None] | None = None) -> None:
+    _OPS[(library, op)] = OpSpec(tuple(size_keys), dict(families), heuristic, efficiency, split_depth)
 
 
 def _load_libraries() -> None:
@@ -166,6 +179,7 @@ class LogicFile:
     wave_slack: float | None = None  # rows this much farther than the nearest compete (below)
     wave_exponent: float | None = None  # the waves' ratio raised to this (None: 1)
     wave_ratio_max: float | None = None  # the waves' ratio taken at most this (None: uncapped)
+    min_split_depth: float | None = None  # split rows serve only sizes with slices this deep (or their own)
 
     @property
     def stem(self) -> str:
@@ -188,12 +202,16 @@ class LogicFile:
         nearest row judged at neither (stream-K) gives way to the judged rows within reach (GEMM
         stream-K rows serving other sizes ran 0.32–0.99× the rows that replaced them at 28
         shapes) and is taken only where none can be judged; one judged at one end only is taken
-        as without the slack."""
+        as without the slack.
+
+        With ``min_split_depth``, a row whose configuration splits the reduction into slices
+        shallower than that at ``sizes`` (and than at its own sizes) is passed over."""
         ranked = sorted((_log_distance(sizes, row.sizes), i) for i, row in enumerate(self.table))
         matches = (Match(self, self.table[i], self.solutions[self.table[i].solution], distance)
                    for distance, i in ranked
                    if self.max_distance is None or distance <= self.max_distance)
-        usable_matches = (match for match in matches if usable(match.config))
+        usable_matches = (match for match in matches
+                          if usable(match.config) and self._deep_enough(match, sizes))
         first = next(usable_matches, None)
         if first is None or first.distance == 0 or self.wave_slack is None or not multiprocessors:
             return first
@@ -223,6 +241,20 @@ class LogicFile:
             return first
         best = max(scored, key=lambda entry: entry[0])[1]  # the nearest of equals
         return dataclasses.replace(best, weighed=len(scored))
+
+
+    def _deep_enough(self, match: Match, sizes: tuple[int, ...]) -> bool:
+        """Whether ``match``'s slices of the reduction at ``sizes`` are as deep as
+        ``min_split_depth`` asks, or as its own row's (always where its configuration does not
+        split, or the file sets no limit)."""
+        if self.min_split_depth is None:
+            return True
+        split_depth = registered_ops()[(self.library, self.op)].split_depth
+        depth = None if split_depth is None else split_depth(match.config, sizes)
+        if depth is None or depth >= self.min_split_depth:
+            return True
+        own = split_depth(match.config, match.row.sizes)  # type: ignore[misc]
+        return own is not None and depth >= own
 
 
 @dataclass(frozen=True)
@@ -379,6 +411,11 @@ def load_logic(path: str | Path) -> LogicFile:
     for name, value in (("wave_exponent", wave_exponent), ("wave_ratio_max", wave_ratio_max)):
         if value is not None and wave_slack is None:
             raise _fail(path, name, "weighs rows only with a wave_slack; add one or remove it")
+    min_split_depth = _number(path, doc, "min_split_depth", lambda x: 1 <= x < math.inf,
+                              "a finite number of at least 1")
+    if min_split_depth is not None and spec.split_depth is None:
+        raise _fail(path, "min_split_depth", f"{library}.{op} declares no split of its reduction to limit; "
+                                             f"remove the field")
 
     solutions = {}
     for i, entry in enumerate(_require(doc, path, "solutions", list)):
@@ -412,7 +449,7 @@ def load_logic(path: str | Path) -> LogicFile:
             raise _fail(path, f"{where}.device", f"must be a GPU's name (actual: {device!r})")
         table.append(Row(tuple(sizes), sid, measured, device))
     return LogicFile(path, arch, library, op, problem, runtime, solutions, tuple(table), distance,
-                     max_distance, origin, wave_slack, wave_exponent, wave_ratio_max)
+                     max_distance, origin, wave_slack, wave_exponent, wave_ratio_max, min_split_depth)
 
 
 def _solution(path: Path, where: str, spec: OpSpec, kernel: str, entry: Mapping[str, Any]) -> Any:

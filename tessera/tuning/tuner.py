@@ -77,12 +77,14 @@ class Tuner:
                  budget_s: float | None = None, progress: bool = True, retime_top: int = 3,
                  retimes: int = 2, max_distance: float | None = None,
                  wave_slack: float | None = None, wave_exponent: float | None = None,
-                 wave_ratio_max: float | None = None, local_margin: float | None = None) -> None:
+                 wave_ratio_max: float | None = None, min_split_depth: float | None = None,
+                 local_margin: float | None = None) -> None:
         self.op, self.resume, self.budget_s, self.progress = op, resume, budget_s, progress
         self.max_distance = max_distance  # written into the logic file: beyond it, the heuristic decides
         self.wave_slack = wave_slack  # written into the logic file: nearby rows weighed by waves
         self.wave_exponent = wave_exponent  # and their waves' ratio raised to this
         self.wave_ratio_max = wave_ratio_max  # after capping it at this
+        self.min_split_depth = min_split_depth  # split rows serve only slices this deep
         # an op's local configuration takes a row only where it beats every other by more than this
         self.local_margin = local_margin
         self.retime_top, self.retimes = retime_top, retimes
