@@ -185,6 +185,40 @@ def test_wave_ratio_max_caps_how_much_a_row_speeds_up(tmp_path: Path) -> None:
         asked, multiprocessors=132).row.solution == 0
 
 
+SPLIT = {**GOOD, "problem": {"dtype": "bf16"},
+         "solutions": [{"id": 0, "kernel": "gemm_splitk", "block_m": 64, "block_n": 64, "block_k": 64,
+                        "split_k": 4}, _tile(64, 128, 1)],
+         "table": [{"m": 256, "n": 1024, "k": 4096, "batch": 1, "solution": 0, "tflops": 200.0},
+                   {"m": 512, "n": 512, "k": 512, "batch": 1, "solution": 1, "tflops": 100.0}]}
+
+
+def test_min_split_depth_keeps_split_rows_to_deep_slices(tmp_path: Path) -> None:
+    """The split-K row (slices of 1024 at its own K = 4096) serves 128 × 1024 × 1024 without the
+    limit (nearest); with 512 its slices there (256) are too shallow and the tile row serves; at
+    K = 2048 (slices of 512) and at its own size it serves again. A limit above the row's own
+    slice keeps it wherever its slices are as deep as its own: at its size and deeper K only."""
+    plain = load_logic(write(tmp_path / "plain.yaml", SPLIT))
+    assert plain.min_split_depth is None and plain.nearest((128, 1024, 1024, 1)).row.solution == 0
+    deep = load_logic(write(tmp_path / "deep.yaml", {**SPLIT, "min_split_depth": 512}))
+    assert deep.min_split_depth == 512
+    assert deep.nearest((128, 1024, 1024, 1)).row.solution == 1
+    assert deep.nearest((128, 1024, 2048, 1)).row.solution == 0
+    assert deep.nearest((256, 1024, 4096, 1)).row.solution == 0
+    deeper = load_logic(write(tmp_path / "deeper.yaml", {**SPLIT, "min_split_depth": 2048}))
+    assert [deeper.nearest((256, 1024, k, 1)).row.solution for k in (2048, 4096, 8192)] == [1, 0, 0]
+    alone = {**SPLIT, "table": SPLIT["table"][:1], "min_split_depth": 512}
+    only = load_logic(write(tmp_path / "only.yaml", alone))
+    assert only.nearest((128, 1024, 1024, 1)) is None  # nothing else within reach: the heuristic decides
+
+
+def test_min_split_depth_needs_an_op_that_splits(tmp_path: Path) -> None:
+    doc = {"schema": 1, "arch": "interpreter", "library": "blas", "op": "symv", "problem": {"dtype": "bf16"},
+           "runtime": {"triton": "3.9.0"}, "solutions": [{"id": 0, "kernel": "symv", "tile": 64}],
+           "table": [{"n": 4096, "solution": 0, "gbs": 1.0}], "min_split_depth": 512}
+    with pytest.raises(LogicFileError, match=r"field 'min_split_depth': blas\.symv declares no split"):
+        load_logic(write(tmp_path / "symv.yaml", doc))
+
+
 def test_rows_are_not_weighed_where_the_main_loop_is_short(tmp_path: Path) -> None:
     short = (1536, 4096, 1024, 1)  # K under 2048 here: the nearest row, as without the slack
     assert load_logic(write(tmp_path / "waves.yaml", WAVES)).nearest(short, multiprocessors=132).weighed == 0
@@ -280,6 +314,10 @@ BAD = [
     (lambda d: d.update(wave_ratio_max=2), "field 'wave_ratio_max': weighs rows only with a wave_slack"),
     (lambda d: d.update(max_distance=10**400), "field 'max_distance': must be a non-negative number"),
     (lambda d: d.update(wave_slack=0.7, wave_ratio_max=10**400), "field 'wave_ratio_max': must be"),
+    (lambda d: d.update(min_split_depth=0.5), "field 'min_split_depth': must be a finite number of at least"),
+    (lambda d: d.update(min_split_depth=float("inf")), "field 'min_split_depth': must be"),
+    (lambda d: d.update(min_split_depth=float("nan")), "field 'min_split_depth': must be"),
+    (lambda d: d.update(min_split_depth=True), "field 'min_split_depth': must be"),
     (lambda d: d["table"][0].update(tflops=10**400), "field 'table[0].tflops': must be a finite number"),
     (lambda d: d["table"][1].update(tflops=float("inf")), "field 'table[1].tflops': must be a finite number"),
     (lambda d: d["table"][0].update(tflops=float("nan")), "field 'table[0].tflops': must be a finite number"),
@@ -593,7 +631,8 @@ def test_merge_into_a_file_with_a_selection_rule_names_the_tune_flag(tmp_path: P
 
 
 @pytest.mark.parametrize(("rule", "value", "shown"), [("wave_exponent", 0.8, "their ratio to the power 0.8"),
-                                                      ("wave_ratio_max", 2.0, "their ratio capped at 2.0")])
+                                                      ("wave_ratio_max", 2.0, "their ratio capped at 2.0"),
+                                                      ("min_split_depth", 512, "a slice is 512 deep")])
 def test_merge_requires_the_same_wave_rule_and_keeps_it(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                         rule: str, value: float, shown: str) -> None:
     base = write(tmp_path / "base.yaml", {**GOOD, "wave_slack": 0.7, rule: value})

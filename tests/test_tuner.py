@@ -134,6 +134,19 @@ def test_wave_slack_reaches_the_logic_file_of_a_float_gemm_tune_only(tmp_path: P
     assert not (tmp_path / "q").exists() or not any((tmp_path / "q").rglob("*.yaml"))
 
 
+def test_min_split_depth_reaches_the_logic_file_of_a_float_gemm_tune_only(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    tuned = Tuner(fake_op(), tmp_path, progress=False, min_split_depth=512).run()
+    assert load_logic(tuned).min_split_depth == 512
+    assert main(["tune", "gemm", "--dtype", "int8", "--min-split-depth", "512", "--sizes", "32x32x32",
+                 "--out", str(tmp_path / "q")]) == 2  # refused before any tuning: no file written
+    assert "--min-split-depth is for float GEMM" in capsys.readouterr().err
+    for text in ("0.5", "inf", "nan", "-2"):
+        with pytest.raises(SystemExit):
+            main(["tune", "gemm", "--dtype", "fp32", "--min-split-depth", text, "--out", str(tmp_path / "x")])
+    assert not any(path.rglob("*.yaml") for path in (tmp_path / "q", tmp_path / "x") if path.exists())
+
+
 @pytest.mark.parametrize(("rule", "value", "bad"), [("wave_exponent", 0.8, ("0", "1.5", "nan")),
                                                     ("wave_ratio_max", 2.0, ("0.5", "inf", "nan", "-2"))])
 def test_a_wave_rule_reaches_the_logic_file_with_a_wave_slack_only(
