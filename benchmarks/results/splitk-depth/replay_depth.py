@@ -14,8 +14,6 @@ import re
 import statistics
 from pathlib import Path
 
-from tessera.tuning import logic
-
 RESULTS = Path("benchmarks/results")
 MULTIPROCESSORS = 132
 DEPTHS = (256, 512, 1024)
@@ -66,7 +64,8 @@ def main() -> None:
     for depth in DEPTHS:
         ratios = moved_all[depth]
         mean = statistics.geometric_mean(ratios) if ratios else float("nan")
-        print(f"min_split_depth {depth}: {len(ratios)} timed moves, geomean {mean:.3f} over the file's own pick, "
+        print(f"min_split_depth {depth}: {len(ratios)} timed moves, geomean {mean:.3f} over the file's own "
+              f"pick, "
               f"under 0.95: {sum(r < 0.95 for r in ratios)}, over 1.05: {sum(r > 1.05 for r in ratios)}, "
               f"untimed moves {untimed_all[depth]}")
 
