@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tessera._core.errors import TesseraError
@@ -68,22 +69,19 @@ def _exponent(text: str) -> float:
     return value
 
 
-def _ratio_cap(text: str) -> float:
-    """argparse type: a finite number of at least 1."""
-    value = _number(text, positive=True)
-    if not 1 <= value < math.inf:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of at least 1 (a cap on how much "
-                                         f"faster a row's waves may make it)")
-    return value
+def _finite_from_one(meaning: str) -> Callable[[str], float]:
+    """argparse type: a finite number of at least 1; ``meaning`` says what it is when refused."""
+    def parse(text: str) -> float:
+        value = _number(text, positive=True)
+        if not 1 <= value < math.inf:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of at least 1 ({meaning})")
+        return value
+
+    return parse
 
 
-def _split_depth(text: str) -> float:
-    """argparse type: a finite number of at least 1."""
-    value = _number(text, positive=True)
-    if not 1 <= value < math.inf:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of at least 1 (the K a split-K "
-                                         f"slice must multiply at least)")
-    return value
+_ratio_cap = _finite_from_one("a cap on how much faster a row's waves may make it")
+_split_depth = _finite_from_one("the K a split-K slice must multiply at least")
 
 
 def _positive(text: str) -> float:
