@@ -210,8 +210,8 @@ class LogicFile:
         matches = (Match(self, self.table[i], self.solutions[self.table[i].solution], distance)
                    for distance, i in ranked
                    if self.max_distance is None or distance <= self.max_distance)
-        usable_matches = (match for match in matches
-                          if usable(match.config) and self._deep_enough(match, sizes))
+        deep_enough = self._deep_enough(sizes)
+        usable_matches = (match for match in matches if usable(match.config) and deep_enough(match))
         first = next(usable_matches, None)
         if first is None or first.distance == 0 or self.wave_slack is None or not multiprocessors:
             return first
@@ -242,19 +242,23 @@ class LogicFile:
         best = max(scored, key=lambda entry: entry[0])[1]  # the nearest of equals
         return dataclasses.replace(best, weighed=len(scored))
 
+    def _deep_enough(self, sizes: tuple[int, ...]) -> Callable[[Match], bool]:
+        """Whether a match's slices of the reduction at ``sizes`` are as deep as
+        ``min_split_depth`` asks, or as at its own row's sizes (always where its configuration
+        does not split, or the file sets no limit)."""
+        limit = self.min_split_depth
+        split_depth = None if limit is None else registered_ops()[(self.library, self.op)].split_depth
+        if limit is None or split_depth is None:
+            return lambda _: True
 
-    def _deep_enough(self, match: Match, sizes: tuple[int, ...]) -> bool:
-        """Whether ``match``'s slices of the reduction at ``sizes`` are as deep as
-        ``min_split_depth`` asks, or as its own row's (always where its configuration does not
-        split, or the file sets no limit)."""
-        if self.min_split_depth is None:
-            return True
-        split_depth = registered_ops()[(self.library, self.op)].split_depth
-        depth = None if split_depth is None else split_depth(match.config, sizes)
-        if depth is None or depth >= self.min_split_depth:
-            return True
-        own = split_depth(match.config, match.row.sizes)  # type: ignore[misc]
-        return own is not None and depth >= own
+        def deep(match: Match) -> bool:
+            depth = split_depth(match.config, sizes)
+            if depth is None or depth >= limit:
+                return True
+            own = split_depth(match.config, match.row.sizes)
+            return own is not None and depth >= own
+
+        return deep
 
 
 @dataclass(frozen=True)
