@@ -37,10 +37,10 @@ def rewrite(tuned: Path, margin: float, wave_slack: float | None = None) -> str:
         (Path(scratch) / file.arch).mkdir()
         journal = tuned.with_suffix(".journal.jsonl")
         shutil.copy(journal, Path(scratch) / file.arch / journal.name)
-        tuner = Tuner(op, Path(scratch), resume=True, progress=False, max_distance=file.max_distance,
-                      wave_slack=file.wave_slack if wave_slack is None else wave_slack,
-                      wave_exponent=file.wave_exponent, wave_ratio_max=file.wave_ratio_max,
-                      local_margin=margin)
+        rules = {name: getattr(file, name) for name in logic.SELECTION_RULES}  # the file's, every one
+        if wave_slack is not None:
+            rules["wave_slack"] = wave_slack
+        tuner = Tuner(op, Path(scratch), resume=True, progress=False, **rules, local_margin=margin)
         return tuner.write_logic().read_text()
 
 

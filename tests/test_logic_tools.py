@@ -91,6 +91,7 @@ def test_dp_rows_swap_a_stream_k_row_only_for_a_close_data_parallel_candidate(tm
     tuned = tmp_path / "blas.gemm.fp32.yaml"
     doc = copy.deepcopy(UPDATE)  # 4096³ on stream-K at 750, 1024³ on the tile at 300, 2048³ on stream-K
     doc["table"].append({"m": 2048, "n": 2048, "k": 2048, "batch": 1, "solution": 0, "tflops": 500.0})
+    doc.update(max_distance=3.0, min_split_depth=512)  # selection rules the rewrite must keep
     write(tuned, doc)
     (tmp_path / "blas.gemm.fp32.journal.jsonl").write_text("".join(
         json.dumps({"config": json.dumps(c, sort_keys=True), "sizes": list(s), "status": st, "tflops": t})
@@ -110,6 +111,8 @@ def test_dp_rows_swap_a_stream_k_row_only_for_a_close_data_parallel_candidate(tm
     changed = logic_dp_rows.changed_rows(load_logic(tuned), load_logic(tmp_path / "out-0.05.yaml"))
     assert len(changed) == 1 and changed[0].startswith("(4096, 4096, 4096, 1): gemm_streamk")
     assert "-> gemm_tma 128x256x64" in changed[0] and changed[0].endswith("{'tflops': 720.0}")
+    rewritten = load_logic(tmp_path / "out-0.05.yaml")
+    assert (rewritten.max_distance, rewritten.min_split_depth) == (3.0, 512)
 
 
 def test_round_bias_reads_each_rounds_ratio(tmp_path: Path, capsys) -> None:

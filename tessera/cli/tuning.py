@@ -175,17 +175,15 @@ def _tune(op: TunableOp, args: argparse.Namespace, problems: list[tuple[int, ...
     figure is its journaled median when it was a candidate (the same sweep as the tuned one: timed
     again minutes later, a power-limited GPU read ~10 % apart at 8192³); only the vendor is timed
     here."""
+    from tessera.tuning.logic import SELECTION_RULES
     from tessera.tuning.tuner import Tuner, config_key
 
     if args.families:
         op = _only_families(op, args.families, default_config)
+    rules = {name: getattr(args, name, None) for name in SELECTION_RULES}  # the flags this command has
     tuner = Tuner(op, args.out, resume=args.resume,
                   budget_s=None if args.budget_minutes is None else 60 * args.budget_minutes,
-                  max_distance=args.max_distance, wave_slack=getattr(args, "wave_slack", None),
-                  wave_exponent=getattr(args, "wave_exponent", None),
-                  wave_ratio_max=getattr(args, "wave_ratio_max", None),
-                  min_split_depth=getattr(args, "min_split_depth", None),
-                  local_margin=getattr(args, "stream_k_margin", None))
+                  **rules, local_margin=getattr(args, "stream_k_margin", None))
     path = tuner.run()
     print(f"wrote {path}")
     for sizes, (count, reason) in sorted(tuner.unsolved().items()):
