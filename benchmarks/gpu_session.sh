@@ -475,8 +475,11 @@ prefill() {  # the prefill preset (M 512, 1024, 2048 x the LLM layers) tuned apa
     mkdir -p "$dir/tune"
     for dt in ${DTYPES:-bf16 fp16}; do
         # the shipped file's selection rules (none: empty), so that the tuned file merges into it
-        read -r slack exponent cap depth < <("$PY" -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1]))
-print(*(d.get(rule) or "-" for rule in ("wave_slack", "wave_exponent", "wave_ratio_max", "min_split_depth")))' \
+        read -r slack exponent cap depth < <("$PY" -c 'import sys
+from tessera.tuning import logic
+f = logic.load_logic(sys.argv[1])
+print(*(logic.rule_text(getattr(f, rule)) if getattr(f, rule) is not None else "-"
+        for rule in ("wave_slack", "wave_exponent", "wave_ratio_max", "min_split_depth")))' \
             "tessera/logic/sm_90/blas.gemm.$dt.yaml")
         [ "$slack" = - ] && slack=
         [ "$exponent" = - ] && exponent=

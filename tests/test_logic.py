@@ -211,6 +211,19 @@ def test_min_split_depth_keeps_split_rows_to_deep_slices(tmp_path: Path) -> None
     assert only.nearest((128, 1024, 1024, 1)) is None  # nothing else within reach: the heuristic decides
 
 
+def test_min_split_depth_steps_with_m(tmp_path: Path) -> None:
+    """Steps by M: none below the first step's M, each step's depth from its M up. At K = 1024 the
+    split row's slices are 256 deep: enough for the 128 asked from M = 1, not for the 512 from
+    M = 128, so it serves M = 64 and 96 but not 128 or 160 (the tile row does); at K = 512 (slices
+    of 128) it serves only below the first step."""
+    steps = [{"m": 8, "depth": 256}, {"m": 128, "depth": 512}]
+    stepped = load_logic(write(tmp_path / "steps.yaml", {**SPLIT, "min_split_depth": steps}))
+    assert stepped.min_split_depth == ((8, 256.0), (128, 512.0))
+    assert [stepped.nearest((m, 1024, 1024, 1)).row.solution for m in (64, 96, 128, 160)] == [0, 0, 1, 1]
+    assert [stepped.nearest((m, 1024, 512, 1)).row.solution for m in (4, 8, 16)] == [0, 1, 1]
+    assert stepped.nearest((256, 1024, 4096, 1)).row.solution == 0  # its own size, whatever the limit
+
+
 def test_min_split_depth_needs_an_op_that_splits(tmp_path: Path) -> None:
     doc = {"schema": 1, "arch": "interpreter", "library": "blas", "op": "symv", "problem": {"dtype": "bf16"},
            "runtime": {"triton": "3.9.0"}, "solutions": [{"id": 0, "kernel": "symv", "tile": 64}],
@@ -318,6 +331,19 @@ BAD = [
     (lambda d: d.update(min_split_depth=float("inf")), "field 'min_split_depth': must be"),
     (lambda d: d.update(min_split_depth=float("nan")), "field 'min_split_depth': must be"),
     (lambda d: d.update(min_split_depth=True), "field 'min_split_depth': must be"),
+    (lambda d: d.update(min_split_depth=[]), "field 'min_split_depth': an empty list of steps"),
+    (lambda d: d.update(min_split_depth=[{"m": 1}]), "field 'min_split_depth[0]': must be a mapping of m"),
+    (lambda d: d.update(min_split_depth=[{"n": 1, "depth": 256}]), "field 'min_split_depth[0]': must be"),
+    (lambda d: d.update(min_split_depth=[512]), "field 'min_split_depth[0]': must be a mapping"),
+    (lambda d: d.update(min_split_depth=[{"m": -1, "depth": 256}]),
+     "field 'min_split_depth[0].m': must be a non-negative integer"),
+    (lambda d: d.update(min_split_depth=[{"m": 1.5, "depth": 256}]), "field 'min_split_depth[0].m': must be"),
+    (lambda d: d.update(min_split_depth=[{"m": 32, "depth": 512}, {"m": 32, "depth": 256}]),
+     "field 'min_split_depth[1].m': must be above the step before's 32"),
+    (lambda d: d.update(min_split_depth=[{"m": 1, "depth": 0.5}]),
+     "field 'min_split_depth[0].depth': must be a finite number of at least 1"),
+    (lambda d: d.update(min_split_depth=[{"m": 1, "depth": float("nan")}]),
+     "field 'min_split_depth[0].depth': must be"),
     (lambda d: d["table"][0].update(tflops=10**400), "field 'table[0].tflops': must be a finite number"),
     (lambda d: d["table"][1].update(tflops=float("inf")), "field 'table[1].tflops': must be a finite number"),
     (lambda d: d["table"][0].update(tflops=float("nan")), "field 'table[0].tflops': must be a finite number"),
@@ -632,7 +658,7 @@ def test_merge_into_a_file_with_a_selection_rule_names_the_tune_flag(tmp_path: P
 
 @pytest.mark.parametrize(("rule", "value", "shown"), [("wave_exponent", 0.8, "their ratio to the power 0.8"),
                                                       ("wave_ratio_max", 2.0, "their ratio capped at 2.0"),
-                                                      ("min_split_depth", 512, "a slice is 512 deep")])
+                                                      ("min_split_depth", 512, "is at least 512 deep")])
 def test_merge_requires_the_same_wave_rule_and_keeps_it(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                         rule: str, value: float, shown: str) -> None:
     base = write(tmp_path / "base.yaml", {**GOOD, "wave_slack": 0.7, rule: value})
@@ -644,6 +670,20 @@ def test_merge_requires_the_same_wave_rule_and_keeps_it(tmp_path: Path, capsys: 
     assert getattr(load_logic(tmp_path / "out.yaml"), rule) == value
     assert main(["logic", "show", str(tmp_path / "out.yaml")]) == 0
     assert shown in capsys.readouterr().out
+
+
+def test_merge_keeps_split_depth_steps_and_names_the_flag_for_them(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    steps = [{"m": 1, "depth": 256}, {"m": 32, "depth": 512}]
+    base = write(tmp_path / "base.yaml", {**GOOD, "min_split_depth": steps})
+    plain = write(tmp_path / "plain.yaml", UPDATE)
+    assert main(["logic", "merge", str(base), str(plain), "-o", str(tmp_path / "out.yaml")]) == 2
+    assert "tune the update with --min-split-depth 1:256,32:512 " in capsys.readouterr().err
+    same = write(tmp_path / "same.yaml", {**UPDATE, "min_split_depth": steps})
+    assert main(["logic", "merge", str(base), str(same), "-o", str(tmp_path / "out.yaml")]) == 0
+    assert load_logic(tmp_path / "out.yaml").min_split_depth == ((1, 256.0), (32, 512.0))
+    assert main(["logic", "show", str(tmp_path / "out.yaml")]) == 0
+    assert "a slice is at least 256 deep from m 1, 512 from m 32" in capsys.readouterr().out
 
 
 def _space_configs() -> list[object]:

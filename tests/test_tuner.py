@@ -13,6 +13,7 @@ import yaml
 from tessera import InvalidArgumentError
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.cli import main
+from tessera.cli.main import _split_depth
 from tessera.tuning import load_logic, logic
 from tessera.tuning.tuner import TunableOp, Tuner, parse_sizes
 
@@ -138,10 +139,14 @@ def test_min_split_depth_reaches_the_logic_file_of_a_float_gemm_tune_only(
         tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     tuned = Tuner(fake_op(), tmp_path, progress=False, min_split_depth=512).run()
     assert load_logic(tuned).min_split_depth == 512
+    steps = _split_depth("1:256,32:512")
+    assert steps == ((1, 256.0), (32, 512.0)) and _split_depth("512") == 512.0
+    stepped = Tuner(fake_op(), tmp_path / "steps", progress=False, min_split_depth=steps).run()
+    assert load_logic(stepped).min_split_depth == steps
     assert main(["tune", "gemm", "--dtype", "int8", "--min-split-depth", "512", "--sizes", "32x32x32",
                  "--out", str(tmp_path / "q")]) == 2  # refused before any tuning: no file written
     assert "--min-split-depth is for float GEMM" in capsys.readouterr().err
-    for text in ("0.5", "inf", "nan", "-2"):
+    for text in ("0.5", "inf", "nan", "-2", "1:256,1:512", "32:512,1:256", "x:256", "1:0.5", "1:256,"):
         with pytest.raises(SystemExit):
             main(["tune", "gemm", "--dtype", "fp32", "--min-split-depth", text, "--out", str(tmp_path / "x")])
     assert not any(path.rglob("*.yaml") for path in (tmp_path / "q", tmp_path / "x") if path.exists())

@@ -81,7 +81,26 @@ def _finite_from_one(meaning: str) -> Callable[[str], float]:
 
 
 _ratio_cap = _finite_from_one("a cap on how much faster a row's waves may make it")
-_split_depth = _finite_from_one("the K a split-K slice must multiply at least")
+_depth = _finite_from_one("the K a split-K slice must multiply at least")
+
+
+def _split_depth(text: str) -> float | tuple[tuple[int, float], ...]:
+    """``--min-split-depth``: one depth (``512``), or steps by M, each from its M up (``1:256,32:512``)."""
+    if ":" not in text:
+        return _depth(text)
+    steps: list[tuple[int, float]] = []
+    for part in text.split(","):
+        start, _, depth = part.partition(":")
+        try:
+            m = int(start)
+        except ValueError:
+            m = -1
+        if m < 0 or (steps and m <= steps[-1][0]):
+            raise argparse.ArgumentTypeError(
+                f"{part!r} in {text!r}: each step is M:DEPTH with M a non-negative integer above the step "
+                f"before's (e.g. 1:256,32:512)")
+        steps.append((m, _depth(depth)))
+    return tuple(steps)
 
 
 def _positive(text: str) -> float:
@@ -142,7 +161,8 @@ def _build_parser() -> argparse.ArgumentParser:
     tg.add_argument("--min-split-depth", type=_split_depth, metavar="D",
                     help="float GEMM: write D into the logic file, so that a split-K row serves only sizes "
                          "whose K slices are at least D deep, or as deep as at its own size (split-K "
-                         "rows stretched to short K lost to the rows they displaced). Default: no limit")
+                         "rows stretched to short K lost to the rows they displaced); or steps by M, "
+                         "M:D,M:D (1:256,32:512: 256 from M = 1, 512 from M = 32). Default: no limit")
     tg.add_argument("--stream-k-margin", type=_non_negative, metavar="M",
                     help="float GEMM: a stream-K configuration takes a size's row only where it beats "
                          "the best data-parallel one by more than this share (0.05: 5 %%); its figure "

@@ -13,6 +13,7 @@ from tessera._core.errors import InvalidArgumentError, TesseraError
 from tessera.cli.common import use_interpreter_without_gpu
 
 if TYPE_CHECKING:
+    from tessera.tuning.logic import LogicFile
     from tessera.tuning.tuner import TunableOp
 
 
@@ -41,7 +42,8 @@ def cmd_logic(args: argparse.Namespace) -> int:
                  if logic.wave_exponent is not None else "")
               + (f" (their ratio capped at {logic.wave_ratio_max})"
                  if logic.wave_ratio_max is not None else "")
-              + (f"; split rows only where a slice is {logic.min_split_depth:g} deep (or as at their size)"
+              + (f"; split rows only where a slice is at least {_split_depths(logic)} (or as deep as at "
+                 f"their size)"
                  if logic.min_split_depth is not None else ""))
         print("solutions:")
         for sid, config in sorted(logic.solutions.items()):
@@ -64,6 +66,18 @@ def cmd_logic(args: argparse.Namespace) -> int:
         print(f"ok: {path} ({logic.arch} {logic.library}.{logic.op} {logic.problem.get('dtype')}{layout}, "
               f"{len(logic.solutions)} solutions, {len(logic.table)} rows)")
     return 1 if failed else 0
+
+
+def _split_depths(logic: LogicFile) -> str:
+    """A file's ``min_split_depth`` in words: ``512 deep``, or ``256 deep from m 1, 512 from m 32``."""
+    from tessera.tuning.logic import registered_ops
+
+    rule = logic.min_split_depth
+    if not isinstance(rule, tuple):
+        return f"{rule:g} deep"
+    key = registered_ops()[(logic.library, logic.op)].size_keys[0]
+    steps = [f"{depth:g} from {key} {start}" for start, depth in rule]
+    return steps[0].replace(" from", " deep from", 1) + "".join(f", {step}" for step in steps[1:])
 
 
 def _tuning_device(interpreting: bool) -> DeviceInfo:

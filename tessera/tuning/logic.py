@@ -25,7 +25,9 @@ One file per (arch, library, op, dtype): ``<dir>/<arch>/<library>.<op>.<dtype>.y
                                                      # taken at most this (before the exponent)
     min_split_depth: 512                             # optional: a row whose configuration splits
                                                      # the reduction serves only sizes where each
-                                                     # slice is at least this deep (or its own)
+                                                     # slice is at least this deep (or its own); or
+                                                     # steps by the first size key, each from its
+                                                     # value up: [{m: 1, depth: 256}, {m: 32, depth: 512}]
     origin: tuned                                    # optional: tuned (measured) or heuristic
 
 ``wave_slack`` (ops that declare an ``efficiency``: blas.gemm's is
@@ -48,7 +50,10 @@ committed A/B, a cap of 2 moves no pick of the shipped files in a 2090-shape swe
 row whose configuration splits the reduction from serving sizes where a slice would be shallower
 than that: split-K rows tuned at K = 4096 served K 768–1536 with 96–384-deep slices at 0.49–0.94×
 the rows they displaced (``rows-shortk/`` and ``smalln-shortk/``, sixty-eighth session). A row
-still serves its own size. No shipped file sets it yet.
+still serves its own size. The limit may step with the op's first size key (GEMM's M): a list of
+``{m: FROM, depth: D}``, each step applying from its FROM up to the next step's, none below the
+first — skinny GEMMs, memory-bound, gained from split-K at slices where M ≥ 32 lost
+(``splitk-depth/``, sixty-ninth session).
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
@@ -105,6 +110,8 @@ ORIGINS = ("tuned", "heuristic")
 # file-level fields that say how rows are chosen, not what was measured: a tune writes them
 # (``Tuner``), a merge requires them equal
 SELECTION_RULES = ("max_distance", "wave_slack", "wave_exponent", "wave_ratio_max", "min_split_depth")
+# ``min_split_depth``: one depth for every size, or steps (from a first size key's value up, depth)
+SplitDepthRule = float | tuple[tuple[int, float], ...]
 # operand layouts a problem may name: A then B, N = row-major, T = column-major (stored transposed)
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
@@ -179,7 +186,7 @@ class LogicFile:
     wave_slack: float | None = None  # rows this much farther than the nearest compete (below)
     wave_exponent: float | None = None  # the waves' ratio raised to this (None: 1)
     wave_ratio_max: float | None = None  # the waves' ratio taken at most this (None: uncapped)
-    min_split_depth: float | None = None  # split rows serve only sizes with slices this deep (or their own)
+    min_split_depth: SplitDepthRule | None = None  # split rows serve only slices this deep (or as their own)
 
     @property
     def stem(self) -> str:
@@ -246,7 +253,7 @@ class LogicFile:
         """Whether a match's slices of the reduction at ``sizes`` are as deep as
         ``min_split_depth`` asks, or as at its own row's sizes (always where its configuration
         does not split, or the file sets no limit)."""
-        limit = self.min_split_depth
+        limit = split_depth_limit(self.min_split_depth, sizes)
         split_depth = None if limit is None else registered_ops()[(self.library, self.op)].split_depth
         if limit is None or split_depth is None:
             return lambda _: True
@@ -282,6 +289,61 @@ class Match:
 def _log_distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
     return math.sqrt(sum((math.log(max(x, 1)) - math.log(max(y, 1))) ** 2
                          for x, y in zip(a, b, strict=True)))
+
+
+def split_depth_limit(rule: SplitDepthRule | None, sizes: tuple[int, ...]) -> float | None:
+    """The slice depth ``rule`` (a ``min_split_depth``) asks at ``sizes``: its one depth, or the
+    depth of the last step whose start is at most the first size; None below the first step."""
+    if not isinstance(rule, tuple):
+        return rule
+    limit = None
+    for start, depth in rule:
+        if sizes[0] >= start:
+            limit = depth
+    return limit
+
+
+def rule_text(rule: Any) -> str:
+    """A selection rule's value as the tune flag takes it: ``0.7``, or steps as ``1:256,32:512``."""
+    if isinstance(rule, tuple):
+        return ",".join(f"{start}:{depth:g}" for start, depth in rule)
+    return str(rule)
+
+
+def rule_document(spec: OpSpec, name: str, rule: Any) -> Any:
+    """A selection rule's value as a logic file holds it (steps as mappings named by the first size key)."""
+    if isinstance(rule, tuple):
+        return [{spec.size_keys[0]: start, "depth": depth} for start, depth in rule]
+    return rule
+
+
+def _split_depth_rule(path: Path, doc: Mapping[str, Any], spec: OpSpec) -> SplitDepthRule | None:
+    """``min_split_depth``: a number, or a list of steps ``{<first size key>: start, depth: D}``
+    with starts going up."""
+    steps = doc.get("min_split_depth")
+    if not isinstance(steps, list):
+        return _number(path, doc, "min_split_depth", lambda x: 1 <= x < math.inf,
+                       "a finite number of at least 1, or a list of steps")
+    key = spec.size_keys[0]
+    if not steps:
+        raise _fail(path, "min_split_depth", f"an empty list of steps; give at least one {{{key}: FROM, "
+                                             f"depth: D}} or remove the field")
+    rule: list[tuple[int, float]] = []
+    for i, step in enumerate(steps):
+        where = f"min_split_depth[{i}]"
+        if not isinstance(step, dict) or set(step) != {key, "depth"}:
+            raise _fail(path, where, f"must be a mapping of {key} (the smallest {key} the step applies "
+                                     f"from) and depth (actual: {_shown(step)})")
+        start = step[key]
+        if not _typed(start, int) or start < 0:
+            raise _fail(path, f"{where}.{key}", f"must be a non-negative integer (actual: {_shown(start)})")
+        if rule and start <= rule[-1][0]:
+            raise _fail(path, f"{where}.{key}", f"must be above the step before's {rule[-1][0]}: steps go "
+                                                f"up in {key}")
+        depth = _number(path, step, "depth", lambda x: 1 <= x < math.inf, "a finite number of at least 1",
+                        where)
+        rule.append((start, depth))
+    return tuple(rule)
 
 
 def _fail(path: Path, field: str, problem: str) -> LogicFileError:
@@ -415,8 +477,7 @@ def load_logic(path: str | Path) -> LogicFile:
     for name, value in (("wave_exponent", wave_exponent), ("wave_ratio_max", wave_ratio_max)):
         if value is not None and wave_slack is None:
             raise _fail(path, name, "weighs rows only with a wave_slack; add one or remove it")
-    min_split_depth = _number(path, doc, "min_split_depth", lambda x: 1 <= x < math.inf,
-                              "a finite number of at least 1")
+    min_split_depth = _split_depth_rule(path, doc, spec)
     if min_split_depth is not None and spec.split_depth is None:
         raise _fail(path, "min_split_depth", f"{library}.{op} declares no split of its reduction to limit; "
                                              f"remove the field")
@@ -580,8 +641,8 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
         if name == "runtime":  # the GPU may differ; its rows then say which
             mine, theirs = ({k: v for k, v in r.items() if k != "device"} for r in (mine, theirs))
         if mine != theirs:
-            remedy = (f"tune the update with --{name.replace('_', '-')} {mine} (a selection rule of the "
-                      f"file, not of its rows)" if name in SELECTION_RULES and mine is not None
+            remedy = (f"tune the update with --{name.replace('_', '-')} {rule_text(mine)} (a selection rule "
+                      f"of the file, not of its rows)" if name in SELECTION_RULES and mine is not None
                       else "merge files tuned for the same problem with the same runtime, or tune the "
                            "missing sizes again")
             raise LogicFileError(f"{update.path} cannot be merged into {base.path}: their {name} differ "
@@ -602,7 +663,7 @@ def merge(base: LogicFile, update: LogicFile) -> dict:
            "solutions": _solution_entries(ids), "table": table, "distance": base.distance}
     for name in SELECTION_RULES:
         if getattr(base, name) is not None:
-            doc[name] = getattr(base, name)
+            doc[name] = rule_document(spec, name, getattr(base, name))
     return doc
 
 

@@ -77,7 +77,8 @@ class Tuner:
                  budget_s: float | None = None, progress: bool = True, retime_top: int = 3,
                  retimes: int = 2, max_distance: float | None = None,
                  wave_slack: float | None = None, wave_exponent: float | None = None,
-                 wave_ratio_max: float | None = None, min_split_depth: float | None = None,
+                 wave_ratio_max: float | None = None,
+                 min_split_depth: logic.SplitDepthRule | None = None,
                  local_margin: float | None = None) -> None:
         self.op, self.resume, self.budget_s, self.progress = op, resume, budget_s, progress
         self.max_distance = max_distance  # written into the logic file: beyond it, the heuristic decides
@@ -246,13 +247,13 @@ class Tuner:
         best = self.best()
         ids: dict[str, int] = {}
         solutions, table = [], []
+        spec = logic.registered_ops()[(self.op.library, self.op.op)]
         for sizes in sorted(best):
             config, figure = best[sizes]
             key = json.dumps(config, sort_keys=True)
             if key not in ids:
                 ids[key] = len(ids)
                 solutions.append({"id": ids[key], **config})
-            spec = logic.registered_ops()[(self.op.library, self.op.op)]
             row = dict(zip(spec.size_keys, sizes, strict=True))
             table.append({**row, "solution": ids[key], self.op.figure: float(f"{figure:.4g}")})
         doc = {"schema": logic.SCHEMA_VERSION, "arch": self.op.arch, "library": self.op.library,
@@ -263,7 +264,7 @@ class Tuner:
                "distance": "log_euclidean"}
         for name in logic.SELECTION_RULES:
             if getattr(self, name) is not None:
-                doc[name] = getattr(self, name)
+                doc[name] = logic.rule_document(spec, name, getattr(self, name))
         with self._lock():
             # loaded back before it replaces the old file: a tuner never leaves logic the loader refuses
             write_atomically(self.logic_path, yaml.safe_dump(doc, sort_keys=False), check=logic.load_logic)

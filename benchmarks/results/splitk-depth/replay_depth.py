@@ -14,22 +14,27 @@ import re
 import statistics
 from pathlib import Path
 
+from tessera.tuning import logic
+
 RESULTS = Path("benchmarks/results")
 MULTIPROCESSORS = 132
-DEPTHS = (256, 512, 1024)
+# one depth, or steps by M (from M up: depth); the steps added in the sixty-ninth session, after
+# its A/B found the skinny (M 1-16) moves of 512 mixed: wins at K <= 768, losses at K 1024-1536
+DEPTHS = (256, 512, 1024, ((1, 256), (32, 512)), ((1, 128), (32, 512)), ((1, 128), (32, 256)))
 _spec = importlib.util.spec_from_file_location("replay_cap", RESULTS / "wave-score-offline" / "replay_cap.py")
 replay_cap = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 _spec.loader.exec_module(replay_cap)  # type: ignore[union-attr]
 
 
 def main() -> None:
-    moved_all: dict[int, list[float]] = {depth: [] for depth in DEPTHS}
-    untimed_all = dict.fromkeys(DEPTHS, 0)
+    moved_all: dict[tuple[str, object], list[float]] = {}  # (dtype, depth) → timed moves' ratios
+    untimed_all: dict[tuple[str, object], int] = {}
     print("run file | per depth: moved picks, timed, their time over the file's own pick (geomean), "
           "under 0.95")
     for path in replay_cap.ab_runs():
         run = json.loads(path.read_text())
-        if run.get("dtype") not in ("bf16", "fp16", "tf32", "fp32"):
+        dtype = run.get("dtype")
+        if dtype not in ("bf16", "fp16", "tf32", "fp32"):
             continue
         for name, device_path in run.get("files", {}).items():
             file = replay_cap.variant(path, Path(device_path).name)
@@ -52,22 +57,23 @@ def main() -> None:
                     if mine and theirs:
                         ratios.append(theirs / mine)
                     else:
-                        untimed_all[depth] += 1
-                moved_all[depth] += ratios
+                        untimed_all[dtype, depth] = untimed_all.get((dtype, depth), 0) + 1
+                moved_all.setdefault((dtype, depth), []).extend(ratios)
                 if moved:
                     mean = statistics.geometric_mean(ratios) if ratios else float("nan")
-                    cells.append(f"{depth}: {moved} moved, {len(ratios)} timed, {mean:.3f}, "
+                    cells.append(f"{logic.rule_text(depth)}: {moved} moved, {len(ratios)} timed, {mean:.3f}, "
                                  f"{sum(r < 0.95 for r in ratios)}")
             if cells:
                 print(f"{path.relative_to(RESULTS)} {name} | " + " | ".join(cells))
-    print()
-    for depth in DEPTHS:
-        ratios = moved_all[depth]
-        mean = statistics.geometric_mean(ratios) if ratios else float("nan")
-        print(f"min_split_depth {depth}: {len(ratios)} timed moves, geomean {mean:.3f} over the file's own "
-              f"pick, "
-              f"under 0.95: {sum(r < 0.95 for r in ratios)}, over 1.05: {sum(r > 1.05 for r in ratios)}, "
-              f"untimed moves {untimed_all[depth]}")
+    for dtypes in (("bf16", "fp16", "tf32"), ("bf16", "fp16"), ("tf32",)):
+        print(f"\n{' + '.join(dtypes)}:")
+        for depth in DEPTHS:
+            ratios = [r for dtype in dtypes for r in moved_all.get((dtype, depth), [])]
+            untimed = sum(untimed_all.get((dtype, depth), 0) for dtype in dtypes)
+            mean = statistics.geometric_mean(ratios) if ratios else float("nan")
+            print(f"min_split_depth {logic.rule_text(depth)}: {len(ratios)} timed moves, geomean {mean:.3f} "
+                  f"over the file's own pick, under 0.95: {sum(r < 0.95 for r in ratios)}, over 1.05: "
+                  f"{sum(r > 1.05 for r in ratios)}, untimed moves {untimed}")
 
 
 if __name__ == "__main__":
