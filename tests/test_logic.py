@@ -213,9 +213,9 @@ def test_min_split_depth_keeps_split_rows_to_deep_slices(tmp_path: Path) -> None
 
 def test_min_split_depth_steps_with_m(tmp_path: Path) -> None:
     """Steps by M: none below the first step's M, each step's depth from its M up. At K = 1024 the
-    split row's slices are 256 deep: enough for the 128 asked from M = 1, not for the 512 from
+    split row's slices are 256 deep: enough for the 256 asked from M = 8, not for the 512 from
     M = 128, so it serves M = 64 and 96 but not 128 or 160 (the tile row does); at K = 512 (slices
-    of 128) it serves only below the first step."""
+    of 128) it serves only below the first step (M = 4)."""
     steps = [{"m": 8, "depth": 256}, {"m": 128, "depth": 512}]
     stepped = load_logic(write(tmp_path / "steps.yaml", {**SPLIT, "min_split_depth": steps}))
     assert stepped.min_split_depth == ((8, 256.0), (128, 512.0))
