@@ -76,8 +76,8 @@ def _split_depths(logic: LogicFile) -> str:
     if not isinstance(rule, tuple):
         return f"{rule:g} deep"
     key = registered_ops()[(logic.library, logic.op)].size_keys[0]
-    steps = [f"{depth:g} from {key} {start}" for start, depth in rule]
-    return steps[0].replace(" from", " deep from", 1) + "".join(f", {step}" for step in steps[1:])
+    (start, depth), *rest = rule
+    return ", ".join([f"{depth:g} deep from {key} {start}", *(f"{d:g} from {key} {m}" for m, d in rest)])
 
 
 def _tuning_device(interpreting: bool) -> DeviceInfo:
