@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import re
 import statistics
 from pathlib import Path
 
@@ -45,8 +44,7 @@ def main() -> None:
                 ruled = dataclasses.replace(file, min_split_depth=depth)
                 ratios, moved = [], 0
                 for row in run["rows"]:
-                    times = {match.group(1): row["tflops"][key] for key, text in row["picks"].items()
-                             if (match := re.match(r"Choice\(config=(.*?\)), reason=", text))}
+                    times = replay_cap.timed(row)
                     sizes = (row["m"], row["n"], row["k"], row.get("batch", 1))
                     own = file.nearest(sizes, multiprocessors=MULTIPROCESSORS)
                     new = ruled.nearest(sizes, multiprocessors=MULTIPROCESSORS)

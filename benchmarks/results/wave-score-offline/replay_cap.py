@@ -54,6 +54,13 @@ def pick(file: logic.LogicFile, sizes: tuple[int, ...], cap: float | None) -> st
         return repr(file.nearest(sizes, multiprocessors=MULTIPROCESSORS).config)
 
 
+def timed(row: dict) -> dict[str, float]:
+    """An A/B row's TFLOP/s by the configuration each file picked (its repr), as
+    ``logic_rows_ab.py`` writes the picks."""
+    return {match.group(1): row["tflops"][key] for key, text in row["picks"].items()
+            if (match := re.match(r"Choice\(config=(.*?\)), reason=", text))}
+
+
 def variant(path: Path, name: str) -> logic.LogicFile | None:
     """The run's file ``name`` (a device path in the JSON) among the copies beside it."""
     up = path.parent.parent
@@ -74,8 +81,7 @@ def replay(path: Path) -> None:
         for cap in CAPS:
             ratios, untimed = [], 0
             for row in run["rows"]:
-                times = {match.group(1): row["tflops"][key] for key, text in row["picks"].items()
-                         if (match := re.match(r"Choice\(config=(.*?\)), reason=", text))}
+                times = timed(row)
                 chosen = pick(file, (row["m"], row["n"], row["k"], row.get("batch", 1)), cap)
                 if chosen in times:
                     ratios.append(times[chosen] / row["tflops"][names[0]])
