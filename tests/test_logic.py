@@ -222,6 +222,10 @@ def test_min_split_depth_steps_with_m(tmp_path: Path) -> None:
     assert [stepped.nearest((m, 1024, 1024, 1)).row.solution for m in (64, 96, 128, 160)] == [0, 0, 1, 1]
     assert [stepped.nearest((m, 1024, 512, 1)).row.solution for m in (4, 8, 16)] == [0, 1, 1]
     assert stepped.nearest((256, 1024, 4096, 1)).row.solution == 0  # its own size, whatever the limit
+    spec = logic.registered_ops()[("blas", "gemm")]  # written back (merge, tune) as the file had it
+    written = logic.rule_document(spec, "min_split_depth", stepped.min_split_depth)
+    assert yaml.safe_dump(written) == yaml.safe_dump(steps)  # 256, not 256.0
+    assert logic.rule_document(spec, "min_split_depth", ((8, 256.5),)) == [{"m": 8, "depth": 256.5}]
 
 
 def test_min_split_depth_needs_an_op_that_splits(tmp_path: Path) -> None:

@@ -314,7 +314,8 @@ def rule_text(rule: Any) -> str:
 def rule_document(spec: OpSpec, name: str, rule: Any) -> Any:
     """A selection rule's value as a logic file holds it (steps as mappings named by the first size key)."""
     if isinstance(rule, tuple):
-        return [{spec.size_keys[0]: start, "depth": depth} for start, depth in rule]
+        return [{spec.size_keys[0]: start, "depth": int(depth) if float(depth).is_integer() else depth}
+                for start, depth in rule]
     return rule
 
 
