@@ -226,6 +226,9 @@ def test_min_split_depth_steps_with_m(tmp_path: Path) -> None:
     written = logic.rule_document(spec, "min_split_depth", stepped.min_split_depth)
     assert yaml.safe_dump(written) == yaml.safe_dump(steps)  # 256, not 256.0
     assert logic.rule_document(spec, "min_split_depth", ((8, 256.5),)) == [{"m": 8, "depth": 256.5}]
+    assert yaml.safe_dump(logic.rule_document(spec, "min_split_depth", 512.0)) == yaml.safe_dump(512)
+    assert logic.rule_document(spec, "wave_slack", 1.0) == 1.0 and logic.rule_document(
+        spec, "min_split_depth", 256.5) == 256.5
 
 
 def test_min_split_depth_needs_an_op_that_splits(tmp_path: Path) -> None:

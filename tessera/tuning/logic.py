@@ -312,11 +312,17 @@ def rule_text(rule: Any) -> str:
 
 
 def rule_document(spec: OpSpec, name: str, rule: Any) -> Any:
-    """A selection rule's value as a logic file holds it (steps as mappings named by the first size key)."""
+    """A selection rule's value as a logic file holds it: steps as mappings named by the first size
+    key, and ``min_split_depth``'s depths (loaded as floats) whole where whole, ``512`` not ``512.0``."""
+    if name != "min_split_depth":
+        return rule
+
+    def whole(depth: float) -> float | int:
+        return int(depth) if float(depth).is_integer() else depth
+
     if isinstance(rule, tuple):
-        return [{spec.size_keys[0]: start, "depth": int(depth) if float(depth).is_integer() else depth}
-                for start, depth in rule]
-    return rule
+        return [{spec.size_keys[0]: start, "depth": whole(depth)} for start, depth in rule]
+    return whole(rule)
 
 
 def _split_depth_rule(path: Path, doc: Mapping[str, Any], spec: OpSpec) -> SplitDepthRule | None:
