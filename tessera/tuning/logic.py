@@ -54,7 +54,7 @@ still serves its own size. The limit may step with the op's first size key (GEMM
 ``{m: FROM, depth: D}``, each step applying from its FROM up to the next step's, none below the
 first — skinny GEMMs, memory-bound, gained from split-K at slices where M ≥ 32 lost
 (``splitk-depth/``, sixty-ninth session). bf16's and fp16's sm_90 files ship steps of 256 from
-M = 1 and 512 from M = 32.
+M = 1 and 512 from M = 32, tf32's 128 from M = 1 and 512 from M = 32.
 
 Solution parameters are the fields of the kernel family's config dataclass, so one declaration
 feeds the tuner, the loader and the launcher: positive integers (0 where the default is 0,
