@@ -27,7 +27,7 @@ from tessera.cli.tuning import (
     cmd_tune_level2,
     cmd_tune_rand,
 )
-from tessera.tuning.logic import LAYOUTS
+from tessera.tuning.logic import LAYOUTS, step_start_problem
 
 
 def _run_options(parser: argparse.ArgumentParser) -> None:
@@ -92,14 +92,14 @@ def _split_depth(text: str) -> float | tuple[tuple[int, float], ...]:
     for part in text.split(","):
         start, _, depth = part.partition(":")
         try:
-            m = int(start)
+            m: int | str = int(start)
         except ValueError:
-            m = -1
-        if m < 0 or (steps and m <= steps[-1][0]):
+            m = start
+        problem = step_start_problem(m, steps[-1][0] if steps else None, "m")
+        if problem:
             raise argparse.ArgumentTypeError(
-                f"{part!r} in {text!r}: each step is M:DEPTH with M a non-negative integer above the step "
-                f"before's (e.g. 1:256,32:512)")
-        steps.append((m, _depth(depth)))
+                f"{part!r} in {text!r}: the step's M {problem}; each step is M:DEPTH (e.g. 1:256,32:512)")
+        steps.append((int(m), _depth(depth)))
     return tuple(steps)
 
 

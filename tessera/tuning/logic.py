@@ -325,6 +325,16 @@ def rule_document(spec: OpSpec, name: str, rule: Any) -> Any:
     return whole(rule)
 
 
+def step_start_problem(start: Any, before: int | None, key: str) -> str | None:
+    """What is wrong with a ``min_split_depth`` step's start, or None: it must be a non-negative
+    integer above the step before's start (``before``). The loader and the tune flag both ask."""
+    if not _typed(start, int) or start < 0:
+        return f"must be a non-negative integer (actual: {_shown(start)})"
+    if before is not None and start <= before:
+        return f"must be above the step before's {before}: steps go up in {key}"
+    return None
+
+
 def _split_depth_rule(path: Path, doc: Mapping[str, Any], spec: OpSpec) -> SplitDepthRule | None:
     """``min_split_depth``: a number, or a list of steps ``{<first size key>: start, depth: D}``
     with starts going up."""
@@ -343,11 +353,9 @@ def _split_depth_rule(path: Path, doc: Mapping[str, Any], spec: OpSpec) -> Split
             raise _fail(path, where, f"must be a mapping of {key} (the smallest {key} the step applies "
                                      f"from) and depth (actual: {_shown(step)})")
         start = step[key]
-        if not _typed(start, int) or start < 0:
-            raise _fail(path, f"{where}.{key}", f"must be a non-negative integer (actual: {_shown(start)})")
-        if rule and start <= rule[-1][0]:
-            raise _fail(path, f"{where}.{key}", f"must be above the step before's {rule[-1][0]}: steps go "
-                                                f"up in {key}")
+        problem = step_start_problem(start, rule[-1][0] if rule else None, key)
+        if problem:
+            raise _fail(path, f"{where}.{key}", problem)
         depth = _number(path, step, "depth", lambda x: 1 <= x < math.inf, "a finite number of at least 1",
                         where)
         rule.append((start, depth))
