@@ -21,6 +21,7 @@ from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
 from tessera.cli import main
 from tessera.tuning import load_logic, logic
+from tessera.tuning.paths import SHIPPED_LOGIC
 
 GOOD = {
     "schema": 1, "arch": "interpreter", "library": "blas", "op": "gemm", "problem": {"dtype": "fp32"},
@@ -723,3 +724,11 @@ def test_every_tuning_space_config_survives_a_logic_file(tmp_path: Path) -> None
         assert [loaded.solutions[r.solution] for r in loaded.table] == mine
         covered.update(mine)
     assert covered == set(configs) and len(covered) > 100  # every space's family belongs to an op
+
+
+@pytest.mark.parametrize("path", sorted(SHIPPED_LOGIC.glob("*/*.yaml")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_solution_of_a_shipped_file_is_chosen_by_a_row(path: Path) -> None:
+    """A solution no row names would cost every pack a compiled kernel that no call runs."""
+    shipped = load_logic(path)
+    assert set(shipped.solutions) == {row.solution for row in shipped.table}
