@@ -148,6 +148,10 @@ WORK=${WORK:-$(mktemp -d /tmp/gpu-session.XXXXXX)}  # fresh: a lent machine may 
 rev=$(cat .rev 2>/dev/null || git log -1 --format=%H 2>/dev/null || echo unknown)
 export PYTHONPATH=$PWD TESSERA_GIT_REV=$rev
 mkdir -p "$WORK"
+# A WORK given from outside may hold files already: a shared WORK's earlier stages, or (seen in the
+# seventy-second session, WORK=$(mktemp -d)) folders of another day's runs; they go into the tarball.
+held=$(find "$WORK" -mindepth 1 -maxdepth 1 -printf '%f %TY-%Tm-%Td %TH:%TM\n' 2>/dev/null)
+[ -n "$held" ] && printf 'WORK %s already holds (they go into the tarball too):\n%s\n' "$WORK" "$held"
 
 capped() {  # capped SECONDS NAME CMD...: run CMD, stdout+stderr to NAME.txt, its exit status logged
     local seconds=$1 name=$2
