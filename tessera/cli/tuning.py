@@ -63,8 +63,11 @@ def cmd_logic(args: argparse.Namespace) -> int:
             print(f"invalid: {exc}", file=sys.stderr)
             continue
         layout = f" {logic.problem['layout']}" if "layout" in logic.problem else ""
+        unnamed = logic.unnamed_solutions
         print(f"ok: {path} ({logic.arch} {logic.library}.{logic.op} {logic.problem.get('dtype')}{layout}, "
-              f"{len(logic.solutions)} solutions, {len(logic.table)} rows)")
+              f"{len(logic.solutions)} solutions, {len(logic.table)} rows)"
+              + (f"; no row names solution {', '.join(map(str, unnamed))}: a pack would compile it for no "
+                 f"call, so remove it" if unnamed else ""))
     return 1 if failed else 0
 
 

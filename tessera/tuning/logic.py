@@ -190,6 +190,13 @@ class LogicFile:
     min_split_depth: SplitDepthRule | None = None  # split rows serve only slices this deep (or as their own)
 
     @property
+    def unnamed_solutions(self) -> list[int]:
+        """The ids of solutions no row names: valid, but a pack built from the file compiles each
+        for no call (a file cut down by hand can leave them; merge and the tuner never do)."""
+        named = {row.solution for row in self.table}
+        return sorted(sid for sid in self.solutions if sid not in named)
+
+    @property
     def stem(self) -> str:
         """The file name (without ``.yaml``) its content belongs under: :func:`problem_stem`."""
         return problem_stem(self.library, self.op, str(self.problem.get("dtype")), self.problem.get("layout"))
