@@ -558,6 +558,23 @@ def release_scratch() -> None:
         kept.clear()
 
 
+# Kernel arguments that stay the same tensor across calls (a cached plan or table, made once for
+# its sizes and device): a Replay may keep them, as it keeps sizes and scalars. Registered by
+# identity, with a weak reference so that a dead one's reused id is not taken for it.
+_constants: dict[int, weakref.ref[torch.Tensor]] = {}
+
+
+def constant(t: torch.Tensor) -> torch.Tensor:
+    """``t``, marked as a launch argument that never changes (a :class:`Replay` keeps it)."""
+    _constants[id(t)] = weakref.ref(t)
+    return t
+
+
+def _is_constant(t: torch.Tensor) -> bool:
+    ref = _constants.get(id(t))
+    return ref is not None and ref() is t
+
+
 def _scratch_request(t: torch.Tensor) -> ScratchRequest | None:
     """The request that returns the kept buffer ``t`` again (on the same stream and thread), or
     None."""
@@ -574,8 +591,9 @@ class Replay:
 
     A repeat ``gemm`` call uses it to skip its launcher's argument building; build it with
     :meth:`of` from a :func:`recording` of exactly one launch whose tensors (and tensor
-    descriptors' bases) are all operands or their transposes, or kept :func:`scratch` buffers
-    (asked for again at each replay: the current stream's), else there is no replay."""
+    descriptors' bases) are all operands or their transposes, kept :func:`scratch` buffers
+    (asked for again at each replay: the current stream's) or :func:`constant` ones (kept as
+    recorded), else there is no replay. Repeat level-2 calls use it too (``blas.repeat``)."""
 
     def __init__(self, call: Call, slots: tuple[tuple[int, int, bool, bool], ...],
                  scratches: tuple[tuple[int, ScratchRequest], ...] = ()) -> None:
@@ -613,6 +631,8 @@ class Replay:
             request = None if slot is not None or descriptor else _scratch_request(tensor)
             if request is not None:
                 scratches.append((position, request))
+            elif slot is None and not descriptor and _is_constant(tensor):
+                continue  # kept, as recorded
             elif slot is None:
                 return None
             else:

@@ -21,6 +21,7 @@ import dataclasses
 
 import torch
 
+from tessera._core import launch
 from tessera._core.device import device_info
 from tessera._core.errors import invalid
 from tessera._core.footprint import Footprint, check_apart
@@ -35,7 +36,7 @@ from tessera._core.validate import (
     mark_written,
     real_scalar,
 )
-from tessera.blas import space
+from tessera.blas import repeat, space
 from tessera.blas.api import gemm
 from tessera.blas.kernels import level2 as k
 from tessera.blas.level1 import REAL, Vector
@@ -88,10 +89,11 @@ def _fp64(*tensors: torch.Tensor) -> bool:
 
 
 def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vector, alpha: float,
-          beta: float, batch: int, a_batch: int) -> None:
+          beta: float, batch: int, a_batch: int) -> tuple[tuple[int, torch.Tensor], ...]:
     """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san; the launch shape comes
     from ``space.select_shape`` (forced, logic files, heuristic): a tile of the gemv kernel, or the
-    GEMM with one row where x and y allow it (unbatched calls)."""
+    GEMM with one row where x and y allow it (unbatched calls). Returns the tensors its launches
+    took, each with the index of the one of (A, x, y) it views (``repeat.remember``)."""
     info = device_info(a.device)
     dtype = space.gemv_dtype(a.dtype, sam == 1)
     config = space.select_shape("gemv", (m, n), dtype, info).config
@@ -101,10 +103,10 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
             # yᵀ (1 × m) = xᵀ (1 × n) · op(A)ᵀ, op(A)ᵀ an (n × m) view of A: no copy
             op_a_t = a.as_strided((n, m), (san, sam), a.storage_offset())
             y_row = y.elements()[None, :]
+            x_row = x.elements()[None, :]
             with torch.no_grad():  # level 2 records no gradients (gemm would, for an A that wants one)
-                gemm(x.elements()[None, :], op_a_t, y_row if beta != 0.0 else None, alpha=alpha, beta=beta,
-                     out=y_row)
-            return
+                gemm(x_row, op_a_t, y_row if beta != 0.0 else None, alpha=alpha, beta=beta, out=y_row)
+            return (0, op_a_t), (1, x_row), (2, y_row)
         config = space.SHAPE_OPS["gemv"].heuristic(dtype, info.backend).config  # the gemv kernel's tile
     if batch > 1:  # each entry has programs of its own: a tile no larger than its matrix
         config = dataclasses.replace(config, block_m=min(config.block_m, max(16, next_power_of_2(m))),
@@ -113,7 +115,7 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
                   fp64=_fp64(a, x.tensor, y.tensor), config=config, num_sms=info.multiprocessors or 8,
                   max_split=2 if info.backend == "interpreter" else 64,  # the CPU runs programs one by one
                   batch=batch, a_batch=a_batch)
-    mark_written(y.tensor)
+    return (0, a), (1, x.data), (2, y.data)
 
 
 def _scale_only(y: Vector, beta: float) -> None:
@@ -137,7 +139,11 @@ def _output(a: torch.Tensor, x: Vector, y: object | None, rows: int, incy: int, 
 def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, beta: float = 0.0,
          trans: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """y ← α op(A)·x + β y, op(A) = A or Aᵀ; y is written in place (a new vector if None, β = 0).
-    Batched: A 3-D and/or x 2-D, y 2-D."""
+    Batched: A 3-D and/or x 2-D, y 2-D. A repeat call replays the first's launches (``repeat``)."""
+    key = repeat.signature("gemv", (a, x, y), (alpha, beta, trans, incx, incy))  # type: ignore[arg-type]
+    done = repeat.run(key, (a, x, y))  # type: ignore[arg-type]
+    if done is not None:
+        return done
     a = _matrix("a", a)
     check_bools(_LETTERS, trans=trans)
     alpha, beta = real_scalar("alpha", alpha), real_scalar("beta", beta)
@@ -152,14 +158,21 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
         _scale_only(y_vec, beta)
         return y_vec.tensor
     sam, san = (a.stride(-1), a.stride(-2)) if trans else (a.stride(-2), a.stride(-1))
-    _gemv(a, sam, san, rows, cols, x_vec, y_vec, alpha, beta, batch, a_batch)
+    with launch.recording() as calls:
+        views = _gemv(a, sam, san, rows, cols, x_vec, y_vec, alpha, beta, batch, a_batch)
+    mark_written(y_vec.tensor)
+    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor), views, 2, made=y is None)
     return y_vec.tensor
 
 
 def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, beta: float = 0.0,
          lower: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """y ← α A·x + β y for symmetric A, read only from its upper (or ``lower``) triangle. Batched:
-    A 3-D and/or x 2-D, y 2-D."""
+    A 3-D and/or x 2-D, y 2-D. A repeat call replays the first's launches (``repeat``)."""
+    key = repeat.signature("symv", (a, x, y), (alpha, beta, lower, incx, incy))  # type: ignore[arg-type]
+    done = repeat.run(key, (a, x, y))  # type: ignore[arg-type]
+    if done is not None:
+        return done
     a = _matrix("a", a)
     check_bools(_LETTERS, lower=lower)
     n = _square(a)
@@ -174,10 +187,13 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
         _scale_only(y_vec, beta)
         return y_vec.tensor
     sam, san = (a.stride(-1), a.stride(-2)) if lower else (a.stride(-2), a.stride(-1))  # lower = upper of Aᵀ
-    k.launch_symv(a, sam, san, n, x_vec.kernel_args(), y_vec.kernel_args(), alpha, beta,
-                  fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a),
-                  batch=batch, a_batch=a_batch)
+    with launch.recording() as calls:
+        k.launch_symv(a, sam, san, n, x_vec.kernel_args(), y_vec.kernel_args(), alpha, beta,
+                      fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a),
+                      batch=batch, a_batch=a_batch)
     mark_written(y_vec.tensor)
+    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor),
+                    ((0, a), (1, x_vec.data), (2, y_vec.data)), 2, made=y is None)
     return y_vec.tensor
 
 

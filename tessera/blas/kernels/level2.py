@@ -27,6 +27,7 @@ from tessera._core.launch import (
     PDL_OFF,
     Launcher,
     cdiv,
+    constant,
     next_power_of_2,
     pdl_mode,
     scratch,
@@ -499,8 +500,8 @@ def launch_gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: StridedV
     split = max(1, min(cdiv(config.per_sm * num_sms, entries), cdiv(n, 4 * config.block_n), max_split))
     per_split = cdiv(cdiv(n, split), config.block_n) * config.block_n
     split = cdiv(n, per_split)
-    ws = torch.empty(batch * split * m if split > 1 else 1, dtype=torch.float64 if fp64 else torch.float32,
-                     device=a.device)
+    ws = scratch("gemv partials", batch * split * m if split > 1 else 1,
+                 torch.float64 if fp64 else torch.float32, a.device, False)
     (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
     beta_zero = beta == 0.0
     pdl = pdl_mode(ws, PDL_OFF)  # not yet measured with programmatic dependent launch
@@ -539,7 +540,8 @@ def _symv_programs(blocks: int, per_program: int) -> list[tuple[int, int, int]]:
 @functools.lru_cache(maxsize=64)
 def _symv_plan(blocks: int, per_program: int, device: torch.device) -> torch.Tensor:
     """plan[3p : 3p + 3] = (J, I0, I1) of program p (:func:`_symv_programs`)."""
-    return torch.tensor(_symv_programs(blocks, per_program), dtype=torch.int32, device=device).reshape(-1)
+    return constant(torch.tensor(_symv_programs(blocks, per_program), dtype=torch.int32,
+                                 device=device).reshape(-1))
 
 
 @functools.lru_cache(maxsize=64)
@@ -550,7 +552,7 @@ def _symv_order(blocks: int, per_program: int, longest_first: bool, device: torc
     rows = list(range(len(programs)))
     if longest_first:
         rows.sort(key=lambda p: programs[p][1] - programs[p][2])
-    return torch.tensor(rows, dtype=torch.int32, device=device)
+    return constant(torch.tensor(rows, dtype=torch.int32, device=device))
 
 
 # Both symv launches with PDL at exit: the finish launches as the main kernel's programs exit
@@ -571,8 +573,9 @@ def launch_symv(a: torch.Tensor, sam: int, san: int, n: int, x: StridedVector, y
     order = _symv_order(blocks, config.per_program, config.longest_first, a.device)
     programs = plan.numel() // 3
     wide = torch.float64 if fp64 else torch.float32
-    ws_row = torch.empty(batch * blocks * n, dtype=wide, device=a.device)  # [entry, J, rows of blocks I ≤ J]
-    ws_col = torch.empty(batch * programs * tile, dtype=wide, device=a.device)
+    # kept per stream (launch.scratch), so that a repeat call replays these launches (blas.repeat)
+    ws_row = scratch("symv rows", batch * blocks * n, wide, a.device, False)  # [entry, J, rows I ≤ J]
+    ws_col = scratch("symv columns", batch * programs * tile, wide, a.device, False)
     (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
     # overlapped: counts left zeroed by each call's finish, which starts once every walk program has
     counts = (scratch("symv counts", batch * 2 * blocks, torch.int32, a.device, True)
