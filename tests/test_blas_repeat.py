@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tessera import InvalidArgumentError
-from tessera.blas import gemv, level2, repeat, space, symv
+from tessera.blas import gemv, ger, level2, repeat, space, symv
 from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, SymvConfig
 from tessera.tuning import logic
 
@@ -164,3 +164,22 @@ def test_subclasses_and_numpy_scalars_take_the_full_path(device: str, full_paths
         for _ in range(2):
             symv(torch.nn.Parameter(a, requires_grad=False), x, y)
     assert len(full_paths) == 4
+
+
+def test_ger_repeats_and_refuses_a_vector_inside_the_matrix(device: str, full_paths: list[int]) -> None:
+    """ger writes A: three calls on new data agree with fp64; then a repeat call whose x lies in
+    A's first row (x's layout as before) takes the full path, which refuses it."""
+    m, n = 30, 50
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        a = torch.randn(m, n, generator=gen, dtype=torch.float64)
+        x = torch.randn(m, generator=gen, dtype=torch.float64)
+        y = torch.randn(n, generator=gen, dtype=torch.float64)
+        want = a.numpy() + 0.25 * np.outer(x.numpy(), y.numpy())
+        got = ger(0.25, x.to(device), y.to(device), a.to(device))
+        np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-12, atol=1e-12)
+    assert len(full_paths) == 1
+    a = torch.randn(m, n, dtype=torch.float64).to(device)
+    with pytest.raises(InvalidArgumentError, match="a"):
+        ger(0.25, a[0, :m], torch.randn(n, dtype=torch.float64).to(device), a)
+    assert len(full_paths) == 2

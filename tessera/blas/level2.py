@@ -89,11 +89,12 @@ def _fp64(*tensors: torch.Tensor) -> bool:
 
 
 def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vector, alpha: float,
-          beta: float, batch: int, a_batch: int) -> tuple[tuple[int, torch.Tensor], ...]:
+          beta: float, batch: int, a_batch: int) -> tuple[tuple[int, torch.Tensor], ...] | None:
     """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san; the launch shape comes
     from ``space.select_shape`` (forced, logic files, heuristic): a tile of the gemv kernel, or the
-    GEMM with one row where x and y allow it (unbatched calls). Returns the tensors its launches
-    took, each with the index of the one of (A, x, y) it views (``repeat.remember``)."""
+    GEMM with one row where x and y allow it (unbatched calls). Returns the views of (A, x, y) its
+    launches took, each with the index of the one it views, or None: A, x and y themselves
+    (``repeat.remember``)."""
     info = device_info(a.device)
     dtype = space.gemv_dtype(a.dtype, sam == 1)
     config = space.select_shape("gemv", (m, n), dtype, info).config
@@ -115,7 +116,7 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
                   fp64=_fp64(a, x.tensor, y.tensor), config=config, num_sms=info.multiprocessors or 8,
                   max_split=2 if info.backend == "interpreter" else 64,  # the CPU runs programs one by one
                   batch=batch, a_batch=a_batch)
-    return (0, a), (1, x.data), (2, y.data)
+    return None  # the kernel takes A, x and y themselves (real dtypes: Vector.data is the tensor)
 
 
 def _scale_only(y: Vector, beta: float) -> None:
@@ -192,13 +193,17 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
                       fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a),
                       batch=batch, a_batch=a_batch)
     mark_written(y_vec.tensor)
-    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor),
-                    ((0, a), (1, x_vec.data), (2, y_vec.data)), 2, made=y is None)
+    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor), None, 2, made=y is None)
     return y_vec.tensor
 
 
 def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: int = 1) -> torch.Tensor:
-    """A ← α x yᵀ + A (in place); returns A. Batched: A 3-D (x and y 2-D, or 1-D for every entry)."""
+    """A ← α x yᵀ + A (in place); returns A. Batched: A 3-D (x and y 2-D, or 1-D for every entry).
+    A repeat call replays the first's launch (``repeat``)."""
+    key = repeat.signature("ger", (a, x, y), (alpha, incx, incy))  # type: ignore[arg-type]
+    done = repeat.run(key, (a, x, y))  # type: ignore[arg-type]
+    if done is not None:
+        return done
     a = _matrix("a", a)
     alpha = real_scalar("alpha", alpha)
     m, n = a.shape[-2:]
@@ -213,9 +218,11 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
                                     f"of {batch}")
     if m == 0 or n == 0 or batch == 0 or alpha == 0.0:
         return a
-    k.launch_ger(a, x_vec.kernel_args(), y_vec.kernel_args(), alpha,
-                 fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("ger", (m, n), a))
+    with launch.recording() as calls:
+        k.launch_ger(a, x_vec.kernel_args(), y_vec.kernel_args(), alpha,
+                     fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("ger", (m, n), a))
     mark_written(a)
+    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor), None, 0, made=False)
     return a
 
 

@@ -100,13 +100,15 @@ def run(key: tuple | None, tensors: Sequence[torch.Tensor | None]) -> torch.Tens
 
 
 def remember(key: tuple | None, calls: Sequence[launch.Call], tensors: Sequence[torch.Tensor],
-             views: Sequence[tuple[int, torch.Tensor]], written: int, made: bool) -> None:
+             views: Sequence[tuple[int, torch.Tensor]] | None, written: int, made: bool) -> None:
     """Keep the launches ``calls`` of a first call for ``key``'s repeat calls, if each replays:
     ``tensors`` the call's (the written one as it was made, when ``made``), ``views`` the
-    tensors its launches take, each with the index of the one it views (all, if any of them
-    is taken)."""
+    tensors its launches take, each with the index of the one it views (None: ``tensors``
+    themselves)."""
     if key is None or not calls:
         return
+    if views is None:
+        views = list(enumerate(tensors))
     specs: list[View] = []
     for index, view in views:
         base = tensors[index]
