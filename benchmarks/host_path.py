@@ -73,7 +73,10 @@ def _calls(size: int) -> dict[str, Callable[[], object]]:
     v, w = torch.randn(size).bfloat16(), torch.empty(size).bfloat16()
     level12 = {"axpy 4096": lambda: blas.axpy(0.5, x, y), "scal 4096": lambda: blas.scal(0.5, x),
                "copy 4096": lambda: blas.copy(x, y), "dot 4096": lambda: blas.dot(x, y),
-               "nrm2 4096": lambda: blas.nrm2(x), f"gemv {size}² bf16": lambda: blas.gemv(a16, v, w)}
+               "nrm2 4096": lambda: blas.nrm2(x), f"gemv {size}² bf16": lambda: blas.gemv(a16, v, w),
+               f"gemv T {size}² bf16": lambda: blas.gemv(a16, v, w, trans=True),
+               f"symv {size}² bf16": lambda: blas.symv(a16, v, w),
+               f"ger {size}² bf16": lambda: blas.ger(0.5, v, w, a16)}
     return {**level12, "bf16": lambda: gemm(a16, b16), "fp32": lambda: gemm(a32, b32),
             "tf32": lambda: gemm(a32, b32, precision="tf32"),
             "tf32x3": lambda: gemm(a32, b32, precision="tf32x3"),

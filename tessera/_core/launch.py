@@ -521,12 +521,14 @@ _scratch: weakref.WeakKeyDictionary[threading.Thread, dict[tuple[str, torch.dtyp
                                                            torch.Tensor]] = weakref.WeakKeyDictionary()
 
 
+_this_thread = threading.local()  # .kept: the thread's dict in _scratch, without a lookup by thread
+
+
 def _kept() -> dict[tuple[str, torch.dtype, torch.device, bool, int], torch.Tensor]:
     """This thread's kept scratch buffers (dropped with the thread)."""
-    thread = threading.current_thread()
-    kept = _scratch.get(thread)
+    kept = getattr(_this_thread, "kept", None)
     if kept is None:
-        kept = _scratch[thread] = {}
+        kept = _this_thread.kept = _scratch.setdefault(threading.current_thread(), {})
     return kept
 
 
