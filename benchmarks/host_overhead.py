@@ -175,6 +175,8 @@ def main() -> None:
         "dot batched 16x256": (lambda: blas.dot(xb, yb), lambda: torch.linalg.vecdot(xb, yb)),
         "gemv 64x64 bf16": (lambda: blas.gemv(a, v, w), lambda: torch.mv(a, v, out=w)),
         "gemv T 64x64 bf16": (lambda: blas.gemv(a, v, w, trans=True), lambda: torch.mv(a.t(), v, out=w)),
+        "symv 64x64 bf16": (lambda: blas.symv(a, v, w), lambda: torch.mv(a, v, out=w)),
+        "ger 64x64 bf16": (lambda: blas.ger(1e-3, v, v, a), lambda: a.addr_(v, v, alpha=1e-3)),
         "gemm_wq W4A16 1x256x256": (lambda: blas.gemm_wq(xq, q), lambda: torch.matmul(xq, wq)),
         "gemm_wq W8A16 16x256x256 byte planes": (wq_forced(planes, x16), lambda: torch.matmul(x16, wq)),
         "gemm_wq W8A16 16x256x256 byte planes, out= (no replay)": (wq_forced(planes, x16, out16),
