@@ -89,12 +89,11 @@ def _fp64(*tensors: torch.Tensor) -> bool:
 
 
 def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vector, alpha: float,
-          beta: float, batch: int, a_batch: int) -> tuple[tuple[int, torch.Tensor], ...] | None:
+          beta: float, batch: int, a_batch: int) -> tuple[torch.Tensor, ...] | None:
     """y ← α op(A)·x + β y for op(A) of m × n elements at a + i·sam + j·san; the launch shape comes
     from ``space.select_shape`` (forced, logic files, heuristic): a tile of the gemv kernel, or the
-    GEMM with one row where x and y allow it (unbatched calls). Returns the views of (A, x, y) its
-    launches took, each with the index of the one it views, or None: A, x and y themselves
-    (``repeat.remember``)."""
+    GEMM with one row where x and y allow it (unbatched calls). Returns the views of A, x and y its
+    launches took, or None: A, x and y themselves (``repeat.remember``)."""
     info = device_info(a.device)
     dtype = space.gemv_dtype(a.dtype, sam == 1)
     config = space.select_shape("gemv", (m, n), dtype, info).config
@@ -107,7 +106,7 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
             x_row = x.elements()[None, :]
             with torch.no_grad():  # level 2 records no gradients (gemm would, for an A that wants one)
                 gemm(x_row, op_a_t, y_row if beta != 0.0 else None, alpha=alpha, beta=beta, out=y_row)
-            return (0, op_a_t), (1, x_row), (2, y_row)
+            return op_a_t, x_row, y_row
         config = space.SHAPE_OPS["gemv"].heuristic(dtype, info.backend).config  # the gemv kernel's tile
     if batch > 1:  # each entry has programs of its own: a tile no larger than its matrix
         config = dataclasses.replace(config, block_m=min(config.block_m, max(16, next_power_of_2(m))),
@@ -117,6 +116,14 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
                   max_split=2 if info.backend == "interpreter" else 64,  # the CPU runs programs one by one
                   batch=batch, a_batch=a_batch)
     return None  # the kernel takes A, x and y themselves (real dtypes: Vector.data is the tensor)
+
+
+def _remember(key: tuple | None, calls: list[launch.Call], a: torch.Tensor, x: Vector, y: Vector, made: bool,
+              launched: tuple[torch.Tensor, ...] | None = None) -> None:
+    """Keep a gemv's or symv's launches for its repeat calls: y written in place, or made (y = None)."""
+    given = (a, x.tensor, None if made else y.tensor)
+    repeat.remember(key, calls, given, y.tensor, made=(y.tensor,) if made else (),
+                    written=None if made else 2, launched=launched)
 
 
 def _scale_only(y: Vector, beta: float) -> None:
@@ -162,7 +169,7 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
     with launch.recording() as calls:
         views = _gemv(a, sam, san, rows, cols, x_vec, y_vec, alpha, beta, batch, a_batch)
     mark_written(y_vec.tensor)
-    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor), views, 2, made=y is None)
+    _remember(key, calls, a, x_vec, y_vec, y is None, views)
     return y_vec.tensor
 
 
@@ -193,7 +200,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
                       fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a),
                       batch=batch, a_batch=a_batch)
     mark_written(y_vec.tensor)
-    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor), None, 2, made=y is None)
+    _remember(key, calls, a, x_vec, y_vec, y is None)
     return y_vec.tensor
 
 
@@ -222,7 +229,7 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
         k.launch_ger(a, x_vec.kernel_args(), y_vec.kernel_args(), alpha,
                      fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("ger", (m, n), a))
     mark_written(a)
-    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor), None, 0, made=False)
+    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor), a, written=0)
     return a
 
 

@@ -30,16 +30,16 @@ from tessera._core.validate import extent_offsets, extents_meet, mark_written
 from tessera.blas import space
 from tessera.tuning import logic
 
-# (operand index, shape, strides, storage offset from the operand's), or (operand index, None):
-# the operand itself
+# (tensor index, shape, strides, storage offset from the tensor's), or (tensor index, None, None, 0):
+# the tensor itself. Tensors are indexed as the call's given ones, then the ones it makes.
 View = tuple[int, tuple[int, ...] | None, tuple[int, ...] | None, int]
 _RECIPES_MAX = 512
 
 
 def signature(routine: str, tensors: Sequence[torch.Tensor | None], values: tuple) -> tuple | None:
     """The key of a call whose decisions are fixed by it (module docstring), or None when the call
-    takes the full path: ``tensors`` exact torch tensors (or None: a result the call makes),
-    ``values`` Python bools, ints and floats."""
+    takes the full path: ``tensors`` exact torch tensors (or None: absent, or a result the call
+    makes), ``values`` None or Python bools, ints and floats."""
     keys = []
     for t in tensors:
         if t is None:
@@ -48,9 +48,29 @@ def signature(routine: str, tensors: Sequence[torch.Tensor | None], values: tupl
             keys.append((*launch.layout_key(t), t.requires_grad))  # type: ignore[misc]
         else:
             return None
-    if any(type(v) not in (bool, int, float) for v in values):
+    if any(v is not None and type(v) not in (bool, int, float) for v in values):
         return None
     return (routine, *keys, *values, torch.is_grad_enabled(), space.forced.config, logic.generation())
+
+
+def _view(tensors: Sequence[torch.Tensor | None], spec: View) -> torch.Tensor:
+    index, shape, strides, offset = spec
+    t = tensors[index]
+    assert t is not None  # a spec names a tensor the call had
+    return t if shape is None else t.as_strided(shape, strides, t.storage_offset() + offset)  # type: ignore
+
+
+def _spec(tensors: Sequence[torch.Tensor | None], view: torch.Tensor) -> View | None:
+    """``view`` as a view of the one tensor of ``tensors`` whose memory it lies in, or None (none
+    or several do, or its dtype is another)."""
+    storage = view.untyped_storage().data_ptr()
+    found = [i for i, t in enumerate(tensors) if t is not None and t.untyped_storage().data_ptr() == storage]
+    if len(found) != 1 or tensors[found[0]].dtype != view.dtype:  # type: ignore[union-attr]
+        return None
+    base = tensors[found[0]]
+    if view is base:
+        return (found[0], None, None, 0)
+    return (found[0], tuple(view.shape), tuple(view.stride()), view.storage_offset() - base.storage_offset())  # type: ignore
 
 
 @dataclass(frozen=True)
@@ -58,73 +78,72 @@ class Recipe:
     """A call's launches, repeatable on new tensors of its signature."""
 
     replays: tuple[launch.Replay, ...]
-    views: tuple[View, ...]  # the replays' operands, from the call's tensors
-    extents: tuple[tuple[int, int], ...]  # the call's tensors' byte ranges, from their data pointers
-    written: int  # which of the call's tensors is written
-    made: tuple[tuple[int, ...], torch.dtype] | None  # the written tensor's shape and dtype, if made
+    views: tuple[View, ...]  # the replays' operands
+    extents: tuple[tuple[int, int] | None, ...]  # the given tensors' byte ranges from their data pointers
+    written: int | None  # the given tensor written in place (checked against the others), or None
+    made: tuple[tuple[tuple[int, ...], tuple[int, ...], torch.dtype], ...]  # made: shape, strides, dtype
+    result: View  # what the call returns, before ``cast``
+    cast: torch.dtype | None
 
-    def run(self, tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
-        """The written tensor after the launches on ``tensors``, or None (nothing launched) when
-        their byte ranges meet: the caller then takes the full path."""
-        tensors = list(tensors)
-        if self.made is not None:
-            first = next(t for t in tensors if t is not None)
-            tensors[self.written] = torch.empty(self.made[0], dtype=self.made[1], device=first.device)
-        else:
-            out = tensors[self.written]
+    def run(self, given: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
+        """The call's result after the launches on ``given`` (and new buffers for those it makes),
+        or None (nothing launched) when the written tensor's bytes meet another's: the caller then
+        takes the full path."""
+        if self.written is not None:
+            out = given[self.written]
             start = out.data_ptr()  # type: ignore[union-attr]
-            lo, hi = self.extents[self.written]
-            reads = [(t.data_ptr() + r_lo, t.data_ptr() + r_hi)  # type: ignore[union-attr]
-                     for i, (t, (r_lo, r_hi)) in enumerate(zip(tensors, self.extents, strict=True))
-                     if i != self.written]
+            lo, hi = self.extents[self.written]  # type: ignore[misc]
+            reads = [(t.data_ptr() + extent[0], t.data_ptr() + extent[1])
+                     for i, (t, extent) in enumerate(zip(given, self.extents, strict=True))
+                     if i != self.written and t is not None and extent is not None]
             if extents_meet((start + lo, start + hi), reads):
                 return None
-        operands = [tensors[i] if shape is None else
-                    tensors[i].as_strided(shape, strides, tensors[i].storage_offset() + offset)  # type: ignore
-                    for i, shape, strides, offset in self.views]
+        tensors = list(given)
+        if self.made:
+            device = next(t for t in given if t is not None).device
+            tensors += [torch.empty_strided(shape, strides, dtype=dtype, device=device)
+                        for shape, strides, dtype in self.made]
+        operands = [_view(tensors, spec) for spec in self.views]
         for replay in self.replays:
             replay(operands)
-        written = tensors[self.written]
-        mark_written(written)  # type: ignore[arg-type]
-        return written  # type: ignore[return-value]
+        if self.written is not None:
+            mark_written(tensors[self.written])  # type: ignore[arg-type]
+        result = _view(tensors, self.result)
+        return result if self.cast is None else result.to(self.cast)
 
 
 _RECIPES: dict[tuple, Recipe] = {}
 
 
-def run(key: tuple | None, tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
-    """The written tensor of a repeat call replayed, or None: no recipe for ``key``, or one whose
-    tensors' ranges meet (the caller takes the full path)."""
+def run(key: tuple | None, given: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
+    """The result of a repeat call replayed, or None: no recipe for ``key``, or one whose written
+    tensor's bytes meet another's (the caller takes the full path)."""
     recipe = None if key is None else _RECIPES.get(key)
-    return None if recipe is None else recipe.run(tensors)
+    return None if recipe is None else recipe.run(given)
 
 
-def remember(key: tuple | None, calls: Sequence[launch.Call], tensors: Sequence[torch.Tensor],
-             views: Sequence[tuple[int, torch.Tensor]] | None, written: int, made: bool) -> None:
-    """Keep the launches ``calls`` of a first call for ``key``'s repeat calls, if each replays:
-    ``tensors`` the call's (the written one as it was made, when ``made``), ``views`` the
-    tensors its launches take, each with the index of the one it views (None: ``tensors``
-    themselves)."""
+def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[torch.Tensor | None],
+             result: torch.Tensor, *, made: Sequence[torch.Tensor] = (), written: int | None = None,
+             launched: Sequence[torch.Tensor] | None = None, cast: torch.dtype | None = None) -> None:
+    """Keep the launches ``calls`` of a first call for ``key``'s repeat calls, if each replays.
+    ``given``: the call's tensors as :func:`run` will be given them; ``made``: the buffers it made
+    for its result (uninitialized: its launches write them); ``written``: which given tensor it
+    wrote in place; ``launched``: the tensors its launches took, each a view of one given or made
+    tensor (None: those tensors themselves); ``result``: what it returns (a view of one of
+    them), before ``cast``."""
     if key is None or not calls:
         return
-    if views is None:
-        views = list(enumerate(tensors))
-    specs: list[View] = []
-    for index, view in views:
-        base = tensors[index]
-        if view is base:
-            specs.append((index, None, None, 0))
-        elif (view.dtype != base.dtype
-              or view.untyped_storage().data_ptr() != base.untyped_storage().data_ptr()):
-            return
-        else:
-            specs.append((index, tuple(view.shape), tuple(view.stride()),
-                          view.storage_offset() - base.storage_offset()))
-    replays = launch.Replay.each_of(calls, [view for _, view in views])
+    tensors = [*given, *made]
+    operands = list(launched) if launched is not None else [t for t in tensors if t is not None]
+    views = [_spec(tensors, t) for t in operands]
+    result_view = _spec(tensors, result)
+    if result_view is None or any(v is None for v in views):
+        return
+    replays = launch.Replay.each_of(calls, operands)
     if replays is None:
         return
-    out = tensors[written]
     if len(_RECIPES) >= _RECIPES_MAX:
         _RECIPES.clear()
-    _RECIPES[key] = Recipe(replays, tuple(specs), tuple(extent_offsets(t) for t in tensors), written,
-                           (tuple(out.shape), out.dtype) if made else None)
+    extents = tuple(None if t is None else extent_offsets(t) for t in given)
+    buffers = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in made)
+    _RECIPES[key] = Recipe(replays, tuple(views), extents, written, buffers, result_view, cast)  # type: ignore[arg-type]
