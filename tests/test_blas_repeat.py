@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tessera import InvalidArgumentError
-from tessera.blas import gemv, ger, level2, repeat, space, symv
+from tessera.blas import gemv, ger, level1, level2, repeat, space, symv
 from tessera.blas.kernels.level2 import GemvConfig, GemvGemmConfig, SymvConfig
 from tessera.tuning import logic
 
@@ -183,3 +183,70 @@ def test_ger_repeats_and_refuses_a_vector_inside_the_matrix(device: str, full_pa
     with pytest.raises(InvalidArgumentError, match="a"):
         ger(0.25, a[0, :m], torch.randn(n, dtype=torch.float64).to(device), a)
     assert len(full_paths) == 2
+
+
+@pytest.fixture
+def vectors_validated(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many level-1 vectors the full path validated (the fast path validates none)."""
+    counted: list[int] = []
+
+    class Counted(level1.Vector):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            counted.append(1)
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(level1, "Vector", Counted)
+    repeat._RECIPES.clear()
+    return counted
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_reductions_repeat_on_new_operands(dtype: torch.dtype, device: str,
+                                           vectors_validated: list[int]) -> None:
+    """dot, dotc, nrm2, asum, iamax and iamin three times each on new data: right each time
+    (fp64 NumPy), each result a tensor of its own in the routine's dtype, validated once."""
+    n = 300  # one program in the interpreter's shape: the result is the launch's partial itself
+    results: dict[str, list[torch.Tensor]] = {}
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        x64, y64 = (torch.randn(n, generator=gen, dtype=torch.float64) for _ in range(2))
+        x, y = x64.to(dtype).to(device), y64.to(dtype).to(device)
+        xs, ys = x.double().cpu().numpy(), y.double().cpu().numpy()
+        want = {"dot": xs @ ys, "dotc": xs @ ys, "nrm2": np.linalg.norm(xs), "asum": np.abs(xs).sum(),
+                "iamax": np.argmax(np.abs(xs)), "iamin": np.argmin(np.abs(xs))}
+        got = {"dot": level1.dot(x, y), "dotc": level1.dotc(x, y), "nrm2": level1.nrm2(x),
+               "asum": level1.asum(x), "iamax": level1.iamax(x), "iamin": level1.iamin(x)}
+        tol = 1e-2 if dtype == torch.bfloat16 else 1e-5
+        for name, value in got.items():
+            assert value.dtype == (torch.int64 if name.startswith("ia") else dtype), name
+            assert value.shape == (), name
+            if name.startswith("ia"):
+                assert int(value) == want[name], name
+            else:
+                assert float(value) == pytest.approx(float(want[name]), rel=tol, abs=tol), name
+            results.setdefault(name, []).append(value)
+    assert len(vectors_validated) == 8  # dot and dotc validate x and y, the others x, once each
+    for name, values in results.items():
+        assert len({v.data_ptr() for v in values}) == 3, name
+
+
+def test_batched_nrm2_repeats(device: str, vectors_validated: list[int]) -> None:
+    """A batch of rows twice: one norm a row, right both times, validated once."""
+    for seed in range(2):
+        x = torch.randn(5, 40, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        got = level1.nrm2(x.to(device))
+        np.testing.assert_allclose(got.cpu().numpy(), np.linalg.norm(x.numpy(), axis=1), rtol=1e-12)
+    assert len(vectors_validated) == 1
+
+
+def test_a_dot_summed_by_torch_takes_the_full_path(device: str, vectors_validated: list[int]) -> None:
+    """A dot over several programs adds their partials with torch (not a launch): no replay, every
+    call validated, each right."""
+    from tessera.blas.kernels.level1 import VectorConfig
+
+    with space.forced(VectorConfig(32, 2, 1)):
+        for seed in range(2):
+            x, y = (torch.randn(500, generator=torch.Generator().manual_seed(seed + k), dtype=torch.float64)
+                    for k in (0, 9))
+            assert float(level1.dot(x.to(device), y.to(device))) == pytest.approx(float(x @ y), rel=1e-12)
+    assert len(vectors_validated) == 4

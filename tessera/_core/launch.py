@@ -579,9 +579,12 @@ def _is_constant(t: torch.Tensor) -> bool:
 
 def _scratch_request(t: torch.Tensor) -> ScratchRequest | None:
     """The request that returns the kept buffer ``t`` again (on the same stream and thread), or
-    None."""
+    None. ``t`` may be a view of the buffer from its first element on (a kernel takes a pointer:
+    the buffer itself then stands for the view)."""
+    pointer = t.data_ptr()
     for (name, dtype, device, zeroed, _), buffer in _kept().items():
-        if buffer is t:
+        if buffer is t or (buffer.data_ptr() == pointer and buffer.dtype == t.dtype
+                           and t.numel() <= buffer.numel()):
             return (name, t.numel(), dtype, device, zeroed)
     return None
 

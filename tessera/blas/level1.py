@@ -52,7 +52,7 @@ from tessera._core.validate import (
     mark_written,
     real_scalar,
 )
-from tessera.blas import space
+from tessera.blas import repeat, space
 from tessera.blas.kernels import level1 as k
 from tessera.tuning import logic
 
@@ -335,7 +335,7 @@ def axpy(alpha: float, x: object, y: object, *, n: int | None = None, incx: int 
 def _signed_sum(v: Vector) -> torch.Tensor:
     """Σ x_i (signed) of an unbatched vector in the wide dtype: the zero-increment axpy's total."""
     ones = torch.ones(1, dtype=v.tensor.dtype, device=v.tensor.device)
-    return _reduce(k.DOT, v, Vector("y", ones, v.n, 0))
+    return _reduce(k.DOT, v, Vector("y", ones, v.n, 0))[0]
 
 
 def scal(alpha: float, x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
@@ -426,29 +426,50 @@ def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx:
     return vx.tensor, vy.tensor
 
 
-def _reduce(op: int, x: Vector, y: Vector | None = None, conj: bool = False) -> torch.Tensor:
+def _reduce(op: int, x: Vector, y: Vector | None = None,
+            conj: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """The wide-dtype reduction of each entry (a complex dot gives a complex result): a 0-d
-    tensor, or one value a row for a batched call."""
+    tensor, or one value a row for a batched call; and the buffer the launches made that it may
+    be a view of (for ``repeat.remember``)."""
     batch, batched = _batch(x, y or x)
     shape = (batch,) if batched else ()
     if x.n == 0 or batch == 0:
-        return torch.zeros(shape, dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
+        zeros = torch.zeros(shape, dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
+        return zeros, zeros
     parts = k.launch_reduce(op, x.kernel_args(), (y or x).kernel_args(), x.n, complex_=x.complex, conj=conj,
                             fp64=x.fp64, config=_shape("level1_reduce", x, batch),
                             batch=batch)
     if op == k.NRM2:
-        total = k.launch_nrm2_finish(parts, fp64=x.fp64)
+        total = made = k.launch_nrm2_finish(parts, fp64=x.fp64)
     else:  # one program an entry (n ≤ block · iters): its partial is the sum, no launch to add them
+        made = parts
         sums = parts[..., 0] if parts.shape[-1] == 1 else parts.sum(-1)
         total = torch.complex(sums[0], sums[1]) if x.complex and op == k.DOT else sums[0]
-    return total.reshape(shape)
+    return total.reshape(shape), made
+
+
+def _reduced(routine: str, key: tuple | None, x: Vector, y: Vector | None = None,
+             conj: bool = False) -> torch.Tensor:
+    """A reduction's result in its real dtype (a complex dot's in x's), recorded for repeat calls
+    of ``key`` (``repeat``: replayed where the result is a view of what the launches wrote)."""
+    op = {"nrm2": k.NRM2, "asum": k.ASUM}.get(routine, k.DOT)
+    with launch.recording() as calls:
+        total, made = _reduce(op, x, y, conj)
+    dtype = x.tensor.dtype if op == k.DOT else _real_dtype(x)
+    given = (x.tensor,) if y is None else (x.tensor, y.tensor)
+    repeat.remember(key, calls, given, total, made=(made,), cast=dtype)
+    return total.to(dtype)
 
 
 def _dot(x: object, y: object, n: int | None, incx: int, incy: int, conj: bool) -> torch.Tensor:
+    key = repeat.signature("dotc" if conj else "dot", (x, y), (n, incx, incy))  # type: ignore[arg-type]
+    done = repeat.run(key, (x, y))  # type: ignore[arg-type]
+    if done is not None:
+        return done
     vx, vy, _ = _vectors(x, y, n, incx, incy, complex_ok=True, written="")
     if vx.tensor.dtype != vy.tensor.dtype:
         raise invalid("y.dtype", vy.tensor.dtype, f"x's dtype {vx.tensor.dtype}")
-    return _reduce(k.DOT, vx, vy, conj=conj).to(vx.tensor.dtype)
+    return _reduced("dot", key, vx, vy, conj=conj)
 
 
 def dot(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
@@ -469,26 +490,39 @@ def _real_dtype(v: Vector) -> torch.dtype:
 def nrm2(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
     """Euclidean norm in one pass by Blue's algorithm, as LAPACK 3.10's xNRM2 (no overflow or
     underflow of intermediate squares, no division per element); batched (x 2-D): one a row."""
-    vx = Vector("x", x, n, incx, complex_ok=True, batched=True)
-    return _reduce(k.NRM2, vx).to(_real_dtype(vx))
+    key = repeat.signature("nrm2", (x,), (n, incx))  # type: ignore[arg-type]
+    done = repeat.run(key, (x,))  # type: ignore[arg-type]
+    if done is not None:
+        return done
+    return _reduced("nrm2", key, Vector("x", x, n, incx, complex_ok=True, batched=True))
 
 
 def asum(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
     """Σ |x_i| (complex: Σ |re| + |im|, as BLAS); 0 for incx ≤ 0; batched (x 2-D): one a row."""
+    key = repeat.signature("asum", (x,), (n, incx))  # type: ignore[arg-type]
+    done = repeat.run(key, (x,))  # type: ignore[arg-type]
+    if done is not None:
+        return done
     vx = Vector("x", x, n, incx, complex_ok=True, batched=True)
     if vx.inc <= 0:
         return torch.zeros((vx.batch,) if vx.batched else (), dtype=_real_dtype(vx), device=vx.tensor.device)
-    return _reduce(k.ASUM, vx).to(_real_dtype(vx))
+    return _reduced("asum", key, vx)
 
 
 def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor:
+    key = repeat.signature("iamax" if largest else "iamin", (x,), (n, incx))  # type: ignore[arg-type]
+    done = repeat.run(key, (x,))  # type: ignore[arg-type]
+    if done is not None:
+        return done
     vx = Vector("x", x, n, incx, complex_ok=True, batched=True)
     shape = (vx.batch,) if vx.batched else ()
     if vx.n == 0 or vx.inc <= 0 or vx.batch == 0:
         return torch.full(shape, -1, dtype=torch.int64, device=vx.tensor.device)
-    return k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
-                            config=_shape("level1_extreme", vx, vx.batch),
-                            batch=vx.batch).reshape(shape)
+    with launch.recording() as calls:
+        index = k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
+                                 config=_shape("level1_extreme", vx, vx.batch), batch=vx.batch)
+    repeat.remember(key, calls, (vx.tensor,), index.reshape(shape), made=(index,))
+    return index.reshape(shape)
 
 
 def iamax(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:

@@ -27,7 +27,7 @@ import triton.language as tl
 
 from tessera._core.device import torch_dtype
 from tessera._core.errors import InvalidArgumentError
-from tessera._core.launch import Launcher, cdiv
+from tessera._core.launch import Launcher, cdiv, scratch
 
 AXPY, SCAL, COPY, SWAP, ROT = 0, 1, 2, 3, 4
 DOT, ASUM, NRM2 = 0, 1, 2
@@ -381,11 +381,18 @@ def launch_map(op: int, x: StridedVector, y: StridedVector, n: int, alpha: float
 def launch_reduce(op: int, x: StridedVector, y: StridedVector, n: int, *, complex_: bool, conj: bool,
                   fp64: bool, config: VectorConfig, batch: int = 1) -> torch.Tensor:
     """The reduction ``op`` of n elements of each of ``batch`` vectors as partials, laid out
-    (kind, entry, program): nrm2 three kinds, a complex dot two, else one."""
+    (kind, entry, program): nrm2 three kinds (a view of a kept scratch buffer: only
+    :func:`launch_nrm2_finish` reads them), a complex dot two, else one (a new tensor, which a
+    dot's or asum's result may be a view of)."""
     (xd, xs, xi, xb), (yd, ys, yi, yb) = vector_parts(x), vector_parts(y)
     count = programs(n, config.block * config.iters)
-    parts = torch.empty(3 if op == NRM2 else 2 if complex_ and op == DOT else 1, batch, count,
-                        dtype=torch.float64 if fp64 else torch.float32, device=xd.device)
+    shape = (3 if op == NRM2 else 2 if complex_ and op == DOT else 1, batch, count)
+    wide = torch.float64 if fp64 else torch.float32
+    if op == NRM2:
+        size = shape[0] * batch * count
+        parts = scratch("nrm2 partials", size, wide, xd.device, False)[:size].view(shape)
+    else:
+        parts = torch.empty(shape, dtype=wide, device=xd.device)
     reduce_launch((batch_grid(batch, count),), (xd, yd, parts, n, xs, xi, ys, yi, xb, yb),
                   {"OP": op, "COMPLEX": complex_, "CONJ": conj, "FP64": fp64, "BLOCK": config.block,
                    "ITERS": config.iters}, config.num_warps, 3)
@@ -409,8 +416,9 @@ def launch_extreme(x: StridedVector, n: int, largest: bool, *, complex_: bool, f
     launches, before)."""
     xd, xs, xi, xb = vector_parts(x)
     count = programs(n, config.block * config.iters)
-    values = torch.empty(batch, count, dtype=torch.float64 if fp64 else torch.float32, device=xd.device)
-    where = torch.empty(batch, count, dtype=torch.int64, device=xd.device)
+    wide = torch.float64 if fp64 else torch.float32  # each program's extreme and where: kept scratch
+    values = scratch("extreme values", batch * count, wide, xd.device, False)[:batch * count]
+    where = scratch("extreme indices", batch * count, torch.int64, xd.device, False)[:batch * count]
     extreme_launch((batch_grid(batch, count),), (xd, values, where, n, xs, xi, xb),
                    {"LARGEST": largest, "COMPLEX": complex_, "FP64": fp64, "BLOCK": config.block,
                     "ITERS": config.iters}, config.num_warps, 3)
