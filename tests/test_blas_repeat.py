@@ -239,14 +239,24 @@ def test_batched_nrm2_repeats(device: str, vectors_validated: list[int]) -> None
     assert len(vectors_validated) == 1
 
 
-def test_a_dot_summed_by_torch_takes_the_full_path(device: str, vectors_validated: list[int]) -> None:
+def test_a_dot_summed_by_torch_takes_the_full_path(device: str, vectors_validated: list[int],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A dot over several programs adds their partials with torch (not a launch): no replay, every
-    call validated, each right."""
+    call validated, each right, and only the first recorded (the others skip the attempt)."""
     from tessera.blas.kernels.level1 import VectorConfig
 
+    recordings: list[int] = []
+    recording = repeat.launch.recording
+
+    def counted() -> object:
+        recordings.append(1)
+        return recording()
+
+    monkeypatch.setattr(repeat.launch, "recording", counted)
     with space.forced(VectorConfig(32, 2, 1)):
-        for seed in range(2):
+        for seed in range(3):
             x, y = (torch.randn(500, generator=torch.Generator().manual_seed(seed + k), dtype=torch.float64)
                     for k in (0, 9))
             assert float(level1.dot(x.to(device), y.to(device))) == pytest.approx(float(x @ y), rel=1e-12)
-    assert len(vectors_validated) == 4
+    assert len(vectors_validated) == 6
+    assert len(recordings) == 1

@@ -453,7 +453,7 @@ def _reduced(routine: str, key: tuple | None, x: Vector, y: Vector | None = None
     """A reduction's result in its real dtype (a complex dot's in x's), recorded for repeat calls
     of ``key`` (``repeat``: replayed where the result is a view of what the launches wrote)."""
     op = {"nrm2": k.NRM2, "asum": k.ASUM}.get(routine, k.DOT)
-    with launch.recording() as calls:
+    with repeat.recording(key) as calls:
         total, made = _reduce(op, x, y, conj)
     dtype = x.tensor.dtype if op == k.DOT else _real_dtype(x)
     given = (x.tensor,) if y is None else (x.tensor, y.tensor)
@@ -518,7 +518,7 @@ def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor
     shape = (vx.batch,) if vx.batched else ()
     if vx.n == 0 or vx.inc <= 0 or vx.batch == 0:
         return torch.full(shape, -1, dtype=torch.int64, device=vx.tensor.device)
-    with launch.recording() as calls:
+    with repeat.recording(key) as calls:
         index = k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
                                  config=_shape("level1_extreme", vx, vx.batch), batch=vx.batch)
     repeat.remember(key, calls, (vx.tensor,), index.reshape(shape), made=(index,))

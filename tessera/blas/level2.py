@@ -166,7 +166,7 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
         _scale_only(y_vec, beta)
         return y_vec.tensor
     sam, san = (a.stride(-1), a.stride(-2)) if trans else (a.stride(-2), a.stride(-1))
-    with launch.recording() as calls:
+    with repeat.recording(key) as calls:
         views = _gemv(a, sam, san, rows, cols, x_vec, y_vec, alpha, beta, batch, a_batch)
     mark_written(y_vec.tensor)
     _remember(key, calls, a, x_vec, y_vec, y is None, views)
@@ -195,7 +195,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
         _scale_only(y_vec, beta)
         return y_vec.tensor
     sam, san = (a.stride(-1), a.stride(-2)) if lower else (a.stride(-2), a.stride(-1))  # lower = upper of Aᵀ
-    with launch.recording() as calls:
+    with repeat.recording(key) as calls:
         k.launch_symv(a, sam, san, n, x_vec.kernel_args(), y_vec.kernel_args(), alpha, beta,
                       fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a),
                       batch=batch, a_batch=a_batch)
@@ -225,7 +225,7 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
                                     f"of {batch}")
     if m == 0 or n == 0 or batch == 0 or alpha == 0.0:
         return a
-    with launch.recording() as calls:
+    with repeat.recording(key) as calls:
         k.launch_ger(a, x_vec.kernel_args(), y_vec.kernel_args(), alpha,
                      fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("ger", (m, n), a))
     mark_written(a)

@@ -20,6 +20,7 @@ tensor that autograd tracks (the full path raises), a repeat call whose tensors'
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -113,13 +114,26 @@ class Recipe:
 
 
 _RECIPES: dict[tuple, Recipe] = {}
+_NONE = Recipe((), (), (), None, (), (0, None, None, 0), None)  # the key's calls make no recipe
 
 
 def run(key: tuple | None, given: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
     """The result of a repeat call replayed, or None: no recipe for ``key``, or one whose written
     tensor's bytes meet another's (the caller takes the full path)."""
     recipe = None if key is None else _RECIPES.get(key)
-    return None if recipe is None else recipe.run(given)
+    return None if recipe is None or recipe is _NONE else recipe.run(given)
+
+
+def wanted(key: tuple | None) -> bool:
+    """Whether a full-path call of ``key`` should record its launches for a recipe: not when an
+    earlier call of it made none (its result came from torch, not a launch: recording and trying
+    again would only cost the host time a recipe is meant to save)."""
+    return key is not None and _RECIPES.get(key) is not _NONE
+
+
+def recording(key: tuple | None) -> contextlib.AbstractContextManager[list[launch.Call]]:
+    """Where a full-path call of ``key`` launches: recorded when a recipe is :func:`wanted`."""
+    return launch.recording() if wanted(key) else contextlib.nullcontext([])
 
 
 def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[torch.Tensor | None],
@@ -131,19 +145,19 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
     wrote in place; ``launched``: the tensors its launches took, each a view of one given or made
     tensor (None: those tensors themselves); ``result``: what it returns (a view of one of
     them), before ``cast``."""
-    if key is None or not calls:
+    if not wanted(key) or not calls:
         return
+    if len(_RECIPES) >= _RECIPES_MAX:
+        _RECIPES.clear()
     tensors = [*given, *made]
     operands = list(launched) if launched is not None else [t for t in tensors if t is not None]
     views = [_spec(tensors, t) for t in operands]
     result_view = _spec(tensors, result)
-    if result_view is None or any(v is None for v in views):
-        return
-    replays = launch.Replay.each_of(calls, operands)
+    replays = (None if result_view is None or any(v is None for v in views) else
+               launch.Replay.each_of(calls, operands))
     if replays is None:
+        _RECIPES[key] = _NONE  # type: ignore[index]
         return
-    if len(_RECIPES) >= _RECIPES_MAX:
-        _RECIPES.clear()
     extents = tuple(None if t is None else extent_offsets(t) for t in given)
     buffers = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in made)
     _RECIPES[key] = Recipe(replays, tuple(views), extents, written, buffers, result_view, cast)  # type: ignore[arg-type]
