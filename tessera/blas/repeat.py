@@ -1,21 +1,28 @@
-"""Repeat calls of a level-2 routine replay the first call's launches, as ``gemm``'s recipes do.
+"""Repeat calls of a level-2 routine or a level-1 reduction replay the first call's launches, as
+``gemm``'s recipes do.
 
-A level-2 call spends most of its host time validating its vectors, checking that the written one
-shares no element with the others, selecting a launch shape and building arguments: 35–45 µs of
-Python a gemv on the CI machine before its launches, more on a slow host, where the GPU reads an
-8192² bf16 matrix in 21–33 µs. Every decision depends only on the call's signature — the routine,
-each tensor's shape, strides, dtype, device and 16-byte alignment, the scalars and flags, the
-forced configuration and the logic generation — except whether the written tensor overlaps a
-read one, which depends on where they are. So the first call of a signature records its launches
-(``launch.recording``); when each is a :class:`~tessera._core.launch.Replay` (its tensors the
-call's operands, views of them at fixed offsets, kept scratch or constant buffers), a repeat call
-checks the byte ranges of its tensors against each other (the full path decides element by element
-where they meet) and replays them. What the recording cannot see — work done by torch operations
-rather than launches — makes no replay: a tensor such an operation made is none of those kinds, and
-``Replay.of`` refuses it; a routine records only paths whose GPU work is its launches.
+Such a call spends most of its host time validating its vectors, checking that the written one
+shares no element with the others, selecting a launch shape and building launch arguments: on the
+H200's host symv 8192² took 75.8 µs a call and gemv T 91.3 before its replay, where the GPU reads
+the matrix in 21–33 µs (``benchmarks/results/eager-l2-h200-9678d9a/``). Every decision depends only
+on the call's signature — the routine, each tensor's shape, strides, dtype, device and 16-byte
+alignment, the scalars and flags, the forced configuration and the logic generation — except
+whether the written tensor overlaps a read one, which depends on where they are. So the first call
+of a signature records its launches (``launch.recording``); when each is a
+:class:`~tessera._core.launch.Replay` (its tensors the call's tensors or views of them at fixed
+offsets, buffers the call made for its result — y for y = None, a reduction's partials or index —,
+kept scratch or constant buffers) and the result is a view of one of them, a repeat call checks the
+byte ranges of the written tensor against the others (the full path decides element by element
+where they meet), allocates the result's buffers anew and replays the launches. What the recording
+cannot see — work done by torch operations rather than launches — makes no replay: a tensor such an
+operation made is none of those kinds (a dot whose partials torch adds returns such a tensor); a
+routine records only paths whose GPU work is its launches.
 
 Refused for the fast path (the full path runs): tensor subclasses, non-Python scalars, a written
-tensor that autograd tracks (the full path raises), a repeat call whose tensors' ranges meet.
+tensor that autograd tracks (the full path raises), a repeat call whose tensors' ranges meet. A
+signature whose first call makes no recipe (a result torch computed, a buffer not kept) is marked so,
+and its later calls take the full path without recording again (outside a CUDA graph capture, where
+scratch buffers are not kept).
 """
 
 from __future__ import annotations
@@ -147,6 +154,8 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
     them), before ``cast``."""
     if not wanted(key) or not calls:
         return
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        return  # scratch is not kept under a graph capture: no recipe now says nothing of later calls
     if len(_RECIPES) >= _RECIPES_MAX:
         _RECIPES.clear()
     tensors = [*given, *made]
