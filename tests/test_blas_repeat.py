@@ -239,12 +239,24 @@ def test_batched_nrm2_repeats(device: str, vectors_validated: list[int]) -> None
     assert len(vectors_validated) == 1
 
 
-def test_a_dot_summed_by_torch_takes_the_full_path(device: str, vectors_validated: list[int],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """A dot over several programs adds their partials with torch (not a launch): no replay, every
-    call validated, each right, and only the first recorded (the others skip the attempt)."""
+def test_a_dot_of_several_programs_repeats(device: str, vectors_validated: list[int]) -> None:
+    """A dot over several programs adds their partials with torch: a repeat call replays the launch
+    into a new buffer and takes the same sum (``level1._Total``) — right each time, validated once."""
     from tessera.blas.kernels.level1 import VectorConfig
 
+    with space.forced(VectorConfig(32, 2, 1)):
+        for seed in range(3):
+            x, y = (torch.randn(500, generator=torch.Generator().manual_seed(seed + k), dtype=torch.float64)
+                    for k in (0, 9))
+            assert float(level1.dot(x.to(device), y.to(device))) == pytest.approx(float(x @ y), rel=1e-12)
+            assert float(level1.asum(x.to(device))) == pytest.approx(float(x.abs().sum()), rel=1e-12)
+    assert len(vectors_validated) == 3
+
+
+def test_a_signature_without_a_recipe_is_recorded_once(device: str, vectors_validated: list[int],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A complex dot's launch takes x's real view (another dtype than x): no recipe. Every call is
+    validated and right, and only the first records its launches (the others skip the attempt)."""
     recordings: list[int] = []
     recording = repeat.launch.recording
 
@@ -253,10 +265,10 @@ def test_a_dot_summed_by_torch_takes_the_full_path(device: str, vectors_validate
         return recording()
 
     monkeypatch.setattr(repeat.launch, "recording", counted)
-    with space.forced(VectorConfig(32, 2, 1)):
-        for seed in range(3):
-            x, y = (torch.randn(500, generator=torch.Generator().manual_seed(seed + k), dtype=torch.float64)
-                    for k in (0, 9))
-            assert float(level1.dot(x.to(device), y.to(device))) == pytest.approx(float(x @ y), rel=1e-12)
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        x, y = (torch.randn(64, generator=gen, dtype=torch.complex128) for _ in range(2))
+        got = level1.dot(x.to(device), y.to(device))
+        assert complex(got) == pytest.approx(complex((x * y).sum()), rel=1e-12)
     assert len(vectors_validated) == 6
     assert len(recordings) == 1

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import copy as copy_module
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
@@ -335,7 +336,8 @@ def axpy(alpha: float, x: object, y: object, *, n: int | None = None, incx: int 
 def _signed_sum(v: Vector) -> torch.Tensor:
     """Σ x_i (signed) of an unbatched vector in the wide dtype: the zero-increment axpy's total."""
     ones = torch.ones(1, dtype=v.tensor.dtype, device=v.tensor.device)
-    return _reduce(k.DOT, v, Vector("y", ones, v.n, 0))[0]
+    made, total = _reduce(k.DOT, v, Vector("y", ones, v.n, 0))
+    return total(made)
 
 
 def scal(alpha: float, x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
@@ -426,39 +428,53 @@ def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx:
     return vx.tensor, vy.tensor
 
 
+@dataclass(frozen=True)
+class _Total:
+    """The torch steps from what a reduction's launches wrote to its wide-dtype result — the sum of
+    dot's or asum's partials (kind, entry, program) over the programs (a view when there is one),
+    nrm2's norms as they are — taken by the full path and by a replay alike (``repeat``)."""
+
+    shape: tuple[int, ...]  # () or (batch,)
+    partials: bool
+    complex_dot: bool  # (re, im) partials: a complex result
+
+    def __call__(self, made: torch.Tensor) -> torch.Tensor:
+        if not self.partials:
+            return made.reshape(self.shape)
+        sums = made[..., 0] if made.shape[-1] == 1 else made.sum(-1)
+        total = torch.complex(sums[0], sums[1]) if self.complex_dot else sums[0]
+        return total.reshape(self.shape)
+
+
 def _reduce(op: int, x: Vector, y: Vector | None = None,
-            conj: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """The wide-dtype reduction of each entry (a complex dot gives a complex result): a 0-d
-    tensor, or one value a row for a batched call; and the buffer the launches made that it may
-    be a view of (for ``repeat.remember``)."""
+            conj: bool = False) -> tuple[torch.Tensor, _Total]:
+    """The wide-dtype reduction of each entry (a complex dot gives a complex result; a 0-d tensor,
+    or one value a row for a batched call) as the buffer its launches wrote and the steps that
+    make the result of it: ``total(made)``."""
     batch, batched = _batch(x, y or x)
     shape = (batch,) if batched else ()
     if x.n == 0 or batch == 0:
         zeros = torch.zeros(shape, dtype=torch.float64 if x.fp64 else torch.float32, device=x.tensor.device)
-        return zeros, zeros
+        return zeros, _Total(shape, False, False)
     parts = k.launch_reduce(op, x.kernel_args(), (y or x).kernel_args(), x.n, complex_=x.complex, conj=conj,
                             fp64=x.fp64, config=_shape("level1_reduce", x, batch),
                             batch=batch)
     if op == k.NRM2:
-        total = made = k.launch_nrm2_finish(parts, fp64=x.fp64)
-    else:  # one program an entry (n ≤ block · iters): its partial is the sum, no launch to add them
-        made = parts
-        sums = parts[..., 0] if parts.shape[-1] == 1 else parts.sum(-1)
-        total = torch.complex(sums[0], sums[1]) if x.complex and op == k.DOT else sums[0]
-    return total.reshape(shape), made
+        return k.launch_nrm2_finish(parts, fp64=x.fp64), _Total(shape, False, False)
+    return parts, _Total(shape, True, x.complex and op == k.DOT)
 
 
 def _reduced(routine: str, key: tuple | None, x: Vector, y: Vector | None = None,
              conj: bool = False) -> torch.Tensor:
     """A reduction's result in its real dtype (a complex dot's in x's), recorded for repeat calls
-    of ``key`` (``repeat``: replayed where the result is a view of what the launches wrote)."""
+    of ``key`` (``repeat``: they replay the launches into a new buffer and take the same steps)."""
     op = {"nrm2": k.NRM2, "asum": k.ASUM}.get(routine, k.DOT)
     with repeat.recording(key) as calls:
-        total, made = _reduce(op, x, y, conj)
+        made, total = _reduce(op, x, y, conj)
     dtype = x.tensor.dtype if op == k.DOT else _real_dtype(x)
     given = (x.tensor,) if y is None else (x.tensor, y.tensor)
-    repeat.remember(key, calls, given, total, made=(made,), cast=dtype)
-    return total.to(dtype)
+    repeat.remember(key, calls, given, made, made=(made,), finish=total, cast=dtype)
+    return total(made).to(dtype)
 
 
 def _dot(x: object, y: object, n: int | None, incx: int, incy: int, conj: bool) -> torch.Tensor:

@@ -28,7 +28,7 @@ scratch buffers are not kept).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -90,7 +90,8 @@ class Recipe:
     extents: tuple[tuple[int, int] | None, ...]  # the given tensors' byte ranges from their data pointers
     written: int | None  # the given tensor written in place (checked against the others), or None
     made: tuple[tuple[tuple[int, ...], tuple[int, ...], torch.dtype], ...]  # made: shape, strides, dtype
-    result: View  # what the call returns, before ``cast``
+    result: View  # what the call returns, before ``finish`` and ``cast``
+    finish: Callable[[torch.Tensor], torch.Tensor] | None  # the torch steps from it to the result
     cast: torch.dtype | None
 
     def run(self, given: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
@@ -117,11 +118,13 @@ class Recipe:
         if self.written is not None:
             mark_written(tensors[self.written])  # type: ignore[arg-type]
         result = _view(tensors, self.result)
+        if self.finish is not None:
+            result = self.finish(result)
         return result if self.cast is None else result.to(self.cast)
 
 
 _RECIPES: dict[tuple, Recipe] = {}
-_NONE = Recipe((), (), (), None, (), (0, None, None, 0), None)  # the key's calls make no recipe
+_NONE = Recipe((), (), (), None, (), (0, None, None, 0), None, None)  # the key's calls make no recipe
 
 
 def run(key: tuple | None, given: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
@@ -145,13 +148,15 @@ def recording(key: tuple | None) -> contextlib.AbstractContextManager[list[launc
 
 def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[torch.Tensor | None],
              result: torch.Tensor, *, made: Sequence[torch.Tensor] = (), written: int | None = None,
-             launched: Sequence[torch.Tensor] | None = None, cast: torch.dtype | None = None) -> None:
+             launched: Sequence[torch.Tensor] | None = None,
+             finish: Callable[[torch.Tensor], torch.Tensor] | None = None,
+             cast: torch.dtype | None = None) -> None:
     """Keep the launches ``calls`` of a first call for ``key``'s repeat calls, if each replays.
     ``given``: the call's tensors as :func:`run` will be given them; ``made``: the buffers it made
     for its result (uninitialized: its launches write them); ``written``: which given tensor it
     wrote in place; ``launched``: the tensors its launches took, each a view of one given or made
-    tensor (None: those tensors themselves); ``result``: what it returns (a view of one of
-    them), before ``cast``."""
+    tensor (None: those tensors themselves); ``result``: a view of one of them, from which
+    ``finish`` (torch steps the call took, holding no tensor) and ``cast`` make what it returns."""
     if not wanted(key) or not calls:
         return
     if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
@@ -169,4 +174,5 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
         return
     extents = tuple(None if t is None else extent_offsets(t) for t in given)
     buffers = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in made)
-    _RECIPES[key] = Recipe(replays, tuple(views), extents, written, buffers, result_view, cast)  # type: ignore[arg-type]
+    _RECIPES[key] = Recipe(replays, tuple(views), extents, written, buffers, result_view,  # type: ignore[arg-type]
+                           finish, cast)
