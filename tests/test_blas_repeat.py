@@ -1,6 +1,7 @@
-"""Repeat level-2 calls replay the first call's launches (``tessera.blas.repeat``): right on new
-operands of the same signature (fp64 NumPy references), taken only where the signature and the
-operands' places allow, and never where the full path would refuse the call."""
+"""Repeat level-2 calls and level-1 reductions replay the first call's launches
+(``tessera.blas.repeat``): right on new operands of the same signature (fp64 NumPy references),
+each result a tensor of its own, taken only where the signature and the operands' places allow,
+and never where the full path would refuse the call."""
 
 from __future__ import annotations
 
