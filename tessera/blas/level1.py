@@ -464,11 +464,10 @@ def _reduce(op: int, x: Vector, y: Vector | None = None,
     return parts, _Total(shape, True, x.complex and op == k.DOT)
 
 
-def _reduced(routine: str, key: tuple | None, x: Vector, y: Vector | None = None,
+def _reduced(op: int, key: tuple | None, x: Vector, y: Vector | None = None,
              conj: bool = False) -> torch.Tensor:
     """A reduction's result in its real dtype (a complex dot's in x's), recorded for repeat calls
     of ``key`` (``repeat``: they replay the launches into a new buffer and take the same steps)."""
-    op = {"nrm2": k.NRM2, "asum": k.ASUM}.get(routine, k.DOT)
     with repeat.recording(key) as calls:
         made, total = _reduce(op, x, y, conj)
     dtype = x.tensor.dtype if op == k.DOT else _real_dtype(x)
@@ -478,14 +477,13 @@ def _reduced(routine: str, key: tuple | None, x: Vector, y: Vector | None = None
 
 
 def _dot(x: object, y: object, n: int | None, incx: int, incy: int, conj: bool) -> torch.Tensor:
-    key = repeat.signature("dotc" if conj else "dot", (x, y), (n, incx, incy))  # type: ignore[arg-type]
-    done = repeat.run(key, (x, y))  # type: ignore[arg-type]
+    key, done = repeat.replayed("dotc" if conj else "dot", (x, y), (n, incx, incy))
     if done is not None:
         return done
     vx, vy, _ = _vectors(x, y, n, incx, incy, complex_ok=True, written="")
     if vx.tensor.dtype != vy.tensor.dtype:
         raise invalid("y.dtype", vy.tensor.dtype, f"x's dtype {vx.tensor.dtype}")
-    return _reduced("dot", key, vx, vy, conj=conj)
+    return _reduced(k.DOT, key, vx, vy, conj=conj)
 
 
 def dot(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
@@ -506,28 +504,25 @@ def _real_dtype(v: Vector) -> torch.dtype:
 def nrm2(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
     """Euclidean norm in one pass by Blue's algorithm, as LAPACK 3.10's xNRM2 (no overflow or
     underflow of intermediate squares, no division per element); batched (x 2-D): one a row."""
-    key = repeat.signature("nrm2", (x,), (n, incx))  # type: ignore[arg-type]
-    done = repeat.run(key, (x,))  # type: ignore[arg-type]
+    key, done = repeat.replayed("nrm2", (x,), (n, incx))
     if done is not None:
         return done
-    return _reduced("nrm2", key, Vector("x", x, n, incx, complex_ok=True, batched=True))
+    return _reduced(k.NRM2, key, Vector("x", x, n, incx, complex_ok=True, batched=True))
 
 
 def asum(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
     """Σ |x_i| (complex: Σ |re| + |im|, as BLAS); 0 for incx ≤ 0; batched (x 2-D): one a row."""
-    key = repeat.signature("asum", (x,), (n, incx))  # type: ignore[arg-type]
-    done = repeat.run(key, (x,))  # type: ignore[arg-type]
+    key, done = repeat.replayed("asum", (x,), (n, incx))
     if done is not None:
         return done
     vx = Vector("x", x, n, incx, complex_ok=True, batched=True)
     if vx.inc <= 0:
         return torch.zeros((vx.batch,) if vx.batched else (), dtype=_real_dtype(vx), device=vx.tensor.device)
-    return _reduced("asum", key, vx)
+    return _reduced(k.ASUM, key, vx)
 
 
 def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor:
-    key = repeat.signature("iamax" if largest else "iamin", (x,), (n, incx))  # type: ignore[arg-type]
-    done = repeat.run(key, (x,))  # type: ignore[arg-type]
+    key, done = repeat.replayed("iamax" if largest else "iamin", (x,), (n, incx))
     if done is not None:
         return done
     vx = Vector("x", x, n, incx, complex_ok=True, batched=True)
@@ -537,8 +532,9 @@ def _extreme(x: object, n: int | None, incx: int, largest: bool) -> torch.Tensor
     with repeat.recording(key) as calls:
         index = k.launch_extreme(vx.kernel_args(), vx.n, largest, complex_=vx.complex, fp64=vx.fp64,
                                  config=_shape("level1_extreme", vx, vx.batch), batch=vx.batch)
-    repeat.remember(key, calls, (vx.tensor,), index.reshape(shape), made=(index,))
-    return index.reshape(shape)
+    result = index.reshape(shape)
+    repeat.remember(key, calls, (vx.tensor,), result, made=(index,))
+    return result
 
 
 def iamax(x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:

@@ -148,8 +148,7 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
          trans: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """y ← α op(A)·x + β y, op(A) = A or Aᵀ; y is written in place (a new vector if None, β = 0).
     Batched: A 3-D and/or x 2-D, y 2-D. A repeat call replays the first's launches (``repeat``)."""
-    key = repeat.signature("gemv", (a, x, y), (alpha, beta, trans, incx, incy))  # type: ignore[arg-type]
-    done = repeat.run(key, (a, x, y))  # type: ignore[arg-type]
+    key, done = repeat.replayed("gemv", (a, x, y), (alpha, beta, trans, incx, incy))
     if done is not None:
         return done
     a = _matrix("a", a)
@@ -177,8 +176,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
          lower: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """y ← α A·x + β y for symmetric A, read only from its upper (or ``lower``) triangle. Batched:
     A 3-D and/or x 2-D, y 2-D. A repeat call replays the first's launches (``repeat``)."""
-    key = repeat.signature("symv", (a, x, y), (alpha, beta, lower, incx, incy))  # type: ignore[arg-type]
-    done = repeat.run(key, (a, x, y))  # type: ignore[arg-type]
+    key, done = repeat.replayed("symv", (a, x, y), (alpha, beta, lower, incx, incy))
     if done is not None:
         return done
     a = _matrix("a", a)
@@ -207,8 +205,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
 def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """A ← α x yᵀ + A (in place); returns A. Batched: A 3-D (x and y 2-D, or 1-D for every entry).
     A repeat call replays the first's launch (``repeat``)."""
-    key = repeat.signature("ger", (a, x, y), (alpha, incx, incy))  # type: ignore[arg-type]
-    done = repeat.run(key, (a, x, y))  # type: ignore[arg-type]
+    key, done = repeat.replayed("ger", (a, x, y), (alpha, incx, incy))
     if done is not None:
         return done
     a = _matrix("a", a)

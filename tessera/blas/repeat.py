@@ -44,7 +44,7 @@ View = tuple[int, tuple[int, ...] | None, tuple[int, ...] | None, int]
 _RECIPES_MAX = 512
 
 
-def signature(routine: str, tensors: Sequence[torch.Tensor | None], values: tuple) -> tuple | None:
+def signature(routine: str, tensors: Sequence[object], values: tuple) -> tuple | None:
     """The key of a call whose decisions are fixed by it (module docstring), or None when the call
     takes the full path: ``tensors`` exact torch tensors (or None: absent, or a result the call
     makes), ``values`` None or Python bools, ints and floats."""
@@ -127,11 +127,16 @@ _RECIPES: dict[tuple, Recipe] = {}
 _NONE = Recipe((), (), (), None, (), (0, None, None, 0), None, None)  # the key's calls make no recipe
 
 
-def run(key: tuple | None, given: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
-    """The result of a repeat call replayed, or None: no recipe for ``key``, or one whose written
-    tensor's bytes meet another's (the caller takes the full path)."""
+def replayed(routine: str, given: Sequence[object],
+             values: tuple) -> tuple[tuple | None, torch.Tensor | None]:
+    """A call's :func:`signature`, and its result when a recipe replayed it — else None: no recipe
+    for the signature, or one whose written tensor's bytes meet another's (the caller takes the
+    full path, recording it under the signature)."""
+    key = signature(routine, given, values)
     recipe = None if key is None else _RECIPES.get(key)
-    return None if recipe is None or recipe is _NONE else recipe.run(given)
+    if recipe is None or recipe is _NONE:
+        return key, None
+    return key, recipe.run(given)  # type: ignore[arg-type]  # signature checked they are tensors
 
 
 def wanted(key: tuple | None) -> bool:
@@ -152,7 +157,7 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
              finish: Callable[[torch.Tensor], torch.Tensor] | None = None,
              cast: torch.dtype | None = None) -> None:
     """Keep the launches ``calls`` of a first call for ``key``'s repeat calls, if each replays.
-    ``given``: the call's tensors as :func:`run` will be given them; ``made``: the buffers it made
+    ``given``: the call's tensors as :func:`replayed` will be given them; ``made``: the buffers it made
     for its result (uninitialized: its launches write them); ``written``: which given tensor it
     wrote in place; ``launched``: the tensors its launches took, each a view of one given or made
     tensor (None: those tensors themselves); ``result``: a view of one of them, from which
