@@ -36,6 +36,7 @@ from tessera.blas import (
     iamax,
     iamin,
     nrm2,
+    repeat,
     rot,
     scal,
     space,
@@ -104,7 +105,6 @@ def test_element_wise_repeat_calls_replay_and_still_check(incx: int, incy: int, 
     result is the reference's; a repeat call whose vectors share elements, or whose written one
     requires a gradient, is refused as the first call would be, the vectors untouched; the
     written vectors' version counters go up."""
-    from tessera.blas import level1
 
     n, dtype = 301, torch.float32
     lx, ly = (n - 1) * abs(incx) + 1, (n - 1) * abs(incy) + 1
@@ -131,7 +131,7 @@ def test_element_wise_repeat_calls_replay_and_still_check(incx: int, incy: int, 
                 lambda xs, ys: (_put(xs.copy(), px, c * xs[px] + s * ys[py]),
                                 _put(ys.copy(), py, c * ys[py] - s * xs[px]))),
     }
-    level1._MAP_RECIPES.clear()
+    repeat._RECIPES.clear()
     for round_ in range(3):  # the first call records, the next two replay on new vectors
         for name, (call, want) in calls.items():
             x, y = fresh(10 * round_ + len(name))
@@ -151,7 +151,7 @@ def test_element_wise_repeat_calls_replay_and_still_check(incx: int, incy: int, 
                 close(torch.from_numpy(gx), wx, dtype, 6)
                 close(torch.from_numpy(gy), wy, dtype, 6)
             assert y._version > before[1]
-        assert len(level1._MAP_RECIPES) == len(calls), "one recipe a routine, kept across repeat calls"
+        assert len(repeat._RECIPES) == len(calls), "one recipe a routine, kept across repeat calls"
 
     # a repeat call with the recorded layouts whose y shares elements with x: refused, y untouched
     for name in ("axpy", "copy", "swap", "rot"):
@@ -170,7 +170,7 @@ def test_element_wise_repeat_calls_replay_and_still_check(incx: int, incy: int, 
     y.requires_grad_(True)
     with pytest.raises(InvalidArgumentError, match="requires a gradient"):
         axpy(0.5, x, y, incx=incx, incy=incy)
-    assert len(level1._MAP_RECIPES) == len(calls)
+    assert len(repeat._RECIPES) == len(calls)
 
 
 def _put(values: np.ndarray, where: np.ndarray, new: np.ndarray) -> np.ndarray:

@@ -644,8 +644,13 @@ class Replay:
                 slots.append((position, *slot, descriptor))
         return cls(call, tuple(slots), tuple(scratches))
 
-    def __call__(self, operands: Sequence[torch.Tensor]) -> None:
+    def __call__(self, operands: Sequence[torch.Tensor], values: Sequence[tuple[int, float]] = ()) -> None:
+        """Launch on ``operands``, with ``values`` (argument position, float) in place of the
+        recorded floats there (a routine's alpha: floats are not specialized, so the binary is the
+        same)."""
         bound = list(self.bound)
+        for position, value in values:
+            bound[position] = value
         for position, index, transposed, descriptor in self.slots:
             t = operands[index].t() if transposed else operands[index]
             bound[position] = _with_base(bound[position], t) if descriptor else t

@@ -32,15 +32,12 @@ the true norm is representable (barring, as in the reference, more than ~2^24 fp
 
 from __future__ import annotations
 
-import contextlib
 import copy as copy_module
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 
-from tessera._core import launch
 from tessera._core.errors import invalid
 from tessera._core.footprint import Footprint, check_apart
 from tessera._core.launch import next_power_of_2
@@ -55,7 +52,6 @@ from tessera._core.validate import (
 )
 from tessera.blas import repeat, space
 from tessera.blas.kernels import level1 as k
-from tessera.tuning import logic
 
 REAL = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 COMPLEX = (torch.complex64, torch.complex128)
@@ -211,95 +207,21 @@ def _shape(op: str, x: Vector, batch: int) -> k.VectorConfig:
 
 
 def _map(op: int, x: Vector, y: Vector | None, alpha: float = 0.0, beta: float = 0.0,
-         signature: tuple | None = None) -> None:
-    """The element-wise routine ``op`` over x (and y), in one launch. With a ``signature``
-    (:func:`_map_signature`) the launch is recorded, and a repeat call with that signature
-    replays it (:class:`_MapRecipe`)."""
+         key: tuple | None = None) -> None:
+    """The element-wise routine ``op`` over x (and y), in one launch, recorded for the repeat calls
+    of ``key`` (``repeat``: they replay it with their own alpha and beta)."""
     batch, _ = _batch(x, y or x)
     if x.n == 0 or batch == 0:
         return
-    written = tuple(v for v in ((x, y) if op in (k.SWAP, k.ROT) else (y or x,)) if v is not None)
-    with launch.recording() if signature is not None else _NOT_RECORDED as calls:
+    given = (x.tensor,) if y is None else (x.tensor, y.tensor)
+    written = (0, 1) if op in (k.SWAP, k.ROT) else (len(given) - 1,)
+    with repeat.recording(key) as calls:
         k.launch_map(op, x.kernel_args(), (y or x).kernel_args(), x.n, alpha, beta,
                      fp64=x.fp64 or (y is not None and y.fp64),
                      config=_shape("level1_swap" if op == k.SWAP else "level1_map", x, batch), batch=batch)
-    mark_written(*(v.tensor for v in written))
-    if signature is not None:
-        replay = launch.Replay.of(calls, (x.tensor,) if y is None else (x.tensor, y.tensor))
-        if replay is not None and len(_MAP_RECIPES) < _MAX_RECIPES:
-            same_ok = y is not None and _same_allowed(x, y, op != k.ROT)  # as rot's _vectors call: never
-            _MAP_RECIPES[signature] = _MapRecipe(replay, _relative(x), _relative(y or x),
-                                                 tuple(v is x for v in written), y is None, same_ok)
-
-
-def _relative(v: Vector) -> Footprint:
-    """The vector's footprint with its first byte relative to the tensor's data pointer: fixed by
-    the call's signature, so a repeat call rebuilds it from the new pointer (:func:`_at`)."""
-    f = v.footprint()
-    return f._replace(first=f.first - v.tensor.data_ptr())
-
-
-def _at(relative: Footprint, t: torch.Tensor) -> Footprint:
-    return Footprint(t.data_ptr() + relative.first, relative.dims, relative.width)  # not _replace: µs
-
-
-class _MapRecipe(NamedTuple):
-    """What a repeat call of an element-wise routine with one signature needs besides the launch
-    it replays: the checks that depend on where its vectors lie (which the signature does not
-    fix) — x and y must share no element unless ``same_ok`` lets them be the very same, the
-    written ones must not require a gradient — and which vectors it writes (``writes_x``: for
-    each written vector, whether it is x). ``one_vector``: scal's (x alone)."""
-
-    replay: launch.Replay
-    x: Footprint  # relative to the data pointer (:func:`_relative`)
-    y: Footprint
-    writes_x: tuple[bool, ...]
-    one_vector: bool
-    same_ok: bool
-
-    def run(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        written = tuple(x if is_x else y for is_x in self.writes_x)
-        for is_x, t in zip(self.writes_x, written, strict=True):
-            check_untracked_write("x" if is_x else "y", t)
-        if not self.one_vector:
-            name, other = ("x", "y") if self.writes_x[0] else ("y", "x")
-            fx, fy = _at(self.x, x), _at(self.y, y)
-            mine, theirs = (fx, fy) if self.writes_x[0] else (fy, fx)
-            check_apart(name, mine, {other: theirs}, frozenset({other}) if self.same_ok else frozenset())
-        self.replay((x,) if self.one_vector else (x, y))
-        mark_written(*written)
-
-
-_MAP_RECIPES: dict[tuple, _MapRecipe] = {}
-_MAX_RECIPES = 4096  # a bound on memory for callers whose alpha changes every call (each its own key)
-_NOT_RECORDED = contextlib.nullcontext(())
-
-
-def _replayed(op: int, x: object, y: object, n: object, incx: object, incy: object,
-              *scalars: object) -> tuple[tuple | None, bool]:
-    """An element-wise call's signature (:func:`_map_signature`), and whether its recipe ran the
-    call (validated, selected and launched before for exactly this signature): else the caller
-    takes the full path, passing the signature on to :func:`_map` to record it."""
-    signature = _map_signature(op, x, y, n, incx, incy, *scalars)
-    recipe = _MAP_RECIPES.get(signature) if signature is not None else None
-    if recipe is None:
-        return signature, False
-    recipe.run(x, y)  # type: ignore[arg-type]  # _map_signature checked they are tensors
-    return signature, True
-
-
-def _map_signature(op: int, x: object, y: object, n: object, incx: object, incy: object,
-                   *scalars: object) -> tuple | None:
-    """What an element-wise call's validation, selection and launch depend on besides where its
-    vectors lie: the op, each vector's layout (shape, strides, dtype, device, 16-byte alignment),
-    n, the increments, the scalars' values, a forced shape and the logic files' generation. None
-    where the call is not plain (not tensors, not Python ints and floats): it takes the full path."""
-    if (type(x) is not torch.Tensor or type(y) is not torch.Tensor or type(incx) is not int
-            or type(incy) is not int or (n is not None and type(n) is not int)
-            or any(type(v) is not float and type(v) is not int for v in scalars)):
-        return None
-    return (op, launch.layout_key(x), launch.layout_key(y), n, incx, incy, *scalars, space.forced.config,
-            logic.generation())
+    mark_written(*(given[i] for i in written))
+    scalars = (alpha, beta) if op == k.ROT else (alpha,) if op in (k.AXPY, k.SCAL) else ()
+    repeat.remember(key, calls, given, given[-1], written=written, scalars=scalars)
 
 
 def _element(v: Vector, i: int) -> torch.Tensor:
@@ -318,9 +240,9 @@ def axpy(alpha: float, x: object, y: object, *, n: int | None = None, incx: int 
          incy: int = 1) -> torch.Tensor:
     """y ← αx + y (in place); returns y. Batched: x and y 2-D, one vector a row (x may be 1-D,
     the same for every row of y)."""
-    signature, replayed = _replayed(k.AXPY, x, y, n, incx, incy, alpha)
-    if replayed:
-        return y  # type: ignore[return-value]
+    key, done = repeat.replayed("axpy", (x, y), (n, incx, incy), (alpha,))
+    if done is not None:
+        return done
     alpha = real_scalar("alpha", alpha)
     vx, vy, n = _vectors(x, y, n, incx, incy)
     if n == 0 or alpha == 0.0:
@@ -329,7 +251,7 @@ def axpy(alpha: float, x: object, y: object, *, n: int | None = None, incx: int 
         for ex, ey in _entries(vx, vy):
             _element(ey, 0).add_((alpha * _signed_sum(ex)).to(vy.tensor.dtype))
         return vy.tensor
-    _map(k.AXPY, vx, vy, alpha, signature=signature)
+    _map(k.AXPY, vx, vy, alpha, key=key)
     return vy.tensor
 
 
@@ -342,38 +264,38 @@ def _signed_sum(v: Vector) -> torch.Tensor:
 
 def scal(alpha: float, x: object, *, n: int | None = None, incx: int = 1) -> torch.Tensor:
     """x ← αx (in place; nothing for incx ≤ 0, as the reference); returns x. Batched: x 2-D."""
-    signature, replayed = _replayed(k.SCAL, x, x, n, incx, incx, alpha)
-    if replayed:
-        return x  # type: ignore[return-value]
+    key, done = repeat.replayed("scal", (x,), (n, incx), (alpha,))
+    if done is not None:
+        return done
     alpha = real_scalar("alpha", alpha)
     vx = Vector("x", x, n, incx, batched=True)
     if vx.inc > 0:
         vx.check_writable()
-        _map(k.SCAL, vx, None, alpha, signature=signature)
+        _map(k.SCAL, vx, None, alpha, key=key)
     return vx.tensor
 
 
 def copy(x: object, y: object, *, n: int | None = None, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """y ← x; returns y. x and y may differ in dtype (the value is converted). Batched: y 2-D
     (x 2-D too, or 1-D: copied into every row)."""
-    signature, replayed = _replayed(k.COPY, x, y, n, incx, incy)
-    if replayed:
-        return y  # type: ignore[return-value]
+    key, done = repeat.replayed("copy", (x, y), (n, incx, incy))
+    if done is not None:
+        return done
     vx, vy, n = _vectors(x, y, n, incx, incy)
     if n and vy.inc == 0:  # sequential: the last element written wins
         for ex, ey in _entries(vx, vy):
             _element(ey, 0).copy_(_element(ex, n - 1))
     elif n:
-        _map(k.COPY, vx, vy, signature=signature)
+        _map(k.COPY, vx, vy, key=key)
     return vy.tensor
 
 
 def swap(x: object, y: object, *, n: int | None = None, incx: int = 1,
          incy: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Exchange x and y (in place); returns (x, y). Batched: both 2-D."""
-    signature, replayed = _replayed(k.SWAP, x, y, n, incx, incy)
-    if replayed:
-        return x, y  # type: ignore[return-value]
+    key, done = repeat.replayed("swap", (x, y), (n, incx, incy))
+    if done is not None:
+        return x, done  # type: ignore[return-value]  # replayed: x is a tensor
     vx, vy, n = _vectors(x, y, n, incx, incy, written="xy")
     if vx.tensor.dtype != vy.tensor.dtype:
         raise invalid("y.dtype", vy.tensor.dtype, f"x's dtype {vx.tensor.dtype}")
@@ -381,7 +303,7 @@ def swap(x: object, y: object, *, n: int | None = None, incx: int = 1,
         for ex, ey in _entries(vx, vy):
             _sequential_swap(ex, ey, n)
     elif n:
-        _map(k.SWAP, vx, vy, signature=signature)
+        _map(k.SWAP, vx, vy, key=key)
     return vx.tensor, vy.tensor
 
 
@@ -411,9 +333,9 @@ def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx:
         incy: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Plane rotation (x, y) ← (c·x + s·y, c·y − s·x) in place; returns (x, y). Batched: both
     2-D, one rotation (c, s) for every row."""
-    signature, replayed = _replayed(k.ROT, x, y, n, incx, incy, c, s)
-    if replayed:
-        return x, y  # type: ignore[return-value]
+    key, done = repeat.replayed("rot", (x, y), (n, incx, incy), (c, s))
+    if done is not None:
+        return x, done  # type: ignore[return-value]  # replayed: x is a tensor
     c, s = real_scalar("c", c), real_scalar("s", s)
     vx, vy, n = _vectors(x, y, n, incx, incy, written="xy", same_ok=False)
     if n and (vx.inc == 0 or vy.inc == 0):  # in order, on the host: a degenerate case
@@ -424,7 +346,7 @@ def rot(x: object, y: object, c: float, s: float, *, n: int | None = None, incx:
                 xe.copy_(c * xv + s * yv)
                 ye.copy_(c * yv - s * xv)
     elif n:
-        _map(k.ROT, vx, vy, c, s, signature=signature)
+        _map(k.ROT, vx, vy, c, s, key=key)
     return vx.tensor, vy.tensor
 
 

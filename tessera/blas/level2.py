@@ -119,11 +119,11 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
 
 
 def _remember(key: tuple | None, calls: list[launch.Call], a: torch.Tensor, x: Vector, y: Vector, made: bool,
-              launched: tuple[torch.Tensor, ...] | None = None) -> None:
+              scalars: tuple[float, float], launched: tuple[torch.Tensor, ...] | None = None) -> None:
     """Keep a gemv's or symv's launches for its repeat calls: y written in place, or made (y = None)."""
     given = (a, x.tensor, None if made else y.tensor)
     repeat.remember(key, calls, given, y.tensor, made=(y.tensor,) if made else (),
-                    written=None if made else 2, launched=launched)
+                    written=() if made else (2,), launched=launched, scalars=scalars)
 
 
 def _scale_only(y: Vector, beta: float) -> None:
@@ -148,7 +148,7 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
          trans: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """y ← α op(A)·x + β y, op(A) = A or Aᵀ; y is written in place (a new vector if None, β = 0).
     Batched: A 3-D and/or x 2-D, y 2-D. A repeat call replays the first's launches (``repeat``)."""
-    key, done = repeat.replayed("gemv", (a, x, y), (alpha, beta, trans, incx, incy))
+    key, done = repeat.replayed("gemv", (a, x, y), (trans, incx, incy), (alpha, beta))
     if done is not None:
         return done
     a = _matrix("a", a)
@@ -168,7 +168,7 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
     with repeat.recording(key) as calls:
         views = _gemv(a, sam, san, rows, cols, x_vec, y_vec, alpha, beta, batch, a_batch)
     mark_written(y_vec.tensor)
-    _remember(key, calls, a, x_vec, y_vec, y is None, views)
+    _remember(key, calls, a, x_vec, y_vec, y is None, (alpha, beta), views)
     return y_vec.tensor
 
 
@@ -176,7 +176,7 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
          lower: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """y ← α A·x + β y for symmetric A, read only from its upper (or ``lower``) triangle. Batched:
     A 3-D and/or x 2-D, y 2-D. A repeat call replays the first's launches (``repeat``)."""
-    key, done = repeat.replayed("symv", (a, x, y), (alpha, beta, lower, incx, incy))
+    key, done = repeat.replayed("symv", (a, x, y), (lower, incx, incy), (alpha, beta))
     if done is not None:
         return done
     a = _matrix("a", a)
@@ -198,14 +198,14 @@ def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
                       fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("symv", (n,), a),
                       batch=batch, a_batch=a_batch)
     mark_written(y_vec.tensor)
-    _remember(key, calls, a, x_vec, y_vec, y is None)
+    _remember(key, calls, a, x_vec, y_vec, y is None, (alpha, beta))
     return y_vec.tensor
 
 
 def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: int = 1) -> torch.Tensor:
     """A ← α x yᵀ + A (in place); returns A. Batched: A 3-D (x and y 2-D, or 1-D for every entry).
     A repeat call replays the first's launch (``repeat``)."""
-    key, done = repeat.replayed("ger", (a, x, y), (alpha, incx, incy))
+    key, done = repeat.replayed("ger", (a, x, y), (incx, incy), (alpha,))
     if done is not None:
         return done
     a = _matrix("a", a)
@@ -226,7 +226,7 @@ def ger(alpha: float, x: object, y: object, a: object, *, incx: int = 1, incy: i
         k.launch_ger(a, x_vec.kernel_args(), y_vec.kernel_args(), alpha,
                      fp64=_fp64(a, x_vec.tensor, y_vec.tensor), config=space.shape_of("ger", (m, n), a))
     mark_written(a)
-    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor), a, written=0)
+    repeat.remember(key, calls, (a, x_vec.tensor, y_vec.tensor), a, written=(0,), scalars=(alpha,))
     return a
 
 

@@ -6,20 +6,30 @@ shares no element with the others, selecting a launch shape and building launch 
 H200's host symv 8192² took 75.8 µs a call and gemv T 91.3 before its replay, where the GPU reads
 the matrix in 21–33 µs (``benchmarks/results/eager-l2-h200-9678d9a/``). Every decision depends only
 on the call's signature — the routine, each tensor's shape, strides, dtype, device and 16-byte
-alignment, the scalars and flags, the forced configuration and the logic generation — except
-whether the written tensor overlaps a read one, which depends on where they are. So the first call
-of a signature records its launches (``launch.recording``); when each is a
+alignment, the flags, the forced configuration and the logic generation, and of each scalar (alpha,
+beta, a rotation's c and s) only whether it is 0, 1 or −1 — except whether the written tensor
+overlaps a read one, which depends on where they are, and the scalars' values, which the launches
+take as plain arguments. So the first call
+of a signature records its launches (``launch.recording``) and finds where each scalar's value
+sits among their arguments; when each is a
 :class:`~tessera._core.launch.Replay` (its tensors the call's tensors or views of them at fixed
 offsets, buffers the call made for its result — y for y = None, a reduction's partials or index —,
 kept scratch or constant buffers) and the result is a view of one of them, a repeat call checks the
-byte ranges of the written tensor against the others (the full path decides element by element
-where they meet), allocates the result's buffers anew and replays the launches. What the recording
+byte ranges of the written tensors against the others (element by element where they meet: two
+columns of one row-major matrix share no element), allocates the result's buffers anew and
+replays the launches with its own scalars in those places. A scalar other than 0 and ±1 found in
+no argument, or in one together with another scalar (alpha = beta), keys the recipe on the
+scalars' values instead, as every scalar did before: an iterative solver's axpy, whose alpha
+changes every call, recorded every call then (65 µs of host time on the CI CPU where a replay
+takes 8). What the recording
 cannot see — work done by torch operations rather than launches — makes no replay: a tensor such an
 operation made is none of those kinds (a dot whose partials torch adds returns such a tensor); a
 routine records only paths whose GPU work is its launches.
 
 Refused for the fast path (the full path runs): tensor subclasses, non-Python scalars, a written
-tensor that autograd tracks (the full path raises), a repeat call whose tensors' ranges meet. A
+tensor that autograd tracks (the full path raises), a repeat call whose written tensor may share an
+element with another (the same vector twice, which axpy, copy and swap take: then the full path
+runs without recording again). A
 signature whose first call makes no recipe (a result torch computed, a buffer not kept) is marked so,
 and its later calls take the full path without recording again (outside a CUDA graph capture, where
 scratch buffers are not kept).
@@ -28,26 +38,37 @@ scratch buffers are not kept).
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from tessera._core import launch
-from tessera._core.validate import extent_offsets, extents_meet, mark_written
+from tessera._core.footprint import Footprint, footprints_meet
+from tessera._core.validate import extent_offsets, mark_written
 from tessera.blas import space
 from tessera.tuning import logic
 
 # (tensor index, shape, strides, storage offset from the tensor's), or (tensor index, None, None, 0):
 # the tensor itself. Tensors are indexed as the call's given ones, then the ones it makes.
 View = tuple[int, tuple[int, ...] | None, tuple[int, ...] | None, int]
-_RECIPES_MAX = 512
+_RECIPES_MAX = 4096  # a bound on memory for callers of ever new layouts
 
 
-def signature(routine: str, tensors: Sequence[object], values: tuple) -> tuple | None:
+def _scalar_class(value: int | float) -> object:
+    """What a routine's decisions see of a scalar: whether it is 0 (and its sign: β = −0.0 is
+    passed on as such), 1 or −1; any other value is only a launch argument (module docstring)."""
+    if value == 0:
+        return type(value), 0, math.copysign(1.0, value)
+    return (type(value), value) if value in (1, -1) else type(value)
+
+
+def signature(routine: str, tensors: Sequence[object], values: tuple, scalars: tuple = ()) -> tuple | None:
     """The key of a call whose decisions are fixed by it (module docstring), or None when the call
     takes the full path: ``tensors`` exact torch tensors (or None: absent, or a result the call
-    makes), ``values`` None or Python bools, ints and floats."""
+    makes), ``values`` None or Python bools, ints and floats, ``scalars`` Python ints and floats
+    (keyed by :func:`_scalar_class`)."""
     keys = []
     for t in tensors:
         if t is None:
@@ -58,7 +79,10 @@ def signature(routine: str, tensors: Sequence[object], values: tuple) -> tuple |
             return None
     if any(v is not None and type(v) not in (bool, int, float) for v in values):
         return None
-    return (routine, *keys, *values, torch.is_grad_enabled(), space.forced.config, logic.generation())
+    if any(type(s) not in (int, float) for s in scalars):
+        return None
+    return (routine, *keys, *values, *map(_scalar_class, scalars), torch.is_grad_enabled(),
+            space.forced.config, logic.generation())
 
 
 def _view(tensors: Sequence[torch.Tensor | None], spec: View) -> torch.Tensor:
@@ -83,40 +107,52 @@ def _spec(tensors: Sequence[torch.Tensor | None], view: torch.Tensor) -> View | 
 
 @dataclass(frozen=True)
 class Recipe:
-    """A call's launches, repeatable on new tensors of its signature."""
+    """A call's launches, repeatable on new tensors and scalars of its signature."""
 
     replays: tuple[launch.Replay, ...]
     views: tuple[View, ...]  # the replays' operands
+    slots: tuple[tuple[tuple[int, int], ...], ...]  # a replay's (argument position, scalar index)s
     extents: tuple[tuple[int, int] | None, ...]  # the given tensors' byte ranges from their data pointers
-    written: int | None  # the given tensor written in place (checked against the others), or None
+    written: tuple[int, ...]  # the given tensors written in place (checked against the others)
     made: tuple[tuple[tuple[int, ...], tuple[int, ...], torch.dtype], ...]  # made: shape, strides, dtype
     result: View  # what the call returns, before ``finish`` and ``cast``
     finish: Callable[[torch.Tensor], torch.Tensor] | None  # the torch steps from it to the result
     cast: torch.dtype | None
 
-    def run(self, given: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
-        """The call's result after the launches on ``given`` (and new buffers for those it makes),
-        or None (nothing launched) when the written tensor's bytes meet another's: the caller then
-        takes the full path."""
-        if self.written is not None:
-            out = given[self.written]
+    def apart(self, given: Sequence[torch.Tensor | None]) -> bool:
+        """Whether each written tensor shares no element with another given one: their byte ranges
+        from the data pointers, and where those meet, their elements (``footprint``)."""
+        for w in self.written:
+            out = given[w]
             start = out.data_ptr()  # type: ignore[union-attr]
-            lo, hi = self.extents[self.written]  # type: ignore[misc]
-            reads = [(t.data_ptr() + extent[0], t.data_ptr() + extent[1])
-                     for i, (t, extent) in enumerate(zip(given, self.extents, strict=True))
-                     if i != self.written and t is not None and extent is not None]
-            if extents_meet((start + lo, start + hi), reads):
-                return None
+            lo, hi = self.extents[w]  # type: ignore[misc]
+            lo, hi = start + lo, start + hi
+            for i, (t, extent) in enumerate(zip(given, self.extents, strict=True)):
+                if i == w or t is None or extent is None or lo == hi or extent[0] == extent[1]:
+                    continue
+                base = t.data_ptr()
+                if (base + extent[0] < hi and lo < base + extent[1]
+                        and footprints_meet(Footprint.of_tensor(out), Footprint.of_tensor(t))):  # type: ignore[arg-type]
+                    return False
+        return True
+
+    def run(self, given: Sequence[torch.Tensor | None],
+            scalars: Sequence[int | float] = ()) -> torch.Tensor | None:
+        """The call's result after the launches on ``given`` with ``scalars`` (and new buffers for
+        those it makes), or None (nothing launched) when a written tensor may share an element
+        with another: the caller then takes the full path."""
+        if self.written and not self.apart(given):
+            return None
         tensors = list(given)
         if self.made:
             device = next(t for t in given if t is not None).device
             tensors += [torch.empty_strided(shape, strides, dtype=dtype, device=device)
                         for shape, strides, dtype in self.made]
         operands = [_view(tensors, spec) for spec in self.views]
-        for replay in self.replays:
-            replay(operands)
-        if self.written is not None:
-            mark_written(tensors[self.written])  # type: ignore[arg-type]
+        for replay, slots in zip(self.replays, self.slots, strict=True):
+            replay(operands, [(position, float(scalars[index])) for position, index in slots])
+        if self.written:
+            mark_written(*(tensors[w] for w in self.written))  # type: ignore[misc]
         result = _view(tensors, self.result)
         if self.finish is not None:
             result = self.finish(result)
@@ -124,19 +160,24 @@ class Recipe:
 
 
 _RECIPES: dict[tuple, Recipe] = {}
-_NONE = Recipe((), (), (), None, (), (0, None, None, 0), None, None)  # the key's calls make no recipe
+_NONE = Recipe((), (), (), (), (), (), (0, None, None, 0), None, None)  # the key's calls make no recipe
+_BY_VALUE = Recipe((), (), (), (), (), (), (0, None, None, 0), None, None)  # keyed on the scalars' values too
 
 
-def replayed(routine: str, given: Sequence[object],
-             values: tuple) -> tuple[tuple | None, torch.Tensor | None]:
-    """A call's :func:`signature`, and its result when a recipe replayed it — else None: no recipe
-    for the signature, or one whose written tensor's bytes meet another's (the caller takes the
-    full path, recording it under the signature)."""
-    key = signature(routine, given, values)
+def replayed(routine: str, given: Sequence[object], values: tuple,
+             scalars: tuple = ()) -> tuple[tuple | None, torch.Tensor | None]:
+    """A call's key (:func:`signature`) for its full path to record under, and its result when a
+    recipe replayed it — else None: no recipe for the key (the full path records one), or one
+    whose written tensor may share an element with another (the key returned is then None: the
+    full path decides, and records nothing again)."""
+    key = signature(routine, given, values, scalars)
     recipe = None if key is None else _RECIPES.get(key)
+    if recipe is _BY_VALUE:
+        recipe = _RECIPES.get((*key, scalars))  # type: ignore[misc]
     if recipe is None or recipe is _NONE:
         return key, None
-    return key, recipe.run(given)  # type: ignore[arg-type]  # signature checked they are tensors
+    result = recipe.run(given, scalars)  # type: ignore[arg-type]  # signature checked they are tensors
+    return (key if result is not None else None), result
 
 
 def wanted(key: tuple | None) -> bool:
@@ -151,17 +192,42 @@ def recording(key: tuple | None) -> contextlib.AbstractContextManager[list[launc
     return launch.recording() if wanted(key) else contextlib.nullcontext([])
 
 
+def _slots(calls: Sequence[launch.Call], scalars: tuple) -> tuple[tuple[tuple[int, int], ...], ...] | None:
+    """For each launch, the argument positions holding a scalar's value, and which scalar: every
+    float argument equal to a scalar other than 0 and ±1 (whose values the key fixes). None when
+    such a scalar is in no argument (the launches took something made of it) or an argument
+    equals two of them (which is which cannot be told)."""
+    free = [i for i, s in enumerate(scalars) if _scalar_class(s) is type(s)]
+    if not free:
+        return tuple(() for _ in calls)
+    found, slots = set(), []
+    for call in calls:
+        mine = []
+        for position, arg in enumerate(call.args):
+            if type(arg) is not float:
+                continue
+            equal = [i for i in free if arg == scalars[i]]
+            if len(equal) > 1:
+                return None
+            if equal:
+                mine.append((position, equal[0]))
+                found.add(equal[0])
+        slots.append(tuple(mine))
+    return tuple(slots) if len(found) == len(free) else None
+
+
 def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[torch.Tensor | None],
-             result: torch.Tensor, *, made: Sequence[torch.Tensor] = (), written: int | None = None,
-             launched: Sequence[torch.Tensor] | None = None,
+             result: torch.Tensor, *, made: Sequence[torch.Tensor] = (), written: tuple[int, ...] = (),
+             launched: Sequence[torch.Tensor] | None = None, scalars: tuple = (),
              finish: Callable[[torch.Tensor], torch.Tensor] | None = None,
              cast: torch.dtype | None = None) -> None:
     """Keep the launches ``calls`` of a first call for ``key``'s repeat calls, if each replays.
     ``given``: the call's tensors as :func:`replayed` will be given them; ``made``: the buffers it made
-    for its result (uninitialized: its launches write them); ``written``: which given tensor it
+    for its result (uninitialized: its launches write them); ``written``: which given tensors it
     wrote in place; ``launched``: the tensors its launches took, each a view of one given or made
-    tensor (None: those tensors themselves); ``result``: a view of one of them, from which
-    ``finish`` (torch steps the call took, holding no tensor) and ``cast`` make what it returns."""
+    tensor (None: those tensors themselves); ``scalars``: as given to :func:`replayed`; ``result``:
+    a view of one of them, from which ``finish`` (torch steps the call took, holding no tensor) and
+    ``cast`` make what it returns."""
     if not wanted(key) or not calls:
         return
     if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
@@ -177,7 +243,12 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
     if replays is None:
         _RECIPES[key] = _NONE  # type: ignore[index]
         return
+    slots = _slots(calls, scalars)
+    if slots is None:  # the recipe replays these values only (a later call may find the slots)
+        _RECIPES[key] = _BY_VALUE  # type: ignore[index]
+        key = (*key, scalars)  # type: ignore[misc]
+        slots = tuple(() for _ in calls)
     extents = tuple(None if t is None else extent_offsets(t) for t in given)
     buffers = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in made)
-    _RECIPES[key] = Recipe(replays, tuple(views), extents, written, buffers, result_view,  # type: ignore[arg-type]
-                           finish, cast)
+    _RECIPES[key] = Recipe(replays, tuple(views), slots, extents, written, buffers,  # type: ignore[index]
+                           result_view, finish, cast)  # type: ignore[arg-type]
