@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import cProfile
 import io
+import itertools
 import pstats
 import sys
 import time
@@ -167,14 +168,23 @@ def main() -> None:
                 return blas.gemm_wq(x, q8, out=out)
         return call
     xb, yb = x.view(16, 256), y.view(16, 256)
+    calls = itertools.count()  # a new alpha every call, as an iterative solver's
+
+    def alpha() -> float:
+        return 0.5 + next(calls) * 2.0**-30
+
     level12 = {  # name: (tessera call, torch call); last the weight-only decode beside bf16 matmul
         "axpy 4096": (lambda: blas.axpy(0.5, x, y), lambda: y.add_(x, alpha=0.5)),
+        "axpy 4096, a new alpha each call": (lambda: blas.axpy(alpha(), x, y),
+                                             lambda: y.add_(x, alpha=alpha())),
         "dot 4096": (lambda: blas.dot(x, y), lambda: torch.dot(x, y)),
         "nrm2 4096": (lambda: blas.nrm2(x), lambda: torch.linalg.vector_norm(x)),
         "iamax 4096": (lambda: blas.iamax(x), lambda: x.abs().argmax()),
         "dot batched 16x256": (lambda: blas.dot(xb, yb), lambda: torch.linalg.vecdot(xb, yb)),
         "gemv 64x64 bf16": (lambda: blas.gemv(a, v, w), lambda: torch.mv(a, v, out=w)),
         "gemv T 64x64 bf16": (lambda: blas.gemv(a, v, w, trans=True), lambda: torch.mv(a.t(), v, out=w)),
+        "gemv 64x64 bf16, a new alpha each call": (lambda: blas.gemv(a, v, w, alpha=alpha()),
+                                                   lambda: torch.mv(a, v, out=w).mul_(alpha())),
         "symv 64x64 bf16": (lambda: blas.symv(a, v, w), lambda: torch.mv(a, v, out=w)),
         "ger 64x64 bf16": (lambda: blas.ger(1e-3, v, v, a), lambda: a.addr_(v, v, alpha=1e-3)),
         "gemm_wq W4A16 1x256x256": (lambda: blas.gemm_wq(xq, q), lambda: torch.matmul(xq, wq)),
