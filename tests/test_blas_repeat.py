@@ -5,6 +5,9 @@ and never where the full path would refuse the call."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 import torch
@@ -273,3 +276,141 @@ def test_a_signature_without_a_recipe_is_recorded_once(device: str, vectors_vali
         assert complex(got) == pytest.approx(complex((x * y).sum()), rel=1e-12)
     assert len(vectors_validated) == 6
     assert len(recordings) == 1
+
+
+_SCALARS = ((0.5, 1.5), (-0.75, 2.25), (1.25, -0.5))  # none 0 or ±1: one signature
+
+
+def _level2_call(routine: str, seed: int, alpha: float, beta: float, device: str
+                 ) -> tuple[torch.Tensor, np.ndarray]:
+    """One call of a level-2 routine on new fp64 operands, and its fp64 NumPy reference."""
+    gen = torch.Generator().manual_seed(seed)
+    a, x, y = (torch.randn(*shape, generator=gen, dtype=torch.float64) for shape in ((40, 40), (40,), (40,)))
+    d = {name: t.clone().to(device) for name, t in (("a", a), ("x", x), ("y", y))}  # written in place
+    if routine == "ger":
+        return ger(alpha, d["x"], d["y"], d["a"]), a.numpy() + alpha * np.outer(x.numpy(), y.numpy())
+    if routine == "symv":
+        return (symv(d["a"], d["x"], d["y"], alpha=alpha, beta=beta),
+                alpha * _sym(a, False) @ x.numpy() + beta * y.numpy())
+    trans = routine.startswith("gemv T")
+    return (gemv(d["a"], d["x"], d["y"], alpha=alpha, beta=beta, trans=trans),
+            alpha * (a.t() if trans else a).numpy() @ x.numpy() + beta * y.numpy())
+
+
+_LEVEL2 = {"gemv": GemvConfig(16, 32, 4, 64), "gemv T": GemvConfig(16, 32, 4, 64),
+           "gemv as a GEMM": GemvGemmConfig(), "gemv T as a GEMM": GemvGemmConfig(),
+           "symv": SymvConfig(16, 2, 2), "ger": None}
+
+
+@pytest.mark.parametrize("routine", list(_LEVEL2))
+def test_level2_repeats_take_new_scalars(routine: str, device: str, full_paths: list[int]) -> None:
+    """A new alpha and beta each call (an iterative method's): one full path, then replays with the
+    new values, each right; β = 0 (y not read) and α = 1 are other signatures."""
+    config = _LEVEL2[routine]
+    with space.forced(config) if config is not None else contextlib.nullcontext():
+        for seed, (alpha, beta) in enumerate(_SCALARS):
+            got, want = _level2_call(routine, seed, alpha, beta, device)
+            np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-12, atol=1e-12)
+        assert len(full_paths) == 1
+        for seed, (alpha, beta) in enumerate(((0.5, 0.0), (1.0, 2.0), (1.0, 3.0)), 10):
+            got, want = _level2_call(routine, seed, alpha, beta, device)
+            np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-12, atol=1e-12)
+    # β = 0 and α = 1 record once each; (1, 3) replays (1, 2)'s recipe with β alone put in; ger has no β
+    assert len(full_paths) == (2 if routine == "ger" else 3)
+
+
+@pytest.mark.parametrize("routine", list(_LEVEL2))
+def test_the_recorded_float_arguments_are_the_scalars(routine: str, device: str,
+                                                      full_paths: list[int]) -> None:
+    """Every float a recorded launch takes is alpha, beta or a constant 0 or 1: a value derived
+    from them (−α, α·β) would be replayed stale, since only the scalars' own places are rewritten."""
+    config = _LEVEL2[routine]
+    alpha, beta = 0.3125, -1.8125
+    with space.forced(config) if config is not None else contextlib.nullcontext():
+        _level2_call(routine, 0, alpha, beta, device)
+    (recipe,) = repeat._RECIPES.values()
+    floats = {arg for replay in recipe.replays for arg in replay.call.args if type(arg) is float}
+    assert floats - {alpha, beta} <= {0.0, 1.0}
+    assert alpha in floats
+    assert [[index for _, index in slots] for slots in recipe.slots if slots], "the scalars' places"
+
+
+def test_equal_scalars_key_the_recipe_by_value(device: str, full_paths: list[int]) -> None:
+    """alpha = beta on the first call: which argument is which cannot be told, so that recipe
+    replays those values only; a later call with two values records one that takes any."""
+    calls = [((0.5, 0.5), 1), ((0.5, 0.5), 1), ((0.25, 0.75), 2), ((0.3, 0.3), 2), ((2.5, -0.5), 2)]
+    with space.forced(GemvConfig(16, 32, 4, 64)):
+        for seed, ((alpha, beta), paths) in enumerate(calls):
+            got, want = _level2_call("gemv", seed, alpha, beta, device)
+            np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-12, atol=1e-12)
+            assert len(full_paths) == paths, (alpha, beta)
+
+
+_Effect = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def _map_call(routine: str, x: torch.Tensor, y: torch.Tensor, a: float, b: float
+              ) -> tuple[Callable[[], object], _Effect]:
+    """A level-1 element-wise call with scalars a (and b), and its effect on (x, y) in fp64."""
+    if routine == "axpy":
+        return lambda: level1.axpy(a, x, y), lambda xs, ys: (xs, a * xs + ys)
+    if routine == "scal":
+        return lambda: level1.scal(a, x), lambda xs, ys: (a * xs, ys)
+    return lambda: level1.rot(x, y, a, b), lambda xs, ys: (a * xs + b * ys, a * ys - b * xs)
+
+
+@pytest.mark.parametrize("routine", ["axpy", "scal", "rot"])
+def test_level1_maps_take_new_scalars(routine: str, device: str, vectors_validated: list[int]) -> None:
+    """A new alpha (c and s) each call: validated once, replayed with each call's values, right."""
+    for seed, (a, b) in enumerate(_SCALARS):
+        gen = torch.Generator().manual_seed(seed)
+        x64, y64 = (torch.randn(2, 50, generator=gen, dtype=torch.float64) for _ in range(2))
+        x, y = x64.clone().to(device), y64.clone().to(device)  # written in place
+        call, effect = _map_call(routine, x, y, a, b)
+        call()
+        wx, wy = effect(x64.numpy(), y64.numpy())
+        np.testing.assert_allclose(x.cpu().numpy(), wx, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(y.cpu().numpy(), wy, rtol=1e-12, atol=1e-12)
+    assert len(vectors_validated) == (1 if routine == "scal" else 2)
+
+
+def test_columns_of_one_matrix_replay(device: str, vectors_validated: list[int]) -> None:
+    """rot on two columns of a row-major matrix (their byte ranges meet, no element does) replays."""
+    for seed in range(3):
+        m64 = torch.randn(30, 2, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        m = m64.clone().to(device)
+        level1.rot(m[:, 0], m[:, 1], 0.6, 0.8)
+        c0, c1 = m64[:, 0].numpy(), m64[:, 1].numpy()
+        np.testing.assert_allclose(m.cpu().numpy(), np.stack([0.6 * c0 + 0.8 * c1, 0.6 * c1 - 0.8 * c0], 1),
+                                   rtol=1e-12, atol=1e-12)
+    assert len(vectors_validated) == 2
+
+
+def test_one_vector_twice_makes_no_recipe_and_takes_the_full_path(
+        device: str, vectors_validated: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """dot(x, x) and axpy(α, x, x) first: no recipe (its launches name x for both operands, so a
+    replay would read a later call's x for its y too) — the next calls of two vectors are right and
+    record one; axpy(α, x, x) after that is declined by the recipe (x meets itself) and runs the full
+    path without recording again."""
+    recordings: list[int] = []
+    recording = repeat.launch.recording
+
+    def counted() -> object:
+        recordings.append(1)
+        return recording()
+
+    monkeypatch.setattr(repeat.launch, "recording", counted)
+    gen = torch.Generator().manual_seed(0)
+    x64, u64, v64 = (torch.randn(40, generator=gen, dtype=torch.float64) for _ in range(3))
+    x, u, v = (t.clone().to(device) for t in (x64, u64, v64))
+    assert float(level1.dot(x, x)) == pytest.approx(float(x64 @ x64), rel=1e-12)
+    assert float(level1.dot(u, v)) == pytest.approx(float(u64 @ v64), rel=1e-12)
+    level1.axpy(0.5, x, x)
+    level1.axpy(0.5, u, v)
+    np.testing.assert_allclose(v.cpu().numpy(), 0.5 * u64.numpy() + v64.numpy(), rtol=1e-12)
+    assert len(recordings) == 4 and len(repeat._RECIPES) == 2  # dot (u, v) and axpy (u, v)
+    for _ in range(2):
+        level1.axpy(0.5, x, x)
+    np.testing.assert_allclose(x.cpu().numpy(), 1.5**3 * x64.numpy(), rtol=1e-12)
+    assert len(recordings) == 4
+    assert len(vectors_validated) == 2 * 6

@@ -93,15 +93,16 @@ def _view(tensors: Sequence[torch.Tensor | None], spec: View) -> torch.Tensor:
 
 
 def _spec(tensors: Sequence[torch.Tensor | None], view: torch.Tensor) -> View | None:
-    """``view`` as a view of the one tensor of ``tensors`` whose memory it lies in, or None (none
+    """``view`` as one of ``tensors``, or a view of the one whose memory it lies in, or None (none
     or several do, or its dtype is another)."""
+    for i, t in enumerate(tensors):
+        if view is t:
+            return (i, None, None, 0)
     storage = view.untyped_storage().data_ptr()
     found = [i for i, t in enumerate(tensors) if t is not None and t.untyped_storage().data_ptr() == storage]
     if len(found) != 1 or tensors[found[0]].dtype != view.dtype:  # type: ignore[union-attr]
         return None
     base = tensors[found[0]]
-    if view is base:
-        return (found[0], None, None, 0)
     return (found[0], tuple(view.shape), tuple(view.stride()), view.storage_offset() - base.storage_offset())  # type: ignore
 
 
@@ -232,6 +233,10 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
         return
     if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
         return  # scratch is not kept under a graph capture: no recipe now says nothing of later calls
+    present = [t for t in given if t is not None]
+    if len({id(t) for t in present}) != len(present):
+        return  # one tensor twice (dot(x, x), axpy(α, x, x)): its launches would read a repeat call's
+        # first for both; a later call of distinct tensors records the recipe
     if len(_RECIPES) >= _RECIPES_MAX:
         _RECIPES.clear()
     tensors = [*given, *made]
@@ -244,11 +249,11 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
         _RECIPES[key] = _NONE  # type: ignore[index]
         return
     slots = _slots(calls, scalars)
+    extents = tuple(None if t is None else extent_offsets(t) for t in given)
+    buffers = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in made)
+    recipe = Recipe(replays, tuple(views), slots or tuple(() for _ in calls), extents,  # type: ignore[arg-type]
+                    written, buffers, result_view, finish, cast)  # type: ignore[arg-type]
     if slots is None:  # the recipe replays these values only (a later call may find the slots)
         _RECIPES[key] = _BY_VALUE  # type: ignore[index]
         key = (*key, scalars)  # type: ignore[misc]
-        slots = tuple(() for _ in calls)
-    extents = tuple(None if t is None else extent_offsets(t) for t in given)
-    buffers = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in made)
-    _RECIPES[key] = Recipe(replays, tuple(views), slots, extents, written, buffers,  # type: ignore[index]
-                           result_view, finish, cast)  # type: ignore[arg-type]
+    _RECIPES[key] = recipe  # type: ignore[index]
