@@ -61,7 +61,7 @@ def _scalar_class(value: int | float) -> object:
     passed on as such), 1 or −1; any other value is only a launch argument (module docstring)."""
     if value == 0:
         return type(value), 0, math.copysign(1.0, value)
-    return (type(value), value) if value in (1, -1) else type(value)
+    return (type(value), value) if value == 1 or value == -1 else type(value)
 
 
 def signature(routine: str, tensors: Sequence[object], values: tuple, scalars: tuple = ()) -> tuple | None:
@@ -77,12 +77,14 @@ def signature(routine: str, tensors: Sequence[object], values: tuple, scalars: t
             keys.append((*launch.layout_key(t), t.requires_grad))  # type: ignore[misc]
         else:
             return None
-    if any(v is not None and type(v) not in (bool, int, float) for v in values):
-        return None
-    if any(type(s) not in (int, float) for s in scalars):
-        return None
-    return (routine, *keys, *values, *map(_scalar_class, scalars), torch.is_grad_enabled(),
-            space.forced.config, logic.generation())
+    for v in values:
+        if v is not None and type(v) not in (bool, int, float):
+            return None
+    for s in scalars:
+        if type(s) is not float and type(s) is not int:
+            return None
+        keys.append(_scalar_class(s))
+    return (routine, *keys, *values, torch.is_grad_enabled(), space.forced.config, logic.generation())
 
 
 def _view(tensors: Sequence[torch.Tensor | None], spec: View) -> torch.Tensor:
@@ -123,16 +125,18 @@ class Recipe:
     def apart(self, given: Sequence[torch.Tensor | None]) -> bool:
         """Whether each written tensor shares no element with another given one: their byte ranges
         from the data pointers, and where those meet, their elements (``footprint``)."""
+        extents = self.extents
         for w in self.written:
             out = given[w]
             start = out.data_ptr()  # type: ignore[union-attr]
-            lo, hi = self.extents[w]  # type: ignore[misc]
+            lo, hi = extents[w]  # type: ignore[misc]
             lo, hi = start + lo, start + hi
-            for i, (t, extent) in enumerate(zip(given, self.extents, strict=True)):
-                if i == w or t is None or extent is None or lo == hi or extent[0] == extent[1]:
+            for i, t in enumerate(given):
+                extent = extents[i]
+                if i == w or t is None or lo == hi or extent[0] == extent[1]:  # type: ignore[index]
                     continue
                 base = t.data_ptr()
-                if (base + extent[0] < hi and lo < base + extent[1]
+                if (base + extent[0] < hi and lo < base + extent[1]  # type: ignore[index]
                         and footprints_meet(Footprint.of_tensor(out), Footprint.of_tensor(t))):  # type: ignore[arg-type]
                     return False
         return True
@@ -151,9 +155,9 @@ class Recipe:
                         for shape, strides, dtype in self.made]
         operands = [_view(tensors, spec) for spec in self.views]
         for replay, slots in zip(self.replays, self.slots, strict=True):
-            replay(operands, [(position, float(scalars[index])) for position, index in slots])
+            replay(operands, [(place, float(scalars[index])) for place, index in slots] if slots else ())
         if self.written:
-            mark_written(*(tensors[w] for w in self.written))  # type: ignore[misc]
+            mark_written(*[tensors[w] for w in self.written])  # type: ignore[misc]
         result = _view(tensors, self.result)
         if self.finish is not None:
             result = self.finish(result)
