@@ -319,20 +319,25 @@ def test_level2_repeats_take_new_scalars(routine: str, device: str, full_paths: 
     assert len(full_paths) == (2 if routine == "ger" else 3)
 
 
-@pytest.mark.parametrize("routine", list(_LEVEL2))
+@pytest.mark.parametrize("routine", [*_LEVEL2, "axpy", "scal", "rot"])
 def test_the_recorded_float_arguments_are_the_scalars(routine: str, device: str,
                                                       full_paths: list[int]) -> None:
-    """Every float a recorded launch takes is alpha, beta or a constant 0 or 1: a value derived
-    from them (−α, α·β) would be replayed stale, since only the scalars' own places are rewritten."""
-    config = _LEVEL2[routine]
+    """Every float a recorded launch takes is alpha, beta (c, s) or a constant 0 or 1: a value
+    derived from them (−α, α·β) would be replayed stale, since only the scalars' own places are
+    rewritten."""
     alpha, beta = 0.3125, -1.8125
-    with space.forced(config) if config is not None else contextlib.nullcontext():
-        _level2_call(routine, 0, alpha, beta, device)
+    if routine in _LEVEL2:
+        config = _LEVEL2[routine]
+        with space.forced(config) if config is not None else contextlib.nullcontext():
+            _level2_call(routine, 0, alpha, beta, device)
+    else:
+        x, y = (torch.randn(64, dtype=torch.float64).to(device) for _ in range(2))
+        _map_call(routine, x, y, alpha, beta)[0]()
     (recipe,) = repeat._RECIPES.values()
     floats = {arg for replay in recipe.replays for arg in replay.call.args if type(arg) is float}
     assert floats - {alpha, beta} <= {0.0, 1.0}
     assert alpha in floats
-    assert [[index for _, index in slots] for slots in recipe.slots if slots], "the scalars' places"
+    assert any(recipe.slots), "the scalars' places"
 
 
 def test_equal_scalars_key_the_recipe_by_value(device: str, full_paths: list[int]) -> None:
