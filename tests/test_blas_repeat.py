@@ -257,18 +257,24 @@ def test_a_dot_of_several_programs_repeats(device: str, vectors_validated: list[
     assert len(vectors_validated) == 3
 
 
-def test_a_signature_without_a_recipe_is_recorded_once(device: str, vectors_validated: list[int],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A complex dot's launch takes x's real view (another dtype than x): no recipe. Every call is
-    validated and right, and only the first records its launches (the others skip the attempt)."""
-    recordings: list[int] = []
+@pytest.fixture
+def recordings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times a call recorded its launches for a recipe."""
+    counted: list[int] = []
     recording = repeat.launch.recording
 
-    def counted() -> object:
-        recordings.append(1)
+    def counting() -> object:
+        counted.append(1)
         return recording()
 
-    monkeypatch.setattr(repeat.launch, "recording", counted)
+    monkeypatch.setattr(repeat.launch, "recording", counting)
+    return counted
+
+
+def test_a_signature_without_a_recipe_is_recorded_once(device: str, vectors_validated: list[int],
+                                                        recordings: list[int]) -> None:
+    """A complex dot's launch takes x's real view (another dtype than x): no recipe. Every call is
+    validated and right, and only the first records its launches (the others skip the attempt)."""
     for seed in range(3):
         gen = torch.Generator().manual_seed(seed)
         x, y = (torch.randn(64, generator=gen, dtype=torch.complex128) for _ in range(2))
@@ -391,20 +397,12 @@ def test_columns_of_one_matrix_replay(device: str, vectors_validated: list[int])
     assert len(vectors_validated) == 2
 
 
-def test_one_vector_twice_makes_no_recipe_and_takes_the_full_path(
-        device: str, vectors_validated: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_vector_twice_makes_no_recipe_and_takes_the_full_path(device: str, vectors_validated: list[int],
+                                                                   recordings: list[int]) -> None:
     """dot(x, x) and axpy(α, x, x) first: no recipe (its launches name x for both operands, so a
     replay would read a later call's x for its y too) — the next calls of two vectors are right and
     record one; axpy(α, x, x) after that is declined by the recipe (x meets itself) and runs the full
     path without recording again."""
-    recordings: list[int] = []
-    recording = repeat.launch.recording
-
-    def counted() -> object:
-        recordings.append(1)
-        return recording()
-
-    monkeypatch.setattr(repeat.launch, "recording", counted)
     gen = torch.Generator().manual_seed(0)
     x64, u64, v64 = (torch.randn(40, generator=gen, dtype=torch.float64) for _ in range(3))
     x, u, v = (t.clone().to(device) for t in (x64, u64, v64))
