@@ -417,3 +417,31 @@ def test_one_vector_twice_makes_no_recipe_and_takes_the_full_path(device: str, v
     np.testing.assert_allclose(x.cpu().numpy(), 1.5**3 * x64.numpy(), rtol=1e-12)
     assert len(recordings) == 4
     assert len(vectors_validated) == 2 * 6
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("routine", ["gemv", "gemv T", "symv"])
+def test_gpu_large_level2_calls_take_new_scalars(routine: str, full_paths: list[int]) -> None:
+    """The issue's 8192² bf16 calls on the routes the shipped logic picks there (gemv T: a one-row
+    GEMM): a new alpha and beta each call replays right, and the recorded launches take no float
+    but the scalars (or a constant 0 or 1)."""
+    n = 8192
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(n, n, generator=gen, device="cuda", dtype=torch.bfloat16)
+    if routine == "symv":
+        full = _sym(a, False)
+    else:
+        full = (a.double().t() if routine == "gemv T" else a.double()).cpu().numpy()
+    for alpha, beta in _SCALARS:
+        x, y = (torch.randn(n, generator=gen, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        want = alpha * full @ x.double().cpu().numpy() + beta * y.double().cpu().numpy()
+        if routine == "symv":
+            got = symv(a, x, y, alpha=alpha, beta=beta)
+        else:
+            got = gemv(a, x, y, alpha=alpha, beta=beta, trans=routine == "gemv T")
+        error = np.linalg.norm(got.double().cpu().numpy() - want) / np.linalg.norm(want)
+        assert error < 1e-2, (alpha, beta, error)
+    assert len(full_paths) == 1
+    (recipe,) = repeat._RECIPES.values()
+    floats = {arg for replay in recipe.replays for arg in replay.call.args if type(arg) is float}
+    assert floats - set(_SCALARS[0]) <= {0.0, 1.0}
