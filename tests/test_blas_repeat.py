@@ -397,26 +397,36 @@ def test_columns_of_one_matrix_replay(device: str, vectors_validated: list[int])
     assert len(vectors_validated) == 2
 
 
-def test_one_vector_twice_makes_no_recipe_and_takes_the_full_path(device: str, vectors_validated: list[int],
-                                                                   recordings: list[int]) -> None:
-    """dot(x, x) and axpy(α, x, x) first: no recipe (its launches name x for both operands, so a
-    replay would read a later call's x for its y too) — the next calls of two vectors are right and
-    record one; axpy(α, x, x) after that is declined by the recipe (x meets itself) and runs the full
-    path without recording again."""
-    gen = torch.Generator().manual_seed(0)
-    x64, u64, v64 = (torch.randn(40, generator=gen, dtype=torch.float64) for _ in range(3))
-    x, u, v = (t.clone().to(device) for t in (x64, u64, v64))
-    assert float(level1.dot(x, x)) == pytest.approx(float(x64 @ x64), rel=1e-12)
-    assert float(level1.dot(u, v)) == pytest.approx(float(u64 @ v64), rel=1e-12)
-    level1.axpy(0.5, x, x)
-    level1.axpy(0.5, u, v)
-    np.testing.assert_allclose(v.cpu().numpy(), 0.5 * u64.numpy() + v64.numpy(), rtol=1e-12)
-    assert len(recordings) == 4 and len(repeat._RECIPES) == 2  # dot (u, v) and axpy (u, v)
-    for _ in range(2):
+def test_one_vector_twice_is_a_signature_of_its_own(device: str, vectors_validated: list[int],
+                                                   recordings: list[int]) -> None:
+    """dot(x, x) and dot(u, v) have different keys (the recorded launches of the first name x for
+    both operands): each replays right; axpy(α, x, x) keeps a recipe its repeat calls decline (x
+    meets itself), running the full path without recording again."""
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        x64, u64, v64 = (torch.randn(40, generator=gen, dtype=torch.float64) for _ in range(3))
+        x, u, v = (t.clone().to(device) for t in (x64, u64, v64))
+        assert float(level1.dot(x, x)) == pytest.approx(float(x64 @ x64), rel=1e-12)
+        assert float(level1.dot(u, v)) == pytest.approx(float(u64 @ v64), rel=1e-12)
         level1.axpy(0.5, x, x)
-    np.testing.assert_allclose(x.cpu().numpy(), 1.5**3 * x64.numpy(), rtol=1e-12)
-    assert len(recordings) == 4
-    assert len(vectors_validated) == 2 * 6
+        np.testing.assert_allclose(x.cpu().numpy(), 1.5 * x64.numpy(), rtol=1e-12)
+        level1.axpy(0.5, u, v)
+        np.testing.assert_allclose(v.cpu().numpy(), 0.5 * u64.numpy() + v64.numpy(), rtol=1e-12)
+    assert len(recordings) == 4 and len(repeat._RECIPES) == 4
+    assert len(vectors_validated) == 2 * 3 + 3 * 2  # axpy(α, x, x) each time; the others once
+
+
+def test_ger_of_one_vector_twice_replays(device: str, full_paths: list[int]) -> None:
+    """ger(α, x, x, A) (a symmetric rank-1 update) replays on new x and A: its own signature."""
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        a, x = torch.randn(20, 20, generator=gen, dtype=torch.float64), torch.randn(20, generator=gen,
+                                                                                   dtype=torch.float64)
+        xd = x.clone().to(device)
+        got = ger(0.25, xd, xd, a.clone().to(device))
+        want = a.numpy() + 0.25 * np.outer(x, x)
+        np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-12, atol=1e-12)
+    assert len(full_paths) == 1
 
 
 @pytest.mark.gpu

@@ -461,6 +461,7 @@ def test_a_launch_switches_to_its_operands_gpu(monkeypatch: pytest.MonkeyPatch) 
     torch's own ops do; on the current GPU's tensors, or on CPU tensors, it does not switch."""
     import contextlib
 
+    from torch._subclasses import fake_tensor
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     current, entered = [0], []
@@ -475,6 +476,8 @@ def test_a_launch_switches_to_its_operands_gpu(monkeypatch: pytest.MonkeyPatch) 
             current[0] = before
 
     monkeypatch.setattr(launch, "several_gpus", lambda: True)
+    # a fake tensor on a real CUDA build makes a real one on its device first: none for cuda:1 here
+    monkeypatch.setattr(fake_tensor, "init_gpu_context", lambda device: None, raising=False)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: current[0])
     monkeypatch.setattr(torch.cuda, "device", switch)
     with FakeTensorMode(allow_non_fake_inputs=True):
@@ -526,7 +529,9 @@ def test_triton_is_told_the_loaded_libcuda_only_when_the_user_named_none(
 
     monkeypatch.setattr(launch, "loaded_libcuda", lambda: str(tmp_path))
     monkeypatch.delenv("TRITON_LIBCUDA_PATH", raising=False)  # restored after the test
+    before = knobs.nvidia.libcuda_path  # on a GPU, what this process's first launch set
     try:
+        knobs.nvidia.libcuda_path = knobs.env  # as in a fresh process: no choice made yet
         launch._triton_runtime.__wrapped__()
         assert knobs.nvidia.libcuda_path == str(tmp_path)
         knobs.nvidia.libcuda_path = knobs.env
@@ -534,4 +539,4 @@ def test_triton_is_told_the_loaded_libcuda_only_when_the_user_named_none(
         launch._triton_runtime.__wrapped__()
         assert knobs.nvidia.libcuda_path == "/the/users/choice"
     finally:
-        knobs.nvidia.libcuda_path = knobs.env
+        knobs.nvidia.libcuda_path = before

@@ -67,14 +67,19 @@ def _scalar_class(value: int | float) -> object:
 def signature(routine: str, tensors: Sequence[object], values: tuple, scalars: tuple = ()) -> tuple | None:
     """The key of a call whose decisions are fixed by it (module docstring), or None when the call
     takes the full path: ``tensors`` exact torch tensors (or None: absent, or a result the call
-    makes), ``values`` None or Python bools, ints and floats, ``scalars`` Python ints and floats
-    (keyed by :func:`_scalar_class`)."""
-    keys = []
-    for t in tensors:
+    makes; one given again is keyed by where it was given first), ``values`` None or Python bools,
+    ints and floats, ``scalars`` Python ints and floats (keyed by :func:`_scalar_class`)."""
+    keys: list[object] = []
+    for i, t in enumerate(tensors):
         if t is None:
             keys.append(None)
         elif type(t) is torch.Tensor:
-            keys.append((*launch.layout_key(t), t.requires_grad))  # type: ignore[misc]
+            for j in range(i):  # one tensor given twice (ger(α, x, x, A), dot(x, x)): its place
+                if tensors[j] is t:  # the recorded launches name it for both
+                    keys.append(j)
+                    break
+            else:
+                keys.append((*launch.layout_key(t), t.requires_grad))  # type: ignore[misc]
         else:
             return None
     for v in values:
@@ -237,14 +242,13 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
         return
     if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
         return  # scratch is not kept under a graph capture: no recipe now says nothing of later calls
-    present = [t for t in given if t is not None]
-    if len({id(t) for t in present}) != len(present):
-        return  # one tensor twice (dot(x, x), axpy(α, x, x)): its launches would read a repeat call's
-        # first for both; a later call of distinct tensors records the recipe
     if len(_RECIPES) >= _RECIPES_MAX:
         _RECIPES.clear()
     tensors = [*given, *made]
-    operands = list(launched) if launched is not None else [t for t in tensors if t is not None]
+    operands: list[torch.Tensor] = []
+    for t in launched if launched is not None else tensors:  # each once: Replay needs one slot a tensor
+        if t is not None and not any(t is seen for seen in operands):
+            operands.append(t)
     views = [_spec(tensors, t) for t in operands]
     result_view = _spec(tensors, result)
     replays = (None if result_view is None or any(v is None for v in views) else
