@@ -135,6 +135,9 @@
 #   symv     symv's finish overlapping its walk (SymvConfig.overlap_finish, never run on a GPU): the
 #            symv tests on the GPU (a chain of calls with it), then symv_floor.py --shipped-only (the
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
+#   gemvb    strided-batched gemv tiles against torch.bmm (gemv_batched_probe.py: the issue's 256² ×
+#            1024 row ran 0.87× on the H200 at 9678d9a, 1.06× on an H100 at d6bc69d), then the
+#            GPU tests of blas.repeat and test_launch (new scalars, one tensor twice)            ~3 min
 # A stage that is not named is not run; unknown names stop the script before anything runs. A name
 # may carry a GPU filter, GPU/stage, run only where nvidia-smi's name holds GPU: a call asked for an
 # H200 may get an H100, so `H200/quant H200/l1map H100/rest` times on the issues' GPU only and
@@ -575,17 +578,23 @@ order() {  # whether a time depends on what ran before it (fixed call orders in 
     capped 250 order "$PY" benchmarks/order_probe.py "$dir/order.json" --rounds 4
 }
 
+gemvb() {
+    capped 150 gemv-batched "$PY" benchmarks/gemv_batched_probe.py "$dir/gemv-batched.json" --rounds 2
+    capped 100 repeat-tests "$PY" -m pytest tests/test_blas_repeat.py tests/test_launch.py -q -rs \
+        --junitxml="$dir/repeat-tests.xml"
+}
+
 l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the gemv tile sweep
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
-                "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp)"; exit 2;; esac
+                "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp, gemvb)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
