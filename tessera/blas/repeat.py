@@ -1,17 +1,18 @@
-"""Repeat calls of a level-2 routine or a level-1 reduction replay the first call's launches, as
-``gemm``'s recipes do.
+"""Repeat calls of a level-1 or level-2 routine replay the first call's launches, as ``gemm``'s
+recipes do.
 
 Such a call spends most of its host time validating its vectors, checking that the written one
 shares no element with the others, selecting a launch shape and building launch arguments: on the
 H200's host symv 8192² took 75.8 µs a call and gemv T 91.3 before its replay, where the GPU reads
 the matrix in 21–33 µs (``benchmarks/results/eager-l2-h200-9678d9a/``). Every decision depends only
 on the call's signature — the routine, each tensor's shape, strides, dtype, device and 16-byte
-alignment, the flags, the forced configuration and the logic generation, and of each scalar (alpha,
-beta, a rotation's c and s) only whether it is 0, 1 or −1 — except whether the written tensor
-overlaps a read one, which depends on where they are, and the scalars' values, which the launches
-take as plain arguments. So the first call
-of a signature records its launches (``launch.recording``) and finds where each scalar's value
-sits among their arguments; when each is a
+alignment (and which tensors are given twice), the flags, the forced configuration, the logic
+generation, and of each scalar (alpha, beta, a rotation's c and s) only whether it is 0, 1 or −1 —
+except whether a written tensor overlaps another, which depends on where they are, and the
+scalars' values, which the launches take as plain arguments.
+
+So the first call of a signature records its launches (``launch.recording``) and finds where each
+scalar's value sits among their arguments. When each launch is a
 :class:`~tessera._core.launch.Replay` (its tensors the call's tensors or views of them at fixed
 offsets, buffers the call made for its result — y for y = None, a reduction's partials or index —,
 kept scratch or constant buffers) and the result is a view of one of them, a repeat call checks the
@@ -19,20 +20,19 @@ byte ranges of the written tensors against the others (element by element where 
 columns of one row-major matrix share no element), allocates the result's buffers anew and
 replays the launches with its own scalars in those places. A scalar other than 0 and ±1 found in
 no argument, or in one together with another scalar (alpha = beta), keys the recipe on the
-scalars' values instead, as every scalar did before: an iterative solver's axpy, whose alpha
-changes every call, recorded every call then (65 µs of host time on the CI CPU where a replay
-takes 8). What the recording
-cannot see — work done by torch operations rather than launches — makes no replay: a tensor such an
-operation made is none of those kinds (a dot whose partials torch adds returns such a tensor); a
-routine records only paths whose GPU work is its launches.
+scalars' values instead, as every scalar did before the seventy-fourth session: an iterative
+solver's axpy, whose alpha changes every call, recorded every call then (65 µs of host time on the
+CI CPU where a replay takes 8). What the recording cannot see — work done by torch operations
+rather than launches — makes no replay: a tensor such an operation made is none of those kinds; a
+routine records only paths whose GPU work is its launches, and the torch steps after them
+(``finish``) are part of the recipe.
 
 Refused for the fast path (the full path runs): tensor subclasses, non-Python scalars, a written
 tensor that autograd tracks (the full path raises), a repeat call whose written tensor may share an
 element with another (the same vector twice, which axpy, copy and swap take: then the full path
-runs without recording again). A
-signature whose first call makes no recipe (a result torch computed, a buffer not kept) is marked so,
-and its later calls take the full path without recording again (outside a CUDA graph capture, where
-scratch buffers are not kept).
+runs without recording again). A signature whose first call makes no recipe (a buffer not kept, a
+launch on a view of another dtype) is marked so, and its later calls take the full path without
+recording again (outside a CUDA graph capture, where scratch buffers are not kept).
 """
 
 from __future__ import annotations
