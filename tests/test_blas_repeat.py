@@ -455,3 +455,19 @@ def test_gpu_large_level2_calls_take_new_scalars(routine: str, full_paths: list[
     (recipe,) = repeat._RECIPES.values()
     floats = {arg for replay in recipe.replays for arg in replay.call.args if type(arg) is float}
     assert floats - set(_SCALARS[0]) <= {0.0, 1.0}
+
+
+def test_a_float_made_of_a_scalar_keys_the_recipe_by_value() -> None:
+    """Where a launch takes a float made of a scalar (−α here) beside α itself, a replay that wrote
+    only α's place would run with the old −α: such launches are keyed by value (None), as are a
+    free scalar in no argument and one argument equal to two scalars."""
+    def call(*args: object) -> repeat.launch.Call:
+        return repeat.launch.Call(None, (1,), args, {}, 4, 3)  # type: ignore[arg-type]
+
+    assert repeat._slots([call(7, 0.5, 0.0, 1.0)], (0.5,)) == (((1, 0),),)
+    assert repeat._slots([call(7, 0.5), call(2.5, 0.5)], (0.5, 2.5)) == (((1, 0),), ((0, 1), (1, 0)))
+    assert repeat._slots([call(7, 0.5, 3.0)], (0.5, 3.0)) == (((1, 0), (2, 1)),)
+    assert repeat._slots([call(7, 0.5, -0.5)], (0.5,)) is None  # −α
+    assert repeat._slots([call(7, 0.25)], (0.5,)) is None  # α in no argument
+    assert repeat._slots([call(0.5, 0.5)], (0.5, 0.5)) is None  # α = β
+    assert repeat._slots([call(0.5, 1.0)], (0.5, 1.0)) == (((0, 0),),)  # β = 1 is in the key

@@ -204,12 +204,14 @@ def recording(key: tuple | None) -> contextlib.AbstractContextManager[list[launc
 
 def _slots(calls: Sequence[launch.Call], scalars: tuple) -> tuple[tuple[tuple[int, int], ...], ...] | None:
     """For each launch, the argument positions holding a scalar's value, and which scalar: every
-    float argument equal to a scalar other than 0 and ±1 (whose values the key fixes). None when
-    such a scalar is in no argument (the launches took something made of it) or an argument
-    equals two of them (which is which cannot be told)."""
+    float argument equal to a scalar other than 0 and ±1 (whose values the key fixes). None — the
+    recipe is then keyed by value — when such a scalar is in no argument, an argument equals two of
+    them (which is which cannot be told), or a float argument is none of the scalars and not 0 or
+    ±1 (a value made of them, −α or α·β, would be replayed stale)."""
     free = [i for i, s in enumerate(scalars) if _scalar_class(s) is type(s)]
     if not free:
         return tuple(() for _ in calls)
+    fixed = {0.0, 1.0, -1.0, *(s for i, s in enumerate(scalars) if i not in free)}
     found, slots = set(), []
     for call in calls:
         mine = []
@@ -217,7 +219,7 @@ def _slots(calls: Sequence[launch.Call], scalars: tuple) -> tuple[tuple[tuple[in
             if type(arg) is not float:
                 continue
             equal = [i for i in free if arg == scalars[i]]
-            if len(equal) > 1:
+            if len(equal) > 1 or (not equal and arg not in fixed):
                 return None
             if equal:
                 mine.append((position, equal[0]))
