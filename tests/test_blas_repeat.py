@@ -464,10 +464,10 @@ def test_a_float_made_of_a_scalar_keys_the_recipe_by_value() -> None:
     def call(*args: object) -> repeat.launch.Call:
         return repeat.launch.Call(None, (1,), args, {}, 4, 3)  # type: ignore[arg-type]
 
-    assert repeat._slots([call(7, 0.5, 0.0, 1.0)], (0.5,)) == (((1, 0),),)
-    assert repeat._slots([call(7, 0.5), call(2.5, 0.5)], (0.5, 2.5)) == (((1, 0),), ((0, 1), (1, 0)))
-    assert repeat._slots([call(7, 0.5, 3.0)], (0.5, 3.0)) == (((1, 0), (2, 1)),)
-    assert repeat._slots([call(7, 0.5, -0.5)], (0.5,)) is None  # −α
-    assert repeat._slots([call(7, 0.25)], (0.5,)) is None  # α in no argument
-    assert repeat._slots([call(0.5, 0.5)], (0.5, 0.5)) is None  # α = β
-    assert repeat._slots([call(0.5, 1.0)], (0.5, 1.0)) == (((0, 0),),)  # β = 1 is in the key
+    assert repeat.scalar_slots([call(7, 0.5, 0.0, 1.0)], (0.5,)) == (((1, 0),),)
+    assert repeat.scalar_slots([call(7, 0.5), call(2.5, 0.5)], (0.5, 2.5)) == (((1, 0),), ((0, 1), (1, 0)))
+    assert repeat.scalar_slots([call(7, 0.5, 3.0)], (0.5, 3.0)) == (((1, 0), (2, 1)),)
+    assert repeat.scalar_slots([call(7, 0.5, -0.5)], (0.5,)) is None  # −α
+    assert repeat.scalar_slots([call(7, 0.25)], (0.5,)) is None  # α in no argument
+    assert repeat.scalar_slots([call(0.5, 0.5)], (0.5, 0.5)) is None  # α = β
+    assert repeat.scalar_slots([call(0.5, 1.0)], (0.5, 1.0)) == (((0, 0),),)  # β = 1 is in the key

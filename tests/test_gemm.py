@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 
@@ -694,6 +695,50 @@ def test_out_interleaved_with_an_operand_is_taken(device: str) -> None:
     assert torch.equal(storage, before)
 
 
+_ALPHA_CONFIGS = [None, SplitKConfig(16, 16, 16, 4, 4, 2), StreamKConfig(16, 16, 16, 7, 4, 1)]
+
+
+@pytest.mark.parametrize("config", _ALPHA_CONFIGS, ids=["selected", "split-K", "stream-K"])
+def test_repeat_calls_take_a_new_alpha(config: object, device: str) -> None:
+    """A new alpha each call (a learning rate's schedule) replays the first call's launches with its
+    value in alpha's places — no planning again — right on every family's epilogue (split-K's sum,
+    stream-K's fix-up); alpha 1 and 0 are other signatures."""
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    a, b = torch.randn(40, 64, device=device), torch.randn(64, 24, device=device)
+    with space.forced(config) if config is not None else contextlib.nullcontext():
+        assert_gemm_close(gemm(a, b, alpha=0.5), a, b, alpha=0.5)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(api, "_plan", None)  # a repeat signature must not plan again
+            for alpha in (-0.75, 3.25, 1e-3):
+                fresh = torch.randn(40, 64, device=device)
+                assert_gemm_close(gemm(fresh, b, alpha=alpha), fresh, b, alpha=alpha)
+        assert len(api._RECIPES) == 1
+        assert_gemm_close(gemm(a, b, alpha=1.0), a, b)
+        assert len(api._RECIPES) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("size", [1024, 4096])
+def test_gpu_repeat_calls_take_a_new_alpha(dtype: torch.dtype, size: int) -> None:
+    """The shipped selection's kernels with a new alpha each call: right each time (fp64 reference),
+    and one recipe — each family's launches take alpha as it is (else the recipe would be kept by
+    value: a marker and an entry a value)."""
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    a, b = (torch.randn(size, size, generator=gen, device="cuda", dtype=dtype) for _ in range(2))
+    exact = a.double() @ b.double()
+    for alpha in (0.5, -0.75, 3.25):
+        d = gemm(a, b, alpha=alpha)
+        error = float((d.double() - alpha * exact).norm() / (alpha * exact).norm())
+        assert error < (1e-2 if dtype != torch.float32 else 1e-5), (alpha, error)
+    assert len(api._RECIPES) == 1
+
+
 def test_repeat_calls_reuse_the_plan_and_follow_overrides(device: str) -> None:
     """A repeat call with the same signature skips validation and selection (a recipe is stored
     once), stays correct for new data and strides of the same signature, and a forced config or
@@ -710,7 +755,9 @@ def test_repeat_calls_reuse_the_plan_and_follow_overrides(device: str) -> None:
     fresh_a = torch.randn(40, 24, device=device)  # same signature, other data: the recipe serves it
     assert_gemm_close(gemm(fresh_a, b, trans_b=True, alpha=0.5), fresh_a, b, trans_b=True, alpha=0.5)
     assert len(api._RECIPES) == 1
-    assert_gemm_close(gemm(a, b, trans_b=True, alpha=2), a, b, trans_b=True, alpha=2.0)  # new alpha
+    assert_gemm_close(gemm(a, b, trans_b=True, alpha=2.0), a, b, trans_b=True, alpha=2.0)  # its value put in
+    assert len(api._RECIPES) == 1
+    assert_gemm_close(gemm(a, b, trans_b=True, alpha=1.0), a, b, trans_b=True, alpha=1.0)  # another class
     assert len(api._RECIPES) == 2
     for block in (16, 32):
         with space.forced(TileConfig(block, block, 16, 8, 4, 1)), capture() as calls:

@@ -39,7 +39,7 @@ from tessera._core.validate import (
     needs_int64_index,
     real_scalar,
 )
-from tessera.blas import autograd, emulated, space
+from tessera.blas import autograd, emulated, repeat, space
 from tessera.blas.emulated import EmulatedConfig
 from tessera.blas.kernels.copy import column_major_copy, row_major_copy
 from tessera.blas.kernels.gemm_fma import FmaConfig, fma_supported, launch_gemm_fma
@@ -185,6 +185,8 @@ def gemm(
           and scale_a is None and scale_b is None and bias is None and fast_accum is False):
         signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, out)
         recipe = _RECIPES.get(signature)
+        if recipe is _BY_VALUE:  # a recipe that replays its recorded alpha and beta only
+            recipe = _RECIPES.get((*signature, alpha, beta))
         if recipe is not None:  # validated and selected before for exactly this signature
             if out is None:
                 return recipe.run(a, b, trans_a, trans_b, alpha, beta)
@@ -217,8 +219,8 @@ def gemm(
     if plan is not None and isinstance(plan.choice.config, EmulatedConfig):  # its own recipe
         recipe = emulated.run(plan.op_a, plan.op_b, plan.c, plan.d, plan.alpha, plan.beta, plan.precision,
                               remember=signature is not None)
-        if recipe is not None:
-            _remember(signature, recipe)  # type: ignore[arg-type]
+        if recipe is not None:  # its launches take alpha in forms of their own: kept by value
+            _remember(signature, recipe, None, (plan.alpha, plan.beta))  # type: ignore[arg-type]
     elif plan is not None and (signature is None or plan.c is not None):
         _launch(plan)
     elif plan is not None:
@@ -227,10 +229,13 @@ def gemm(
         extents = None if signature[-1] is None else tuple(extent_offsets(t) for t in (out, a, b))
         given = (a.transpose(-1, -2) if trans_a else a, b.transpose(-1, -2) if trans_b else b)
         plain = all(t.data_ptr() == g.data_ptr() for t, g in zip((plan.op_a, plan.op_b), given, strict=True))
-        _remember(signature, _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision,
-                                     plan.problem, plan.choice, plan.multiprocessors, plan.k_major,
-                                     plain, launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d)),
-                                     extents, None if plain else _copy_replays(given, plan, copies)))
+        replays = launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d))
+        slots = repeat.scalar_slots(calls, (plan.alpha, plan.beta)) if replays is not None else ()
+        copied = None if plain else _copy_replays(given, plan, copies)
+        recipe = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision, plan.problem, plan.choice,
+                         plan.multiprocessors, plan.k_major, plain, replays, extents, copied,
+                         slots if slots and any(slots) else ())
+        _remember(signature, recipe, slots, (plan.alpha, plan.beta))
     if given_out:
         mark_written(out)
     return out
@@ -248,6 +253,7 @@ def gemm(
 # replays them with the new operands (launch.Replay): no arguments, descriptors or launch key
 # are built again.
 _REALS = (int, float)
+_UNITS = (0, 1, -1)  # alpha's values a signature holds (any other is a launch argument)
 _RECIPES_MAX = 512
 
 
@@ -267,6 +273,7 @@ class _Recipe:
     replays: tuple[launch.Replay, ...] | None  # the launches, repeatable on new operands (op(A), op(B), D)
     extents: tuple[tuple[int, int], ...] | None  # out's, A's and B's byte extents (calls with out)
     copies: _CopyReplays | None = None  # the K-major copies (k_major), repeatable on new operands
+    slots: repeat.Slots = ()  # each replay's places of alpha and beta (``repeat.scalar_slots``)
 
     def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool, alpha: float,
             beta: float, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -282,7 +289,11 @@ class _Recipe:
             op_a, op_b = self.copies.run(op_a, op_b)
         elif not self.plain:
             op_a, op_b = _operand_layouts(op_a, op_b, self.k_major)
-        if self.replays is not None:
+        if self.replays is not None and self.slots:
+            scalars = (alpha, beta)
+            for replay, places in zip(self.replays, self.slots, strict=True):
+                replay((op_a, op_b, d), [(place, float(scalars[i])) for place, i in places] if places else ())
+        elif self.replays is not None:
             for replay in self.replays:
                 replay((op_a, op_b, d))
         else:
@@ -338,21 +349,33 @@ def _copy_replays(given: tuple[torch.Tensor, torch.Tensor], plan: _GemmPlan,
     return _CopyReplays(replays, tuple((i, tuple(t.shape), tuple(t.stride())) for i, t in made))
 
 
-_RECIPES: dict[tuple, _Recipe | emulated.Recipe] = {}  # the bf16-product precisions' own (no out)
+_RECIPES: dict[tuple, _Recipe | emulated.Recipe | object] = {}  # the bf16-product precisions' own (no out)
+_BY_VALUE = object()  # a signature's recipe is kept under its alpha and beta values too
 
 
-def _remember(signature: tuple, recipe: _Recipe | emulated.Recipe) -> None:
-    """Keep ``recipe`` for repeat calls of ``signature`` (the table emptied when full)."""
+def _remember(signature: tuple, recipe: _Recipe | emulated.Recipe,
+              slots: repeat.Slots | None, scalars: tuple[float, float]) -> None:
+    """Keep ``recipe`` for repeat calls of ``signature`` (the table emptied when full): under the
+    signature, whose alpha and beta are keyed by class, when its launches take any values (``slots``
+    found, or no replays: the launches are planned again with the call's values); else under the
+    values too (``blas.repeat.scalar_slots``: −α in a launch, or alpha = beta)."""
     if len(_RECIPES) >= _RECIPES_MAX:
         _RECIPES.clear()
+    if slots is None:
+        _RECIPES[signature] = _BY_VALUE
+        signature = (*signature, *scalars)
     _RECIPES[signature] = recipe
 
 
 def _signature(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, trans_a: bool, trans_b: bool,
                out_dtype: torch.dtype | None, precision: str, out: torch.Tensor | None) -> tuple:
-    """Everything _plan's decisions depend on (out last: None, or its layout)."""
-    return (*launch.layout_key(a), *launch.layout_key(b), alpha, beta, trans_a, trans_b, out_dtype, precision,
-            space.forced.config, logic.generation(), launch.layout_key(out))
+    """Everything _plan's decisions depend on (out last: None, or its layout); of alpha only
+    whether it is 0, 1, −1 or another value of its type (``blas.repeat.scalar_class``, inlined:
+    this runs on every call), its value being the launches' argument. beta by value: a recipe's
+    call has no C, so beta is not read."""
+    return (*launch.layout_key(a), *launch.layout_key(b), alpha if alpha in _UNITS else type(alpha), beta,
+            trans_a, trans_b, out_dtype, precision, space.forced.config, logic.generation(),
+            launch.layout_key(out))
 
 
 def _check_not_quantized_args(a: torch.Tensor, scale_a: object, scale_b: object, bias: object,

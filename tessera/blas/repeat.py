@@ -53,10 +53,11 @@ from tessera.tuning import logic
 # (tensor index, shape, strides, storage offset from the tensor's), or (tensor index, None, None, 0):
 # the tensor itself. Tensors are indexed as the call's given ones, then the ones it makes.
 View = tuple[int, tuple[int, ...] | None, tuple[int, ...] | None, int]
+Slots = tuple[tuple[tuple[int, int], ...], ...]  # each launch's (argument position, scalar index)s
 _RECIPES_MAX = 4096  # a bound on memory for callers of ever new layouts
 
 
-def _scalar_class(value: int | float) -> object:
+def scalar_class(value: int | float) -> object:
     """What a routine's decisions see of a scalar: whether it is 0 (and its sign: β = −0.0 is
     passed on as such), 1 or −1; any other value is only a launch argument (module docstring)."""
     if value == 0:
@@ -68,7 +69,7 @@ def signature(routine: str, tensors: Sequence[object], values: tuple, scalars: t
     """The key of a call whose decisions are fixed by it (module docstring), or None when the call
     takes the full path: ``tensors`` exact torch tensors (or None: absent, or a result the call
     makes; one given again is keyed by where it was given first), ``values`` None or Python bools,
-    ints and floats, ``scalars`` Python ints and floats (keyed by :func:`_scalar_class`)."""
+    ints and floats, ``scalars`` Python ints and floats (keyed by :func:`scalar_class`)."""
     keys: list[object] = []
     for i, t in enumerate(tensors):
         if t is None:
@@ -88,7 +89,7 @@ def signature(routine: str, tensors: Sequence[object], values: tuple, scalars: t
     for s in scalars:
         if type(s) is not float and type(s) is not int:
             return None
-        keys.append(_scalar_class(s))
+        keys.append(scalar_class(s))
     return (routine, *keys, *values, torch.is_grad_enabled(), space.forced.config, logic.generation())
 
 
@@ -119,7 +120,7 @@ class Recipe:
 
     replays: tuple[launch.Replay, ...]
     views: tuple[View, ...]  # the replays' operands
-    slots: tuple[tuple[tuple[int, int], ...], ...]  # a replay's (argument position, scalar index)s
+    slots: Slots  # where each replay takes the call's scalars
     extents: tuple[tuple[int, int] | None, ...]  # the given tensors' byte ranges from their data pointers
     written: tuple[int, ...]  # the given tensors written in place (checked against the others)
     made: tuple[tuple[tuple[int, ...], tuple[int, ...], torch.dtype], ...]  # made: shape, strides, dtype
@@ -202,13 +203,13 @@ def recording(key: tuple | None) -> contextlib.AbstractContextManager[list[launc
     return launch.recording() if wanted(key) else contextlib.nullcontext([])
 
 
-def _slots(calls: Sequence[launch.Call], scalars: tuple) -> tuple[tuple[tuple[int, int], ...], ...] | None:
+def scalar_slots(calls: Sequence[launch.Call], scalars: tuple) -> Slots | None:
     """For each launch, the argument positions holding a scalar's value, and which scalar: every
     float argument equal to a scalar other than 0 and ±1 (whose values the key fixes). None — the
     recipe is then keyed by value — when such a scalar is in no argument, an argument equals two of
     them (which is which cannot be told), or a float argument is none of the scalars and not 0 or
     ±1 (a value made of them, −α or α·β, would be replayed stale)."""
-    free = [i for i, s in enumerate(scalars) if _scalar_class(s) is type(s)]
+    free = [i for i, s in enumerate(scalars) if scalar_class(s) is type(s)]
     if not free:
         return tuple(() for _ in calls)
     fixed = {0.0, 1.0, -1.0, *(s for i, s in enumerate(scalars) if i not in free)}
@@ -258,7 +259,7 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
     if replays is None:
         _RECIPES[key] = _NONE  # type: ignore[index]
         return
-    slots = _slots(calls, scalars)
+    slots = scalar_slots(calls, scalars)
     extents = tuple(None if t is None else extent_offsets(t) for t in given)
     buffers = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in made)
     recipe = Recipe(replays, tuple(views), slots or tuple(() for _ in calls), extents,  # type: ignore[arg-type]
