@@ -356,9 +356,10 @@ _BY_VALUE = object()  # a signature's recipe is kept under its alpha and beta va
 def _remember(signature: tuple, recipe: _Recipe | emulated.Recipe,
               slots: repeat.Slots | None, scalars: tuple[float, float]) -> None:
     """Keep ``recipe`` for repeat calls of ``signature`` (the table emptied when full): under the
-    signature, whose alpha and beta are keyed by class, when its launches take any values (``slots``
-    found, or no replays: the launches are planned again with the call's values); else under the
-    values too (``blas.repeat.scalar_slots``: −α in a launch, or alpha = beta)."""
+    signature, which keys alpha by class, when its launches take any alpha (``slots`` found, or no
+    replays: the recipe plans its launch again with the call's values); else under alpha's and
+    beta's values too (``blas.repeat.scalar_slots``: −α in a launch, alpha = beta, a bf16-product
+    recipe)."""
     if len(_RECIPES) >= _RECIPES_MAX:
         _RECIPES.clear()
     if slots is None:
