@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import itertools
 import os
 import pstats
 import sys
@@ -71,13 +72,23 @@ def _calls(size: int) -> dict[str, Callable[[], object]]:
 
     x, y = torch.randn(4096), torch.randn(4096)
     v, w = torch.randn(size).bfloat16(), torch.empty(size).bfloat16()
-    level12 = {"axpy 4096": lambda: blas.axpy(0.5, x, y), "scal 4096": lambda: blas.scal(0.5, x),
+    calls = itertools.count()  # a new alpha every call, as an iterative solver's or a schedule's
+
+    def alpha() -> float:
+        return 0.5 + next(calls) * 2.0**-30
+
+    level12 = {"axpy 4096": lambda: blas.axpy(0.5, x, y),
+               "axpy 4096, a new alpha each call": lambda: blas.axpy(alpha(), x, y),
+               "scal 4096": lambda: blas.scal(0.5, x),
                "copy 4096": lambda: blas.copy(x, y), "dot 4096": lambda: blas.dot(x, y),
                "nrm2 4096": lambda: blas.nrm2(x), f"gemv {size}² bf16": lambda: blas.gemv(a16, v, w),
                f"gemv T {size}² bf16": lambda: blas.gemv(a16, v, w, trans=True),
+               f"gemv {size}² bf16, a new alpha each call": lambda: blas.gemv(a16, v, w, alpha=alpha()),
                f"symv {size}² bf16": lambda: blas.symv(a16, v, w),
                f"ger {size}² bf16": lambda: blas.ger(0.5, v, w, a16)}
-    return {**level12, "bf16": lambda: gemm(a16, b16), "fp32": lambda: gemm(a32, b32),
+    return {**level12, "bf16": lambda: gemm(a16, b16),
+            "bf16, a new alpha each call": lambda: gemm(a16, b16, alpha=alpha()),
+            "fp32": lambda: gemm(a32, b32),
             "tf32": lambda: gemm(a32, b32, precision="tf32"),
             "tf32x3": lambda: gemm(a32, b32, precision="tf32x3"),
             "tf32, B a transposed view": lambda: gemm(a32, b32.t(), precision="tf32"),
@@ -105,7 +116,7 @@ def main() -> None:
         for _ in range(args.calls):
             call()
         per_call = (time.perf_counter() - start) / args.calls * 1e6
-        print(f"{kind:<34} {per_call:6.1f} µs a call")
+        print(f"{kind:<40} {per_call:6.1f} µs a call")
     a, b = (torch.empty(args.size, args.size) for _ in range(2))
     print(f"bf16 {args.size}³: {explain(a.bfloat16(), b.bfloat16()).config.short()}; tf32: "
           f"{explain(a, b, precision='tf32').config.short()}")
