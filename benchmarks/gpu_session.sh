@@ -588,6 +588,11 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
+pack() {  # the GPU's state and all of WORK, one tarball (a device call brings back at most 8 files)
+    nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$WORK/gpu.txt" 2>&1
+    tar czf "$OUT/r.tgz" -C "$WORK" .
+}
+
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
     case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb) ;;
@@ -606,6 +611,6 @@ for named in "$@"; do
     mkdir -p "$dir"
     echo "== $stage at $rev on $gpu_name"
     "$stage"
+    pack  # after every stage: a call cut at its time limit still brings back the stages it finished
 done
-nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$WORK/gpu.txt" 2>&1
-tar czf "$OUT/r.tgz" -C "$WORK" .
+pack
