@@ -36,7 +36,7 @@ def main() -> None:
                                   "call": [lambda q=q, x=x: gemm_wq(x, q) for q in qs]}
         for q in qs:
             gemm_wq(x, q)
-            recipe = wq._RECIPES[wq._signature(x, q)]
+            recipe = wq._RECIPES.get(wq._signature(x, q))
             y = torch.empty(m, N, dtype=x.dtype, device=DEVICE)
             operands = wq._main_operands(x, q, recipe.words, y)
             for j, replay in enumerate(recipe.replays):

@@ -339,7 +339,7 @@ def test_the_recorded_float_arguments_are_the_scalars(routine: str, device: str,
     else:
         x, y = (torch.randn(64, dtype=torch.float64).to(device) for _ in range(2))
         _map_call(routine, x, y, alpha, beta)[0]()
-    (recipe,) = repeat._RECIPES.values()
+    (recipe,) = repeat._RECIPES.recipes()
     floats = {arg for replay in recipe.replays for arg in replay.call.args if type(arg) is float}
     assert floats - {alpha, beta} <= {0.0, 1.0}
     assert alpha in floats
@@ -452,7 +452,7 @@ def test_gpu_large_level2_calls_take_new_scalars(routine: str, full_paths: list[
         error = np.linalg.norm(got.double().cpu().numpy() - want) / np.linalg.norm(want)
         assert error < 1e-2, (alpha, beta, error)
     assert len(full_paths) == 1
-    (recipe,) = repeat._RECIPES.values()
+    (recipe,) = repeat._RECIPES.recipes()
     floats = {arg for replay in recipe.replays for arg in replay.call.args if type(arg) is float}
     assert floats - set(_SCALARS[0]) <= {0.0, 1.0}
 

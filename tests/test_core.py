@@ -12,6 +12,7 @@ import torch
 import tessera
 from tessera._core import log, timing
 from tessera._core.device import dtype_key, precision_of, torch_dtype
+from tessera._core.recipes import RecipeTable
 from tessera._core.validate import check_no_overlap, max_offset, needs_int64_index
 from tessera.blas import gemm
 
@@ -185,3 +186,21 @@ def test_graph_rounds_interleaves_the_cases(monkeypatch: pytest.MonkeyPatch) -> 
     warmed.clear()
     timing.graph_rounds(cases, 1, warmup_ms=0)
     assert warmed == []
+
+
+def test_recipe_table_keeps_by_value_refuses_and_stays_bounded() -> None:
+    table: RecipeTable[str] = RecipeTable(limit=4)
+    assert table.get("k") is None and table.wanted("k") and not table.wanted(None)
+    table.put("k", "any alpha")
+    assert table.get("k", (2.0,)) == "any alpha" and table.get("k", (3.0,)) == "any alpha"
+    table.put("v", "alpha 2 only", by_value=(2.0,))
+    assert table.get("v", (2.0,)) == "alpha 2 only"
+    assert table.get("v", (3.0,)) is None and table.wanted("v")  # another value records its own
+    table.put("v", "alpha 3 only", by_value=(3.0,))
+    assert table.get("v", (2.0,)) == "alpha 2 only" and table.get("v", (3.0,)) == "alpha 3 only"
+    assert sorted(table.recipes()) == ["alpha 2 only", "alpha 3 only", "any alpha"]  # markers left out
+    table.refuse("n")  # the fifth entry: the full table was emptied first
+    assert len(table) == 1 and table.get("n") is None and not table.wanted("n")
+    assert table.get("k") is None and table.wanted("k")
+    table.clear()
+    assert len(table) == 0 and table.wanted("n")

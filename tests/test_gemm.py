@@ -592,7 +592,7 @@ def test_repeat_tf32_calls_copy_k_major_again(precision: str, device: str,
     a = torch.randn(24, 40, device=device)
     for b in (torch.randn(40, 20, device=device), torch.randn(40, 20, device=device)):
         assert_gemm_close(gemm(a, b, precision=precision), a, b, precision=precision)
-    (recipe,) = api._RECIPES.values()
+    (recipe,) = api._RECIPES.recipes()
     assert recipe.k_major
 
 
@@ -621,7 +621,7 @@ def test_repeat_tf32_calls_replay_their_k_major_copies(trans_a: bool, batch: int
             assert_gemm_close(pick(got), pick(op_a), pick(b), precision="tf32")
 
     check(*operands())
-    (recipe,) = api._RECIPES.values()
+    (recipe,) = api._RECIPES.recipes()
     assert recipe.copies is not None
     assert [i for i, _, _ in recipe.copies.buffers] == ([0, 1] if trans_a else [1])
     with pytest.MonkeyPatch.context() as patch:
@@ -632,7 +632,7 @@ def test_repeat_tf32_calls_replay_their_k_major_copies(trans_a: bool, batch: int
     a, _ = operands()
     wide = torch.randn(*lead, 40, 40, device=device)[..., ::2]  # neither row- nor column-major
     check(a, wide)
-    (recipe,) = api._RECIPES.values()
+    (recipe,) = api._RECIPES.recipes()
     assert recipe.copies is None
     check(a, torch.randn(*lead, 40, 40, device=device)[..., ::2])
 
@@ -766,7 +766,7 @@ def test_repeat_calls_reuse_the_plan_and_follow_overrides(device: str) -> None:
     odd = torch.randn(40, 48, device=device)[:, ::2]  # neither row- nor column-major: copied,
     for _ in range(2):  # and copied again by a repeat call that reuses the recipe
         assert_gemm_close(gemm(odd, b, trans_b=True), odd, b, trans_b=True)
-    assert sum(key[1] == odd.stride() for key in api._RECIPES) == 1
+    assert sum(key[1] == odd.stride() for key in api._RECIPES.keys()) == 1
     other = torch.randn(40, 48, device=device)[:, ::2]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(api, "_plan", None)  # a repeat signature must not plan again

@@ -232,7 +232,7 @@ def test_repeat_calls_replay_the_launch_on_new_operands(config: space.Config, tr
     with space.forced(config):
         assert_gemm_close(gemm(a, b, trans_a=trans_a, trans_b=trans_b), a, b, trans_a=trans_a,
                           trans_b=trans_b)
-        (recipe,) = api._RECIPES.values()
+        (recipe,) = api._RECIPES.recipes()
         assert recipe.replays is not None and len(recipe.replays) == 1 and recipe.choice.config == config
         monkeypatch.setattr(api, "_launch", None)  # a replay must not go through the family launcher
         with capture() as calls:  # capture (pack builds) still sees the launch
@@ -264,7 +264,7 @@ def test_every_shipped_gemm_solution_replays(dtype: str, config: space.Config, d
     api._RECIPES.clear()
     with space.forced(config):
         assert_gemm_close(gemm(a, b, precision=precision), a, b, precision=precision)
-        (recipe,) = api._RECIPES.values()
+        (recipe,) = api._RECIPES.recipes()
         assert recipe.replays is not None, recipe.choice.config.short()
         assert_gemm_close(gemm(a, b, precision=precision), a, b, precision=precision)  # replayed
 
@@ -298,7 +298,7 @@ def test_no_replay_for_operands_sharing_memory(device: str) -> None:
     with space.forced(TileConfig(16, 16, 16, 1, 4, 1)):
         for _ in range(2):
             assert_gemm_close(gemm(x, x, trans_b=True), x, x, trans_b=True)
-    (recipe,) = api._RECIPES.values()
+    (recipe,) = api._RECIPES.recipes()
     assert recipe.replays is None
     y = torch.randn(32, 32, device=device)
     assert_gemm_close(gemm(y, x, trans_b=True), y, x, trans_b=True)
@@ -370,7 +370,7 @@ def test_stream_k_repeat_calls_replay_and_leave_the_counters_zeroed(device: str)
     with space.forced(config):
         a, b = torch.randn(41, 75, device=device), torch.randn(75, 37, device=device)
         assert_gemm_close(gemm(a, b), a, b)
-        (recipe,) = api._RECIPES.values()
+        (recipe,) = api._RECIPES.recipes()
         (replay,) = recipe.replays
         assert len(replay.scratches) == 2
         for _ in range(2):
@@ -393,7 +393,7 @@ def test_split_k_repeat_calls_replay_both_launches(device: str) -> None:
             a, b = torch.randn(20, 70, device=device), torch.randn(70, 24, device=device)
             assert_gemm_close(gemm(a, b, alpha=1.5), a, b, alpha=1.5)
             if i == 0:
-                (recipe,) = api._RECIPES.values()
+                (recipe,) = api._RECIPES.recipes()
                 assert recipe.replays is not None and len(recipe.replays) == 2
                 assert [len(r.scratches) for r in recipe.replays] == [1, 1]  # the same partials buffer
     release_scratch()
@@ -425,7 +425,7 @@ def test_a_recipe_holds_no_operand(device: str) -> None:
     a, b = torch.randn(48, 32, device=device), torch.randn(32, 40, device=device)
     with space.forced(TileConfig(16, 16, 16, 1, 4, 1)):
         d = gemm(a, b)
-    (recipe,) = api._RECIPES.values()
+    (recipe,) = api._RECIPES.recipes()
     assert recipe.replays is not None
     refs = [weakref.ref(t) for t in (a, b, d)]
     del a, b, d

@@ -24,6 +24,7 @@ from tessera._core.device import (
     torch_matmul_tf32,
 )
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
+from tessera._core.recipes import RecipeTable
 from tessera._core.validate import (
     as_tensor,
     check_bools,
@@ -184,9 +185,7 @@ def gemm(
     elif (plain and (out is None or (type(out) is torch.Tensor and precision not in BF16_PRODUCT_KEYS))
           and scale_a is None and scale_b is None and bias is None and fast_accum is False):
         signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, out)
-        recipe = _RECIPES.get(signature)
-        if recipe is _BY_VALUE:  # a recipe that replays its recorded alpha and beta only
-            recipe = _RECIPES.get((*signature, alpha, beta))
+        recipe = _RECIPES.get(signature, (alpha, beta))
         if recipe is not None:  # validated and selected before for exactly this signature
             if out is None:
                 return recipe.run(a, b, trans_a, trans_b, alpha, beta)
@@ -220,7 +219,7 @@ def gemm(
         recipe = emulated.run(plan.op_a, plan.op_b, plan.c, plan.d, plan.alpha, plan.beta, plan.precision,
                               remember=signature is not None)
         if recipe is not None:  # its launches take alpha in forms of their own: kept by value
-            _remember(signature, recipe, None, (plan.alpha, plan.beta))  # type: ignore[arg-type]
+            _RECIPES.put(signature, recipe, (plan.alpha, plan.beta))
     elif plan is not None and (signature is None or plan.c is not None):
         _launch(plan)
     elif plan is not None:
@@ -235,7 +234,7 @@ def gemm(
         recipe = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision, plan.problem, plan.choice,
                          plan.multiprocessors, plan.k_major, plain, replays, extents, copied,
                          slots if slots and any(slots) else ())
-        _remember(signature, recipe, slots, (plan.alpha, plan.beta))
+        _RECIPES.put(signature, recipe, (plan.alpha, plan.beta) if slots is None else None)
     if given_out:
         mark_written(out)
     return out
@@ -254,7 +253,6 @@ def gemm(
 # are built again.
 _REALS = (int, float)
 _UNITS = (0, 1, -1)  # alpha's values a signature holds (any other is a launch argument)
-_RECIPES_MAX = 512
 
 
 @dataclass(frozen=True)
@@ -349,23 +347,12 @@ def _copy_replays(given: tuple[torch.Tensor, torch.Tensor], plan: _GemmPlan,
     return _CopyReplays(replays, tuple((i, tuple(t.shape), tuple(t.stride())) for i, t in made))
 
 
-_RECIPES: dict[tuple, _Recipe | emulated.Recipe | object] = {}  # the bf16-product precisions' own (no out)
-_BY_VALUE = object()  # a signature's recipe is kept under its alpha and beta values too
-
-
-def _remember(signature: tuple, recipe: _Recipe | emulated.Recipe,
-              slots: repeat.Slots | None, scalars: tuple[float, float]) -> None:
-    """Keep ``recipe`` for repeat calls of ``signature`` (the table emptied when full): under the
-    signature, which keys alpha by class, when its launches take any alpha (``slots`` found, or no
-    replays: the recipe plans its launch again with the call's values); else under alpha's and
-    beta's values too (``blas.repeat.scalar_slots``: −α in a launch, alpha = beta, a bf16-product
-    recipe)."""
-    if len(_RECIPES) >= _RECIPES_MAX:
-        _RECIPES.clear()
-    if slots is None:
-        _RECIPES[signature] = _BY_VALUE
-        signature = (*signature, *scalars)
-    _RECIPES[signature] = recipe
+# Kept under the signature, which keys alpha by class, when the launches take any alpha (slots
+# found, or no replays: the recipe plans its launch again with the call's values); else under
+# alpha's and beta's values too (``blas.repeat.scalar_slots``: −α in a launch, alpha = beta; a
+# bf16-product recipe, whose launches take alpha in forms of their own). The bf16-product
+# precisions' recipes (calls without out) are kept here too.
+_RECIPES: RecipeTable[_Recipe | emulated.Recipe] = RecipeTable(512)
 
 
 def _signature(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, trans_a: bool, trans_b: bool,

@@ -45,6 +45,7 @@ import torch
 from tessera._core import launch
 from tessera._core.device import DeviceInfo, device_info, interpreter_enabled
 from tessera._core.errors import InvalidArgumentError, UnsupportedError, invalid
+from tessera._core.recipes import RecipeTable
 from tessera._core.validate import (
     as_tensor,
     check_bools,
@@ -252,8 +253,7 @@ class _WqRecipe:
 # Repeat calls of a fused family (same shapes, strides, dtypes, devices and 16-byte alignment of x
 # and of the weight's tensors, no ``out``) skip validation and selection and replay the first
 # call's launches, as repeat ``gemm`` calls do (api._RECIPES): a decode step is host-bound eagerly.
-_RECIPES: dict[tuple, _WqRecipe] = {}
-_RECIPES_MAX = 512
+_RECIPES: RecipeTable[_WqRecipe] = RecipeTable(512)
 
 
 def _well_typed(q: object) -> bool:
@@ -291,7 +291,7 @@ class _ScaledRecipe:
         return d
 
 
-SCALED_RECIPES: dict[tuple, _ScaledRecipe] = {}
+SCALED_RECIPES: RecipeTable[_ScaledRecipe] = RecipeTable(512)
 
 
 def _distinct(tensors: tuple[torch.Tensor | None, ...]) -> tuple[torch.Tensor, ...]:
@@ -321,9 +321,7 @@ def remember_scaled(signature: tuple, calls: list[launch.Call], a: torch.Tensor,
     replays = launch.Replay.each_of(calls, (a, b, d, *_distinct(extras)))
     if replays is None:
         return
-    if len(SCALED_RECIPES) >= _RECIPES_MAX:
-        SCALED_RECIPES.clear()
-    SCALED_RECIPES[signature] = _ScaledRecipe(tuple(d.shape), d.dtype, replays)
+    SCALED_RECIPES.put(signature, _ScaledRecipe(tuple(d.shape), d.dtype, replays))
 
 
 def _main_operands(x2: torch.Tensor, q: QuantizedWeight, words: bool, y: torch.Tensor) -> tuple:
@@ -339,10 +337,8 @@ def _remember(signature: tuple, calls: list[launch.Call], x2: torch.Tensor, q: Q
     replays = launch.Replay.each_of(calls, _main_operands(x2, q, words, y))
     if replays is None:
         return
-    if len(_RECIPES) >= _RECIPES_MAX:
-        _RECIPES.clear()
     m, n = y.shape
-    _RECIPES[signature] = _WqRecipe(out_shape, m, x2.shape[1], n, words, replays)
+    _RECIPES.put(signature, _WqRecipe(out_shape, m, x2.shape[1], n, words, replays))
 
 
 def wq_ws_ok(x2: torch.Tensor, q: QuantizedWeight, device: DeviceInfo) -> bool:

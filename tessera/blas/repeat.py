@@ -46,6 +46,7 @@ import torch
 
 from tessera._core import launch
 from tessera._core.footprint import Footprint, footprints_meet
+from tessera._core.recipes import RecipeTable
 from tessera._core.validate import extent_offsets, mark_written
 from tessera.blas import space
 from tessera.tuning import logic
@@ -54,7 +55,6 @@ from tessera.tuning import logic
 # the tensor itself. Tensors are indexed as the call's given ones, then the ones it makes.
 View = tuple[int, tuple[int, ...] | None, tuple[int, ...] | None, int]
 Slots = tuple[tuple[tuple[int, int], ...], ...]  # each launch's (argument position, scalar index)s
-_RECIPES_MAX = 4096  # a bound on memory for callers of ever new layouts
 
 
 def scalar_class(value: int | float) -> object:
@@ -170,9 +170,7 @@ class Recipe:
         return result if self.cast is None else result.to(self.cast)
 
 
-_RECIPES: dict[tuple, Recipe] = {}
-_NONE = Recipe((), (), (), (), (), (), (0, None, None, 0), None, None)  # the key's calls make no recipe
-_BY_VALUE = Recipe((), (), (), (), (), (), (0, None, None, 0), None, None)  # keyed on the scalars' values too
+_RECIPES: RecipeTable[Recipe] = RecipeTable(4096)
 
 
 def replayed(routine: str, given: Sequence[object], values: tuple,
@@ -182,10 +180,8 @@ def replayed(routine: str, given: Sequence[object], values: tuple,
     whose written tensor may share an element with another (the key returned is then None: the
     full path decides, and records nothing again)."""
     key = signature(routine, given, values, scalars)
-    recipe = None if key is None else _RECIPES.get(key)
-    if recipe is _BY_VALUE:
-        recipe = _RECIPES.get((*key, scalars))  # type: ignore[misc]
-    if recipe is None or recipe is _NONE:
+    recipe = None if key is None else _RECIPES.get(key, scalars)
+    if recipe is None:
         return key, None
     result = recipe.run(given, scalars)  # type: ignore[arg-type]  # signature checked they are tensors
     return (key if result is not None else None), result
@@ -195,7 +191,7 @@ def wanted(key: tuple | None) -> bool:
     """Whether a full-path call of ``key`` should record its launches for a recipe: not when an
     earlier call of it made none (its result came from torch, not a launch: recording and trying
     again would only cost the host time a recipe is meant to save)."""
-    return key is not None and _RECIPES.get(key) is not _NONE
+    return _RECIPES.wanted(key)
 
 
 def recording(key: tuple | None) -> contextlib.AbstractContextManager[list[launch.Call]]:
@@ -245,8 +241,6 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
         return
     if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
         return  # scratch is not kept under a graph capture: no recipe now says nothing of later calls
-    if len(_RECIPES) >= _RECIPES_MAX:
-        _RECIPES.clear()
     tensors = [*given, *made]
     operands: list[torch.Tensor] = []
     for t in launched if launched is not None else tensors:  # each once: Replay needs one slot a tensor
@@ -257,14 +251,11 @@ def remember(key: tuple | None, calls: Sequence[launch.Call], given: Sequence[to
     replays = (None if result_view is None or any(v is None for v in views) else
                launch.Replay.each_of(calls, operands))
     if replays is None:
-        _RECIPES[key] = _NONE  # type: ignore[index]
+        _RECIPES.refuse(key)
         return
     slots = scalar_slots(calls, scalars)
     extents = tuple(None if t is None else extent_offsets(t) for t in given)
     buffers = tuple((tuple(t.shape), tuple(t.stride()), t.dtype) for t in made)
     recipe = Recipe(replays, tuple(views), slots or tuple(() for _ in calls), extents,  # type: ignore[arg-type]
                     written, buffers, result_view, finish, cast)  # type: ignore[arg-type]
-    if slots is None:  # the recipe replays these values only (a later call may find the slots)
-        _RECIPES[key] = _BY_VALUE  # type: ignore[index]
-        key = (*key, scalars)  # type: ignore[misc]
-    _RECIPES[key] = recipe  # type: ignore[index]
+    _RECIPES.put(key, recipe, scalars if slots is None else None)  # by value: these values only
