@@ -5,7 +5,8 @@ torch.bmm on the H200 (41.2 against 35.9 µs, `blas-l12-h200-9678d9a.json`; 95 %
 H100): the gemv kernel's heuristic tile, cut to the matrix (16 × 256 on 4 warps, 8 KiB a program,
 16384 programs), was set from 8192² sweeps. This times every tile of a small space on a few batched
 shapes, N and T, each checked against fp64 first, beside torch.bmm in the same rounds (alternating,
-vendor first), and the tile the library picks now ("shipped"). Usage:
+vendor first), and the call as the library makes it ("call": the tile it launched, read from the
+recorded launch). Usage:
 python benchmarks/gemv_batched_probe.py OUT.json [--rounds N]
 """
 
@@ -18,7 +19,8 @@ from collections.abc import Callable
 
 import torch
 
-from tessera import blas, device_info
+from tessera import blas
+from tessera._core import launch
 from tessera._core.timing import graph_ms, run_record, write_result
 from tessera.blas import space
 from tessera.blas.kernels.level2 import GemvConfig
@@ -63,8 +65,10 @@ def main() -> None:
         want = torch.bmm((a.transpose(1, 2) if trans else a).double(), x.double()[..., None])[..., 0]
         nbytes = 2 * (a.numel() + x.numel() + y.numel())
         rows_, cols = (n, m) if trans else (m, n)
-        shipped = space.select_shape("gemv", (rows_, cols), space.gemv_dtype(a.dtype, trans),
-                                     device_info(a.device)).config
+        with launch.recording() as calls:
+            _ours(copies[0], trans)
+        made = calls[0].constexprs  # the tile the call launched (the gemv kernel's block shape)
+        shipped = f"{made['BLOCK_M']}x{made['BLOCK_N']} w{calls[0].num_warps}"
         tiles = [None, *(t for t in TILES if t.block_m <= max(16, rows_) and t.block_n <= max(64, cols))]
         times: dict[object, list[float]] = {}
         errors: dict[object, float] = {}
@@ -81,7 +85,7 @@ def main() -> None:
                     times.setdefault(tile, []).append(_replayed_ms(_ours, copies, trans))
         theirs_ms = min(times["torch"])
         for tile in tiles:
-            name = "shipped " + shipped.short() if tile is None else tile.short()
+            name = "call " + shipped if tile is None else tile.short()
             if tile not in times:
                 print(f"{m}x{n} x{batch} {'T' if trans else 'N'} {name}: wrong ({errors[tile]:.2e})")
                 continue

@@ -96,7 +96,8 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
     launches took, or None: A, x and y themselves (``repeat.remember``)."""
     info = device_info(a.device)
     dtype = space.gemv_dtype(a.dtype, sam == 1)
-    config = space.select_shape("gemv", (m, n), dtype, info).config
+    choice = space.select_shape("gemv", (m, n), dtype, info)
+    config = choice.config
     if isinstance(config, k.GemvGemmConfig):
         if (batch == 1 and a.dim() == 2 and x.step == 1 and y.step == 1 and not (x.batched or y.batched)
                 and x.tensor.dtype == y.tensor.dtype == a.dtype):
@@ -109,6 +110,8 @@ def _gemv(a: torch.Tensor, sam: int, san: int, m: int, n: int, x: Vector, y: Vec
             return op_a_t, x_row, y_row
         config = space.SHAPE_OPS["gemv"].heuristic(dtype, info.backend).config  # the gemv kernel's tile
     if batch > 1:  # each entry has programs of its own: a tile no larger than its matrix
+        if choice.reason != "forced" and info.backend != "interpreter":
+            config = space.GEMV_BATCHED  # logic rows are tuned unbatched, on one large matrix
         config = dataclasses.replace(config, block_m=min(config.block_m, max(16, next_power_of_2(m))),
                                      block_n=min(config.block_n, max(32, next_power_of_2(n))))
     k.launch_gemv(a, sam, san, m, n, x.kernel_args(), y.kernel_args(), alpha, beta,

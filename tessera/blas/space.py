@@ -675,6 +675,12 @@ GEMV_HEURISTIC = {False: GemvConfig(16, 512, 4, 2), True: GemvConfig(64, 128, 4,
 # (GemvGemmConfig: 0.99× torch.mv at 8192² bf16 against the gemv kernel's 0.91×, 1c4f49b); the
 # heuristic keeps the kernel until tuned logic, which has measured both, chooses.
 GEMV_GEMM_SPACE: tuple[GemvGemmConfig, ...] = (GemvGemmConfig(),)
+# A batch of small matrices (each entry its own programs): 64×128 on 4 warps, 16 KiB a program, was
+# within 1 % of the best tile on four batched shapes on an H100 (256² × 1024 N / T, 128² × 4096,
+# 512² × 256; gpu-session-h100-d6bc69d/gemv-batched.json) where the 8192² tile cut to 16 rows
+# ran 0.93× torch.bmm at T and 0.99× at 128². Not yet timed on an H200 (where the cut tile ran
+# 0.87× torch.bmm at 256² × 1024 N): `gpu_session.sh gemvb` there.
+GEMV_BATCHED = GemvConfig(64, 128, 4, 2)
 GEMV_INTERPRETER = GemvConfig(16, 32, 4, 4)  # small tiles keep the CPU fast and cover several programs
 
 # Level 1: ``level1_map`` (axpy, scal, copy, rot), ``level1_swap``, ``level1_reduce`` (dot, dotc, asum,
