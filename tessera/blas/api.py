@@ -287,13 +287,8 @@ class _Recipe:
             op_a, op_b = self.copies.run(op_a, op_b)
         elif not self.plain:
             op_a, op_b = _operand_layouts(op_a, op_b, self.k_major)
-        if self.replays is not None and self.slots:
-            scalars = (alpha, beta)
-            for replay, places in zip(self.replays, self.slots, strict=True):
-                replay((op_a, op_b, d), [(place, float(scalars[i])) for place, i in places] if places else ())
-        elif self.replays is not None:
-            for replay in self.replays:
-                replay((op_a, op_b, d))
+        if self.replays is not None:
+            repeat.replay_each(self.replays, self.slots, (op_a, op_b, d), (alpha, beta))
         else:
             _launch(_GemmPlan(op_a, op_b, None, d, self.batch, float(alpha), float(beta), self.precision,
                               self.problem, self.choice, self.multiprocessors))

@@ -159,15 +159,25 @@ class Recipe:
             device = next(t for t in given if t is not None).device
             tensors += [torch.empty_strided(shape, strides, dtype=dtype, device=device)
                         for shape, strides, dtype in self.made]
-        operands = [_view(tensors, spec) for spec in self.views]
-        for replay, slots in zip(self.replays, self.slots, strict=True):
-            replay(operands, [(place, float(scalars[index])) for place, index in slots] if slots else ())
+        replay_each(self.replays, self.slots, [_view(tensors, spec) for spec in self.views], scalars)
         if self.written:
             mark_written(*[tensors[w] for w in self.written])  # type: ignore[misc]
         result = _view(tensors, self.result)
         if self.finish is not None:
             result = self.finish(result)
         return result if self.cast is None else result.to(self.cast)
+
+
+def replay_each(replays: Sequence[launch.Replay], slots: Slots, operands: Sequence[torch.Tensor],
+                scalars: Sequence[int | float]) -> None:
+    """Each replay on ``operands``, the call's ``scalars`` written into its slots (``scalar_slots``;
+    ``slots`` empty: no launch takes a free scalar)."""
+    if not slots:
+        for replay in replays:
+            replay(operands)
+        return
+    for replay, places in zip(replays, slots, strict=True):
+        replay(operands, [(place, float(scalars[index])) for place, index in places] if places else ())
 
 
 _RECIPES: RecipeTable[Recipe] = RecipeTable(4096)
