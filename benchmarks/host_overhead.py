@@ -25,7 +25,7 @@ import triton
 from tessera import blas
 from tessera._core.device import torch_matmul_tf32_as
 from tessera._core.launch import Launcher
-from tessera._core.timing import git_revision, per_call_us, write_result
+from tessera._core.timing import git_revision, launch_settings, per_call_us, write_result
 from tessera.blas import explain, gemm, space
 from tessera.blas.kernels.copy import column_major_copy
 from tessera.blas.kernels.gemm_scaled import ScaledTmaConfig
@@ -227,7 +227,8 @@ def main() -> None:
         write_result(sys.argv[1], {"us_per_call": rows, "launch_steps_us": anatomy,
                                    "device": torch.cuda.get_device_name(), "git": git_revision(),
                                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                   "versions": {"torch": torch.__version__, "triton": triton.__version__}})
+                                   "versions": {"torch": torch.__version__, "triton": triton.__version__},
+                                   "settings": launch_settings()})
 
 
 if __name__ == "__main__":

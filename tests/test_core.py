@@ -116,9 +116,13 @@ def test_launch_settings_record_what_changes_launches(monkeypatch: pytest.Monkey
     """Benchmark results carry the TESSERA_* settings that change which binaries run, where set."""
     monkeypatch.delenv("TESSERA_PDL", raising=False)
     monkeypatch.delenv("TESSERA_DIRECT_LAUNCH", raising=False)
+    monkeypatch.delenv("TESSERA_RAW_LAUNCH", raising=False)
     assert timing.launch_settings() == {}
     monkeypatch.setenv("TESSERA_PDL", "exit")
     assert timing.launch_settings() == {"TESSERA_PDL": "exit"}
+    monkeypatch.setenv("TESSERA_RAW_LAUNCH", "0")
+    assert timing.launch_settings() == {"TESSERA_PDL": "exit", "TESSERA_RAW_LAUNCH": "0"}
+    monkeypatch.delenv("TESSERA_RAW_LAUNCH")
     assert timing.run_record("x")["settings"] == {"TESSERA_PDL": "exit"}
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
+import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -35,6 +38,7 @@ from tessera.blas.kernels.gemm_splitk import SplitKConfig
 from tessera.blas.kernels.gemm_streamk import StreamKConfig
 from tessera.blas.kernels.gemm_tile import TileConfig
 from tessera.blas.kernels.gemm_tma import TmaConfig
+from tessera.blas.kernels.gemm_ws import WsConfig
 
 INTS = [0, 1, 2, 15, 16, 17, 32, 48, 2**31 - 1, 2**31, 2**32, 2**63 - 1, 2**63, -1, -16, -(2**31) - 1]
 
@@ -540,3 +544,175 @@ def test_triton_is_told_the_loaded_libcuda_only_when_the_user_named_none(
         assert knobs.nvidia.libcuda_path == "/the/users/choice"
     finally:
         knobs.nvidia.libcuda_path = before
+
+
+class _Triton36Launcher:
+    """Triton 3.6's ``CudaLauncher`` as far as a replay sees it: the C function (``raw``, here a
+    recorder of its arguments) wrapped by a closure over the same names that expands each tensor
+    descriptor with the driver module's ``make_tensordesc_arg`` (the wrapper's code, as 3.6 has
+    it), and ``__call__`` passing the same leading arguments."""
+
+    def __init__(self, module: object, raw: object, indices: set[int], meta: list | None,
+                 global_scratch_size: int = 0) -> None:
+        self.launch_cooperative_grid, self.launch_pdl = False, True
+        self.global_scratch_size, self.profile_scratch_size = global_scratch_size, 0
+        self.launch = self._wrap(module, raw, indices, meta) if indices else raw
+
+    @staticmethod
+    def _wrap(module: object, launcher: object, tensordesc_indices: set[int], tensordesc_meta: list | None):
+        make_tensordesc_arg = module.make_tensordesc_arg  # type: ignore[attr-defined]  # a global in 3.6
+
+        def inner(*args: object, make_tensordesc_arg: Any = make_tensordesc_arg) -> object:
+            final_args = list(args[:13])
+            tensordesc_idx = 0
+            for i, arg in enumerate(args[13:]):
+                if i in tensordesc_indices:
+                    meta = tensordesc_meta[tensordesc_idx] if tensordesc_meta else None
+                    final_args.extend(make_tensordesc_arg(arg, meta))
+                    tensordesc_idx += 1
+                else:
+                    final_args.append(arg)
+            return launcher(*final_args)  # type: ignore[operator]
+
+        return inner
+
+    def __call__(self, gridX: int, gridY: int, gridZ: int, stream: int, function: int, *args: object) -> None:
+        self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid, self.launch_pdl,
+                    None, None, *args)
+
+
+_Triton36Launcher.__name__ = "CudaLauncher"
+
+
+def _triton36_stand_in(monkeypatch: pytest.MonkeyPatch, hooks: tuple = (None, None), global_scratch: int = 0):
+    """A descriptor kernel's compiled form under Triton 3.6's launcher, the module encoding maps as
+    (address, metadata) pairs and counting them, and the runtime it launches on (device 0,
+    stream 7); returns (compiled, module, what the C function received)."""
+    import types
+
+    received: list[tuple] = []
+    module = types.SimpleNamespace(_BASE_ARGS_FORMAT="iiiKKppOOOOOO", encoded=[])
+
+    def make_tensordesc_arg(arg: object, meta: dict) -> list:
+        module.encoded.append(arg.base.data_ptr())  # type: ignore[attr-defined]
+        return [("map", arg.base.data_ptr(), meta["id"]), *arg.shape, *arg.strides]  # type: ignore[attr-defined]
+
+    module.make_tensordesc_arg = make_tensordesc_arg
+    run = _Triton36Launcher(module, lambda *args: received.append(args), {0, 1}, [{"id": "A"}, {"id": "B"}],
+                            global_scratch)
+    compiled = types.SimpleNamespace(run=run, function=99, packed_metadata=(4, 1, 0))
+    enter, leave = hooks
+    runtime = types.SimpleNamespace(launch_enter_hook=enter, launch_exit_hook=leave)
+    knobs = types.SimpleNamespace(runtime=runtime)
+    active = types.SimpleNamespace(get_current_device=lambda: 0, get_current_stream=lambda index: 7)
+    monkeypatch.setattr(launch, "_triton_runtime", lambda: (knobs, types.SimpleNamespace(active=active)))
+    monkeypatch.setattr(launch, "raw_launcher", functools.partial(launch.raw_launcher, driver_module=module))
+    return compiled, module, received
+
+
+def _descriptor_replay(compiled: object) -> Replay:
+    """A replay of one launch taking descriptors over A and Bᵀ, D's pointer, a float and a size."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    launcher = types.SimpleNamespace(enabled=True, compiled_for=lambda call: (compiled, 0))
+    a, b, d = torch.empty(32, 16), torch.empty(32, 24).t(), torch.empty(16, 24)  # b column-major
+    descriptors = [TensorDescriptor(t, list(t.shape), list(t.stride()), [16, 16]) for t in (a, b.t())]
+    replay = Replay.of([Call(launcher, (3, 2), (*descriptors, d, 1.5, 24), {"BLOCK": 16}, 4, 1)],  # type: ignore[arg-type]
+                       (a, b, d))
+    assert replay is not None
+    assert replay.slots == ((0, 0, False, True), (1, 1, True, True), (2, 2, False, False))
+    return replay
+
+
+def _operands() -> tuple[torch.Tensor, ...]:
+    """New operands in the layouts of :func:`_descriptor_replay`'s."""
+    return torch.randn(32, 16), torch.randn(32, 24).t(), torch.randn(16, 24)
+
+
+def _as_pointers(args: tuple) -> tuple:
+    """A launch's arguments as the C function reads them: a tensor by its address."""
+    return tuple(arg.data_ptr() if isinstance(arg, torch.Tensor) else arg for arg in args)
+
+
+def test_a_replay_calls_the_c_launcher_with_what_tritons_wrappers_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under Triton 3.6's launcher layout a replay calls the kernel's C function itself: the same
+    arguments, in the same order, as ``compiled.run`` passes it through Triton's wrappers (tensors
+    compared by address, which is all the C function reads of them), a new alpha written in, and
+    each descriptor's TMA map encoded once per operand address."""
+    compiled, module, received = _triton36_stand_in(monkeypatch)
+    replay = _descriptor_replay(compiled)
+    calls = [_operands() for _ in range(2)]
+    for operands, alpha in ((calls[0], 2.0), (calls[1], -1.0), (calls[0], 0.5)):
+        replay(operands, [(3, alpha)])
+        launch.run_compiled(compiled, (3, 2), tuple(replay._bound(operands, [(3, alpha)])), 0)
+        direct, wrapped = received[-2:]
+        assert _as_pointers(direct) == _as_pointers(wrapped)
+        assert direct[:13] == (3, 2, 1, 7, 99, False, True, None, None, (4, 1, 0), None, None, None)
+        assert direct[13] == ("map", operands[0].data_ptr(), "A")  # then A's and Bᵀ's sizes, strides
+        assert direct[13 + 5 + 5] is operands[2] and direct[13 + 5 + 5 + 1] == alpha
+    # per call the wrapped path encodes 2 maps; the replay 2 for each new address pair, then none
+    assert len(module.encoded) == 3 * 2 + 2 * 2
+
+
+@pytest.mark.parametrize("why", ["hook", "scratch", "disabled", "other layout", "decomposed"])
+def test_a_replay_keeps_tritons_launch_path_where_the_c_launcher_is_not_known(
+        monkeypatch: pytest.MonkeyPatch, why: str) -> None:
+    """A launch hook (a profiler's), a kernel with global scratch (Triton allocates it per launch),
+    ``TESSERA_RAW_LAUNCH=0``, another Triton's launcher layout or descriptors not lowered to TMA
+    maps: the replay goes through ``compiled.run`` and the wrappers, as before."""
+    hook = types.SimpleNamespace(calls=[print])
+    compiled, module, received = _triton36_stand_in(
+        monkeypatch, hooks=(hook, None) if why == "hook" else (None, None),
+        global_scratch=64 if why == "scratch" else 0)
+    if why == "disabled":
+        monkeypatch.setattr(Replay, "raw_enabled", False)
+    elif why == "other layout":
+        module._BASE_ARGS_FORMAT = "iiiKKppOOOOOOOO"  # type: ignore[attr-defined]
+    elif why == "decomposed":
+        compiled.run = _Triton36Launcher(module, received.append, {0, 1}, None)  # type: ignore[attr-defined]
+    known = why in ("hook", "disabled")
+    assert (launch.raw_launcher(compiled) is not None) == known
+    wrapped: list[tuple] = []
+    monkeypatch.setattr(launch, "run_compiled", lambda *args: wrapped.append(args))
+    replay = _descriptor_replay(compiled)
+    replay(_operands())
+    assert len(wrapped) == 1 and not received
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [TmaConfig(64, 64, 32, 8, 4, 3), WsConfig(128, 128, 64, 8, 8, 3)],
+                         ids=lambda c: c.kernel)
+def test_repeat_descriptor_calls_replay_through_the_c_launcher(config: space.Config,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Triton 3.6 a repeat bf16 call of a descriptor family (gemm_tma, gemm_ws in Gluon) replays
+    through its kernel's C launcher, each operand's TMA map kept by address: right results on
+    three operand sets in turn, twice (B transposed in one); on another Triton, through
+    ``compiled.run``, right too."""
+    import triton
+
+    from tessera.blas import api
+
+    launches: list[object] = []
+    through = launch.RawLauncher.__call__
+    monkeypatch.setattr(launch.RawLauncher, "__call__",
+                        lambda self, *args: (launches.append(self), through(self, *args))[1])
+    api._RECIPES.clear()
+    sets = [(torch.randn(200, 256, device="cuda").bfloat16(), torch.randn(256, 136, device="cuda").bfloat16())
+            for _ in range(3)]
+    known: set[int] = set()  # the operands' addresses
+    with space.forced(config):
+        for trans_b in (False, True):
+            turns = [(a, b.t().contiguous().t() if trans_b else b) for a, b in sets]
+            for a, b in turns * 2:
+                assert_gemm_close(gemm(a, b), a, b)
+            known |= {t.data_ptr() for pair in turns for t in pair}
+    replays = [r for recipe in api._RECIPES.recipes() for r in recipe.replays or ()]
+    assert len(replays) == 2  # one recipe a layout of B
+    if triton.__version__.startswith("3.6."):
+        assert len(launches) == 2 * 5  # every call but each layout's first
+        for replay in replays:  # A's and B's maps: one per address they came at
+            positions = [position for position, address in replay._maps if address in known]
+            assert positions and max(positions.count(p) for p in positions) <= 3
+    else:
+        assert not launches

@@ -200,8 +200,10 @@ def git_revision() -> str | None:
 
 def launch_settings() -> dict[str, str]:
     """The environment settings, where set, that change which binaries run or how they launch
-    (``TESSERA_PDL``, ``TESSERA_DIRECT_LAUNCH``): recorded with every benchmark result."""
-    return {name: os.environ[name] for name in ("TESSERA_PDL", "TESSERA_DIRECT_LAUNCH") if name in os.environ}
+    (``TESSERA_PDL``, ``TESSERA_DIRECT_LAUNCH``, ``TESSERA_RAW_LAUNCH``): recorded with every
+    benchmark result."""
+    return {name: os.environ[name] for name in ("TESSERA_PDL", "TESSERA_DIRECT_LAUNCH", "TESSERA_RAW_LAUNCH")
+            if name in os.environ}
 
 
 def run_record(command: str) -> dict[str, object]:
