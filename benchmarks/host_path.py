@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import functools
 import itertools
 import os
 import pstats
@@ -27,7 +28,9 @@ _MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str
 
 
 def _stub_the_gpu() -> None:
-    """sm_90 selection on CPU tensors, every launch a no-op (before any call)."""
+    """sm_90 selection on CPU tensors, every launch a no-op (before any call); the stand-in
+    binaries have Triton 3.6's launcher layout, so replays call their "C launcher" as on the GPU
+    (``TESSERA_RAW_LAUNCH=0``: through Triton's wrappers, as stubbed here)."""
     from tessera._core import device, launch, validate
     from tessera.blas import api
 
@@ -35,11 +38,47 @@ def _stub_the_gpu() -> None:
     api.device_info = lambda dev=None: h200
     validate.interpreter_enabled = lambda: True  # CPU operands pass the device check
 
+    class CFunction:  # a compiled kernel's C launcher: takes every argument, launches nothing
+        def __call__(self, *args: object) -> None:
+            pass
+
+    def make_tensordesc_arg(arg: object, meta: object) -> list[object]:  # Triton 3.6's expansion
+        return [object(), *arg.shape, *arg.strides]  # type: ignore[attr-defined]
+
+    def wrap(launcher: object, tensordesc_indices: set[int], tensordesc_meta: list[object]) -> object:
+        """Triton 3.6's wrapper of the C launcher: each tensor descriptor expanded every launch."""
+        # make_tensordesc_arg is a module global there: a default here, so the closure's cells match
+        def inner(*args: object, make_tensordesc_arg: Callable = make_tensordesc_arg) -> None:
+            final_args = list(args[:13])
+            for i, arg in enumerate(args[13:]):
+                if i in tensordesc_indices:
+                    final_args.extend(make_tensordesc_arg(arg, tensordesc_meta[0]))
+                else:
+                    final_args.append(arg)
+            launcher(*final_args)  # type: ignore[operator]
+
+        return inner
+
+    class CudaLauncher:
+        """Triton 3.6's launcher layout (what ``launch.raw_launcher`` reads), its descriptors
+        learnt from the first launch's arguments: replays take the path they take on the GPU."""
+        global_scratch_size = profile_scratch_size = 0
+        launch_cooperative_grid = launch_pdl = False
+
+        def __init__(self) -> None:
+            self.launch: object = None
+
+        def __call__(self, *args: object) -> None:
+            if self.launch is None:
+                indices = {i for i, arg in enumerate(args[9:]) if hasattr(arg, "block_shape")}
+                self.launch = wrap(CFunction(), indices, [{}] * len(indices)) if indices else CFunction()
+            self.launch(*args[:5], False, False, None, None, *args[5:])  # type: ignore[operator]
+
     class Compiled:
         function, packed_metadata = 0, None
 
-        def run(self, *args: object) -> None:
-            pass
+        def __init__(self) -> None:
+            self.run = CudaLauncher()
 
     class Active:
         def get_current_device(self) -> int:
@@ -53,6 +92,8 @@ def _stub_the_gpu() -> None:
     driver = types.SimpleNamespace(active=Active())
     launch._triton_runtime = lambda: (knobs, driver)
     launch.Launcher._from_pack = lambda self, key: Compiled()
+    module = types.SimpleNamespace(_BASE_ARGS_FORMAT="iiiKKppOOOOOO", make_tensordesc_arg=make_tensordesc_arg)
+    launch.raw_launcher = functools.partial(launch.raw_launcher, driver_module=module)
 
 
 def _calls(size: int) -> dict[str, Callable[[], object]]:
