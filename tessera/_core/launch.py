@@ -9,7 +9,10 @@ binary) and records the result. The rules (identical in triton 3.6 and 3.9, chec
 divisibility by 16 and on i32/i64/u64 width (a parameter named in ``do_not_specialize`` on its width
 only); pointers on 16-byte alignment; tensor descriptors on dtype and block shape; floats and bools
 not at all. Under ``TRITON_INTERPRET=1`` it simply calls the
-kernel, and ``TESSERA_DIRECT_LAUNCH=0`` turns the cache off.
+kernel, and ``TESSERA_DIRECT_LAUNCH=0`` turns the cache off. A :class:`Replay` (a repeat call's
+launch) goes one step further where Triton 3.6's launcher layout is found: it calls the kernel's
+C launcher itself (:class:`RawLauncher`), its tensor descriptors' TMA maps kept by address,
+skipping Triton's Python wrappers (``TESSERA_RAW_LAUNCH=0`` turns that off).
 
 A kernel whose ``PDL`` constexpr is not off is compiled with ``launch_pdl`` (programmatic dependent
 launch, CUDA sm_90+): see :func:`pdl_mode`.
