@@ -650,7 +650,7 @@ def test_a_replay_calls_the_c_launcher_with_what_tritons_wrappers_pass(
         assert _as_pointers(direct) == _as_pointers(wrapped)
         assert direct[:13] == (3, 2, 1, 7, 99, False, True, None, None, (4, 1, 0), None, None, None)
         assert direct[13] == ("map", operands[0].data_ptr(), "A")  # then A's and Bᵀ's sizes, strides
-        assert direct[13 + 5 + 5] is operands[2] and direct[13 + 5 + 5 + 1] == alpha
+        assert direct[13 + 5 + 5] == operands[2].data_ptr() and direct[13 + 5 + 5 + 1] == alpha
     # per call the wrapped path encodes 2 maps; the replay 2 for each new address pair, then none
     assert len(module.encoded) == 3 * 2 + 2 * 2
 

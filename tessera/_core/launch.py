@@ -783,7 +783,10 @@ class Replay:
         """The C launcher's arguments on ``operands``: the recorded ones (laid out once, by
         Triton's own expansion of the first call's descriptors) with the operands, scratch
         buffers, ``values`` and TMA maps written in. A descriptor's shape, strides and block are
-        the recording's, so its map depends only on its operand's address: kept per address."""
+        the recording's, so its map depends only on its operand's address: kept per address. A
+        pointer is passed as its address, an int, which the C function takes as it is; given a
+        tensor it calls ``data_ptr()`` and asks the driver whether the GPU can reach it (a CPU
+        tensor's refusal), which the recipe's key (the operands' device) settles for a replay."""
         if self._template is None:
             self._lay_out(raw, self._bound(operands, values))
         args, place, maps = list(self._template), self._place, self._maps  # type: ignore[arg-type]
@@ -796,10 +799,10 @@ class Replay:
                 if found is None:
                     found = self._encode(raw, position, t.t() if transposed else t)
                 args[place[position]] = found
-            else:
-                args[place[position]] = t  # a transposed view has the operand's address
+            else:  # its address (a transposed view has the operand's)
+                args[place[position]] = t.data_ptr()
         for position, request in self.scratches:
-            args[place[position]] = scratch(*request)
+            args[place[position]] = scratch(*request).data_ptr()
         return args
 
     def _lay_out(self, raw: RawLauncher, bound: Sequence[Any]) -> None:
@@ -813,8 +816,8 @@ class Replay:
                 expanded = raw.expand(position, arg)
                 self._maps[(position, arg.base.data_ptr())] = expanded[0]
                 template.extend([None, *expanded[1:]])
-            else:
-                template.append(arg)
+            else:  # a kept constant by its address: self.bound holds the tensor
+                template.append(arg.data_ptr() if isinstance(arg, torch.Tensor) else arg)
         for position in (*(slot[0] for slot in self.slots), *(s[0] for s in self.scratches)):
             template[place[position]] = None
         self._template, self._place = template, place
