@@ -7,8 +7,9 @@ directly with the expanded arguments ready (``launch.raw_launcher``; without a c
 maps kept by address), beside torch.add and repeat ``gemm`` / torch.matmul calls for the host's
 speed; then a cProfile of repeat bf16 1024³ calls. The kernel is ``descriptor_host.py``'s. This
 probe led to ``launch.RawLauncher`` (docs/architecture.md, "A replay calls its kernel's C
-launcher"); measured on an H100 at f5d5475 (before it existed, with the launcher reached by hand):
-``results/raw-launch-probe-h100-f5d5475.json``. Usage: python benchmarks/raw_launch_probe.py OUT.json
+launcher"); measured on an H100 at f5d5475 in an ad-hoc first form, before it existed
+(``results/raw-launch-h100-21707d3/probe-f5d5475.json``), and in this form at 64bd95d and 43e8d6d
+(``results/raw-launch-h100-43e8d6d/probe-*.json``). Usage: python benchmarks/raw_launch_probe.py OUT.json
 """
 
 from __future__ import annotations
