@@ -655,12 +655,14 @@ def test_a_replay_calls_the_c_launcher_with_what_tritons_wrappers_pass(
     assert len(module.encoded) == 3 * 2 + 2 * 2
 
 
-@pytest.mark.parametrize("why", ["hook", "scratch", "disabled", "other layout", "decomposed"])
+@pytest.mark.parametrize("why", ["hook", "scratch", "disabled", "other layout", "decomposed",
+                                 "other descriptors"])
 def test_a_replay_keeps_tritons_launch_path_where_the_c_launcher_is_not_known(
         monkeypatch: pytest.MonkeyPatch, why: str) -> None:
     """A launch hook (a profiler's), a kernel with global scratch (Triton allocates it per launch),
-    ``TESSERA_RAW_LAUNCH=0``, another Triton's launcher layout or descriptors not lowered to TMA
-    maps: the replay goes through ``compiled.run`` and the wrappers, as before."""
+    ``TESSERA_RAW_LAUNCH=0``, another Triton's launcher layout, descriptors not lowered to TMA
+    maps, or a binary whose descriptor arguments are not the replay's: the replay goes through
+    ``compiled.run`` and the wrappers, as before."""
     hook = types.SimpleNamespace(calls=[print])
     compiled, module, received = _triton36_stand_in(
         monkeypatch, hooks=(hook, None) if why == "hook" else (None, None),
@@ -671,7 +673,9 @@ def test_a_replay_keeps_tritons_launch_path_where_the_c_launcher_is_not_known(
         module._BASE_ARGS_FORMAT = "iiiKKppOOOOOOOO"  # type: ignore[attr-defined]
     elif why == "decomposed":
         compiled.run = _Triton36Launcher(module, received.append, {0, 1}, None)  # type: ignore[attr-defined]
-    known = why in ("hook", "disabled")
+    elif why == "other descriptors":  # the binary's descriptor arguments are not the replay's
+        compiled.run = _Triton36Launcher(module, received.append, {0}, [{"id": "A"}])  # type: ignore[attr-defined]
+    known = why in ("hook", "disabled", "other descriptors")
     assert (launch.raw_launcher(compiled) is not None) == known
     wrapped: list[tuple] = []
     monkeypatch.setattr(launch, "run_compiled", lambda *args: wrapped.append(args))

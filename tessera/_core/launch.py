@@ -775,7 +775,9 @@ class Replay:
     def _raw_launcher(self, compiled: Any) -> RawLauncher | None:
         """The compiled kernel's C launcher (looked up once), or None: Triton's launch path."""
         if self._raw is None:
-            self._raw = (self.raw_enabled and raw_launcher(compiled)) or False
+            raw = raw_launcher(compiled) if self.raw_enabled else None
+            described = {slot[0] for slot in self.slots if slot[3]}  # every descriptor is a slot
+            self._raw = raw if raw is not None and set(raw.descriptors) == described else False
         return self._raw or None
 
     def _raw_args(self, raw: RawLauncher, operands: Sequence[torch.Tensor],
