@@ -189,8 +189,8 @@ def main() -> None:
         "ger 64x64 bf16": (lambda: blas.ger(1e-3, v, v, a), lambda: a.addr_(v, v, alpha=1e-3)),
         "gemm_wq W4A16 1x256x256": (lambda: blas.gemm_wq(xq, q), lambda: torch.matmul(xq, wq)),
         "gemm_wq W8A16 16x256x256 byte planes": (wq_forced(planes, x16), lambda: torch.matmul(x16, wq)),
-        "gemm_wq W8A16 16x256x256 byte planes, out= (no replay)": (wq_forced(planes, x16, out16),
-                                                                  lambda: torch.matmul(x16, wq, out=out16)),
+        "gemm_wq W8A16 16x256x256 byte planes, out=": (wq_forced(planes, x16, out16),
+                                                     lambda: torch.matmul(x16, wq, out=out16)),
         "gemm_wq W8A16 1x256x256 decode": (wq_forced(WqGemvConfig(256, 8, 4, 1, 2, unit_codes=True), xq),
                                            lambda: torch.matmul(xq, wq)),
     }
@@ -211,7 +211,7 @@ def main() -> None:
     profiled = {"tile family": forced(tile), "TMA family": forced(tma),
                 "tf32 1024^3": lambda: gemm(f32_a, f32_b, precision="tf32"),
                 "fp8 warp-specialized": fp8(ScaledWsConfig(128, 256, 128, 8, 8, 3)),
-                "gemm_wq byte planes, out= (no replay)": wq_forced(planes, x16, out16),
+                "gemm_wq byte planes, out=": wq_forced(planes, x16, out16),
                 "axpy 4096": level12["axpy 4096"][0], "gemv 64x64 bf16": level12["gemv 64x64 bf16"][0]}
     for name, call in profiled.items():
         profiler = cProfile.Profile()

@@ -127,7 +127,13 @@ def _calls(size: int) -> dict[str, Callable[[], object]]:
                f"gemv {size}² bf16, a new alpha each call": lambda: blas.gemv(a16, v, w, alpha=alpha()),
                f"symv {size}² bf16": lambda: blas.symv(a16, v, w),
                f"ger {size}² bf16": lambda: blas.ger(0.5, v, w, a16)}
-    return {**level12, "bf16": lambda: gemm(a16, b16),
+    from tessera.blas import quantize_weight
+
+    q4 = quantize_weight(torch.randn(size, size).half(), bits=4, group_size=128)
+    xq, yq = torch.randn(1, size).half(), torch.empty(1, size).half()
+    weight_only = {f"gemm_wq W4A16 1x{size}²": lambda: blas.gemm_wq(xq, q4),
+                   f"gemm_wq W4A16 1x{size}², out=": lambda: blas.gemm_wq(xq, q4, out=yq)}
+    return {**level12, **weight_only, "bf16": lambda: gemm(a16, b16),
             "bf16, a new alpha each call": lambda: gemm(a16, b16, alpha=alpha()),
             "fp32": lambda: gemm(a32, b32),
             "tf32": lambda: gemm(a32, b32, precision="tf32"),

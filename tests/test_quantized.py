@@ -278,6 +278,48 @@ def test_gemm_wq_repeat_calls_replay_their_launches(config: object, symmetric: b
     assert len(quantized._RECIPES) == 2
 
 
+@pytest.mark.parametrize("config", [WqGemvConfig(64, 32, 2, 4), WqConfig(16, 32, 64, 2, 4, 4, 1)],
+                         ids=lambda c: c.short())
+def test_gemm_wq_repeat_calls_into_out_replay_and_still_check_out(config: object, device: str) -> None:
+    """A call with ``out`` keeps a recipe too (out's layout in its signature): repeat calls into
+    other buffers replay without validation or selection, right, bump out's version and return
+    it; one whose out shares memory with x, or requires a gradient under grad mode, is refused
+    as on the full path."""
+    from tessera.blas import quantized
+
+    gen = torch.Generator().manual_seed(17)
+    k = n = 128
+    q = quantize_weight(torch.randn(k, n, generator=gen).to(torch.float16).to(device), bits=4, group_size=64)
+
+    def fresh() -> torch.Tensor:
+        return torch.randn(4, k, generator=gen).to(torch.float16).to(device)
+
+    quantized._RECIPES.clear()
+    with space.forced(config):
+        x, y = fresh(), torch.empty(4, n, dtype=torch.float16, device=device)
+        assert gemm_wq(x, q, out=y) is y
+        _check(x, q, y)
+        (recipe,) = quantized._RECIPES.recipes()
+        assert recipe.extents is not None
+        repeats = []
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(quantized, "_check_quantized", None)  # a repeat signature must not validate again
+            patch.setattr(space, "select_mnk", None)  # … nor select again
+            for _ in range(2):
+                x, y = fresh(), torch.full((4, n), float("nan"), dtype=torch.float16, device=device)
+                version = y._version
+                assert gemm_wq(x, q, out=y) is y and y._version > version
+                repeats.append((x, y))
+            with pytest.raises(InvalidArgumentError, match="out"):
+                gemm_wq(x, q, out=x)  # out is x: the same layout, so the same recipe
+            held = torch.empty(4, n, dtype=torch.float16, device=device, requires_grad=True)
+            with pytest.raises(InvalidArgumentError, match="gradient"):
+                gemm_wq(x, q, out=held)
+        for x, y in repeats:
+            _check(x, q, y)
+    assert len(quantized._RECIPES) == 1
+
+
 @pytest.mark.parametrize(("dtype", "config"), shipped_solutions("blas", "gemm_wq"),
                          ids=lambda v: v.short() if hasattr(v, "short") else str(v))
 def test_every_shipped_weight_only_solution_replays(dtype: str, config: object, device: str) -> None:

@@ -55,6 +55,8 @@ from tessera._core.validate import (
     check_no_overlap,
     check_same_device,
     check_untracked_write,
+    extent_offsets,
+    extents_meet,
     mark_written,
 )
 from tessera.blas import autograd, space
@@ -241,18 +243,37 @@ class _WqRecipe:
     n: int
     words: bool  # the main launch reads the codes as int32 words (the decode family, byte planes)
     replays: tuple[launch.Replay, ...]
+    extents: tuple[tuple[int, int], ...] | None  # calls with out: out's and the read tensors' byte ranges
 
-    def run(self, x: torch.Tensor, q: QuantizedWeight) -> torch.Tensor:
-        out = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
+    def run(self, x: torch.Tensor, q: QuantizedWeight, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The call on new operands of its signature, into ``out`` (its layout in the signature)
+        or a new tensor."""
+        if out is None:
+            out = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
+        else:
+            self._check_disjoint(out, _read_tensors(x, q))
         operands = _main_operands(x.reshape(self.m, self.k), q, self.words, out.view(self.m, self.n))
         for replay in self.replays:
             replay(operands)
         return out
 
+    def _check_disjoint(self, out: torch.Tensor, reads: dict[str, torch.Tensor]) -> None:
+        """The full path's overlap check of ``out`` against what the call reads: from data
+        pointers and the recorded byte ranges where those are apart, else element by element."""
+        assert self.extents is not None  # a signature with out always records them
+        (out_lo, out_hi), *read_extents = self.extents
+        start = out.data_ptr()
+        ranges = [(t.data_ptr() + lo, t.data_ptr() + hi)
+                  for t, (lo, hi) in zip(reads.values(), read_extents, strict=True)]
+        if extents_meet((start + out_lo, start + out_hi), ranges):
+            check_no_overlap("out", out, reads)
 
-# Repeat calls of a fused family (same shapes, strides, dtypes, devices and 16-byte alignment of x
-# and of the weight's tensors, no ``out``) skip validation and selection and replay the first
-# call's launches, as repeat ``gemm`` calls do (api._RECIPES): a decode step is host-bound eagerly.
+
+# Repeat calls of a fused family (same shapes, strides, dtypes, devices and 16-byte alignment of x,
+# of the weight's tensors and of ``out`` when given) skip validation and selection and replay the
+# first call's launches, as repeat ``gemm`` calls do (api._RECIPES): a decode step is host-bound
+# eagerly. A call with ``out`` still checks per call that out shares no element with what it reads
+# (from data pointers and the first call's byte ranges) and that autograd does not track out.
 _RECIPES: RecipeTable[_WqRecipe] = RecipeTable(512)
 
 
@@ -264,10 +285,19 @@ def _well_typed(q: object) -> bool:
             and (q.zeros is None or type(q.zeros) is torch.Tensor))
 
 
-def _signature(x: torch.Tensor, q: QuantizedWeight) -> tuple:
+def _signature(x: torch.Tensor, q: QuantizedWeight, out: torch.Tensor | None) -> tuple:
     tensors = (x, q.codes, q.scales) if q.zeros is None else (x, q.codes, q.scales, q.zeros)
     return (*map(launch.layout_key, tensors), q.zeros is None, q.bits, q.group_size, q.shape,
-            space.forced.config, logic.generation())
+            space.forced.config, logic.generation(), launch.layout_key(out))
+
+
+def _read_tensors(x: torch.Tensor, q: QuantizedWeight) -> dict[str, torch.Tensor]:
+    """What a call reads, by the names its overlap check reports (the codes' int32 words are a
+    view of the codes)."""
+    reads = {"x": x, "qweight.codes": q.codes, "qweight.scales": q.scales}
+    if q.zeros is not None:
+        reads["qweight.zeros"] = q.zeros
+    return reads
 
 
 # fp8/int8 ``gemm`` calls without ``out`` keep a recipe too (api.gemm looks it up) when their
@@ -332,13 +362,16 @@ def _main_operands(x2: torch.Tensor, q: QuantizedWeight, words: bool, y: torch.T
 
 
 def _remember(signature: tuple, calls: list[launch.Call], x2: torch.Tensor, q: QuantizedWeight,
-              y: torch.Tensor, words: bool, out_shape: tuple[int, ...]) -> None:
-    """Store the recipe of a first call whose recorded launches can all be replayed."""
+              y: torch.Tensor, words: bool, out_shape: tuple[int, ...],
+              reads: dict[str, torch.Tensor] | None) -> None:
+    """Store the recipe of a first call whose recorded launches can all be replayed (``reads``:
+    what it read, for a call given ``out``; y is out's view)."""
     replays = launch.Replay.each_of(calls, _main_operands(x2, q, words, y))
     if replays is None:
         return
     m, n = y.shape
-    _RECIPES.put(signature, _WqRecipe(out_shape, m, x2.shape[1], n, words, replays))
+    extents = None if reads is None else tuple(extent_offsets(t) for t in (y, *reads.values()))
+    _RECIPES.put(signature, _WqRecipe(out_shape, m, x2.shape[1], n, words, replays, extents))
 
 
 def wq_ws_ok(x2: torch.Tensor, q: QuantizedWeight, device: DeviceInfo) -> bool:
@@ -366,11 +399,16 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
     if autograd.wants_grad(x):
         return autograd.gemm_wq(x, _check_quantized(qweight), out)
     signature = None
-    if out is None and type(x) is torch.Tensor and _well_typed(qweight):
-        signature = _signature(x, qweight)
+    if type(x) is torch.Tensor and _well_typed(qweight) and (out is None or type(out) is torch.Tensor):
+        signature = _signature(x, qweight, out)
         recipe = _RECIPES.get(signature)
         if recipe is not None:  # validated and selected before for exactly this signature
-            return recipe.run(x, qweight)
+            if out is None:
+                return recipe.run(x, qweight)
+            check_untracked_write("out", out)
+            recipe.run(x, qweight, out)
+            mark_written(out)
+            return out
     x = as_tensor("x", x)
     q = _check_quantized(qweight)
     check_dtype("x", x, tuple(ACTIVATIONS))
@@ -387,12 +425,10 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
         raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"{(*lead, n)} {x.dtype}")
     else:
         check_untracked_write("out", out)
-    tensors = {"x": x, "qweight.codes": q.codes, "qweight.scales": q.scales, "out": out}
-    if q.zeros is not None:
-        tensors["qweight.zeros"] = q.zeros
-    check_same_device(tensors)
+    reads = _read_tensors(x, q)
+    check_same_device({**reads, "out": out})
     if given_out:
-        check_no_overlap("out", out, {name: t for name, t in tensors.items() if name != "out"})
+        check_no_overlap("out", out, reads)
     if out.numel() == 0:
         return out
     if k == 0:
@@ -421,7 +457,7 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
                                upcast=interpreter_enabled(), config=config, words=q.words)
         if signature is not None:
             words = reads_words(config, q.bits) and q.words is not None
-            _remember(signature, calls, x2, q, y2, words, tuple(out.shape))
+            _remember(signature, calls, x2, q, y2, words, tuple(out.shape), reads if given_out else None)
     if given_out:
         mark_written(out)
     return out
