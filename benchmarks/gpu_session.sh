@@ -138,6 +138,10 @@
 #   gemvb    strided-batched gemv tiles against torch.bmm (gemv_batched_probe.py: the issue's 256² ×
 #            1024 row ran 0.87× on the H200 at 9678d9a, 1.06× on an H100 at d6bc69d), then the
 #            GPU tests of blas.repeat and test_launch (new scalars, one tensor twice)            ~3 min
+#   rawab    repeat calls' host cost and back-to-back GEMMs (bf16 / tf32 1024³, bf16 2048³) with
+#            replays through the kernel's C launcher and through Triton's wrappers
+#            (TESSERA_RAW_LAUNCH 1 / 0), alternating, two rounds                                ~4 min
+#   quanttests  test_quantized on the GPU (gemm_wq's out= recipes: CPU-tested only so far)   ~3 min
 # A stage that is not named is not run; unknown names stop the script before anything runs. A name
 # may carry a GPU filter, GPU/stage, run only where nvidia-smi's name holds GPU: a call asked for an
 # H200 may get an H100, so `H200/quant H200/l1map H100/rest` times on the issues' GPU only and
@@ -588,6 +592,30 @@ l12() {  # the issue's level-1/2 rows (tessera bench blas's full preset) and the
     capped 300 level12 "$PY" benchmarks/blas_level12.py "$dir/blas-l12.json"
 }
 
+rawab() {  # replays through the kernel's C launcher (TESSERA_RAW_LAUNCH=1, the default) against
+    # Triton's wrappers (0), alternating: host cost of repeat calls, then back-to-back GEMMs
+    local round r shape
+    for round in a b; do
+        for r in 0 1; do
+            TESSERA_RAW_LAUNCH=$r capped 90 host-raw$r$round "$PY" benchmarks/host_overhead.py \
+                "$dir/host-raw$r$round.json"
+        done
+    done
+    for round in a b; do
+        for r in 0 1; do
+            for shape in "bf16 1024" "tf32 1024" "bf16 2048"; do
+                set -- $shape
+                TESSERA_RAW_LAUNCH=$r capped 60 "bench-raw$r$round-$1-$2" "$PY" -m tessera bench gemm \
+                    -m "$2" -n "$2" -k "$2" --dtype "$1" --rounds 3 --json "$dir/bench-raw$r$round-$1-$2.json"
+            done
+        done
+    done
+}
+
+quanttests() {  # every test of the quantized GEMMs on the GPU (gemm_wq's out= recipes among them)
+    capped 300 quantized-tests "$PY" -m pytest tests/test_quantized.py -q -rs --junitxml="$dir/quantized.xml"
+}
+
 pack() {  # the GPU's state and all of WORK, one tarball (a device call brings back at most 8 files)
     nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$WORK/gpu.txt" 2>&1
     tar czf "$OUT/r.tgz" -C "$WORK" .
@@ -595,11 +623,12 @@ pack() {  # the GPU's state and all of WORK, one tarball (a device call brings b
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb|rawab|quanttests) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
-                "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp, gemvb)"; exit 2;; esac
+                "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp, gemvb, rawab," \
+                "quanttests)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
