@@ -96,6 +96,20 @@ def check_no_overlap(out_name: str, out: torch.Tensor, inputs: dict[str, torch.T
     check_apart(out_name, Footprint.of_tensor(out), reads)
 
 
+def check_out_apart(extents: tuple[tuple[int, int], ...], out: torch.Tensor,
+                    inputs: dict[str, torch.Tensor]) -> None:
+    """:func:`check_no_overlap` of ``out`` against ``inputs`` in a repeat call whose tensors have the
+    layouts of the call that recorded ``extents`` (out's byte range, then each input's, from
+    :func:`extent_offsets`): from data pointers alone where the ranges are apart (every call but
+    odd ones), element by element where they meet."""
+    (out_lo, out_hi), *offsets = extents
+    start = out.data_ptr()
+    ranges = [(t.data_ptr() + lo, t.data_ptr() + hi)
+              for t, (lo, hi) in zip(inputs.values(), offsets, strict=True)]
+    if extents_meet((start + out_lo, start + out_hi), ranges):
+        check_no_overlap("out", out, inputs)
+
+
 def integer(value: object) -> int | None:
     """``value`` as a Python int when it is an integer — a Python int or a NumPy integer scalar, as
     torch takes them for sizes and seeds — and None otherwise (a bool, a float, anything else)."""

@@ -32,10 +32,10 @@ from tessera._core.validate import (
     check_ndim,
     check_no_internal_overlap,
     check_no_overlap,
+    check_out_apart,
     check_same_device,
     check_untracked_write,
     extent_offsets,
-    extents_meet,
     mark_written,
     needs_int64_index,
     real_scalar,
@@ -225,7 +225,7 @@ def gemm(
     elif plan is not None:
         with launch.recording() as calls:
             _launch(plan)
-        extents = None if signature[-1] is None else tuple(extent_offsets(t) for t in (out, a, b))
+        extents = None if signature[-1] is None else tuple(map(extent_offsets, (out, a, b)))
         given = (a.transpose(-1, -2) if trans_a else a, b.transpose(-1, -2) if trans_b else b)
         plain = all(t.data_ptr() == g.data_ptr() for t, g in zip((plan.op_a, plan.op_b), given, strict=True))
         replays = launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d))
@@ -279,7 +279,8 @@ class _Recipe:
         if out is None:
             d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
         else:
-            self._check_disjoint(out, a, b)
+            assert self.extents is not None  # a signature with out always records them
+            check_out_apart(self.extents, out, {"a": a, "b": b})  # what _plan's overlap check decides
             d = out
         op_a = a.transpose(-1, -2) if trans_a else a
         op_b = b.transpose(-1, -2) if trans_b else b
@@ -294,15 +295,6 @@ class _Recipe:
                               self.problem, self.choice, self.multiprocessors))
         return d
 
-    def _check_disjoint(self, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
-        """What _plan's overlap check decides: from data pointers and the recorded extents where
-        the byte ranges are apart (every call but odd ones), else element by element as _plan."""
-        assert self.extents is not None  # a signature with out always records them
-        (out_lo, out_hi), (a_lo, a_hi), (b_lo, b_hi) = self.extents
-        start, a_ptr, b_ptr = out.data_ptr(), a.data_ptr(), b.data_ptr()
-        reads = ((a_ptr + a_lo, a_ptr + a_hi), (b_ptr + b_lo, b_ptr + b_hi))
-        if extents_meet((start + out_lo, start + out_hi), reads):
-            check_no_overlap("out", out, {"a": a, "b": b})
 
 
 @dataclass(frozen=True)

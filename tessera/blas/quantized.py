@@ -53,10 +53,10 @@ from tessera._core.validate import (
     check_ndim,
     check_no_internal_overlap,
     check_no_overlap,
+    check_out_apart,
     check_same_device,
     check_untracked_write,
     extent_offsets,
-    extents_meet,
     mark_written,
 )
 from tessera.blas import autograd, space
@@ -251,22 +251,12 @@ class _WqRecipe:
         if out is None:
             out = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
         else:
-            self._check_disjoint(out, _read_tensors(x, q))
+            assert self.extents is not None  # a signature with out always records them
+            check_out_apart(self.extents, out, _read_tensors(x, q))
         operands = _main_operands(x.reshape(self.m, self.k), q, self.words, out.view(self.m, self.n))
         for replay in self.replays:
             replay(operands)
         return out
-
-    def _check_disjoint(self, out: torch.Tensor, reads: dict[str, torch.Tensor]) -> None:
-        """The full path's overlap check of ``out`` against what the call reads: from data
-        pointers and the recorded byte ranges where those are apart, else element by element."""
-        assert self.extents is not None  # a signature with out always records them
-        (out_lo, out_hi), *read_extents = self.extents
-        start = out.data_ptr()
-        ranges = [(t.data_ptr() + lo, t.data_ptr() + hi)
-                  for t, (lo, hi) in zip(reads.values(), read_extents, strict=True)]
-        if extents_meet((start + out_lo, start + out_hi), ranges):
-            check_no_overlap("out", out, reads)
 
 
 # Repeat calls of a fused family (same shapes, strides, dtypes, devices and 16-byte alignment of x,
@@ -370,7 +360,7 @@ def _remember(signature: tuple, calls: list[launch.Call], x2: torch.Tensor, q: Q
     if replays is None:
         return
     m, n = y.shape
-    extents = None if reads is None else tuple(extent_offsets(t) for t in (y, *reads.values()))
+    extents = None if reads is None else tuple(map(extent_offsets, (y, *reads.values())))
     _RECIPES.put(signature, _WqRecipe(out_shape, m, x2.shape[1], n, words, replays, extents))
 
 
