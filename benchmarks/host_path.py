@@ -133,7 +133,11 @@ def _calls(size: int) -> dict[str, Callable[[], object]]:
     xq, yq = torch.randn(1, size).half(), torch.empty(1, size).half()
     weight_only = {f"gemm_wq W4A16 1x{size}²": lambda: blas.gemm_wq(xq, q4),
                    f"gemm_wq W4A16 1x{size}², out=": lambda: blas.gemm_wq(xq, q4, out=yq)}
-    return {**level12, **weight_only, "bf16": lambda: gemm(a16, b16),
+    a8, b8 = torch.randn(256, 256).to(torch.float8_e4m3fn), torch.randn(256, 256).to(torch.float8_e4m3fn).t()
+    s8, d8 = torch.ones(1), torch.empty(256, 256, dtype=torch.bfloat16)
+    scaled = {"fp8 256³ fast": lambda: gemm(a8, b8, scale_a=s8, scale_b=s8, fast_accum=True),
+              "fp8 256³ fast, out=": lambda: gemm(a8, b8, scale_a=s8, scale_b=s8, fast_accum=True, out=d8)}
+    return {**level12, **weight_only, **scaled, "bf16": lambda: gemm(a16, b16),
             "bf16, a new alpha each call": lambda: gemm(a16, b16, alpha=alpha()),
             "fp32": lambda: gemm(a32, b32),
             "tf32": lambda: gemm(a32, b32, precision="tf32"),

@@ -591,6 +591,62 @@ def test_scaled_repeat_calls_replay_their_launches(dtype: torch.dtype, device: s
     assert len(quantized.SCALED_RECIPES) == 3
 
 
+def test_scaled_calls_into_out_keep_a_recipe_and_still_check_out(device: str) -> None:
+    """An fp8 call with ``out`` keeps a recipe (out's layout in its signature): repeat calls into
+    other buffers replay without validation or selection, right, bump out's version; an out that
+    holds the bias or a scale (read while out is written: a race) is refused on the first call's
+    full path and in a recipe's call alike, as is an out requiring a gradient."""
+    from tessera.blas import quantized
+
+    gen = torch.Generator().manual_seed(19)
+    m, k, n = 40, 64, 48
+    dtype = torch.float8_e4m3fn
+
+    def operands() -> tuple[torch.Tensor, ...]:
+        a, bt = (torch.randn(s, generator=gen).to(dtype) for s in ((m, k), (n, k)))
+        sa, sb = torch.rand(m, generator=gen) + 0.5, torch.rand(n, generator=gen) + 0.5
+        return tuple(t.to(device) for t in (a, bt.t(), sa, sb))  # B column-major: read as it is
+
+    def want(a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Tensor) -> torch.Tensor:
+        return (a.double() @ b.double()) * sa.double()[:, None] * sb.double()[None, :]
+
+    def check(got: torch.Tensor, expected: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+        accumulation = FP8_ACCUMULATION if device != "cpu" else 1e-5
+        magnitude = (a.double().abs() @ b.double().abs()).abs() * 2.25
+        assert bool(((got.double() - expected).abs() <= 2.0**-22 * expected.abs() + accumulation * magnitude
+                     + 1e-6).all())
+
+    quantized.SCALED_RECIPES.clear()
+    a, b, sa, sb = operands()
+    out = torch.empty(m, n, device=device)
+    assert gemm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=out) is out
+    check(out, want(a, b, sa, sb), a, b)
+    (recipe,) = quantized.SCALED_RECIPES.recipes()
+    assert recipe.extents is not None
+    done = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(quantized, "plan_scaled", None)  # a repeat signature must not validate again
+        patch.setattr(space, "select_mnk", None)  # … nor select again
+        for _ in range(2):
+            a, b, sa, sb = fresh = operands()
+            out = torch.full((m, n), float("nan"), device=device)
+            version = out._version
+            assert gemm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=out) is out
+            assert out._version > version
+            done.append((out, want(*fresh), a, b))
+        held_scale = torch.empty(m, n, device=device)  # out's layout; its row 0 is scale_b
+        with pytest.raises(InvalidArgumentError, match="out"):  # the recipe's call refuses it
+            gemm(a, b, scale_a=sa, scale_b=held_scale[0], out_dtype=torch.float32, out=held_scale)
+        held = torch.empty(m, n, device=device, requires_grad=True)
+        with pytest.raises(InvalidArgumentError, match="gradient"):
+            gemm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.float32, out=held)
+    for got, expected, a, b in done:
+        check(got, expected, a, b)
+    with pytest.raises(InvalidArgumentError, match="out"):  # the full path: the bias inside out
+        bias_out = torch.empty(m, n, dtype=torch.bfloat16, device=device)
+        gemm(a, b, scale_a=sa, scale_b=sb, bias=bias_out[3], out=bias_out)
+
+
 @pytest.mark.parametrize("config", [ScaledTmaConfig(32, 32, 32, 2, 4, 1),
                                     ScaledTmaConfig(32, 32, 32, 2, 4, 1, False, 2, True),
                                     ScaledTmaConfig(32, 64, 32, 2, 4, 1, False, 4)],

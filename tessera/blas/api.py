@@ -175,13 +175,19 @@ def gemm(
     plain = (type(a) is torch.Tensor and type(b) is torch.Tensor and c is None and type(alpha) in _REALS
              and type(beta) in _REALS and not log.modes())
     if plain and a.dtype in QUANTIZED_INPUTS:
-        if (out is None and alpha == 1.0 and beta == 0.0 and fast_accum in (False, True)
+        if ((out is None or type(out) is torch.Tensor) and alpha == 1.0 and beta == 0.0
+                and fast_accum in (False, True)
                 and all(t is None or type(t) is torch.Tensor for t in (scale_a, scale_b, bias))):
             signature = scaled_signature(a, b, trans_a, trans_b, out_dtype, scale_a, scale_b, bias,
-                                         fast_accum)
+                                         fast_accum, out)
             scaled_recipe = SCALED_RECIPES.get(signature)
             if scaled_recipe is not None:  # validated and selected before for exactly this signature
-                return scaled_recipe.run(a, b, trans_a, trans_b, (scale_a, scale_b, bias))
+                if out is None:
+                    return scaled_recipe.run(a, b, trans_a, trans_b, (scale_a, scale_b, bias))
+                check_untracked_write("out", out)
+                scaled_recipe.run(a, b, trans_a, trans_b, (scale_a, scale_b, bias), out)
+                mark_written(out)
+                return out
     elif (plain and (out is None or (type(out) is torch.Tensor and precision not in BF16_PRODUCT_KEYS))
           and scale_a is None and scale_b is None and bias is None and fast_accum is False):
         signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, out)
@@ -207,7 +213,7 @@ def gemm(
                 launch_gemm_scaled(op_a, op_b, sa, sb, bias_t, out, config=choice.config,
                                    fast_accum=fast_accum, num_sms=num_sms)
             if signature is not None:
-                remember_scaled(signature, calls, op_a, op_b, out, (sa, sb, bias_t))
+                remember_scaled(signature, calls, op_a, op_b, out, (sa, sb, bias_t), given_out)
         if given_out:
             mark_written(out)
         return out

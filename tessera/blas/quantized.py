@@ -301,10 +301,18 @@ class _ScaledRecipe:
     out_shape: tuple[int, ...]
     out_dtype: torch.dtype
     replays: tuple[launch.Replay, ...]
+    extents: tuple[tuple[int, int], ...] | None  # calls with out: out's and the read tensors' byte ranges
 
     def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool,
-            extras: tuple[torch.Tensor | None, ...]) -> torch.Tensor:
-        d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
+            extras: tuple[torch.Tensor | None, ...], out: torch.Tensor | None = None) -> torch.Tensor:
+        """The call on new operands of its signature, into ``out`` (its layout in the signature)
+        or a new tensor."""
+        if out is None:
+            d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
+        else:
+            assert self.extents is not None  # a signature with out always records them
+            check_out_apart(self.extents, out, scaled_reads(a, b, *extras))
+            d = out
         operands = (a.t() if trans_a else a, b.t() if trans_b else b, d, *_distinct(extras))
         for replay in self.replays:
             replay(operands)
@@ -325,23 +333,37 @@ def _distinct(tensors: tuple[torch.Tensor | None, ...]) -> tuple[torch.Tensor, .
 
 def scaled_signature(a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool,
                      out_dtype: torch.dtype | None, scale_a: torch.Tensor | None,
-                     scale_b: torch.Tensor | None, bias: torch.Tensor | None, fast_accum: bool) -> tuple:
-    """Everything a quantized-input ``gemm`` call's validation, selection and launches depend on."""
+                     scale_b: torch.Tensor | None, bias: torch.Tensor | None, fast_accum: bool,
+                     out: torch.Tensor | None) -> tuple:
+    """Everything a quantized-input ``gemm`` call's validation, selection and launches depend on
+    (out last: None, or its layout)."""
     extras = (scale_a, scale_b, bias)
     shared = tuple(None if t is None else next(i for i, u in enumerate(extras) if u is not None
                                                and u.data_ptr() == t.data_ptr()) for t in extras)
     return (*map(launch.layout_key, (a, b, *extras)), trans_a, trans_b, out_dtype, fast_accum, shared,
-            space.forced.config, logic.generation())
+            space.forced.config, logic.generation(), launch.layout_key(out))
+
+
+def scaled_reads(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor | None, scale_b: torch.Tensor | None,
+                 bias: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    """What a quantized-input GEMM reads, by the names its overlap check with ``out`` reports."""
+    reads = {"a": a, "b": b}
+    for name, t in (("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)):
+        if t is not None:
+            reads[name] = t
+    return reads
 
 
 def remember_scaled(signature: tuple, calls: list[launch.Call], a: torch.Tensor, b: torch.Tensor,
-                    d: torch.Tensor, extras: tuple[torch.Tensor | None, ...]) -> None:
+                    d: torch.Tensor, extras: tuple[torch.Tensor | None, ...], given_out: bool) -> None:
     """Store the recipe of a first call (``a``, ``b`` as launched, the scales and bias as passed
-    to the launch) whose recorded launches can all be replayed."""
+    to the launch, ``d`` the output: the caller's ``out`` when ``given_out``) whose recorded
+    launches can all be replayed."""
     replays = launch.Replay.each_of(calls, (a, b, d, *_distinct(extras)))
     if replays is None:
         return
-    SCALED_RECIPES.put(signature, _ScaledRecipe(tuple(d.shape), d.dtype, replays))
+    extents = tuple(map(extent_offsets, (d, *scaled_reads(a, b, *extras).values()))) if given_out else None
+    SCALED_RECIPES.put(signature, _ScaledRecipe(tuple(d.shape), d.dtype, replays, extents))
 
 
 def _main_operands(x2: torch.Tensor, q: QuantizedWeight, words: bool, y: torch.Tensor) -> tuple:
@@ -523,7 +545,7 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
         if tuple(out.shape) != (m, n) or out.dtype != out_dtype:
             raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"({m}, {n}) {out_dtype}")
         check_no_internal_overlap("out", out)
-        check_no_overlap("out", out, {"a": a, "b": b})
+        check_no_overlap("out", out, scaled_reads(a, b, sa, sb, bias_t))
     if out.numel() == 0:
         return out, None
     if k == 0:
