@@ -4,9 +4,11 @@ int32 products against NumPy int64, scaled results against fp64. Bad input for b
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +97,18 @@ def exact_weight(q: QuantizedWeight) -> np.ndarray:
     zero = (q.zeros.double().cpu().numpy() if q.zeros is not None
             else np.full_like(scale, 2 ** (q.bits - 1)))
     return (codes - np.repeat(zero, q.group_size, 0)) * np.repeat(scale, q.group_size, 0)
+
+
+@contextlib.contextmanager
+def _replayed_only(validator: str) -> Iterator[None]:
+    """Calls inside must take their recipe: validating (``quantized.<validator>``) or selecting
+    again fails."""
+    from tessera.blas import quantized
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(quantized, validator, None)
+        patch.setattr(space, "select_mnk", None)
+        yield
 
 
 def _check(x: torch.Tensor, q: QuantizedWeight, y: torch.Tensor) -> None:
@@ -266,9 +280,7 @@ def test_gemm_wq_repeat_calls_replay_their_launches(config: object, symmetric: b
         (recipe,) = quantized._RECIPES.recipes()
         assert len(recipe.replays) == (2 if config.split_k > 1 else 1)  # the slice sum replayed too
         repeats = []
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(quantized, "_check_quantized", None)  # a repeat signature must not validate again
-            patch.setattr(space, "select_mnk", None)  # … nor select again
+        with _replayed_only("_check_quantized"):
             for q in weights:
                 fresh = torch.randn(2, 3, k, generator=gen).to(torch.float16).to(device)
                 repeats.append((fresh, q, gemm_wq(fresh, q)))
@@ -302,9 +314,7 @@ def test_gemm_wq_repeat_calls_into_out_replay_and_still_check_out(config: object
         (recipe,) = quantized._RECIPES.recipes()
         assert recipe.extents is not None
         repeats = []
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(quantized, "_check_quantized", None)  # a repeat signature must not validate again
-            patch.setattr(space, "select_mnk", None)  # … nor select again
+        with _replayed_only("_check_quantized"):
             for _ in range(2):
                 x, y = fresh(), torch.full((4, n), float("nan"), dtype=torch.float16, device=device)
                 version = y._version
@@ -577,9 +587,7 @@ def test_scaled_repeat_calls_replay_their_launches(dtype: torch.dtype, device: s
     a, b, sa, sb, bias = first
     check(*first, gemm(a, b, scale_a=sa, scale_b=sb, bias=bias))
     assert len(quantized.SCALED_RECIPES) == 1
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(quantized, "plan_scaled", None)  # a repeat signature must not validate again
-        patch.setattr(space, "select_mnk", None)  # … nor select again
+    with _replayed_only("plan_scaled"):
         for _ in range(2):
             a, b, sa, sb, bias = fresh = operands()
             check(*fresh, gemm(a, b, scale_a=sa, scale_b=sb, bias=bias))
@@ -624,9 +632,7 @@ def test_scaled_calls_into_out_keep_a_recipe_and_still_check_out(device: str) ->
     (recipe,) = quantized.SCALED_RECIPES.recipes()
     assert recipe.extents is not None
     done = []
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(quantized, "plan_scaled", None)  # a repeat signature must not validate again
-        patch.setattr(space, "select_mnk", None)  # … nor select again
+    with _replayed_only("plan_scaled"):
         for _ in range(2):
             a, b, sa, sb = fresh = operands()
             out = torch.full((m, n), float("nan"), device=device)
