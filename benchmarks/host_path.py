@@ -137,7 +137,10 @@ def _calls(size: int) -> dict[str, Callable[[], object]]:
     s8, d8 = torch.ones(1), torch.empty(256, 256, dtype=torch.bfloat16)
     scaled = {"fp8 256³ fast": lambda: gemm(a8, b8, scale_a=s8, scale_b=s8, fast_accum=True),
               "fp8 256³ fast, out=": lambda: gemm(a8, b8, scale_a=s8, scale_b=s8, fast_accum=True, out=d8)}
-    return {**level12, **weight_only, **scaled, "bf16": lambda: gemm(a16, b16),
+    c16, bias16 = torch.randn(size, size).bfloat16(), torch.randn(size).bfloat16()
+    with_c = {"bf16 + beta·C": lambda: gemm(a16, b16, c16, beta=1.0),
+              "bf16 + a bias row (C broadcast)": lambda: gemm(a16, b16, bias16, beta=1.0)}
+    return {**level12, **weight_only, **scaled, **with_c, "bf16": lambda: gemm(a16, b16),
             "bf16, a new alpha each call": lambda: gemm(a16, b16, alpha=alpha()),
             "fp32": lambda: gemm(a32, b32),
             "tf32": lambda: gemm(a32, b32, precision="tf32"),

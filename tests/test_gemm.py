@@ -672,6 +672,79 @@ def test_repeat_calls_with_out_reuse_the_plan_and_still_refuse_overlap(device: s
     assert torch.equal(storage, before)
 
 
+@pytest.mark.parametrize("c_shape", [(40, 32), (32,), (40, 1)], ids=["full", "row", "column"])
+def test_repeat_calls_with_c_reuse_the_plan(c_shape: tuple[int, ...], device: str) -> None:
+    """A call with C (full, or broadcast: a bias row or column) keeps a recipe keyed by C's layout
+    and beta: repeat calls replay on new A, B and C with a new alpha each, into a new result or
+    ``out`` — C itself included (an in-place update) — without planning again; beta = 0 never
+    reads C (NaN there does not leak); an ``out`` that meets C without being C is refused as on a
+    first call."""
+    from tessera.blas import api
+
+    api._RECIPES.clear()
+
+    def operands() -> tuple[torch.Tensor, ...]:
+        return (torch.randn(40, 24, device=device), torch.randn(24, 32, device=device),
+                torch.randn(c_shape, device=device))
+
+    a, b, c = operands()
+    assert_gemm_close(gemm(a, b, c, alpha=2.0, beta=0.5), a, b, c, alpha=2.0, beta=0.5)
+    out = torch.empty(40, 32, device=device)
+    assert gemm(a, b, c, alpha=2.0, beta=0.5, out=out) is out
+    assert_gemm_close(out, a, b, c, alpha=2.0, beta=0.5)
+    assert len(api._RECIPES) == 2 and all(r.reads_c and r.replays for r in api._RECIPES.recipes())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api, "_plan", None)  # a repeat signature must not plan again
+        for alpha in (3.0, -0.25):
+            a, b, c = operands()
+            assert_gemm_close(gemm(a, b, c, alpha=alpha, beta=0.5), a, b, c, alpha=alpha, beta=0.5)
+            out = torch.full((40, 32), float("nan"), device=device)
+            assert gemm(a, b, c, alpha=alpha, beta=0.5, out=out) is out
+            assert_gemm_close(out, a, b, c, alpha=alpha, beta=0.5)
+    if c_shape == (40, 32):  # out = C: the recipe of a distinct out takes the in-place update
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(api, "_plan", None)
+            before = c.clone()
+            assert gemm(a, b, c, alpha=1.5, beta=0.5, out=c) is c
+            assert_gemm_close(c, a, b, before, alpha=1.5, beta=0.5)
+            storage = torch.randn(2 * 40 * 32, device=device)
+            meets = storage[: 40 * 32].view(40, 32), storage[40 * 32 // 2:][: 40 * 32].view(40, 32)
+            with pytest.raises(tessera.InvalidArgumentError, match="out overlaps input c"):
+                gemm(a, b, meets[0], alpha=1.5, beta=0.5, out=meets[1])
+    nan_c = torch.full(c_shape, float("nan"), device=device)  # beta = 0: C never read
+    for _ in range(2):
+        assert torch.isfinite(gemm(a, b, nan_c, beta=0.0)).all()
+
+
+@pytest.mark.parametrize("config", [TmaConfig(64, 128, 64, 8, 4, 4),
+                                    StreamKConfig(64, 128, 64, 0, 4, 3, True),
+                                    SplitKConfig(16, 64, 128, 4, 4, 3)], ids=lambda c: c.short())
+@pytest.mark.parametrize("c_shape", [(48, 256), (256,)], ids=["full", "row"])
+def test_repeat_calls_with_c_replay_every_family(config: space.Config, c_shape: tuple[int, ...],
+                                                 device: str) -> None:
+    """16-bit calls with C (full, or a bias row) through the descriptor, stream-K and split-K
+    families keep a recipe whose launches replay: right on three operand sets twice, a new alpha
+    each call, and into C itself (bf16 on a GPU; fp16 in the interpreter, whose bf16 dot is
+    wrong)."""
+    from tessera.blas import api
+
+    dtype = torch.bfloat16 if device == "cuda" else torch.float16
+    api._RECIPES.clear()
+    sets = [tuple(torch.randn(shape, device=device).to(dtype) for shape in ((48, 512), (512, 256), c_shape))
+            for _ in range(3)]
+    with space.forced(config):
+        for i, (a, b, c) in enumerate(sets * 2):
+            alpha = 0.5 + i
+            assert_gemm_close(gemm(a, b, c, alpha=alpha, beta=0.75), a, b, c, alpha=alpha, beta=0.75)
+        (recipe,) = api._RECIPES.recipes()
+        assert recipe.reads_c and recipe.replays is not None and recipe.choice.config == config
+        if c_shape == (48, 256):
+            a, b, c = sets[0]
+            before = c.clone()
+            assert gemm(a, b, c, alpha=2.0, beta=0.75, out=c) is c
+            assert_gemm_close(c, a, b, before, alpha=2.0, beta=0.75)
+
+
 def test_out_interleaved_with_an_operand_is_taken(device: str) -> None:
     """An ``out`` whose byte range meets A's but which shares no element with it (the odd columns
     of the buffer whose even columns are A) is taken, on a first call and on a repeat one (the

@@ -172,10 +172,10 @@ def gemm(
         return autograd.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
                              out_dtype=out_dtype, out=out, precision=precision, quantized=quantized)
     signature = None
-    plain = (type(a) is torch.Tensor and type(b) is torch.Tensor and c is None and type(alpha) in _REALS
+    plain = (type(a) is torch.Tensor and type(b) is torch.Tensor and type(alpha) in _REALS
              and type(beta) in _REALS and not log.modes())
     if plain and a.dtype in QUANTIZED_INPUTS:
-        if ((out is None or type(out) is torch.Tensor) and alpha == 1.0 and beta == 0.0
+        if (c is None and (out is None or type(out) is torch.Tensor) and alpha == 1.0 and beta == 0.0
                 and fast_accum in (False, True)
                 and all(t is None or type(t) is torch.Tensor for t in (scale_a, scale_b, bias))):
             signature = scaled_signature(a, b, trans_a, trans_b, out_dtype, scale_a, scale_b, bias,
@@ -189,14 +189,19 @@ def gemm(
                 mark_written(out)
                 return out
     elif (plain and (out is None or (type(out) is torch.Tensor and precision not in BF16_PRODUCT_KEYS))
+          and (c is None or (type(c) is torch.Tensor and precision not in BF16_PRODUCT_KEYS))
           and scale_a is None and scale_b is None and bias is None and fast_accum is False):
-        signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, out)
+        signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, c, out)
         recipe = _RECIPES.get(signature, (alpha, beta))
         if recipe is not None:  # validated and selected before for exactly this signature
             if out is None:
-                return recipe.run(a, b, trans_a, trans_b, alpha, beta)
+                return recipe.run(a, b, trans_a, trans_b, alpha, beta) if c is None else \
+                    recipe.run(a, b, trans_a, trans_b, alpha, beta, c=c)
             check_untracked_write("out", out)
-            recipe.run(a, b, trans_a, trans_b, alpha, beta, out)
+            if c is None:
+                recipe.run(a, b, trans_a, trans_b, alpha, beta, out)
+            else:
+                recipe.run(a, b, trans_a, trans_b, alpha, beta, out, c)
             mark_written(out)
             return out
     a, b = as_tensor("a", a), as_tensor("b", b)
@@ -226,20 +231,22 @@ def gemm(
                               remember=signature is not None)
         if recipe is not None:  # its launches take alpha in forms of their own: kept by value
             _RECIPES.put(signature, recipe, (plan.alpha, plan.beta))
-    elif plan is not None and (signature is None or plan.c is not None):
+    elif plan is not None and signature is None:
         _launch(plan)
     elif plan is not None:
         with launch.recording() as calls:
             _launch(plan)
-        extents = None if signature[-1] is None else tuple(map(extent_offsets, (out, a, b)))
+        reads_c = plan.c is not None  # beta (in the signature) != 0: C is read
+        reads = (a, b, c) if reads_c else (a, b)
+        extents = None if signature[-1] is None else tuple(map(extent_offsets, (out, *reads)))
         given = (a.transpose(-1, -2) if trans_a else a, b.transpose(-1, -2) if trans_b else b)
         plain = all(t.data_ptr() == g.data_ptr() for t, g in zip((plan.op_a, plan.op_b), given, strict=True))
-        replays = launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d))
+        replays = launch.Replay.each_of(calls, (plan.op_a, plan.op_b, plan.d, *([plan.c] if reads_c else [])))
         slots = repeat.scalar_slots(calls, (plan.alpha, plan.beta)) if replays is not None else ()
         copied = None if plain else _copy_replays(given, plan, copies)
         recipe = _Recipe(tuple(out.shape), out.dtype, plan.batch, plan.precision, plan.problem, plan.choice,
                          plan.multiprocessors, plan.k_major, plain, replays, extents, copied,
-                         slots if slots and any(slots) else ())
+                         slots if slots and any(slots) else (), reads_c)
         _RECIPES.put(signature, recipe, (plan.alpha, plan.beta) if slots is None else None)
     if given_out:
         mark_written(out)
@@ -278,15 +285,21 @@ class _Recipe:
     extents: tuple[tuple[int, int], ...] | None  # out's, A's and B's byte extents (calls with out)
     copies: _CopyReplays | None = None  # the K-major copies (k_major), repeatable on new operands
     slots: repeat.Slots = ()  # each replay's places of alpha and beta (``repeat.scalar_slots``)
+    reads_c: bool = False  # C given with beta != 0: the launches read it (broadcast to the result)
 
     def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool, alpha: float,
-            beta: float, out: torch.Tensor | None = None) -> torch.Tensor:
-        """The call this recipe was made for, on new operands (and ``out``) of its signature."""
+            beta: float, out: torch.Tensor | None = None, c: torch.Tensor | None = None) -> torch.Tensor:
+        """The call this recipe was made for, on new operands (``c`` and ``out`` too where its
+        signature has them)."""
+        c_view = torch.broadcast_to(c, self.out_shape) if self.reads_c else None  # type: ignore[arg-type]
         if out is None:
             d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
-        else:
+        else:  # what _plan's overlap checks decide: out may be C itself (an in-place update)
             assert self.extents is not None  # a signature with out always records them
-            check_out_apart(self.extents, out, {"a": a, "b": b})  # what _plan's overlap check decides
+            if c_view is None or _same_view(out, c):  # type: ignore[arg-type]
+                check_out_apart(self.extents[:3], out, {"a": a, "b": b})
+            else:
+                check_out_apart(self.extents, out, {"a": a, "b": b, "c": c})  # type: ignore[dict-item]
             d = out
         op_a = a.transpose(-1, -2) if trans_a else a
         op_b = b.transpose(-1, -2) if trans_b else b
@@ -295,12 +308,12 @@ class _Recipe:
         elif not self.plain:
             op_a, op_b = _operand_layouts(op_a, op_b, self.k_major)
         if self.replays is not None:
-            repeat.replay_each(self.replays, self.slots, (op_a, op_b, d), (alpha, beta))
+            operands = (op_a, op_b, d) if c_view is None else (op_a, op_b, d, c_view)
+            repeat.replay_each(self.replays, self.slots, operands, (alpha, beta))
         else:
-            _launch(_GemmPlan(op_a, op_b, None, d, self.batch, float(alpha), float(beta), self.precision,
+            _launch(_GemmPlan(op_a, op_b, c_view, d, self.batch, float(alpha), float(beta), self.precision,
                               self.problem, self.choice, self.multiprocessors))
         return d
-
 
 
 @dataclass(frozen=True)
@@ -349,14 +362,15 @@ _RECIPES: RecipeTable[_Recipe | emulated.Recipe] = RecipeTable(512)
 
 
 def _signature(a: torch.Tensor, b: torch.Tensor, alpha: float, beta: float, trans_a: bool, trans_b: bool,
-               out_dtype: torch.dtype | None, precision: str, out: torch.Tensor | None) -> tuple:
-    """Everything _plan's decisions depend on (out last: None, or its layout); of alpha only
-    whether it is 0, 1, −1 or another value of its type (``blas.repeat.scalar_class``, inlined:
-    this runs on every call), its value being the launches' argument. beta by value: a recipe's
-    call has no C, so beta is not read."""
+               out_dtype: torch.dtype | None, precision: str, c: torch.Tensor | None,
+               out: torch.Tensor | None) -> tuple:
+    """Everything _plan's decisions depend on (out last: None, or its layout; C's the same); of
+    alpha only whether it is 0, 1, −1 or another value of its type (``blas.repeat.scalar_class``,
+    inlined: this runs on every call), its value being the launches' argument. beta by value
+    (whether C is read at all, and how, follow from it)."""
     return (*launch.layout_key(a), *launch.layout_key(b), alpha if alpha in _UNITS else type(alpha), beta,
             trans_a, trans_b, out_dtype, precision, space.forced.config, logic.generation(),
-            launch.layout_key(out))
+            launch.layout_key(c), launch.layout_key(out))
 
 
 def _check_not_quantized_args(a: torch.Tensor, scale_a: object, scale_b: object, bias: object,
