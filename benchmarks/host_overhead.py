@@ -95,12 +95,13 @@ def main() -> None:
     a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
     big_a, big_b = (torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    bias = torch.randn(1024, device="cuda", dtype=torch.bfloat16)  # a linear layer's: C a row
     f32_a, f32_b = big_a.float(), big_b.float()  # tf32: B (row-major) is copied K-major per call
     row, weight = (torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16),  # the shipped logic takes
                    torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16))  # split-K: two launches
     tile, tma = TileConfig(64, 64, 64, 8, 4, 1), TmaConfig(64, 64, 64, 8, 4, 2)
     streamk = StreamKConfig(64, 64, 64, 0, 4, 3, True)  # replayed: its scratch buffers are kept per stream
-    a8 = torch.randn(256, 256, device="cuda").to(torch.float8_e4m3fn)  # fp8: no repeat-call recipe
+    a8 = torch.randn(256, 256, device="cuda").to(torch.float8_e4m3fn)
     b8, one = torch.randn(256, 256, device="cuda").to(torch.float8_e4m3fn).t(), torch.ones((), device="cuda")
 
     def forced(config: space.Config) -> Callable[[], object]:
@@ -130,6 +131,10 @@ def main() -> None:
             per_call_us(lambda: gemm(big_a, big_b), calls=500))
         samples.setdefault("torch.matmul 1024^3 bf16", []).append(
             per_call_us(lambda: torch.matmul(big_a, big_b), calls=500))
+        samples.setdefault("tessera.gemm 1024^3 bf16 + a bias row (beta·C, C broadcast)", []).append(
+            per_call_us(lambda: gemm(big_a, big_b, bias, beta=1.0), calls=500))
+        samples.setdefault("torch.addmm 1024^3 bf16, a bias row", []).append(
+            per_call_us(lambda: torch.addmm(bias, big_a, big_b), calls=500))
         samples.setdefault("tessera.gemm 1x4096x4096 bf16, shipped logic (split-K)", []).append(
             per_call_us(lambda: gemm(row, weight), calls=500))
         samples.setdefault("torch.matmul 1x4096x4096 bf16", []).append(
