@@ -182,28 +182,14 @@ def gemm(
                                          fast_accum, out)
             scaled_recipe = SCALED_RECIPES.get(signature)
             if scaled_recipe is not None:  # validated and selected before for exactly this signature
-                if out is None:
-                    return scaled_recipe.run(a, b, trans_a, trans_b, (scale_a, scale_b, bias))
-                check_untracked_write("out", out)
-                scaled_recipe.run(a, b, trans_a, trans_b, (scale_a, scale_b, bias), out)
-                mark_written(out)
-                return out
+                return scaled_recipe.run(a, b, trans_a, trans_b, (scale_a, scale_b, bias), out)
     elif (plain and (out is None or (type(out) is torch.Tensor and precision not in BF16_PRODUCT_KEYS))
           and (c is None or (type(c) is torch.Tensor and precision not in BF16_PRODUCT_KEYS))
           and scale_a is None and scale_b is None and bias is None and fast_accum is False):
         signature = _signature(a, b, alpha, beta, trans_a, trans_b, out_dtype, precision, c, out)
         recipe = _RECIPES.get(signature, (alpha, beta))
         if recipe is not None:  # validated and selected before for exactly this signature
-            if out is None:
-                return recipe.run(a, b, trans_a, trans_b, alpha, beta) if c is None else \
-                    recipe.run(a, b, trans_a, trans_b, alpha, beta, c=c)
-            check_untracked_write("out", out)
-            if c is None:
-                recipe.run(a, b, trans_a, trans_b, alpha, beta, out)
-            else:
-                recipe.run(a, b, trans_a, trans_b, alpha, beta, out, c)
-            mark_written(out)
-            return out
+            return recipe.run(a, b, trans_a, trans_b, alpha, beta, out, c)
     a, b = as_tensor("a", a), as_tensor("b", b)
     given_out = out is not None  # written in place: autograd must not track it, and is told after
     if given_out:
@@ -290,12 +276,14 @@ class _Recipe:
     def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool, alpha: float,
             beta: float, out: torch.Tensor | None = None, c: torch.Tensor | None = None) -> torch.Tensor:
         """The call this recipe was made for, on new operands (``c`` and ``out`` too where its
-        signature has them)."""
+        signature has them); ``out``, written in place, is checked against autograd and what the
+        call reads first, and its version bumped after, as on the full path."""
         c_view = torch.broadcast_to(c, self.out_shape) if self.reads_c else None  # type: ignore[arg-type]
         if out is None:
             d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
         else:  # what _plan's overlap checks decide: out may be C itself (an in-place update)
             assert self.extents is not None  # a signature with out always records them
+            check_untracked_write("out", out)
             if c_view is None or _same_view(out, c):  # type: ignore[arg-type]
                 check_out_apart(self.extents[:3], out, {"a": a, "b": b})
             else:
@@ -313,6 +301,8 @@ class _Recipe:
         else:
             _launch(_GemmPlan(op_a, op_b, c_view, d, self.batch, float(alpha), float(beta), self.precision,
                               self.problem, self.choice, self.multiprocessors))
+        if out is not None:
+            mark_written(out)
         return d
 
 

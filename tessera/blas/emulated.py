@@ -194,9 +194,9 @@ class Recipe:
     first: tuple[launch.Replay, ...]  # on (a₀, b₀, the sum, D)
 
     def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool, alpha: float,
-            beta: float, out: torch.Tensor | None = None) -> torch.Tensor:
+            beta: float, out: torch.Tensor | None = None, c: torch.Tensor | None = None) -> torch.Tensor:
         """The call this recipe was made for, on new operands of its signature (no C, no out)."""
-        assert out is None  # gemm keeps recipes of these precisions for calls without out
+        assert out is None and c is None  # gemm keeps recipes of these precisions for such calls only
         op_a = a.transpose(-1, -2) if trans_a else a
         op_b = b.transpose(-1, -2) if trans_b else b
         device = a.device

@@ -246,17 +246,22 @@ class _WqRecipe:
     extents: tuple[tuple[int, int], ...] | None  # calls with out: out's and the read tensors' byte ranges
 
     def run(self, x: torch.Tensor, q: QuantizedWeight, out: torch.Tensor | None = None) -> torch.Tensor:
-        """The call on new operands of its signature, into ``out`` (its layout in the signature)
-        or a new tensor."""
+        """The call on new operands of its signature, into ``out`` (its layout in the signature:
+        checked against autograd and what the call reads, its version bumped after) or a new
+        tensor."""
         if out is None:
-            out = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
+            d = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
         else:
             assert self.extents is not None  # a signature with out always records them
+            check_untracked_write("out", out)
             check_out_apart(self.extents, out, _read_tensors(x, q))
-        operands = _main_operands(x.reshape(self.m, self.k), q, self.words, out.view(self.m, self.n))
+            d = out
+        operands = _main_operands(x.reshape(self.m, self.k), q, self.words, d.view(self.m, self.n))
         for replay in self.replays:
             replay(operands)
-        return out
+        if out is not None:
+            mark_written(out)
+        return d
 
 
 # Repeat calls of a fused family (same shapes, strides, dtypes, devices and 16-byte alignment of x,
@@ -305,17 +310,21 @@ class _ScaledRecipe:
 
     def run(self, a: torch.Tensor, b: torch.Tensor, trans_a: bool, trans_b: bool,
             extras: tuple[torch.Tensor | None, ...], out: torch.Tensor | None = None) -> torch.Tensor:
-        """The call on new operands of its signature, into ``out`` (its layout in the signature)
-        or a new tensor."""
+        """The call on new operands of its signature, into ``out`` (its layout in the signature:
+        checked against autograd and what the call reads, its version bumped after) or a new
+        tensor."""
         if out is None:
             d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
         else:
             assert self.extents is not None  # a signature with out always records them
+            check_untracked_write("out", out)
             check_out_apart(self.extents, out, scaled_reads(a, b, *extras))
             d = out
         operands = (a.t() if trans_a else a, b.t() if trans_b else b, d, *_distinct(extras))
         for replay in self.replays:
             replay(operands)
+        if out is not None:
+            mark_written(out)
         return d
 
 
@@ -415,12 +424,7 @@ def gemm_wq(x: torch.Tensor, qweight: QuantizedWeight, *, out: torch.Tensor | No
         signature = _signature(x, qweight, out)
         recipe = _RECIPES.get(signature)
         if recipe is not None:  # validated and selected before for exactly this signature
-            if out is None:
-                return recipe.run(x, qweight)
-            check_untracked_write("out", out)
-            recipe.run(x, qweight, out)
-            mark_written(out)
-            return out
+            return recipe.run(x, qweight, out)
     x = as_tensor("x", x)
     q = _check_quantized(qweight)
     check_dtype("x", x, tuple(ACTIVATIONS))
