@@ -110,6 +110,17 @@ def check_out_apart(extents: tuple[tuple[int, int], ...], out: torch.Tensor,
         check_no_overlap("out", out, inputs)
 
 
+def checked_out(out: torch.Tensor, extents: tuple[tuple[int, int], ...] | None,
+                inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``out`` of a repeat call, checked as the full path checks it: not tracked by autograd
+    (:func:`check_untracked_write`), sharing no element with ``inputs`` (:func:`check_out_apart`;
+    ``extents`` recorded by the first call, which had an ``out`` of this layout)."""
+    assert extents is not None  # a signature with out always records them
+    check_untracked_write("out", out)
+    check_out_apart(extents, out, inputs)
+    return out
+
+
 def integer(value: object) -> int | None:
     """``value`` as a Python int when it is an integer — a Python int or a NumPy integer scalar, as
     torch takes them for sizes and seeds — and None otherwise (a bool, a float, anything else)."""

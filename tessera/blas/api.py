@@ -32,9 +32,9 @@ from tessera._core.validate import (
     check_ndim,
     check_no_internal_overlap,
     check_no_overlap,
-    check_out_apart,
     check_same_device,
     check_untracked_write,
+    checked_out,
     extent_offsets,
     mark_written,
     needs_int64_index,
@@ -281,14 +281,10 @@ class _Recipe:
         c_view = torch.broadcast_to(c, self.out_shape) if self.reads_c else None  # type: ignore[arg-type]
         if out is None:
             d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
-        else:  # what _plan's overlap checks decide: out may be C itself (an in-place update)
-            assert self.extents is not None  # a signature with out always records them
-            check_untracked_write("out", out)
-            if c_view is None or _same_view(out, c):  # type: ignore[arg-type]
-                check_out_apart(self.extents[:3], out, {"a": a, "b": b})
-            else:
-                check_out_apart(self.extents, out, {"a": a, "b": b, "c": c})  # type: ignore[dict-item]
-            d = out
+        elif c_view is None or _same_view(out, c):  # type: ignore[arg-type]  # out may be C itself
+            d = checked_out(out, self.extents and self.extents[:3], {"a": a, "b": b})
+        else:  # what _plan's overlap checks decide
+            d = checked_out(out, self.extents, {"a": a, "b": b, "c": c})  # type: ignore[dict-item]
         op_a = a.transpose(-1, -2) if trans_a else a
         op_b = b.transpose(-1, -2) if trans_b else b
         if self.copies is not None:

@@ -53,9 +53,9 @@ from tessera._core.validate import (
     check_ndim,
     check_no_internal_overlap,
     check_no_overlap,
-    check_out_apart,
     check_same_device,
     check_untracked_write,
+    checked_out,
     extent_offsets,
     mark_written,
 )
@@ -249,13 +249,8 @@ class _WqRecipe:
         """The call on new operands of its signature, into ``out`` (its layout in the signature:
         checked against autograd and what the call reads, its version bumped after) or a new
         tensor."""
-        if out is None:
-            d = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
-        else:
-            assert self.extents is not None  # a signature with out always records them
-            check_untracked_write("out", out)
-            check_out_apart(self.extents, out, _read_tensors(x, q))
-            d = out
+        d = (torch.empty(self.out_shape, dtype=x.dtype, device=x.device) if out is None
+             else checked_out(out, self.extents, _read_tensors(x, q)))
         operands = _main_operands(x.reshape(self.m, self.k), q, self.words, d.view(self.m, self.n))
         for replay in self.replays:
             replay(operands)
@@ -313,13 +308,8 @@ class _ScaledRecipe:
         """The call on new operands of its signature, into ``out`` (its layout in the signature:
         checked against autograd and what the call reads, its version bumped after) or a new
         tensor."""
-        if out is None:
-            d = torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
-        else:
-            assert self.extents is not None  # a signature with out always records them
-            check_untracked_write("out", out)
-            check_out_apart(self.extents, out, scaled_reads(a, b, *extras))
-            d = out
+        d = (torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device) if out is None
+             else checked_out(out, self.extents, scaled_reads(a, b, *extras)))
         operands = (a.t() if trans_a else a, b.t() if trans_b else b, d, *_distinct(extras))
         for replay in self.replays:
             replay(operands)
