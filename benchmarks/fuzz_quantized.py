@@ -23,6 +23,11 @@ import time
 import torch
 
 
+def _out_view(buffer: torch.Tensor, layout: str, m: int, n: int) -> torch.Tensor:
+    """The m × n ``out`` that ``layout`` takes from its buffer: all of it, transposed, or inside."""
+    return {"row": buffer, "col": buffer.t(), "padded": buffer[1:m + 1, 1:n + 1]}[layout]
+
+
 def fuzz_wq(rng: random.Random, device: str, deadline: float) -> int:
     """Weight-only calls until the deadline; returns how many were checked."""
     from tessera import TesseraError
@@ -45,12 +50,7 @@ def fuzz_wq(rng: random.Random, device: str, deadline: float) -> int:
             else:
                 shape = {"row": (m, n), "col": (n, m), "padded": (m + 2, n + 3)}[layout]
                 buffer = torch.full(shape, 7.0, dtype=torch.float16, device=device)
-                out = {"row": buffer, "col": buffer.t(), "padded": buffer[1:m + 1, 1:n + 1]}[layout]
-                around = torch.ones_like(buffer, dtype=torch.bool)
-                if layout == "padded":
-                    around[1:m + 1, 1:n + 1] = False
-                else:
-                    around[:] = False
+                out = _out_view(buffer, layout, m, n)
                 if not out.is_contiguous():
                     try:
                         gemm_wq(x, q, out=out)
@@ -61,7 +61,9 @@ def fuzz_wq(rng: random.Random, device: str, deadline: float) -> int:
                         continue
                     sys.exit(f"gemm_wq accepted a non-contiguous out: {case}")
                 got = gemm_wq(x, q, out=out)
-                if got.data_ptr() != out.data_ptr() or not bool((buffer[around] == 7.0).all()):
+                expected = torch.full_like(buffer, 7.0)  # out's place holding the result, 7 around it
+                _out_view(expected, layout, m, n).copy_(got)
+                if got.data_ptr() != out.data_ptr() or not torch.equal(buffer, expected):
                     sys.exit(f"gemm_wq's result is not out, or it wrote around out: {case}")
             error = float((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-6))
             if error >= 2e-2:  # fp16 activations and result against the dequantized fp64 weight
@@ -82,9 +84,8 @@ def _operand(rng: random.Random, dtype: torch.dtype, rows: int, cols: int, devic
 def fuzz_scaled(rng: random.Random, device: str, deadline: float) -> int:
     """fp8 / int8 calls until the deadline; returns how many were checked."""
     from tessera.blas import gemm
-    from tessera.blas.accuracy import FP8_ACCUMULATION
+    from tessera.blas.accuracy import FP8_ACCUMULATION, UNIT_ROUNDOFF
 
-    units = {torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10, torch.float32: 2.0**-22}
     accumulation = 1e-5 if device == "cpu" else FP8_ACCUMULATION
     checked = 0
     while time.time() < deadline:
@@ -92,7 +93,7 @@ def fuzz_scaled(rng: random.Random, device: str, deadline: float) -> int:
         m, n, k = rng.randint(1, 40), rng.randint(1, 40), rng.choice([16, 32, 48, 64, 80])
         trans_a, trans_b, per_row, per_column = (rng.random() < p for p in (0.3, 0.5, 0.5, 0.5))
         exact = dtype == torch.int8 and rng.random() < 0.4
-        out_dtype = torch.int32 if exact else rng.choice(list(units))
+        out_dtype = torch.int32 if exact else rng.choice([torch.bfloat16, torch.float16, torch.float32])
         with_bias, into = not exact and rng.random() < 0.5, rng.random() < 0.5
         for call in range(3):
             a = _operand(rng, dtype, k, m, device).t() if trans_a else _operand(rng, dtype, m, k, device)
@@ -114,7 +115,7 @@ def fuzz_scaled(rng: random.Random, device: str, deadline: float) -> int:
                 continue
             want = product * sa.double()[:, None] * sb.double()[None, :]
             magnitude = (a.double().abs() @ b.double().abs()) * sa.double()[:, None] * sb.double()[None, :]
-            unit = units[out_dtype]
+            unit = 2 * UNIT_ROUNDOFF[out_dtype]  # rounded to nearest, or (bf16) the interpreter's truncation
             slack = 1e-6 + accumulation * magnitude
             if bias is not None:
                 want = want + bias.double()[None, :]
