@@ -20,7 +20,7 @@
 #   first    an sm_90 pack built here ($PACK instead if set) and installed under a
 #            TESSERA_HOME of this run, then the first call (bf16, tf32) in fresh processes ~8 min
 #   host     host overhead of small calls, level 1/2 (their kernels changed for batches) ~5 min
-#   grid     the square grid against torch (`tessera bench gemm --preset grid`)         ~9 min
+#   grid     the square grid against torch (`tessera bench gemm --preset grid`; 260 s at b739af9) ~5 min
 #   fp32logic  the sm_90 logic the issue asks and the wheel lacks: fp32 skinny (M 1…256 on the LLM
 #            layers' N, K) and batched (tune_gemm.sh; RESUME=DIR in the repository holding an
 #            earlier call's journals continues them)                                        ~8 min
@@ -137,7 +137,7 @@
 #            variants checked against the shipped call, then timed from graphs beside copy)  ~6 min
 #   gemvb    strided-batched gemv tiles against torch.bmm (gemv_batched_probe.py: the issue's 256² ×
 #            1024 row ran 0.87× on the H200 at 9678d9a, 1.06× on an H100 at d6bc69d), then the
-#            GPU tests of blas.repeat and test_launch (new scalars, one tensor twice)            ~3 min
+#            GPU tests of blas.repeat and test_launch (new scalars, one tensor twice)            ~4 min
 #   rawab    repeat calls' host cost and back-to-back GEMMs (bf16 / tf32 1024³, bf16 2048³) with
 #            replays through the kernel's C launcher and through Triton's wrappers
 #            (TESSERA_RAW_LAUNCH 1 / 0), alternating, two rounds                                ~4 min
@@ -584,7 +584,8 @@ order() {  # whether a time depends on what ran before it (fixed call orders in 
 
 gemvb() {
     capped 150 gemv-batched "$PY" benchmarks/gemv_batched_probe.py "$dir/gemv-batched.json" --rounds 2
-    capped 100 repeat-tests "$PY" -m pytest tests/test_blas_repeat.py tests/test_launch.py -q -rs \
+    # 171 of the 187 tests took 100 s on the H200 (eightieth session), the cap then
+    capped 240 repeat-tests "$PY" -m pytest tests/test_blas_repeat.py tests/test_launch.py -q -rs \
         --junitxml="$dir/repeat-tests.xml"
 }
 
