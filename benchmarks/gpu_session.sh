@@ -142,6 +142,9 @@
 #            replays through the kernel's C launcher and through Triton's wrappers
 #            (TESSERA_RAW_LAUNCH 1 / 0), alternating, two rounds                                ~4 min
 #   quanttests  test_quantized on the GPU (gemm_wq's out= recipes: CPU-tested only so far)   ~3 min
+#   tf32overlap  tf32 8192³ / 16384³ with B's K-major copy in column panels on a second stream
+#            beside the GEMM (tf32_copy_overlap.py, never run on a GPU): against the shipped call,
+#            the kernel alone, the copy alone, the panels in sequence and torch.matmul    ~3 min
 # A stage that is not named is not run; unknown names stop the script before anything runs. A name
 # may carry a GPU filter, GPU/stage, run only where nvidia-smi's name holds GPU: a call asked for an
 # H200 may get an H100, so `H200/quant H200/l1map H100/rest` times on the issues' GPU only and
@@ -617,6 +620,11 @@ quanttests() {  # every test of the quantized GEMMs on the GPU (gemm_wq's out= r
     capped 300 quantized-tests "$PY" -m pytest tests/test_quantized.py -q -rs --junitxml="$dir/quantized.xml"
 }
 
+tf32overlap() {  # tf32 with a row-major B: its K-major copy in panels beside the GEMM (a probe)
+    capped 200 overlap-8192 "$PY" benchmarks/tf32_copy_overlap.py "$dir/overlap-8192.json" --size 8192
+    capped 200 overlap-16384 "$PY" benchmarks/tf32_copy_overlap.py "$dir/overlap-16384.json" --size 16384
+}
+
 pack() {  # the GPU's state and all of WORK, one tarball (a device call brings back at most 8 files)
     nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$WORK/gpu.txt" 2>&1
     tar czf "$OUT/r.tgz" -C "$WORK" .
@@ -624,12 +632,12 @@ pack() {  # the GPU's state and all of WORK, one tarball (a device call brings b
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb|rawab|quanttests) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb|rawab|quanttests|tf32overlap) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
                 "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp, gemvb, rawab," \
-                "quanttests)"; exit 2;; esac
+                "quanttests, tf32overlap)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
