@@ -445,6 +445,10 @@ def test_gemv_blas_quick_returns_and_beta_zero(device: str) -> None:
         gemv(a, torch.ones(2, device=device))
     with pytest.raises(InvalidArgumentError, match="beta"):
         gemv(a, x, beta=1.0)
+    with pytest.raises(InvalidArgumentError, match="incy must be 1 when y is None"):
+        gemv(a, x, incy=2)  # the new y is contiguous: no spacing to write it with
+    with pytest.raises(InvalidArgumentError, match="incy must be 1 when y is None"):
+        symv(torch.eye(3, device=device), x, incy=-1)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])

@@ -142,6 +142,9 @@ def _output(a: torch.Tensor, x: Vector, y: object | None, rows: int, incy: int, 
     if y is None:
         if beta != 0.0:
             raise invalid("y", None, "a vector when beta ≠ 0")
+        if incy != 1:  # the new vector is contiguous: a spacing would only say how to read a given y
+            raise invalid("incy", incy, "1 when y is None (the result is a new contiguous vector; pass y "
+                                        "to have it written with a spacing)")
         batch = a.shape[0] if a.dim() == 3 else x.batch if x.batched else None
         y = torch.empty(rows if batch is None else (batch, rows), dtype=a.dtype, device=a.device)
     return _vector("y", y, rows, incy)
@@ -149,7 +152,8 @@ def _output(a: torch.Tensor, x: Vector, y: object | None, rows: int, incy: int, 
 
 def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, beta: float = 0.0,
          trans: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
-    """y ← α op(A)·x + β y, op(A) = A or Aᵀ; y is written in place (a new vector if None, β = 0).
+    """y ← α op(A)·x + β y, op(A) = A or Aᵀ; y is written in place (a new contiguous vector if None:
+    β = 0, incy = 1).
     Batched: A 3-D and/or x 2-D, y 2-D. A repeat call replays the first's launches (``repeat``)."""
     key, done = repeat.replayed("gemv", (a, x, y), (trans, incx, incy), (alpha, beta))
     if done is not None:
@@ -177,8 +181,9 @@ def gemv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, b
 
 def symv(a: object, x: object, y: object | None = None, *, alpha: float = 1.0, beta: float = 0.0,
          lower: bool = False, incx: int = 1, incy: int = 1) -> torch.Tensor:
-    """y ← α A·x + β y for symmetric A, read only from its upper (or ``lower``) triangle. Batched:
-    A 3-D and/or x 2-D, y 2-D. A repeat call replays the first's launches (``repeat``)."""
+    """y ← α A·x + β y for symmetric A, read only from its upper (or ``lower``) triangle; y is written
+    in place (a new contiguous vector if None: β = 0, incy = 1). Batched: A 3-D and/or x 2-D, y 2-D.
+    A repeat call replays the first's launches (``repeat``)."""
     key, done = repeat.replayed("symv", (a, x, y), (lower, incx, incy), (alpha, beta))
     if done is not None:
         return done
