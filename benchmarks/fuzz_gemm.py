@@ -1,0 +1,164 @@
+"""Random float GEMM calls against fp64, for as long as asked: a check beyond the test suite's
+examples, of the families the logic files choose on a GPU in particular (their tiles, split-K and
+stream-K rows are reached at sizes the suite's CPU runs never draw) and of the paths repeat calls
+take (three calls a signature with fresh operands and fresh scalars, so that the second and third
+replay the first's recipe — or must not, where α or β turned zero).
+
+fp16 / bf16 (fp32 results or not), fp32 in every ``precision`` (ieee, tf32, tf32x3, bf16x9, bf16x6),
+fp64; transposes; row- and column-major and strided operands; batches that broadcast; C full, a
+row, a column, or ``out`` itself (in place); ``out`` row- or column-major or inside a bigger buffer,
+whose other elements must not change. What must not be read is NaN: C when β = 0, A and B when
+α = 0. The bound is ``accuracy.gemm_error_bound``'s, the one the suite's GEMM tests use.
+
+    python benchmarks/fuzz_gemm.py [--device cuda] [--seconds 60] [--seed 1] [--max-size N]
+
+Exits non-zero at the first mismatch, printing the case."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass
+
+import torch
+
+KEYS = ("fp16", "bf16", "fp32", "tf32", "tf32x3", "bf16x9", "bf16x6", "fp64")
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What stays the same over a signature's three calls (so that they replay)."""
+
+    key: str
+    m: int
+    n: int
+    k: int
+    trans_a: bool
+    trans_b: bool
+    layout_a: str  # "row", "col" or "strided"
+    layout_b: str
+    batch_a: int | None  # None: 2-D
+    batch_b: int | None
+    c: str  # "none", "full", "row", "column" or "in place" (out is C)
+    out: str  # "none", "row", "col" or "padded" (2-D results only)
+    out_fp32: bool  # 16-bit inputs with an fp32 result
+
+
+def _draw(rng: random.Random, max_size: int) -> Signature:
+    def size() -> int:
+        return rng.choice([rng.randint(1, 70), rng.randint(1, max_size), rng.choice([1, 8, 16, 64, 128])])
+
+    batch = rng.choice([None, None, None, 1, 3])
+    batch_a, batch_b = batch, rng.choice([batch, None, 1]) if batch else None
+    c = rng.choice(["none", "full", "row", "column", "in place"])
+    key = rng.choice(KEYS)
+    out = "none" if batch or c == "in place" else rng.choice(["none", "row", "col", "padded"])
+    return Signature(key, size(), size(), rng.choice([0, size(), size()]), rng.random() < 0.5,
+                     rng.random() < 0.5, rng.choice(["row", "col", "strided"]),
+                     rng.choice(["row", "col", "strided"]), batch_a, batch_b, c, out,
+                     key in ("fp16", "bf16") and rng.random() < 0.3)
+
+
+def _operand(rows: int, cols: int, batch: int | None, dtype: torch.dtype, layout: str,
+             device: str) -> torch.Tensor:
+    """A (rows, cols) matrix, 3-D for a batch: row- or column-major, or every other column of a
+    bigger one."""
+    entries = () if batch is None else (batch,)
+    if layout == "strided":
+        bigger = torch.randn(*entries, rows + 2, 2 * cols + 3, dtype=dtype, device=device)
+        return bigger[..., 1:rows + 1, 1:2 * cols + 1:2]
+    if layout == "col":
+        return torch.randn(*entries, cols, rows, dtype=dtype, device=device).transpose(-1, -2)
+    return torch.randn(*entries, rows, cols, dtype=dtype, device=device)
+
+
+def _call(s: Signature, device: str, rng: random.Random) -> str | None:
+    """One call of ``s`` with fresh operands and scalars; what went wrong, or None."""
+    from tessera._core.device import precision_of
+    from tessera.blas import gemm
+    from tessera.blas.accuracy import gemm_reference
+
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp64": torch.float64}.get(s.key, torch.float32)
+    precision = precision_of(s.key)
+    out_dtype = torch.float32 if s.out_fp32 else dtype
+    a = _operand(*((s.k, s.m) if s.trans_a else (s.m, s.k)), s.batch_a, dtype, s.layout_a, device)
+    b = _operand(*((s.n, s.k) if s.trans_b else (s.k, s.n)), s.batch_b, dtype, s.layout_b, device)
+    op_a = (a.transpose(-1, -2) if s.trans_a else a).cpu()
+    op_b = (b.transpose(-1, -2) if s.trans_b else b).cpu()
+    alpha = rng.choice([1.0, -0.5, 2.0, 0.0, rng.gauss(0, 1)])
+    beta = 0.0 if s.c == "none" else rng.choice([0.0, 1.0, -0.5, rng.gauss(0, 1)])
+    batch = next((x for x in (s.batch_a, s.batch_b) if x is not None and x != 1), s.batch_a or s.batch_b)
+    entries = () if batch is None else (batch,)
+    c_shape = {"full": (*entries, s.m, s.n), "in place": (*entries, s.m, s.n), "row": (1, s.n),
+               "column": (s.m, 1)}.get(s.c)
+    c = None if c_shape is None else torch.randn(c_shape, dtype=out_dtype, device=device)
+    exact, bound = gemm_reference(op_a, op_b, None if c is None or beta == 0.0 else c.cpu(), alpha=alpha,
+                                  beta=beta, out_dtype=out_dtype, precision=precision)
+    if c is not None and beta == 0.0:
+        c.fill_(float("nan"))  # β = 0: C is not read
+    if alpha == 0.0:
+        a.fill_(float("nan"))  # α = 0: A and B are not read
+        b.fill_(float("nan"))
+    out = buffer = before = None
+    if s.c == "in place":
+        out = c
+    elif s.out != "none":
+        shape = {"row": (s.m, s.n), "col": (s.n, s.m), "padded": (s.m + 3, s.n + 2)}[s.out]
+        buffer = torch.full(shape, 7.0, dtype=out_dtype, device=device)
+        before = buffer.clone()
+        out = {"row": buffer, "col": buffer.t(), "padded": buffer[1:s.m + 1, 1:s.n + 1]}[s.out]
+    got = gemm(a, b, c, alpha=alpha, beta=beta, trans_a=s.trans_a, trans_b=s.trans_b, precision=precision,
+               out_dtype=torch.float32 if s.out_fp32 else None, out=out)
+    if out is not None and got is not out:
+        return "the result is not out itself"
+    if buffer is not None and s.out == "padded":
+        kept = before.clone()
+        kept[1:s.m + 1, 1:s.n + 1] = buffer[1:s.m + 1, 1:s.n + 1]
+        if not torch.equal(kept, buffer):
+            return "an element of out's buffer outside out changed"
+    if tuple(got.shape) != tuple(exact.shape) or got.dtype != out_dtype:
+        return f"result {tuple(got.shape)} {got.dtype}, expected {tuple(exact.shape)} {out_dtype}"
+    error = (got.cpu().double() - exact).abs()
+    if not bool(got.isfinite().all()):
+        return "a NaN or an infinity in the result"
+    if bool((error > bound).any()):
+        at = tuple((error > bound).nonzero()[0].tolist())
+        return (f"outside its bound at {list(at)}: error {error[at]:.3e}, bound {bound[at]:.3e} "
+                f"(α {alpha}, β {beta})")
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", help="cpu (Triton's interpreter) or cuda")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-size", type=int, default=None, help="M, N and K up to this (default 96 on "
+                        "the CPU, 3000 on a GPU)")
+    args = parser.parse_args()
+    if args.device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # before tessera imports triton
+    from tessera import TesseraError
+
+    rng = random.Random(args.seed)
+    torch.manual_seed(args.seed)
+    max_size = args.max_size or (96 if args.device == "cpu" else 3000)
+    deadline, checked = time.time() + args.seconds, 0
+    while time.time() < deadline:
+        s = _draw(rng, max_size)
+        for call in range(3):
+            try:
+                problem = _call(s, args.device, rng)
+            except TesseraError as error:  # a call torch.matmul takes must not be refused
+                problem = f"refused ({error})"
+            if problem is not None:
+                sys.exit(f"{problem}: {s}, call {call + 1}")
+            checked += 1
+    print(f"gemm: {checked} calls right")
+
+
+if __name__ == "__main__":
+    main()
