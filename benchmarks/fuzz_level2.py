@@ -20,14 +20,11 @@ Exits non-zero at the first mismatch, printing the case."""
 
 from __future__ import annotations
 
-import argparse
-import os
 import random
-import sys
-import time
 from dataclasses import dataclass
 
 import torch
+from fuzz_loop import run  # this folder is on sys.path when run as a script
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -224,32 +221,7 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu", help="cpu (Triton's interpreter) or cuda")
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-size", type=int, default=None, help="rows and columns up to this "
-                        "(default 140 on the CPU, 1200 on a GPU)")
-    args = parser.parse_args()
-    if args.device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"  # before tessera imports triton
-    from tessera import TesseraError
-
-    rng = random.Random(args.seed)
-    torch.manual_seed(args.seed)
-    max_size = args.max_size or (140 if args.device == "cpu" else 1200)
-    deadline, checked = time.time() + args.seconds, 0
-    while time.time() < deadline:
-        s = _draw(rng, max_size)
-        for call in range(3):
-            try:
-                problem = _call(s, args.device, rng)
-            except TesseraError as error:  # a call the reference BLAS takes must not be refused
-                problem = f"refused ({error})"
-            if problem is not None:
-                sys.exit(f"{problem}: {s}, call {call + 1}")
-            checked += 1
-    print(f"level 2: {checked} calls right")
+    run(__doc__.split("\n\n")[0], "level 2", _draw, _call, (140, 1200))
 
 
 if __name__ == "__main__":
