@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 
 import torch
-from fuzz_loop import run  # this folder is on sys.path when run as a script
+from fuzz_loop import matrix, run  # this folder is on sys.path when run as a script
 
 KEYS = ("fp16", "bf16", "fp32", "tf32", "tf32x3", "bf16x9", "bf16x6", "fp64")
 
@@ -59,30 +59,16 @@ def _draw(rng: random.Random, max_size: int) -> Signature:
                      key in ("fp16", "bf16") and rng.random() < 0.3)
 
 
-def _operand(rows: int, cols: int, batch: int | None, dtype: torch.dtype, layout: str,
-             device: str) -> torch.Tensor:
-    """A (rows, cols) matrix, 3-D for a batch: row- or column-major, or every other column of a
-    bigger one."""
-    entries = () if batch is None else (batch,)
-    if layout == "strided":
-        bigger = torch.randn(*entries, rows + 2, 2 * cols + 3, dtype=dtype, device=device)
-        return bigger[..., 1:rows + 1, 1:2 * cols + 1:2]
-    if layout == "col":
-        return torch.randn(*entries, cols, rows, dtype=dtype, device=device).transpose(-1, -2)
-    return torch.randn(*entries, rows, cols, dtype=dtype, device=device)
-
-
 def _call(s: Signature, device: str, rng: random.Random) -> str | None:
     """One call of ``s`` with fresh operands and scalars; what went wrong, or None."""
-    from tessera._core.device import precision_of
+    from tessera._core.device import precision_of, torch_dtype
     from tessera.blas import gemm
     from tessera.blas.accuracy import gemm_reference
 
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp64": torch.float64}.get(s.key, torch.float32)
-    precision = precision_of(s.key)
+    dtype, precision = torch_dtype(s.key), precision_of(s.key)
     out_dtype = torch.float32 if s.out_fp32 else dtype
-    a = _operand(*((s.k, s.m) if s.trans_a else (s.m, s.k)), s.batch_a, dtype, s.layout_a, device)
-    b = _operand(*((s.n, s.k) if s.trans_b else (s.k, s.n)), s.batch_b, dtype, s.layout_b, device)
+    a = matrix(*((s.k, s.m) if s.trans_a else (s.m, s.k)), s.batch_a, dtype, device, s.layout_a)[0]
+    b = matrix(*((s.n, s.k) if s.trans_b else (s.k, s.n)), s.batch_b, dtype, device, s.layout_b)[0]
     op_a = (a.transpose(-1, -2) if s.trans_a else a).cpu()
     op_b = (b.transpose(-1, -2) if s.trans_b else b).cpu()
     alpha = rng.choice([1.0, -0.5, 2.0, 0.0, rng.gauss(0, 1)])

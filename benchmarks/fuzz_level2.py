@@ -24,7 +24,7 @@ import random
 from dataclasses import dataclass
 
 import torch
-from fuzz_loop import run  # this folder is on sys.path when run as a script
+from fuzz_loop import matrix, run  # this folder is on sys.path when run as a script
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -80,23 +80,6 @@ def _elements(v: torch.Tensor, n: int, inc: int) -> torch.Tensor:
     return v.detach().cpu().double()[..., _positions(n, inc)]
 
 
-def _matrix(rows: int, cols: int, batch: int | None, dtype: torch.dtype, device: str,
-            layout: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(A, the buffer it is a view of): row- or column-major, or every other column of a bigger
-    matrix, rows offset; 3-D for a batch."""
-    entries = 1 if batch is None else batch
-    if layout == "strided":
-        buffer = torch.randn(entries, rows + 5, 2 * cols + 7, dtype=torch.float64).to(dtype).to(device)
-        a = buffer[:, 3:3 + rows, 5:5 + 2 * cols:2]
-    elif layout == "col":
-        buffer = torch.randn(entries, cols, rows, dtype=torch.float64).to(dtype).to(device)
-        a = buffer.transpose(1, 2)
-    else:
-        buffer = torch.randn(entries, rows, cols, dtype=torch.float64).to(dtype).to(device)
-        a = buffer
-    return (a[0] if batch is None else a), buffer
-
-
 def _same(before: torch.Tensor, after: torch.Tensor) -> bool:
     """Equal element for element, a NaN equal to a NaN."""
     return bool(torch.equal(before.isnan(), after.isnan())
@@ -137,7 +120,7 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
     alpha = rng.choice([1.0, -0.5, 2.0, 0.0, rng.gauss(0, 1)])
     beta = rng.choice([0.0, 1.0, 0.5, rng.gauss(0, 1)])
     a_batch = s.batch if s.batched_a else None
-    a, buffer = _matrix(s.rows, s.cols, a_batch, s.dtype, device, s.layout)
+    a, buffer = matrix(s.rows, s.cols, a_batch, s.dtype, device, s.layout)
     if s.op in ("gemv", "symv"):
         n_out, n_in = (s.cols, s.rows) if s.op == "gemv" and s.flag else (s.rows, s.cols)
         if s.op == "symv":

@@ -1,6 +1,7 @@
-"""The loop the signature fuzzers share (``fuzz_gemm.py``, ``fuzz_level2.py``): their options, and
-three calls a drawn signature with fresh operands, so that the second and third replay the first's
-recipe; the first mismatch, or a refusal of a call the reference takes, ends the run non-zero."""
+"""What the signature fuzzers share (``fuzz_gemm.py``, ``fuzz_level2.py``): their operand matrices,
+their options, and the loop — three calls a drawn signature with fresh operands, so that the
+second and third replay the first's recipe; the first mismatch, or a refusal of a call the
+reference takes, ends the run non-zero."""
 
 from __future__ import annotations
 
@@ -15,6 +16,22 @@ from typing import TypeVar
 import torch
 
 Signature = TypeVar("Signature")
+
+
+def matrix(rows: int, cols: int, batch: int | None, dtype: torch.dtype, device: str,
+           layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(A, the buffer it is a view of): a (rows, cols) matrix, 3-D for a batch, row- or
+    column-major, or (``strided``) every other column of a bigger matrix, rows offset."""
+    entries = 1 if batch is None else batch
+    if layout == "strided":
+        buffer = torch.randn(entries, rows + 5, 2 * cols + 7, dtype=dtype, device=device)
+        a = buffer[:, 3:3 + rows, 5:5 + 2 * cols:2]
+    elif layout == "col":
+        buffer = torch.randn(entries, cols, rows, dtype=dtype, device=device)
+        a = buffer.transpose(1, 2)
+    else:
+        buffer = a = torch.randn(entries, rows, cols, dtype=dtype, device=device)
+    return (a[0] if batch is None else a), buffer
 
 
 def run(description: str, name: str, draw: Callable[[random.Random, int], Signature],

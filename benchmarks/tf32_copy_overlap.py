@@ -54,16 +54,17 @@ def _panels(a: torch.Tensor, b: torch.Tensor, b_kmajor: torch.Tensor, d: torch.T
 
     copy(0)
     for p in range(panels):
-        if side is not None and p + 1 < panels:
+        ahead = p + 1 < panels
+        if ahead and side is not None:
             side.wait_stream(main)  # panel p is in place, and the previous launches are ordered
             with torch.cuda.stream(side):
                 copy(p + 1)
         cols = slice(p * width, (p + 1) * width)
         _gemm(a, b_kmajor[cols], d[:, cols], programs)
-        if side is not None and p + 1 < panels:
-            main.wait_stream(side)
-        elif side is None and p + 1 < panels:
+        if ahead and side is None:
             copy(p + 1)
+        elif ahead:
+            main.wait_stream(side)
 
 
 def main() -> None:
