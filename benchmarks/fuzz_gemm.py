@@ -115,7 +115,7 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
 
 
 def main() -> None:
-    run(__doc__.split("\n\n")[0], "gemm", _draw, _call, (96, 3000))
+    run(__doc__.split("\n\n")[0], {"gemm": (_draw, _call)}, (96, 3000))
 
 
 if __name__ == "__main__":

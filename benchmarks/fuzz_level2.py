@@ -204,7 +204,7 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
 
 
 def main() -> None:
-    run(__doc__.split("\n\n")[0], "level 2", _draw, _call, (140, 1200))
+    run(__doc__.split("\n\n")[0], {"level 2": (_draw, _call)}, (140, 1200))
 
 
 if __name__ == "__main__":

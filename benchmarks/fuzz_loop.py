@@ -1,7 +1,7 @@
-"""What the signature fuzzers share (``fuzz_gemm.py``, ``fuzz_level2.py``): their operand matrices,
-their options, and the loop — three calls a drawn signature with fresh operands, so that the
-second and third replay the first's recipe; the first mismatch, or a refusal of a call the
-reference takes, ends the run non-zero."""
+"""What the signature fuzzers share (``fuzz_gemm.py``, ``fuzz_level2.py``, ``fuzz_quantized.py``):
+their operand matrices, their options, and the loop — three calls a drawn signature with fresh
+operands, so that the second and third replay the first's recipe; the first mismatch, or a
+refusal of a call the reference takes, ends the run non-zero."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any
 
 import torch
-
-Signature = TypeVar("Signature")
 
 
 def matrix(rows: int, cols: int, batch: int | None, dtype: torch.dtype, device: str,
@@ -34,17 +32,21 @@ def matrix(rows: int, cols: int, batch: int | None, dtype: torch.dtype, device: 
     return (a[0] if batch is None else a), buffer
 
 
-def run(description: str, name: str, draw: Callable[[random.Random, int], Signature],
-        call: Callable[[Signature, str, random.Random], str | None], max_size: tuple[int, int]) -> None:
-    """Parse the options, then ``call(draw(rng, max size), device, rng)`` three times a signature
-    until the time is up. ``call`` returns what went wrong, or None; ``max_size``: the default
-    largest dimension on the CPU (Triton's interpreter) and on a GPU."""
+def run(description: str, ops: dict[str, tuple[Callable[[random.Random, int], Any],
+                                                 Callable[[Any, str, random.Random], str | None]]],
+        max_size: tuple[int, int]) -> None:
+    """Parse the options, then, for each op chosen (``--op``, where there are several), call
+    ``call(draw(rng, max size), device, rng)`` three times a signature until its time is up.
+    ``call`` returns what went wrong, or None; ``max_size``: the default largest dimension on the
+    CPU (Triton's interpreter) and on a GPU."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--device", default="cpu", help="cpu (Triton's interpreter) or cuda")
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seconds", type=float, default=60.0, help="time per op")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-size", type=int, default=None,
                         help=f"largest dimension (default {max_size[0]} on the CPU, {max_size[1]} on a GPU)")
+    if len(ops) > 1:
+        parser.add_argument("--op", choices=[*ops, "all"], default="all")
     args = parser.parse_args()
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # before tessera imports triton
@@ -53,15 +55,18 @@ def run(description: str, name: str, draw: Callable[[random.Random, int], Signat
     rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
     largest = args.max_size or max_size[args.device != "cpu"]
-    deadline, checked = time.time() + args.seconds, 0
-    while time.time() < deadline:
-        signature = draw(rng, largest)
-        for index in range(3):
-            try:
-                problem = call(signature, args.device, rng)
-            except TesseraError as error:  # a call the reference takes must not be refused
-                problem = f"refused ({error})"
-            if problem is not None:
-                sys.exit(f"{problem}: {signature}, call {index + 1}")
-            checked += 1
-    print(f"{name}: {checked} calls right")
+    for name, (draw, call) in ops.items():
+        if getattr(args, "op", "all") not in (name, "all"):
+            continue
+        deadline, checked = time.time() + args.seconds, 0
+        while time.time() < deadline:
+            signature = draw(rng, largest)
+            for index in range(3):
+                try:
+                    problem = call(signature, args.device, rng)
+                except TesseraError as error:  # a call the reference takes must not be refused
+                    problem = f"refused ({error})"
+                if problem is not None:
+                    sys.exit(f"{name}: {problem}: {signature}, call {index + 1}")
+                checked += 1
+        print(f"{name}: {checked} calls right")
