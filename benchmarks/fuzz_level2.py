@@ -24,7 +24,7 @@ import random
 from dataclasses import dataclass
 
 import torch
-from fuzz_loop import matrix, run  # this folder is on sys.path when run as a script
+from fuzz_loop import matrix, positions, run, same  # this folder is on sys.path when run as a script
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -61,12 +61,6 @@ def _draw(rng: random.Random, max_size: int) -> Signature:
                      op == "gemv" and rng.random() < 0.2)
 
 
-def _positions(n: int, inc: int) -> torch.Tensor:
-    """The reference BLAS's element order: from the start, or from the far end for inc < 0."""
-    first = 0 if inc > 0 else (n - 1) * -inc
-    return first + inc * torch.arange(n)
-
-
 def _vector(n: int, inc: int, batch: int | None, dtype: torch.dtype, device: str,
             nan: bool = False) -> torch.Tensor:
     length = (n - 1) * abs(inc) + 1
@@ -77,27 +71,21 @@ def _vector(n: int, inc: int, batch: int | None, dtype: torch.dtype, device: str
 
 def _elements(v: torch.Tensor, n: int, inc: int) -> torch.Tensor:
     """A vector's n elements in BLAS order, in fp64 on the CPU (a batch: one row each)."""
-    return v.detach().cpu().double()[..., _positions(n, inc)]
-
-
-def _same(before: torch.Tensor, after: torch.Tensor) -> bool:
-    """Equal element for element, a NaN equal to a NaN."""
-    return bool(torch.equal(before.isnan(), after.isnan())
-                and torch.equal(before.nan_to_num(), after.nan_to_num()))
+    return v.detach().cpu().double()[..., positions(n, inc)]
 
 
 def _gaps_kept(before: torch.Tensor, after: torch.Tensor, n: int, inc: int) -> bool:
     """Whether a vector's elements between its increments are as they were."""
     covered = torch.zeros(before.shape[-1], dtype=torch.bool)
-    covered[_positions(n, inc)] = True
-    return _same(before[..., ~covered.to(before.device)], after[..., ~covered.to(after.device)])
+    covered[positions(n, inc)] = True
+    return same(before[..., ~covered.to(before.device)], after[..., ~covered.to(after.device)])
 
 
 def _outside_kept(before: torch.Tensor, after: torch.Tensor, view: torch.Tensor) -> bool:
     """Whether a buffer (``after``; ``before`` its clone) is as it was outside ``view``, a view of it."""
     covered = torch.zeros(before.shape, dtype=torch.bool, device=before.device)
     covered.as_strided(view.shape, view.stride(), view.storage_offset()).fill_(True)
-    return _same(before[~covered], after[~covered])
+    return same(before[~covered], after[~covered])
 
 
 def _units(dtype: torch.dtype) -> tuple[float, float]:

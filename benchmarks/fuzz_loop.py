@@ -1,7 +1,8 @@
-"""What the signature fuzzers share (``fuzz_gemm.py``, ``fuzz_level2.py``, ``fuzz_quantized.py``):
-their operand matrices, their options, and the loop — three calls a drawn signature with fresh
-operands, so that the second and third replay the first's recipe; the first mismatch, or a
-refusal of a call the reference takes, ends the run non-zero."""
+"""What the signature fuzzers share (``fuzz_gemm.py``, ``fuzz_level1.py``, ``fuzz_level2.py``,
+``fuzz_quantized.py``): their operand matrices, BLAS's element order, their options, and the loop
+— three calls a drawn signature with fresh operands, so that the second and third replay the
+first's recipe; the first mismatch, or a refusal of a call the reference takes, ends the run
+non-zero."""
 
 from __future__ import annotations
 
@@ -30,6 +31,18 @@ def matrix(rows: int, cols: int, batch: int | None, dtype: torch.dtype, device: 
     else:
         buffer = a = torch.randn(entries, rows, cols, dtype=dtype, device=device)
     return (a[0] if batch is None else a), buffer
+
+
+def positions(n: int, inc: int) -> torch.Tensor:
+    """The reference BLAS's element order: from the start, or from the far end for inc < 0."""
+    first = 0 if inc > 0 else (n - 1) * -inc
+    return first + inc * torch.arange(n)
+
+
+def same(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Equal element for element, a NaN equal to a NaN."""
+    return bool(torch.equal(before.isnan(), after.isnan())
+                and torch.equal(before.nan_to_num(), after.nan_to_num()))
 
 
 def run(description: str, ops: dict[str, tuple[Callable[[random.Random, int], Any],
