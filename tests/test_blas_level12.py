@@ -365,6 +365,34 @@ def test_zero_output_increments_follow_the_sequential_reference(device: str) -> 
     assert np.allclose(f64(rx)[:2], [a, c]) and np.isclose(f64(ry)[0], d)
 
 
+@pytest.mark.parametrize("narrow", [torch.float16, torch.bfloat16])
+def test_fp64_into_a_16bit_vector_rounds_as_torch_converts(narrow: torch.dtype, device: str) -> None:
+    """fp64 data stored into a 16-bit vector or matrix (copy, axpy, gemv, ger with mixed dtypes) takes
+    torch's conversion, through fp32: a value just above a 16-bit tie, whose fp32 rounding lands on
+    the tie, rounds to even (1.0), where a direct conversion rounds it up. The interpreter's direct
+    fp64 → bf16 conversion gave zeros and NaN here."""
+    bits = 11 if narrow == torch.float16 else 8
+    tie = 1 + 2.0**-bits + 2.0**-40  # rounds to 1 + 2^-bits in fp32: a 16-bit tie, to even
+    values = torch.tensor([tie, -tie, 0.3, -2.5, 1e-3, 7.0], dtype=torch.float64)
+    want = values.to(narrow)  # torch: through fp32
+    assert want[0].item() == 1.0
+    ulp = 2.0 ** (1 - bits) * want.double().abs()  # the interpreter truncates fp32 → bf16
+    slack = ulp if narrow == torch.bfloat16 and device == "cpu" else 0 * ulp
+    x = values.to(device)
+    y = torch.zeros(6, dtype=narrow, device=device)
+
+    def agrees(got: torch.Tensor) -> bool:
+        return bool(((got.cpu().double() - want.double()).abs() <= slack).all())
+
+    assert agrees(copy(x, y)), f64(y)
+    assert agrees(axpy(1.0, x, y.zero_())), f64(y)
+    eye = torch.eye(6, dtype=torch.float64, device=device)
+    assert agrees(gemv(eye, x, y.zero_(), beta=0.0)), f64(y)
+    a = torch.zeros(6, 1, dtype=narrow, device=device)
+    one = torch.ones(1, dtype=torch.float64, device=device)
+    assert agrees(ger(1.0, x, one, a)[:, 0]), f64(a)
+
+
 def test_level1_matches_scipy_blas(device: str) -> None:
     x = make(301, torch.float64, device, 7)
     y = make(301, torch.float64, device, 8)

@@ -25,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.convert import convert
 from tessera._core.device import torch_dtype
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import Launcher, cdiv, scratch
@@ -85,11 +86,11 @@ def _map_kernel(x_ptr, y_ptr, n, x_start, incx, y_start, incy, x_batch, y_batch,
     a = _arg(alpha, FP64)
     if OP == 0:  # axpy: y ← αx + y
         y = tl.load(y_ptr + yi, mask=mask)
-        tl.store(y_ptr + yi, (a * _wide(x, FP64) + _wide(y, FP64)).to(y.dtype), mask=mask)
+        tl.store(y_ptr + yi, convert(a * _wide(x, FP64) + _wide(y, FP64), y.dtype), mask=mask)
     elif OP == 1:  # scal: x ← αx
-        tl.store(x_ptr + xi, (a * _wide(x, FP64)).to(x.dtype), mask=mask)
+        tl.store(x_ptr + xi, convert(a * _wide(x, FP64), x.dtype), mask=mask)
     elif OP == 2:  # copy: y ← x
-        tl.store(y_ptr + yi, x.to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(y_ptr + yi, convert(x, y_ptr.dtype.element_ty), mask=mask)
     elif OP == 3:  # swap
         y = tl.load(y_ptr + yi, mask=mask)
         tl.store(x_ptr + xi, y, mask=mask)
@@ -98,8 +99,8 @@ def _map_kernel(x_ptr, y_ptr, n, x_start, incx, y_start, incy, x_batch, y_batch,
         y = tl.load(y_ptr + yi, mask=mask)
         s = _arg(beta, FP64)
         xw, yw = _wide(x, FP64), _wide(y, FP64)
-        tl.store(x_ptr + xi, (a * xw + s * yw).to(x.dtype), mask=mask)
-        tl.store(y_ptr + yi, (a * yw - s * xw).to(y.dtype), mask=mask)
+        tl.store(x_ptr + xi, convert(a * xw + s * yw, x.dtype), mask=mask)
+        tl.store(y_ptr + yi, convert(a * yw - s * xw, y.dtype), mask=mask)
 
 
 @triton.jit

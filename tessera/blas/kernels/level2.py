@@ -19,6 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.convert import convert
 from tessera._core.device import torch_dtype
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import (
@@ -180,7 +181,7 @@ def _gemv_epilogue(y_ptr, rows, row_ok, total, y_start, incy, alpha, beta, BETA_
     out = _arg(alpha, FP64) * total
     if not BETA_ZERO:  # β = 0: y is not read (BLAS: NaN in y does not propagate)
         out += _arg(beta, FP64) * _wide(tl.load(y_ptr + yi, mask=row_ok, other=0), FP64)
-    tl.store(y_ptr + yi, out.to(y_ptr.dtype.element_ty), mask=row_ok)
+    tl.store(y_ptr + yi, convert(out, y_ptr.dtype.element_ty), mask=row_ok)
 
 
 @triton.jit
@@ -407,7 +408,7 @@ def _ger_kernel(a_ptr, x_ptr, y_ptr, M, N, sam, san, x_start, incx, y_start, inc
     pointers = a_ptr + rows[:, None] * sam + cols[None, :] * san
     a = tl.load(pointers, mask=ok, other=0)
     update = _arg(alpha, FP64)[:, None] * xv[:, None] * yv[None, :]
-    tl.store(pointers, (_wide(a, FP64) + update).to(a.dtype), mask=ok)
+    tl.store(pointers, convert(_wide(a, FP64) + update, a.dtype), mask=ok)
 
 
 @triton.jit
@@ -475,7 +476,7 @@ def _trsv_kernel(a_ptr, x_ptr, flags_ptr, n, sam, san, x_start, incx, a_batch, x
     xi = x_start + rows * incx
     rhs = _wide(tl.load(x_ptr + xi, mask=ok, other=0), FP64) - acc
     x = tl.sum(inv * rhs[None, :], 1)
-    tl.store(x_ptr + xi, x.to(x_ptr.dtype.element_ty), mask=ok)
+    tl.store(x_ptr + xi, convert(x, x_ptr.dtype.element_ty), mask=ok)
     tl.debug_barrier()  # every thread's stores before the flag
     tl.atomic_xchg(flags_ptr + block, 1, sem="release")
 

@@ -22,6 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.convert import convert
 from tessera._core.launch import Launcher, cdiv, word
 from tessera.rand.space import TORCH_DTYPES, MrgConfig
 
@@ -136,15 +137,6 @@ def _mod(p, m, inv_m, round_magic):
 
 
 @triton.jit
-def _cast_out(value, out_ptr):
-    """fp64 → the output dtype; 16-bit outputs go through fp32 (the interpreter's direct fp64 → bf16
-    conversion returns zeros)."""
-    if out_ptr.dtype.element_ty == tl.float64 or out_ptr.dtype.element_ty == tl.int32:
-        return value.to(out_ptr.dtype.element_ty)
-    return value.to(tl.float32).to(out_ptr.dtype.element_ty)
-
-
-@triton.jit
 def _component(lag, old, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, INTEGER: tl.constexpr,
                m, inv_m, magic):
     """(A·lag − B·old) mod (2³² − C): one step of a component, exactly.
@@ -188,9 +180,9 @@ def _transform(u0, u1, mean, std, KIND: tl.constexpr, out_ptr):
     if KIND == 2:  # Box–Muller on (u, v): value 2t = s·sin 2πv, 2t+1 = s·cos 2πv
         radius = tl.sqrt(-2.0 * tl.log(u0))
         angle = u1 * tl.full(u1.shape, 6.283185307179586, tl.float64)  # a bare literal would be fp32
-        return (_cast_out(radius * tl.sin(angle) * std + mean, out_ptr),
-                _cast_out(radius * tl.cos(angle) * std + mean, out_ptr))
-    return _cast_out(u0, out_ptr), _cast_out(u1, out_ptr)
+        return (convert(radius * tl.sin(angle) * std + mean, out_ptr.dtype.element_ty),
+                convert(radius * tl.cos(angle) * std + mean, out_ptr.dtype.element_ty))
+    return convert(u0, out_ptr.dtype.element_ty), convert(u1, out_ptr.dtype.element_ty)
 
 
 @triton.jit
