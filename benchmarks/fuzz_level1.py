@@ -2,8 +2,8 @@
 against the reference BLAS's rules in fp64, for as long as asked: a check beyond the test suite's
 examples. Lengths across block edges, every increment sign and zero (the reference's sequential
 results), vectors strided inside bigger buffers, batches (2-D vectors, a read-only one 1-D beside
-them), fp16 / bf16 / fp32 / fp64 and, for the reductions, complex64 / complex128; copy between
-dtypes; axpy, copy and swap on the very same vector twice; three calls a signature with fresh
+them), fp16 / bf16 / fp32 / fp64 and, for the reductions, complex64 / complex128; axpy, copy and
+rot between dtypes; axpy, copy and swap on the very same vector twice; three calls a signature with fresh
 operands and scalars, so that the second and third replay the first's launches.
 
 The reference runs the reference BLAS's loop, element after element, on fp64 copies of the
@@ -48,7 +48,7 @@ class Signature:
     """One call's shape: what stays the same over its three calls (so they replay)."""
 
     op: str
-    dtype: torch.dtype  # x's (and y's, but for copy)
+    dtype: torch.dtype  # x's (and y's, but for a mixed axpy, copy or rot)
     y_dtype: torch.dtype
     n: int
     incx: int
@@ -65,7 +65,7 @@ class Signature:
 def _draw(rng: random.Random, largest: int) -> Signature:
     op = rng.choice(ELEMENT_WISE + REDUCTIONS)
     dtype = rng.choice(REAL + (COMPLEX if op in REDUCTIONS else ()))
-    y_dtype = rng.choice(REAL) if op == "copy" and rng.random() < 0.4 else dtype
+    y_dtype = rng.choice(REAL) if op in ("axpy", "copy", "rot") and rng.random() < 0.4 else dtype
     n = rng.choice([0, 1, rng.randint(1, largest), rng.randint(1, largest), rng.randint(1, largest)])
     incx, incy = rng.choice([-3, -2, -1, 0, 1, 1, 2]), rng.choice([-2, -1, 0, 1, 1, 3])
     if op in ONE_VECTOR:
@@ -215,9 +215,10 @@ def _call_element_wise(s: Signature, v: _Vectors, rng: random.Random) -> str | N
         if name == "y" and s.alias:
             continue  # y's buffer is x's
         buffer, places = (v.x_buffer, v.fx) if name == "x" else (v.y_buffer, v.fy)
-        u, u_acc = _units(buffer.dtype if s.op == "copy" else s.dtype)
-        if s.op == "rot" and (s.incx == 0 or s.incy == 0):  # rounded on every step of the walk
-            error = np.full(size[name].shape, 4 * (s.n + 2) * u * norm)
+        u, u_acc = _units(buffer.dtype)  # mixed dtypes: each buffer rounded to its own
+        if s.op == "rot" and (s.incx == 0 or s.incy == 0):  # both rounded on every step of the walk
+            coarse = max(_units(s.dtype)[0], _units(s.y_dtype)[0])
+            error = np.full(size[name].shape, 4 * (s.n + 2) * coarse * norm)
         else:
             summed = s.n if name == "y" and s.incy == 0 else 1  # axpy into one element: all of αx
             error = (2 * u + (summed + 2) * u_acc) * np.nan_to_num(size[name])

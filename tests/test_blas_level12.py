@@ -365,6 +365,14 @@ def test_zero_output_increments_follow_the_sequential_reference(device: str) -> 
     assert np.allclose(f64(rx)[:2], [a, c]) and np.isclose(f64(ry)[0], d)
 
 
+def test_zero_increment_axpy_into_fp64_sums_in_fp64(device: str) -> None:
+    """axpy into one fp64 element (incy = 0) from fp32 x sums αx in fp64, as the element-wise
+    path computes in fp64 where either vector is: 1 + 2⁻³⁰ is 1 in fp32."""
+    x = torch.tensor([1.0, 2.0**-30], dtype=torch.float32, device=device)
+    y = torch.zeros(1, dtype=torch.float64, device=device)
+    assert f64(axpy(1.0, x, y, n=2, incy=0)).tolist() == [1 + 2.0**-30]
+
+
 @pytest.mark.parametrize("narrow", [torch.float16, torch.bfloat16])
 def test_fp64_into_a_16bit_vector_rounds_as_torch_converts(narrow: torch.dtype, device: str) -> None:
     """fp64 data stored into a 16-bit vector or matrix (copy, axpy, gemv, ger with mixed dtypes) takes

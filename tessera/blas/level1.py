@@ -249,14 +249,17 @@ def axpy(alpha: float, x: object, y: object, *, n: int | None = None, incx: int 
         return vy.tensor
     if vy.inc == 0:  # the reference adds every αx_i into y's one element: y₀ + α·Σx
         for ex, ey in _entries(vx, vy):
-            _element(ey, 0).add_((alpha * _signed_sum(ex)).to(vy.tensor.dtype))
+            _element(ey, 0).add_((alpha * _signed_sum(ex, vy.fp64)).to(vy.tensor.dtype))
         return vy.tensor
     _map(k.AXPY, vx, vy, alpha, key=key)
     return vy.tensor
 
 
-def _signed_sum(v: Vector) -> torch.Tensor:
-    """Σ x_i (signed) of an unbatched vector in the wide dtype: the zero-increment axpy's total."""
+def _signed_sum(v: Vector, fp64: bool) -> torch.Tensor:
+    """Σ x_i (signed) of an unbatched vector in the arithmetic's dtype — fp64 where ``fp64`` (y is
+    fp64) or x is, else fp32: the zero-increment axpy's total."""
+    if fp64 and not v.fp64:
+        return v.elements().double().sum()
     ones = torch.ones(1, dtype=v.tensor.dtype, device=v.tensor.device)
     made, total = _reduce(k.DOT, v, Vector("y", ones, v.n, 0))
     return total(made)
