@@ -1,6 +1,7 @@
 """Random BLAS level-2 calls (gemv, symv, ger, trsv) against fp64 references, for as long as asked:
 a check beyond the test suite's examples. Sizes across tile edges, every increment sign, row- and
-column-major and strided matrices, batches (3-D A and/or 2-D vectors), fp16 / bf16 / fp32 / fp64;
+column-major and strided matrices, batches (3-D A and/or 2-D vectors), fp16 / bf16 / fp32 / fp64,
+the written operand (y; A for ger; x for trsv) now and then in another dtype than the rest;
 three calls a signature with fresh operands and fresh scalars (α or β zero among them), so that the
 second and third replay the first's launches.
 
@@ -46,6 +47,7 @@ class Signature:
     batch: int | None  # vectors 2-D with this many rows
     batched_a: bool  # A 3-D too (always for ger with a batch)
     new_y: bool  # gemv with y = None (β = 0)
+    written_dtype: torch.dtype  # of what the call writes (y; A for ger; x for trsv): mixed or not
 
 
 def _draw(rng: random.Random, max_size: int) -> Signature:
@@ -54,11 +56,14 @@ def _draw(rng: random.Random, max_size: int) -> Signature:
     if op in ("symv", "trsv"):
         rows = cols
     batch = None if rng.random() < 0.6 else rng.randint(1, 3)
-    return Signature(op, rng.choice(DTYPES), rows, cols, rng.random() < 0.5, rng.random() < 0.5,
+    dtype = rng.choice(DTYPES)
+    new_y = op == "gemv" and rng.random() < 0.2
+    written = dtype if new_y or rng.random() < 0.7 else rng.choice(DTYPES)
+    return Signature(op, dtype, rows, cols, rng.random() < 0.5, rng.random() < 0.5,
                      rng.random() < 0.5, rng.choice([-3, -2, -1, 1, 2]), rng.choice([-2, -1, 1, 3]),
                      rng.choice(["row", "col", "strided"]), batch,
                      batch is not None and (op == "ger" or rng.random() < 0.5),
-                     op == "gemv" and rng.random() < 0.2)
+                     new_y, written)
 
 
 def _vector(n: int, inc: int, batch: int | None, dtype: torch.dtype, device: str,
@@ -104,11 +109,14 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
     """One call of ``s`` with fresh operands and scalars; a description of what went wrong, or None."""
     from tessera.blas import gemv, ger, symv, trsv
 
-    u, u_acc = _units(s.dtype)
+    u, u_acc = _units(s.written_dtype)  # the result's rounding
+    if s.dtype != s.written_dtype:  # mixed: fp64 arithmetic only where both are fp64 (or either: looser)
+        u_acc = max(u_acc, _units(s.dtype)[1])
     alpha = rng.choice([1.0, -0.5, 2.0, 0.0, rng.gauss(0, 1)])
     beta = rng.choice([0.0, 1.0, 0.5, rng.gauss(0, 1)])
     a_batch = s.batch if s.batched_a else None
-    a, buffer = matrix(s.rows, s.cols, a_batch, s.dtype, device, s.layout)
+    a_dtype = s.written_dtype if s.op == "ger" else s.dtype
+    a, buffer = matrix(s.rows, s.cols, a_batch, a_dtype, device, s.layout)
     if s.op in ("gemv", "symv"):
         n_out, n_in = (s.cols, s.rows) if s.op == "gemv" and s.flag else (s.rows, s.cols)
         if s.op == "symv":
@@ -124,7 +132,7 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
             op_a = op_a.transpose(-1, -2) if s.flag else op_a
         x = _vector(n_in, s.incx, s.batch, s.dtype, device)
         new_y = s.new_y and beta == 0.0
-        y = None if new_y else _vector(n_out, s.incy, s.batch, s.dtype, device, nan=beta == 0.0)
+        y = None if new_y else _vector(n_out, s.incy, s.batch, s.written_dtype, device, nan=beta == 0.0)
         y_before = None if y is None else y.clone()
         xs = _elements(x, n_in, s.incx)
         ys = torch.zeros(n_out, dtype=torch.float64) if y is None else _elements(y, n_out, s.incy)
@@ -170,7 +178,7 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
         with torch.no_grad():
             a.masked_fill_(~keep.to(device), float("nan"))  # the other triangle (and a unit diagonal) unread
         op_a = tri.transpose(-1, -2) if s.flag else tri
-        x = _vector(s.rows, s.incx, s.batch, s.dtype, device)
+        x = _vector(s.rows, s.incx, s.batch, s.written_dtype, device)
         x_before = x.clone()
         b = _elements(x, s.rows, s.incx)
         if trsv(a, x, lower=s.lower, trans=s.flag, unit_diagonal=s.unit, incx=s.incx) is not x:
@@ -180,8 +188,9 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
         solution = _elements(x, s.rows, s.incx)
         got64 = _products(op_a, solution)
         want = b.expand_as(got64)
-        bound = 16 * (s.rows + 2) * u * (_products(op_a.abs(), solution.abs()) + want.abs())
-    bound = bound + 2 * u * torch.finfo(s.dtype).tiny  # a result in the subnormals: rounded absolutely
+        coarse = max(u, _units(s.dtype)[0])  # A rounded to its dtype, x to its own
+        bound = 16 * (s.rows + 2) * coarse * (_products(op_a.abs(), solution.abs()) + want.abs())
+    bound = bound + 2 * u * torch.finfo(s.written_dtype).tiny  # subnormal results: rounded absolutely
     if not bool(got64.isfinite().all()):
         return "a NaN or an infinity in the result"
     excess = (got64 - want).abs() - bound
