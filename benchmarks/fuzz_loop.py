@@ -1,8 +1,8 @@
 """What the signature fuzzers share (``fuzz_gemm.py``, ``fuzz_level1.py``, ``fuzz_level2.py``,
-``fuzz_quantized.py``): their operand matrices, BLAS's element order, their options, and the loop
-— three calls a drawn signature with fresh operands, so that the second and third replay the
-first's recipe; the first mismatch, or a refusal of a call the reference takes, ends the run
-non-zero."""
+``fuzz_matmul.py``, ``fuzz_quantized.py``): their operand matrices, BLAS's element order, their
+options, and the loop — three calls a drawn signature with fresh operands, so that the second
+and third replay the first's recipe; the first mismatch, or a refusal of a call the reference
+takes, ends the run non-zero."""
 
 from __future__ import annotations
 

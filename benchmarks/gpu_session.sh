@@ -145,8 +145,8 @@
 #   tf32overlap  tf32 8192³ / 16384³ with B's K-major copy in column panels on a second stream
 #            beside the GEMM (tf32_copy_overlap.py, never run on a GPU): against the shipped call,
 #            the kernel alone, the copy alone, the panels in sequence and torch.matmul    ~3 min
-#   fuzz     fuzz_gemm, fuzz_level1, fuzz_level2 and fuzz_quantized's scaled half on the GPU
-#            (60–100 s each, compiles included)                                            ~8 min
+#   fuzz     fuzz_gemm, fuzz_level1, fuzz_level2, fuzz_matmul and fuzz_quantized's scaled half
+#            on the GPU (45–80 s each and their compiles, capped at 540 s in all)          ~9 min
 # A stage that is not named is not run; unknown names stop the script before anything runs. A name
 # may carry a GPU filter, GPU/stage, run only where nvidia-smi's name holds GPU: a call asked for an
 # H200 may get an H100, so `H200/quant H200/l1map H100/rest` times on the issues' GPU only and
@@ -627,12 +627,13 @@ tf32overlap() {  # tf32 with a row-major B: its K-major copy in panels beside th
     capped 200 overlap-16384 "$PY" benchmarks/tf32_copy_overlap.py "$dir/overlap-16384.json" --size 16384
 }
 
-fuzz() {  # the signature fuzzers on the GPU (fuzz_level1 and fuzz_level2 never ran on one; fuzz_gemm
-    # not since the epilogue's scalars changed; the scaled half of fuzz_quantized cut short before)
-    capped 150 fuzz-gemm "$PY" benchmarks/fuzz_gemm.py --device cuda --seconds 100
-    capped 110 fuzz-level1 "$PY" benchmarks/fuzz_level1.py --device cuda --seconds 60
-    capped 120 fuzz-level2 "$PY" benchmarks/fuzz_level2.py --device cuda --seconds 70
-    capped 120 fuzz-scaled "$PY" benchmarks/fuzz_quantized.py --device cuda --op scaled --seconds 70
+fuzz() {  # the signature fuzzers on the GPU (fuzz_level1, fuzz_level2 and fuzz_matmul never ran on
+    # one; fuzz_gemm not since the epilogue's scalars changed; fuzz_quantized's scaled half cut short)
+    capped 130 fuzz-gemm "$PY" benchmarks/fuzz_gemm.py --device cuda --seconds 80
+    capped 100 fuzz-level1 "$PY" benchmarks/fuzz_level1.py --device cuda --seconds 50
+    capped 110 fuzz-level2 "$PY" benchmarks/fuzz_level2.py --device cuda --seconds 60
+    capped 90 fuzz-matmul "$PY" benchmarks/fuzz_matmul.py --device cuda --seconds 45
+    capped 110 fuzz-scaled "$PY" benchmarks/fuzz_quantized.py --device cuda --op scaled --seconds 60
 }
 
 pack() {  # the GPU's state and all of WORK, one tarball (a device call brings back at most 8 files)
