@@ -8,7 +8,9 @@ fp16 / bf16 (fp32 results or not), fp32 in every ``precision`` (ieee, tf32, tf32
 fp64; transposes; row- and column-major and strided operands; batches that broadcast; C full, a
 row, a column, or ``out`` itself (in place); ``out`` row- or column-major or inside a bigger buffer,
 whose other elements must not change. What must not be read is NaN: C when β = 0, A and B when
-α = 0. The bound is ``accuracy.gemm_error_bound``'s, the one the suite's GEMM tests use.
+α = 0. The bound is ``accuracy.gemm_error_bound``'s, the one the suite's GEMM tests use. fp64
+operands (and C) that require a gradient: the gradients of a random cotangent against torch's
+autograd of the same expression (broadcast batches and C summed back, transposes undone).
 
     python benchmarks/fuzz_gemm.py [--device cuda] [--seconds 60] [--seed 1] [--max-size N]
 
@@ -42,6 +44,7 @@ class Signature:
     c: str  # "none", "full", "row", "column" or "in place" (out is C)
     out: str  # "none", "row", "col" or "padded" (2-D results only)
     out_fp32: bool  # 16-bit inputs with an fp32 result
+    grad: bool  # fp64 operands (and C) that require a gradient: checked against torch's autograd
 
 
 def _draw(rng: random.Random, max_size: int) -> Signature:
@@ -53,10 +56,11 @@ def _draw(rng: random.Random, max_size: int) -> Signature:
     c = rng.choice(["none", "full", "row", "column", "in place"])
     key = rng.choice(KEYS)
     out = "none" if batch or c == "in place" else rng.choice(["none", "row", "col", "padded"])
+    grad = key == "fp64" and out == "none" and c != "in place" and rng.random() < 0.6
     return Signature(key, size(), size(), rng.choice([0, size(), size()]), rng.random() < 0.5,
                      rng.random() < 0.5, rng.choice(["row", "col", "strided"]),
                      rng.choice(["row", "col", "strided"]), batch_a, batch_b, c, out,
-                     key in ("fp16", "bf16") and rng.random() < 0.3)
+                     key in ("fp16", "bf16") and rng.random() < 0.3, grad)
 
 
 def _call(s: Signature, device: str, rng: random.Random) -> str | None:
@@ -71,7 +75,7 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
     b = matrix(*((s.n, s.k) if s.trans_b else (s.k, s.n)), s.batch_b, dtype, device, s.layout_b)[0]
     op_a = (a.transpose(-1, -2) if s.trans_a else a).cpu()
     op_b = (b.transpose(-1, -2) if s.trans_b else b).cpu()
-    alpha = rng.choice([1.0, -0.5, 2.0, 0.0, rng.gauss(0, 1)])
+    alpha = rng.choice([1.0, -0.5, 2.0, rng.gauss(0, 1)] + ([] if s.grad else [0.0]))
     beta = 0.0 if s.c == "none" else rng.choice([0.0, 1.0, -0.5, rng.gauss(0, 1)])
     batch = next((x for x in (s.batch_a, s.batch_b) if x is not None and x != 1), s.batch_a or s.batch_b)
     entries = () if batch is None else (batch,)
@@ -93,6 +97,9 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
         buffer = torch.full(shape, 7.0, dtype=out_dtype, device=device)
         before = buffer.clone()
         out = {"row": buffer, "col": buffer.t(), "padded": buffer[1:s.m + 1, 1:s.n + 1]}[s.out]
+    if s.grad:  # leaves that share the operands' storage and strides
+        a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
+        c = None if c is None else c.detach().requires_grad_()
     got = gemm(a, b, c, alpha=alpha, beta=beta, trans_a=s.trans_a, trans_b=s.trans_b, precision=precision,
                out_dtype=torch.float32 if s.out_fp32 else None, out=out)
     if out is not None and got is not out:
@@ -111,6 +118,28 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
         at = tuple((error > bound).nonzero()[0].tolist())
         return (f"outside its bound at {list(at)}: error {error[at]:.3e}, bound {bound[at]:.3e} "
                 f"(α {alpha}, β {beta})")
+    return _gradients_differ(s, got, a, b, c, alpha, beta) if s.grad else None
+
+
+def _gradients_differ(s: Signature, got: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                      c: torch.Tensor | None, alpha: float, beta: float) -> str | None:
+    """Whether the gradients of a random cotangent through ``got`` differ from torch's autograd of
+    α·op(A)·op(B) + β·C on fp64 copies (β = 0: C is not read, its gradient zero)."""
+    leaves = [t for t in (a, b, c) if t is not None]
+    cotangent = torch.randn(got.shape, dtype=torch.float64, device=got.device)
+    mine = torch.autograd.grad(got, leaves, cotangent)
+    refs = [t.detach().cpu().requires_grad_() for t in leaves]
+    op_a = refs[0].transpose(-1, -2) if s.trans_a else refs[0]
+    op_b = refs[1].transpose(-1, -2) if s.trans_b else refs[1]
+    expression = alpha * (op_a @ op_b)
+    if c is not None and beta != 0.0:
+        expression = expression + beta * refs[2]
+    theirs = torch.autograd.grad(expression, refs, cotangent.cpu(), allow_unused=True)
+    for name, g, t, ref in zip("abc", mine, theirs, refs, strict=False):
+        want = torch.zeros_like(ref) if t is None else t
+        scale = 1e-10 * (1 + float(want.abs().max())) if want.numel() else 0.0
+        if g.shape != want.shape or not torch.allclose(g.cpu(), want, rtol=1e-10, atol=scale):
+            return f"the gradient of {name} differs from torch's autograd (α {alpha}, β {beta})"
     return None
 
 
