@@ -4,8 +4,10 @@ calls per signature with fresh operands, so that the second and third replay the
 
     python benchmarks/fuzz_quantized.py [--device cuda] [--seconds 60] [--seed 1] [--op wq|scaled|all]
 
-`gemm_wq`: 4 / 8 bits, groups 32–128, symmetric or not, M 1–33, x row- or column-major, into a
-contiguous ``out`` or not (a non-contiguous one must be refused with its buffer untouched). The
+`gemm_wq`: 4 / 8 bits, groups 32–128, symmetric or not, weights centred on 0 or shifted (groups
+all of one sign: every weight must dequantize within half a step), M 1–33, x row- or
+column-major, into a contiguous ``out`` or not (a non-contiguous one must be refused with its
+buffer untouched). The
 scaled GEMM: int8 exact and scaled, fp8 e4m3 / e5m2, per-tensor or per-row / per-column scales,
 bf16 / fp16 / fp32 results, bias, ``out``, transposes; an fp16 result beyond its range must be
 the infinity of the reference's sign. On the CPU (Triton's interpreter) e5m2 operands are kept
@@ -37,6 +39,7 @@ class WqSignature:
     n: int
     k: int
     out_layout: str | None  # None: no ``out``
+    shift: float  # added to the weight: groups all of one sign where it is far from 0
     weight: tuple | None = field(default=None, repr=False)  # (quantized, its fp64 dequantization)
 
 
@@ -44,7 +47,7 @@ def _draw_wq(rng: random.Random, largest: int) -> WqSignature:
     group = rng.choice([32, 64, 128])
     return WqSignature(rng.choice([4, 8]), group, rng.random() < 0.5, rng.choice([1, 5, 16, 33]),
                        rng.choice([8, 16, 24, 40, 72, 130]), group * rng.randint(1, 3),
-                       rng.choice([None, "row", "col", "padded"]))
+                       rng.choice([None, "row", "col", "padded"]), rng.choice([0.0, 0.0, 4.0, -2.5, 0.3]))
 
 
 def _call_wq(case: WqSignature, device: str, rng: random.Random) -> str | None:
@@ -53,9 +56,13 @@ def _call_wq(case: WqSignature, device: str, rng: random.Random) -> str | None:
 
     m, n, k, layout = case.m, case.n, case.k, case.out_layout
     if case.weight is None:
-        q = quantize_weight(torch.randn(k, n, device=device), bits=case.bits, group_size=case.group,
-                            symmetric=case.symmetric)
+        w = torch.randn(k, n, device=device) + case.shift
+        q = quantize_weight(w, bits=case.bits, group_size=case.group, symmetric=case.symmetric)
         case.weight = (q, dequantize_weight(q, torch.float64))
+        step = q.scales.double().repeat_interleave(case.group, dim=0)
+        slack = 2.0**-22 * w.double().abs()  # w / scale is rounded in fp32 before its code is
+        if bool(((case.weight[1] - w.double()).abs() > 0.5 * step + slack).any()):
+            return "quantize_weight left a weight more than half a step from its code"
     q, weight = case.weight
     x = (torch.randn(k, m).t() if rng.random() < 0.3 else torch.randn(m, k)).half().to(device)
     want = x.double() @ weight

@@ -24,7 +24,10 @@
 
 ``w[k, n] ≈ (code[k, n] − zero[k // g, n]) · scale[k // g, n]``; ``dequantize_weight`` computes
 exactly that. Symmetric: scale = max|w| / (2^(bits − 1) − 1) over the group, codes round(w / scale)
-+ 2^(bits − 1). Asymmetric: scale = (max − min) / (2^bits − 1), zero = round(−min / scale).
++ 2^(bits − 1). Asymmetric, over the group's range widened to hold 0 (low = min(min w, 0), high
+= max(max w, 0), as PyTorch's MinMaxObserver and GPTQ take it: the zero point is then a code):
+scale = (high − low) / (2^bits − 1), zero = round(−low / scale). Either way every weight is
+within half a step (scale / 2) of its dequantized value.
 ``gemm_wq(x, qweight)`` returns ``x @ dequantize_weight(qweight)`` in x's dtype, fp32 accumulation:
 small and medium M on tensor cores, the codes turned into MMA operands in registers (``gemm_wq``;
 4-bit codes as exact integers, every group's sum scaled once; on sm_90 symmetric 4- and 8-bit
@@ -128,7 +131,9 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
         codes = torch.clamp(torch.round(groups / scale[:, None, :]), -half, half - 1) + half
         zeros = None
     else:
-        low, high = groups.amin(dim=1), groups.amax(dim=1)
+        # the range holds 0, so the zero point is a code: a group all of one sign (or constant)
+        # keeps every weight within half a step (its own min … max gave codes clamped away)
+        low, high = groups.amin(dim=1).clamp(max=0.0), groups.amax(dim=1).clamp(min=0.0)
         scale = (high - low) / top
         scale = torch.where(scale > 0, scale, torch.ones_like(scale))
         zero = torch.clamp(torch.round(-low / scale), 0, top)
