@@ -11,7 +11,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -43,6 +43,19 @@ def same(before: torch.Tensor, after: torch.Tensor) -> bool:
     """Equal element for element, a NaN equal to a NaN."""
     return bool(torch.equal(before.isnan(), after.isnan())
                 and torch.equal(before.nan_to_num(), after.nan_to_num()))
+
+
+def gradients_differ(names: str, mine: Sequence[torch.Tensor | None], theirs: Sequence[torch.Tensor | None],
+                     like: Sequence[torch.Tensor]) -> str | None:
+    """Which gradient (of ``like``'s leaves, named by ``names``) differs from the reference's beyond
+    10⁻¹⁰ of its largest value (fp64 throughout); None, unused, counts as zeros on either side."""
+    for name, g, t, leaf in zip(names, mine, theirs, like, strict=True):
+        g = torch.zeros_like(leaf) if g is None else g
+        t = torch.zeros_like(leaf) if t is None else t
+        scale = 1e-10 * (1 + float(t.abs().max())) if t.numel() else 0.0
+        if g.shape != t.shape or not torch.allclose(g.cpu(), t.cpu(), rtol=1e-10, atol=scale):
+            return f"the gradient of {name} differs from the reference's"
+    return None
 
 
 def run(description: str, ops: dict[str, tuple[Callable[[random.Random, int], Any],
