@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from fuzz_loop import positions, run  # this folder is on sys.path when run as a script
+from fuzz_loop import positions, run, units  # this folder is on sys.path when run as a script
 
 REAL = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 COMPLEX = (torch.complex64, torch.complex128)
@@ -101,14 +101,6 @@ def _flat_index(buffer: torch.Tensor, view: torch.Tensor) -> np.ndarray:
     return index.as_strided(view.shape, view.stride(), view.storage_offset()).numpy()
 
 
-def _units(dtype: torch.dtype) -> tuple[float, float]:
-    """(the result's unit roundoff, the accumulation's) of data in ``dtype``."""
-    from tessera.blas.accuracy import UNIT_ROUNDOFF
-
-    real = torch.empty(0, dtype=dtype).real.dtype
-    return UNIT_ROUNDOFF[real], UNIT_ROUNDOFF[torch.float64 if real == torch.float64 else torch.float32]
-
-
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
     """A tensor's values, flattened, in fp64 (complex128 for complex data) on the host."""
     t = t.detach().cpu()
@@ -122,16 +114,15 @@ class _Vectors:
         length = 0 if s.n == 0 else (s.n - 1) * abs(s.incx) + 1
         y_length = 0 if s.n == 0 else (s.n - 1) * abs(s.incy) + 1
         extra = (2, 1) if s.explicit_n else (0, 0)  # longer than n reaches: only n may be touched
-        rows = s.batch if s.batch is not None else None
-        self.x, self.x_buffer = _buffer(length + extra[0], rows if s.x_batched else None, s.x_strided,
+        self.x, self.x_buffer = _buffer(length + extra[0], s.batch if s.x_batched else None, s.x_strided,
                                         s.dtype, device)
         if s.op in ONE_VECTOR:
             self.y, self.y_buffer = None, None
         elif s.alias:
             self.y, self.y_buffer = self.x, self.x_buffer
         else:
-            self.y, self.y_buffer = _buffer(y_length + extra[1], rows if s.y_batched else None, s.y_strided,
-                                            s.y_dtype, device)
+            self.y, self.y_buffer = _buffer(y_length + extra[1], s.batch if s.y_batched else None,
+                                            s.y_strided, s.y_dtype, device)
         self.entries = 1 if s.batch is None else s.batch
         self.fx = self._positions(self.x_buffer, self.x, s.n, s.incx)
         self.fy = None if self.y is None else self._positions(self.y_buffer, self.y, s.n, s.incy)
@@ -193,6 +184,7 @@ def _check_buffer(name: str, got: torch.Tensor, want: np.ndarray, bound: np.ndar
 
 
 def _call_element_wise(s: Signature, v: _Vectors, rng: random.Random) -> str | None:
+    """axpy, scal, copy, swap or rot with fresh scalars: every buffer against the reference loop's."""
     from tessera.blas import axpy, copy, rot, scal, swap
 
     alpha = rng.choice([1.0, -0.5, 2.0, 0.0, rng.gauss(0, 1)])
@@ -215,9 +207,9 @@ def _call_element_wise(s: Signature, v: _Vectors, rng: random.Random) -> str | N
         if name == "y" and s.alias:
             continue  # y's buffer is x's
         buffer, places = (v.x_buffer, v.fx) if name == "x" else (v.y_buffer, v.fy)
-        u, u_acc = _units(buffer.dtype)  # mixed dtypes: each buffer rounded to its own
+        u, u_acc = units(buffer.dtype)  # mixed dtypes: each buffer rounded to its own
         if s.op == "rot" and (s.incx == 0 or s.incy == 0):  # both rounded on every step of the walk
-            coarse = max(_units(s.dtype)[0], _units(s.y_dtype)[0])
+            coarse = max(units(s.dtype)[0], units(s.y_dtype)[0])
             error = np.full(size[name].shape, 4 * (s.n + 2) * coarse * norm)
         else:
             summed = s.n if name == "y" and s.incy == 0 else 1  # axpy into one element: all of αx
@@ -240,9 +232,10 @@ def _gathered(buffer: torch.Tensor, places: np.ndarray) -> np.ndarray:
 
 
 def _call_reduction(s: Signature, v: _Vectors) -> str | None:
+    """dot, dotc, nrm2, asum, iamax or iamin: the result, its dtype and shape; nothing written."""
     from tessera.blas import asum, dot, dotc, iamax, iamin, nrm2
 
-    u, u_acc = _units(s.dtype)
+    u, u_acc = units(s.dtype)
     tiny = 2 * u * torch.finfo(torch.empty(0, dtype=s.dtype).real.dtype).tiny
     x_before = _to_numpy(v.x_buffer)
     y_before = None if v.y is None else _to_numpy(v.y_buffer)

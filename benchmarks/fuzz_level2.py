@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass
 
 import torch
-from fuzz_loop import matrix, positions, run, same  # this folder is on sys.path when run as a script
+from fuzz_loop import matrix, positions, run, same, units  # this folder is on sys.path when run as a script
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -93,13 +93,6 @@ def _outside_kept(before: torch.Tensor, after: torch.Tensor, view: torch.Tensor)
     return same(before[~covered], after[~covered])
 
 
-def _units(dtype: torch.dtype) -> tuple[float, float]:
-    """(the result's unit roundoff, the accumulation's)."""
-    from tessera.blas.accuracy import UNIT_ROUNDOFF
-
-    return UNIT_ROUNDOFF[dtype], UNIT_ROUNDOFF[torch.float64 if dtype == torch.float64 else torch.float32]
-
-
 def _products(a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """A·x with batches broadcast: A (…, r, c), x (…, c) → (…, r)."""
     return (a @ x[..., None])[..., 0]
@@ -109,9 +102,9 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
     """One call of ``s`` with fresh operands and scalars; a description of what went wrong, or None."""
     from tessera.blas import gemv, ger, symv, trsv
 
-    u, u_acc = _units(s.written_dtype)  # the result's rounding
+    u, u_acc = units(s.written_dtype)  # the result's rounding
     if s.dtype != s.written_dtype:  # mixed: fp64 arithmetic only where both are fp64 (or either: looser)
-        u_acc = max(u_acc, _units(s.dtype)[1])
+        u_acc = max(u_acc, units(s.dtype)[1])
     alpha = rng.choice([1.0, -0.5, 2.0, 0.0, rng.gauss(0, 1)])
     beta = rng.choice([0.0, 1.0, 0.5, rng.gauss(0, 1)])
     a_batch = s.batch if s.batched_a else None
@@ -188,7 +181,7 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
         solution = _elements(x, s.rows, s.incx)
         got64 = _products(op_a, solution)
         want = b.expand_as(got64)
-        coarse = max(u, _units(s.dtype)[0])  # A rounded to its dtype, x to its own
+        coarse = max(u, units(s.dtype)[0])  # A rounded to its dtype, x to its own
         bound = 16 * (s.rows + 2) * coarse * (_products(op_a.abs(), solution.abs()) + want.abs())
     bound = bound + 2 * u * torch.finfo(s.written_dtype).tiny  # subnormal results: rounded absolutely
     if not bool(got64.isfinite().all()):

@@ -45,6 +45,15 @@ def same(before: torch.Tensor, after: torch.Tensor) -> bool:
                 and torch.equal(before.nan_to_num(), after.nan_to_num()))
 
 
+def units(dtype: torch.dtype) -> tuple[float, float]:
+    """(the unit roundoff of data in ``dtype``, of its accumulation: fp32, or fp64 for 64-bit data);
+    a complex dtype's are its parts'."""
+    from tessera.blas.accuracy import UNIT_ROUNDOFF
+
+    real = torch.empty(0, dtype=dtype).real.dtype
+    return UNIT_ROUNDOFF[real], UNIT_ROUNDOFF[torch.float64 if real == torch.float64 else torch.float32]
+
+
 def gradients_differ(names: str, mine: Sequence[torch.Tensor | None], theirs: Sequence[torch.Tensor | None],
                      like: Sequence[torch.Tensor]) -> str | None:
     """Which gradient (of ``like``'s leaves, named by ``names``) differs from the reference's beyond
