@@ -236,7 +236,8 @@ def _call_reduction(s: Signature, v: _Vectors) -> str | None:
     from tessera.blas import asum, dot, dotc, iamax, iamin, nrm2
 
     u, u_acc = units(s.dtype)
-    tiny = 2 * u * torch.finfo(torch.empty(0, dtype=s.dtype).real.dtype).tiny
+    real = torch.empty(0, dtype=s.dtype).real.dtype  # of nrm2's and asum's result
+    tiny = 2 * u * torch.finfo(real).tiny
     x_before = _to_numpy(v.x_buffer)
     y_before = None if v.y is None else _to_numpy(v.y_buffer)
     xs = _gathered(v.x_buffer, v.fx)
@@ -255,7 +256,7 @@ def _call_reduction(s: Signature, v: _Vectors) -> str | None:
             got = asum(v.x, n=n, incx=s.incx)
             want = (np.abs(xs.real) + np.abs(xs.imag)).sum(-1) * (s.incx > 0)
         bound = (2 * u + (s.n + 2) * u_acc) * want + tiny
-        dtype = torch.empty(0, dtype=s.dtype).real.dtype
+        dtype = real
     else:
         got = (iamax if s.op == "iamax" else iamin)(v.x, n=n, incx=s.incx)
         work = np.float64 if s.dtype in (torch.float64, torch.complex128) else np.float32

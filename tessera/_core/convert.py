@@ -1,4 +1,8 @@
-"""Value conversion inside kernels, as torch converts.
+"""Value conversion inside kernels: float arguments as tensors, and stores as torch converts.
+
+A float kernel argument enters arithmetic as :func:`scalar`, a 1-element tensor of the arithmetic's
+dtype: on a GPU the same as a cast, and in Triton's interpreter, whose cast of a float argument goes
+through fp32, an fp64 kernel keeps fp64 scalars too (the GEMM epilogue's α / β and level 1/2's).
 
 torch converts an fp64 value to fp16 or bf16 through fp32 (c10's Half and BFloat16 are built from a
 float), so a value near a 16-bit tie may round differently than one direct conversion would; Triton
@@ -11,6 +15,12 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def scalar(value, dtype: tl.constexpr):
+    """The float argument ``value`` as a 1-element tensor of ``dtype`` (exact in fp64 everywhere)."""
+    return tl.full((1,), value, dtype)
 
 
 @triton.jit

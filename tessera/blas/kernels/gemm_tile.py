@@ -18,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tessera._core.convert import scalar
 from tessera._core.device import precision_of, torch_dtype
 from tessera._core.launch import PDL_EARLY, Launcher, cdiv, pdl_mode
 from tessera._core.pdl import dependent_launch
@@ -61,15 +62,14 @@ def epilogue(acc, c_ptr, d_ptr, rm, rn, mask_m, mask_n, stride_cm, stride_cn, st
              beta, HAS_C: tl.constexpr, SCALE_ALPHA: tl.constexpr):
     """D[rm, rn] = alpha · acc + beta · C[rm, rn] on one tile (C read only when HAS_C), stored in
     D's dtype; shared by the tile, split-K and stream-K families (``c_ptr``/``d_ptr`` already at
-    the batch's matrix). alpha and beta enter as 1×1 tensors of the accumulator's dtype: the same
-    conversion as a cast on a GPU, and in Triton's interpreter, whose cast of a float argument goes
-    through fp32, an fp64 GEMM keeps fp64 scalars too (as level 1 and 2 do, ``level1._arg``)."""
+    the batch's matrix). alpha and beta enter as ``convert.scalar`` of the accumulator's dtype, so
+    an fp64 GEMM keeps fp64 scalars in Triton's interpreter too."""
     if SCALE_ALPHA:
-        acc = acc * tl.full((1, 1), alpha, acc.dtype)
+        acc = acc * scalar(alpha, acc.dtype)
     mask = mask_m[:, None] & mask_n[None, :]
     if HAS_C:
         c = tl.load(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, mask=mask, other=0.0)
-        acc += tl.full((1, 1), beta, acc.dtype) * c.to(acc.dtype)
+        acc += scalar(beta, acc.dtype) * c.to(acc.dtype)
     d_ptrs = d_ptr + rm[:, None] * stride_dm + rn[None, :] * stride_dn
     tl.store(d_ptrs, acc.to(d_ptr.dtype.element_ty), mask=mask)
 

@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tessera._core.convert import convert
+from tessera._core.convert import convert, scalar
 from tessera._core.device import torch_dtype
 from tessera._core.errors import InvalidArgumentError
 from tessera._core.launch import Launcher, cdiv, scratch
@@ -60,9 +60,8 @@ def _wide(v, FP64: tl.constexpr):
 
 @triton.jit
 def _arg(v, FP64: tl.constexpr):
-    """A float argument in the arithmetic dtype, as a 1-element tensor (``tl.full`` keeps an fp64
-    argument exact in the interpreter too, where a cast would round it through fp32)."""
-    return tl.full((1,), v, tl.float64) if FP64 else tl.full((1,), v, tl.float32)
+    """A float argument in the arithmetic dtype (``convert.scalar``: exact in fp64 everywhere)."""
+    return scalar(v, tl.float64) if FP64 else scalar(v, tl.float32)
 
 
 @triton.jit
