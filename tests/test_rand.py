@@ -545,6 +545,20 @@ def test_poisson_mean_variance_and_offsets(lam: float, device: str) -> None:
     assert abs(k.var() / lam - 1) < 5 * math.sqrt(2 / n) + 0.01
 
 
+def test_poisson_int32_counts_refuse_a_lambda_they_could_overflow(device: str) -> None:
+    """Counts around λ ≈ 2³¹ overflowed int32 into −2³¹ (the interpreter) or saturated (a GPU):
+    such λ are refused for int32, and at the bound every count fits and equals the int64 draw's."""
+    g = Generator(seed=9, device=device)
+    bound = math.floor((2**31 - 1) - 10 * math.sqrt(2**31 - 1))
+    with pytest.raises(InvalidArgumentError, match=f"lam must be at most {bound} for int32"):
+        g.poisson(8, 2.0**31 - 1000, dtype=torch.int32)
+    assert g.offset == 0
+    k32 = g.poisson(64, float(bound), dtype=torch.int32)
+    k64 = Generator(seed=9, device=device).poisson(64, float(bound))
+    assert bool((k32 > 0).all()) and torch.equal(k32.long(), k64)
+    assert float((k64.double() - bound).abs().max()) < 6 * math.sqrt(bound)
+
+
 @pytest.mark.parametrize("lam", [4.0, 50.0])
 def test_poisson_goodness_of_fit(lam: float, device: str) -> None:
     n = 1 << 13

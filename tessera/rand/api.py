@@ -68,6 +68,9 @@ from tessera.rand.space import select
 GENERATORS = ("philox4x32_10", "mrg32k3a", "sobol32")
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _MAX_WORDS = 2**62  # stream positions are computed in int64
+# The largest λ whose int32 counts cannot overflow: NumPy's bound for int64 counts (λ ≤ max − 10√max)
+# taken to int32; a count past it is more than 10 σ out (PTRS's quick path stays within 1.9 σ).
+_INT32_POISSON_LAM_MAX = (2**31 - 1) - 10 * math.sqrt(2**31 - 1)
 
 
 def philox4x32_10(counter: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
@@ -223,7 +226,8 @@ class Generator:
                 out: torch.Tensor | None = None) -> torch.Tensor:
         """Poisson(λ) counts (Philox only). λ < 16: inversion, one word per value; λ ≥ 16: Hörmann's
         PTRS transformed rejection with eight attempts of two words (the offset advances by 16 words
-        per value); if all eight are rejected (probability < 1e-8) the value is round(λ)."""
+        per value); if all eight are rejected (probability < 1e-8) the value is round(λ). int32 counts
+        take λ up to 2³¹ − 1 − 10·√(2³¹ − 1), so that no draw overflows (NumPy's rule for int64)."""
         if self.name != "philox4x32_10":
             raise UnsupportedError(f"poisson from {self.name} is not implemented yet; supported: "
                                    "philox4x32_10")
@@ -236,6 +240,9 @@ class Generator:
         if dtype not in (torch.int32, torch.int64, torch.float32, torch.float64):
             raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported for "
                                    "poisson; supported: int32, int64, float32, float64")
+        if dtype == torch.int32 and lam > _INT32_POISSON_LAM_MAX:
+            raise invalid("lam", repr(lam), f"at most {math.floor(_INT32_POISSON_LAM_MAX)} for int32 counts, "
+                          "which larger draws would overflow; ask for dtype=torch.int64")
         shape = _shape(shape)
         out = self._output(out, shape, dtype)
         n = math.prod(shape)
