@@ -151,7 +151,8 @@ def gemm(
 
     A and B are 2-D, or 3-D for a batch (a 2-D or batch-1 operand broadcasts over it); any strides.
     Float16/bfloat16 accumulate in float32 and may return float32 (``out_dtype``); float32 is exact
-    IEEE unless ``precision="tf32"`` allows TF32 tensor cores (operands rounded to 10 fraction bits) or
+    IEEE unless ``precision="tf32"`` allows TF32 tensor cores (operands cut to 10 fraction bits:
+    the tensor cores truncate them) or
     ``precision="tf32x3"`` computes each product as three TF32 ones (hi·hi + hi·lo + lo·hi of the
     split x = hi + lo: fp32's accuracy on tensor cores, but a value above the largest TF32,
     |x| > 3.4026e38, rounds to inf in the split; NVIDIA; AMD GPUs compute IEEE fp32), and
