@@ -140,9 +140,19 @@ def test_tf32_precision_opt_in(device: str) -> None:
     assert_gemm_close(gemm(a, b, precision="tf32"), a, b, precision="tf32")
 
 
+@pytest.mark.parametrize("k", [1, 2])
+def test_tf32_short_k_within_the_truncated_operands_bound(k: int, device: str) -> None:
+    """At K = 1 each element is one product whose error is its operands' conversion alone: the
+    tensor cores truncate float32 to TF32, up to 2·2⁻¹⁰ of |a·b| — a bound for operands rounded
+    to nearest (2·2⁻¹¹) failed on the GPU, where a fifth of such products exceed it."""
+    a, b = rand((96, k), torch.float32, device), rand((k, 80), torch.float32, device)
+    assert_gemm_close(gemm(a, b, precision="tf32"), a, b, precision="tf32")
+    assert_gemm_close(gemm(a, b, precision="tf32x3"), a, b, precision="tf32x3")
+
+
 @pytest.mark.parametrize("shape", [(40, 64, 30), (130, 72, 97)])
 def test_tf32x3_precision_opt_in(shape: tuple[int, int, int], device: str) -> None:
-    """fp32 as three TF32 products, held to its bound: operand error 2^-20 against tf32's 2^-10,
+    """fp32 as three TF32 products, held to its bound: operand error 1.5·2⁻²⁰ against tf32's 2⁻⁹,
     so on a GPU a kernel that dropped the small products would fail it at these short K."""
     m, k, n = shape
     a, b, c = (rand(s, torch.float32, device) for s in ((m, k), (k, n), (m, n)))

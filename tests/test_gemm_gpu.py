@@ -45,7 +45,7 @@ def test_transposes_on_gpu_paths(trans_a: bool, trans_b: bool, precision: str, d
 @pytest.mark.parametrize("m,n,k", [(200, 136, 64), (1000, 1100, 72), (1, 72, 64)])
 def test_tf32x3_is_held_to_its_own_bound(config: TileConfig | TmaConfig | None, m: int, n: int,
                                          k: int) -> None:
-    """tf32x3's bound (operand error 2^-20) is far under plain TF32's (2^-10) at these short K: a
+    """tf32x3's bound (operand error 1.5·2⁻²⁰) is far under plain TF32's (2⁻⁹) at these short K: a
     kernel that computed plain TF32 (the small products dropped) fails it. The heuristic's choice
     and each family forced; B row-major and column-major."""
     a = rand(m, k, dtype=torch.float32)
