@@ -147,6 +147,11 @@
 #            the kernel alone, the copy alone, the panels in sequence and torch.matmul    ~3 min
 #   fuzz     fuzz_gemm, fuzz_level1, fuzz_level2, fuzz_matmul and fuzz_quantized's scaled half
 #            on the GPU (45–80 s each and their compiles, capped at 540 s in all)          ~9 min
+#   unmarked the tf32 rounding probe (tf32_rounding_probe.py: Tessera's and cuBLAS's TF32 against
+#            truncated and rounded operands, and the bias over a long K), then the tests that
+#            `tests` and `rest` leave out: the unmarked ones of test_blas_level12 and test_rand
+#            (fp64 into 16-bit stores bit for bit, the zero-increment axpy, rand's MRG
+#            conversion, Poisson's int32 bound) and test_gemm's tf32 ones (K = 1 and 2)        ~6 min
 # A stage that is not named is not run; unknown names stop the script before anything runs. A name
 # may carry a GPU filter, GPU/stage, run only where nvidia-smi's name holds GPU: a call asked for an
 # H200 may get an H100, so `H200/quant H200/l1map H100/rest` times on the issues' GPU only and
@@ -636,6 +641,14 @@ fuzz() {  # the signature fuzzers on the GPU (fuzz_level1, fuzz_level2 and fuzz_
     capped 110 fuzz-scaled "$PY" benchmarks/fuzz_quantized.py --device cuda --op scaled --seconds 60
 }
 
+unmarked() {  # the tf32 probe, then the tests no other stage runs on a GPU
+    capped 100 tf32-rounding "$PY" benchmarks/tf32_rounding_probe.py "$dir/tf32-rounding.json"
+    capped 300 l12-rand "$PY" -m pytest tests/test_blas_level12.py tests/test_rand.py -q -rs -m "not gpu" \
+        --junitxml="$dir/l12-rand.xml"
+    capped 100 tf32-tests "$PY" -m pytest tests/test_gemm.py tests/test_gemm_gpu.py -q -rs -k tf32 \
+        --junitxml="$dir/tf32-tests.xml"
+}
+
 pack() {  # the GPU's state and all of WORK, one tarball (a device call brings back at most 8 files)
     nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv > "$WORK/gpu.txt" 2>&1
     tar czf "$OUT/r.tgz" -C "$WORK" .
@@ -643,12 +656,12 @@ pack() {  # the GPU's state and all of WORK, one tarball (a device call brings b
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb|rawab|quanttests|tf32overlap|fuzz) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb|rawab|quanttests|tf32overlap|fuzz|unmarked) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
                 "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp, gemvb, rawab," \
-                "quanttests, tf32overlap, fuzz)"; exit 2;; esac
+                "quanttests, tf32overlap, fuzz, unmarked)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}
