@@ -4,8 +4,9 @@ calls per signature with fresh operands, so that the second and third replay the
 
     python benchmarks/fuzz_quantized.py [--device cuda] [--seconds 60] [--seed 1] [--op wq|scaled|all]
 
-`gemm_wq`: 4 / 8 bits, groups 32–128, symmetric or not, weights centred on 0 or shifted (groups
-all of one sign: every weight must dequantize within half a step), M 1–33, x row- or
+`gemm_wq`: 4 / 8 bits, groups 32–128, symmetric or not, weights fp32, bf16 or fp16 (their
+scales stored in that dtype), centred on 0 or shifted (groups all of one sign: every weight must
+dequantize within half a stored step), M 1–33, x row- or
 column-major, into a contiguous ``out`` or not (a non-contiguous one must be refused with its
 buffer untouched). The
 scaled GEMM: int8 exact and scaled, fp8 e4m3 / e5m2, per-tensor or per-row / per-column scales,
@@ -40,6 +41,7 @@ class WqSignature:
     k: int
     out_layout: str | None  # None: no ``out``
     shift: float  # added to the weight: groups all of one sign where it is far from 0
+    weight_dtype: torch.dtype  # the weight's, hence its scales'
     weight: tuple | None = field(default=None, repr=False)  # (quantized, its fp64 dequantization)
 
 
@@ -47,7 +49,8 @@ def _draw_wq(rng: random.Random, largest: int) -> WqSignature:
     group = rng.choice([32, 64, 128])
     return WqSignature(rng.choice([4, 8]), group, rng.random() < 0.5, rng.choice([1, 5, 16, 33]),
                        rng.choice([8, 16, 24, 40, 72, 130]), group * rng.randint(1, 3),
-                       rng.choice([None, "row", "col", "padded"]), rng.choice([0.0, 0.0, 4.0, -2.5, 0.3]))
+                       rng.choice([None, "row", "col", "padded"]), rng.choice([0.0, 0.0, 4.0, -2.5, 0.3]),
+                       rng.choice([torch.float32, torch.bfloat16, torch.float16]))
 
 
 def _call_wq(case: WqSignature, device: str, rng: random.Random) -> str | None:
@@ -56,7 +59,7 @@ def _call_wq(case: WqSignature, device: str, rng: random.Random) -> str | None:
 
     m, n, k, layout = case.m, case.n, case.k, case.out_layout
     if case.weight is None:
-        w = torch.randn(k, n, device=device) + case.shift
+        w = (torch.randn(k, n, device=device) + case.shift).to(case.weight_dtype)
         q = quantize_weight(w, bits=case.bits, group_size=case.group, symmetric=case.symmetric)
         case.weight = (q, dequantize_weight(q, torch.float64))
         step = q.scales.double().repeat_interleave(case.group, dim=0)

@@ -26,8 +26,12 @@
 exactly that. Symmetric: scale = max|w| / (2^(bits − 1) − 1) over the group, codes round(w / scale)
 + 2^(bits − 1). Asymmetric, over the group's range widened to hold 0 (low = min(min w, 0), high
 = max(max w, 0), as PyTorch's MinMaxObserver and GPTQ take it: the zero point is then a code):
-scale = (high − low) / (2^bits − 1), zero = round(−low / scale). Either way every weight is
-within half a step (scale / 2) of its dequantized value.
+scale = (high − low) / (2^bits − 1), zero = round(−low / scale). Either way the scale is rounded
+up to the stored dtype first and the codes are taken against that stored scale, so every weight
+is within half a step (scale / 2) of its dequantized value (codes taken against the unrounded
+scale left bf16 8-bit weights up to 1.09 steps off, the scale's rounding times the code), and no
+code clamps. A weight whose quantized form would dequantize past the dtype's largest value
+(fp16 groups reaching 65504) is refused.
 ``gemm_wq(x, qweight)`` returns ``x @ dequantize_weight(qweight)`` in x's dtype, fp32 accumulation:
 small and medium M on tensor cores, the codes turned into MMA operands in registers (``gemm_wq``;
 4-bit codes as exact integers, every group's sum scaled once; on sm_90 symmetric 4- and 8-bit
@@ -122,23 +126,27 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
         raise invalid("w.shape[0] (K)", k, f"a multiple of group_size={group_size} (pad K with zero rows)")
     if not bool(torch.isfinite(w).all()):
         raise InvalidArgumentError("w holds inf or NaN; expected finite values (they have no quantized code)")
-    groups = w.float().reshape(k // group_size, group_size, n)
+    groups = w.float().reshape(k // group_size, group_size, n)  # exact for every weight dtype
     top = 2 ** bits - 1
     if symmetric:
         half = 2 ** (bits - 1)
-        scale = groups.abs().amax(dim=1) / (half - 1)
-        scale = torch.where(scale > 0, scale, torch.ones_like(scale))  # an all-zero group
+        scale = _stored_scale(groups.abs().amax(dim=1).double() / (half - 1), w.dtype)
+        zero = torch.full_like(scale, half)
         codes = torch.clamp(torch.round(groups / scale[:, None, :]), -half, half - 1) + half
-        zeros = None
     else:
         # the range holds 0, so the zero point is a code: a group all of one sign (or constant)
         # keeps every weight within half a step (its own min … max gave codes clamped away)
         low, high = groups.amin(dim=1).clamp(max=0.0), groups.amax(dim=1).clamp(min=0.0)
-        scale = (high - low) / top
-        scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+        scale = _stored_scale((high.double() - low.double()) / top, w.dtype)
         zero = torch.clamp(torch.round(-low / scale), 0, top)
         codes = torch.clamp(torch.round(groups / scale[:, None, :]) + zero[:, None, :], 0, top)
-        zeros = zero
+    steps = (codes - zero[:, None, :]).abs().amax(dim=1)  # each group's largest |code − zero|
+    if not bool(torch.isfinite((steps.double() * scale.double()).to(w.dtype)).all()):
+        name = str(w.dtype).replace("torch.", "")
+        raise InvalidArgumentError(
+            f"w reaches too close to {name}'s largest value ({torch.finfo(w.dtype).max:g}): a code times "
+            f"its group's scale rounded up to {name} would dequantize to inf; expected weights a step below "
+            "it: scale w down (e.g. by 2) and the product back up")
     codes = codes.reshape(k, n).to(torch.uint8)
     if bits == 4:  # interleaved runs, stored column-major (see the module docstring)
         codes = pack_nibbles(codes).t().contiguous().t()
@@ -146,7 +154,18 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
         codes = codes.contiguous()
     stored = w.dtype
     return QuantizedWeight(codes, scale.to(stored).contiguous(),
-                           None if zeros is None else zeros.to(stored).contiguous(), bits, group_size, (k, n))
+                           None if symmetric else zero.to(stored).contiguous(), bits, group_size, (k, n))
+
+
+def _stored_scale(scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The float64 ``scale`` (0 for an all-zero group: 1 instead) rounded up to ``dtype``, as
+    float32 (which holds it exactly): codes taken against it fit the code range unclamped and
+    dequantize with the scale that is stored."""
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    rounded = scale.to(dtype)
+    above = torch.nextafter(rounded, torch.full_like(rounded, math.inf))
+    rounded = torch.where(rounded.double() < scale, above, rounded)
+    return rounded.float()
 
 
 NIBBLE_RUN = 32  # weight rows a run of interleaved 4-bit codes holds (16 code rows)
