@@ -163,9 +163,9 @@ def _stored_scale(scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     dequantize with the scale that is stored."""
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))
     rounded = scale.to(dtype)
-    above = torch.nextafter(rounded, torch.full_like(rounded, math.inf))
-    rounded = torch.where(rounded.double() < scale, above, rounded)
-    return rounded.float()
+    bits = torch.int16 if dtype.itemsize == 2 else torch.int32
+    above = (rounded.view(bits) + 1).view(dtype)  # the next value up (positive; not torch.nextafter,
+    return torch.where(rounded.double() < scale, above, rounded).float()  # whose CUDA fp16 is recent)
 
 
 NIBBLE_RUN = 32  # weight rows a run of interleaved 4-bit codes holds (16 code rows)
