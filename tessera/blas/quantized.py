@@ -160,12 +160,12 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
 def _stored_scale(scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The float64 ``scale`` (0 for an all-zero group: 1 instead) rounded up to ``dtype``, as
     float32 (which holds it exactly): codes taken against it fit the code range unclamped and
-    dequantize with the scale that is stored."""
+    dequantize with the scale that is stored. The next value up is the bit pattern plus one (the
+    scales are positive), not ``torch.nextafter``, whose CUDA kernel took fp16 only lately."""
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))
     rounded = scale.to(dtype)
-    bits = torch.int16 if dtype.itemsize == 2 else torch.int32
-    above = (rounded.view(bits) + 1).view(dtype)  # the next value up (positive; not torch.nextafter,
-    return torch.where(rounded.double() < scale, above, rounded).float()  # whose CUDA fp16 is recent)
+    above = (rounded.view(torch.int16 if dtype.itemsize == 2 else torch.int32) + 1).view(dtype)
+    return torch.where(rounded.double() < scale, above, rounded).float()
 
 
 NIBBLE_RUN = 32  # weight rows a run of interleaved 4-bit codes holds (16 code rows)
