@@ -129,6 +129,11 @@ def test_weights_dequantizing_past_the_largest_value_are_refused() -> None:
     assert bool(torch.isfinite(dequantize_weight(quantize_weight(w, bits=4, group_size=32))).all())
 
 
+def test_quantize_weight_refuses_a_weight_without_values() -> None:
+    with pytest.raises(UnsupportedError, match="meta device"):
+        quantize_weight(torch.empty(64, 8, device="meta"), group_size=32)
+
+
 def nibble_rows(code_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """The weight rows the low and the high nibbles of each code row hold, as the quantized
     module's docstring documents them: byte 4q + 2h + t of a run of 16 code rows (32 weight rows)

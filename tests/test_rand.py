@@ -545,6 +545,25 @@ def test_poisson_mean_variance_and_offsets(lam: float, device: str) -> None:
     assert abs(k.var() / lam - 1) < 5 * math.sqrt(2 / n) + 0.01
 
 
+@pytest.mark.parametrize("device,error,message", [
+    ("beyond", InvalidArgumentError, "device must be a GPU torch sees"),
+    ("meta", UnsupportedError, "device meta is not supported")])
+def test_a_device_tessera_cannot_draw_on_is_refused_before_drawing(device: str, error: type,
+                                                                    message: str) -> None:
+    """A generator made for a GPU torch does not see (one past the last) or for a device Tessera
+    does not run on: each draw is refused with a TesseraError (torch's own assertion before), the
+    offset unchanged."""
+    if device == "beyond":
+        device = f"cuda:{torch.cuda.device_count() if torch.cuda.is_available() else 0}"
+    g = Generator(device=device)
+    sobol = Generator("sobol32", dimensions=2, device=device)
+    for draw in (lambda: g.uniform(4), lambda: g.poisson(4, 3.0), lambda: g.normal(4, out=torch.empty(4)),
+                 lambda: sobol.uniform((3, 2))):
+        with pytest.raises(error, match=message):
+            draw()
+    assert g.offset == 0 and sobol.offset == 0
+
+
 def test_poisson_int32_counts_refuse_a_lambda_they_could_overflow(device: str) -> None:
     """Counts around λ ≈ 2³¹ overflowed int32 into −2³¹ (the interpreter) or saturated (a GPU):
     such λ are refused for int32, and at the bound every count fits and equals the int64 draw's."""

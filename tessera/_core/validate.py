@@ -59,14 +59,19 @@ def check_same_device(tensors: dict[str, torch.Tensor]) -> torch.device:
                 f"all operands must be on one device (actual: {first_name} on {first}, "
                 f"{name} on {dev}); move them with .to(device)"
             )
-    if first.type == "cpu" and not interpreter_enabled():
+    check_runnable(first)
+    return first
+
+
+def check_runnable(device: torch.device, what: str = "operands are") -> None:
+    """A device Tessera runs on: a CUDA/ROCm GPU, or the CPU in Triton's interpreter."""
+    if device.type == "cpu" and not interpreter_enabled():
         raise InvalidArgumentError(
-            f"operands are on the CPU (actual: {first}); Tessera runs on a CUDA/ROCm GPU, or on "
+            f"{what} on the CPU (actual: {device}); Tessera runs on a CUDA/ROCm GPU, or on "
             "the CPU only in Triton's interpreter: set TRITON_INTERPRET=1 before importing tessera"
         )
-    if first.type not in ("cpu", "cuda"):
-        raise UnsupportedError(f"device {first} is not supported; supported: cuda (CUDA or ROCm)")
-    return first
+    if device.type not in ("cpu", "cuda"):
+        raise UnsupportedError(f"device {device} is not supported; supported: cuda (CUDA or ROCm)")
 
 
 def check_nonnegative_dims(name: str, t: torch.Tensor) -> None:

@@ -124,6 +124,9 @@ def quantize_weight(w: torch.Tensor, bits: int = 4, group_size: int = 128, symme
     k, n = w.shape
     if k % group_size:
         raise invalid("w.shape[0] (K)", k, f"a multiple of group_size={group_size} (pad K with zero rows)")
+    if w.device.type == "meta":
+        raise UnsupportedError("w is on the meta device, which holds no values; quantize_weight needs them "
+                               "(supported: a CPU or GPU tensor)")
     if not bool(torch.isfinite(w).all()):
         raise InvalidArgumentError("w holds inf or NaN; expected finite values (they have no quantized code)")
     groups = w.float().reshape(k // group_size, group_size, n)  # exact for every weight dtype

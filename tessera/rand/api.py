@@ -45,6 +45,7 @@ from tessera._core.validate import (
     check_bools,
     check_dtype,
     check_no_internal_overlap,
+    check_runnable,
     check_same_device,
     check_untracked_write,
     integer,
@@ -104,6 +105,19 @@ def _device(device: object) -> torch.device:
         return torch.device(device)
     except RuntimeError as exc:  # a string torch does not parse
         raise invalid("device", repr(device), 'a device torch knows, such as "cpu" or "cuda:0"') from exc
+
+
+def _check_usable(device: torch.device) -> None:
+    """The generator's device is one Tessera runs on and, for a GPU, one that torch sees: checked
+    when a draw needs it, so that a generator made for a GPU elsewhere is refused with a
+    TesseraError, not torch's assertion."""
+    check_runnable(device, "the generator is")
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = device.index if device.index is not None else (torch.cuda.current_device() if count else 0)
+        if index >= count:
+            raise invalid("device", str(device), f"a GPU torch sees: {count} CUDA/ROCm GPU"
+                          f"{'' if count == 1 else 's'} here (torch.cuda.device_count())")
 
 
 def _finite(name: str, value: object, expected: str = "a finite real number") -> float:
@@ -260,10 +274,13 @@ class Generator:
 
     def _output(self, out: torch.Tensor | None, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """A new tensor on the generator's device, or ``out`` once checked."""
+        if out is None:
+            _check_usable(self.device)
         return torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
             out, shape, dtype)
 
     def _check_out(self, out: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        _check_usable(self.device)
         out = as_tensor("out", out)
         if tuple(out.shape) != shape or out.dtype != dtype:
             raise invalid("out", f"{tuple(out.shape)} {out.dtype}", f"shape {shape} and dtype {dtype}")
