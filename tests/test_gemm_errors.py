@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tessera import InvalidArgumentError, TesseraError, UnsupportedError
-from tessera.blas import gemm, matmul
+from tessera.blas import explain, gemm, matmul
 
 
 def _out_untouched(fn, out: torch.Tensor, error: type[Exception], match: str) -> None:
@@ -37,6 +37,19 @@ def test_unsupported_dtype(device: str) -> None:
 def test_mixed_dtypes(device: str) -> None:
     with pytest.raises(UnsupportedError, match=r"a float16, b float32"):
         gemm(torch.randn(3, 3, device=device).half(), torch.randn(3, 3, device=device))
+
+
+def test_out_dtype_must_be_a_dtype(device: str) -> None:
+    """A string such as "float32" was reported as an unsupported out_dtype whose name is in the
+    supported list; it is refused as not a torch.dtype, for every entry point that takes one."""
+    a = torch.randn(4, 4, device=device)
+    fp8 = a.to(torch.float8_e4m3fn)
+    one = torch.tensor(1.0, device=device)
+    for call in (lambda: gemm(a.half(), a.half(), out_dtype="float32"),
+                 lambda: explain(a.half(), a.half(), out_dtype="float32"),
+                 lambda: gemm(fp8, fp8, scale_a=one, scale_b=one, out_dtype="bfloat16")):
+        with pytest.raises(InvalidArgumentError, match=r"out_dtype must be None or a torch\.dtype"):
+            call()
 
 
 def test_narrowing_out_dtype(device: str) -> None:

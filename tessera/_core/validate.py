@@ -74,6 +74,13 @@ def check_runnable(device: torch.device, what: str = "operands are") -> None:
         raise UnsupportedError(f"device {device} is not supported; supported: cuda (CUDA or ROCm)")
 
 
+def check_dtype_argument(name: str, value: object, none_ok: bool = False) -> None:
+    """A dtype argument must be a torch.dtype (a string such as "float32" is not one)."""
+    if not (isinstance(value, torch.dtype) or (none_ok and value is None)):
+        expected = "a torch.dtype, e.g. torch.float32"
+        raise invalid(name, repr(value), f"None or {expected}" if none_ok else expected)
+
+
 def check_nonnegative_dims(name: str, t: torch.Tensor) -> None:
     """Torch tensors cannot have negative sizes; kept for shape tuples passed by users."""
     if any(s < 0 for s in t.shape):  # pragma: no cover - torch forbids it

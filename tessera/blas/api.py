@@ -29,6 +29,7 @@ from tessera._core.validate import (
     as_tensor,
     check_bools,
     check_dtype,
+    check_dtype_argument,
     check_ndim,
     check_no_internal_overlap,
     check_no_overlap,
@@ -443,6 +444,7 @@ def _plan(
     check_ndim("a", a, (2, 3))
     check_ndim("b", b, (2, 3))
     check_bools(trans_a=trans_a, trans_b=trans_b)
+    check_dtype_argument("out_dtype", out_dtype, none_ok=True)
     check_dtype("a", a, FLOAT_DTYPES, "; and int8, float8_e4m3fn or float8_e5m2 with scale_a / scale_b "
                 "(int8 also without: an exact int32 product)")
     if b.dtype != a.dtype:

@@ -57,6 +57,7 @@ from tessera._core.validate import (
     as_tensor,
     check_bools,
     check_dtype,
+    check_dtype_argument,
     check_ndim,
     check_no_internal_overlap,
     check_no_overlap,
@@ -525,6 +526,7 @@ def plan_scaled(a: torch.Tensor, b: torch.Tensor, scale_a: object, scale_b: obje
     """Validate a quantized-input GEMM (2-D ``a`` (M, K) and ``b`` (K, N), already transposed as
     asked) and choose its kernel: (out, launch arguments or None when nothing must launch)."""
     key = QUANTIZED_INPUTS[a.dtype]
+    check_dtype_argument("out_dtype", out_dtype, none_ok=True)
     if b.dtype != a.dtype:
         raise UnsupportedError(f"a is {a.dtype} but b is {b.dtype}; quantized GEMM takes two operands of "
                                "one dtype: int8, float8_e4m3fn or float8_e5m2")

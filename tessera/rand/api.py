@@ -44,6 +44,7 @@ from tessera._core.validate import (
     as_tensor,
     check_bools,
     check_dtype,
+    check_dtype_argument,
     check_no_internal_overlap,
     check_runnable,
     check_same_device,
@@ -150,15 +151,9 @@ def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
     return dims
 
 
-def _check_dtype_type(dtype: object) -> None:
-    """A dtype argument must be a torch.dtype (a string such as "float32" is not one)."""
-    if not isinstance(dtype, torch.dtype):
-        raise invalid("dtype", repr(dtype), "a torch.dtype, e.g. torch.float32")
-
-
 def _check_float(kind: int, dtype: torch.dtype) -> None:
     """Every draw but raw words (kind 0) writes a floating-point dtype."""
-    _check_dtype_type(dtype)
+    check_dtype_argument("dtype", dtype)
     if kind != 0 and dtype not in FLOAT_DTYPES:
         raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported; "
                                "supported: float16, bfloat16, float32, float64")
@@ -250,7 +245,7 @@ class Generator:
         if not 0 <= number < 2**31:
             raise invalid("lam", repr(lam), expected)
         lam = number
-        _check_dtype_type(dtype)
+        check_dtype_argument("dtype", dtype)
         if dtype not in (torch.int32, torch.int64, torch.float32, torch.float64):
             raise UnsupportedError(f"dtype {str(dtype).replace('torch.', '')} is not supported for "
                                    "poisson; supported: int32, int64, float32, float64")
