@@ -22,7 +22,9 @@ import random
 from dataclasses import dataclass
 
 import torch
-from fuzz_loop import gradients_differ, matrix, run  # this folder is on sys.path when run as a script
+
+# this folder is on sys.path when run as a script
+from fuzz_loop import gradients_differ, matrix, outside, run
 
 KEYS = ("fp16", "bf16", "fp32", "tf32", "tf32x3", "bf16x9", "bf16x6", "fp64")
 
@@ -114,10 +116,9 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
     error = (got.cpu().double() - exact).abs()
     if not bool(got.isfinite().all()):
         return "a NaN or an infinity in the result"
-    if bool((error > bound).any()):
-        at = tuple((error > bound).nonzero()[0].tolist())
-        return (f"outside its bound at {list(at)}: error {error[at]:.3e}, bound {bound[at]:.3e} "
-                f"(α {alpha}, β {beta})")
+    problem = outside(error, bound)
+    if problem is not None:
+        return f"{problem} (α {alpha}, β {beta})"
     return _gradients_differ(s, got, a, b, c, alpha, beta) if s.grad else None
 
 

@@ -54,6 +54,15 @@ def units(dtype: torch.dtype) -> tuple[float, float]:
     return UNIT_ROUNDOFF[real], UNIT_ROUNDOFF[torch.float64 if real == torch.float64 else torch.float32]
 
 
+def outside(error: torch.Tensor, bound: torch.Tensor) -> str | None:
+    """The first element whose error passes its bound, as the run's message; None when none does."""
+    over = error > bound
+    if not bool(over.any()):
+        return None
+    at = tuple(over.nonzero()[0].tolist())
+    return f"outside its bound at {list(at)}: error {error[at]:.3e}, bound {bound[at]:.3e}"
+
+
 def gradients_differ(names: str, mine: Sequence[torch.Tensor | None], theirs: Sequence[torch.Tensor | None],
                      like: Sequence[torch.Tensor]) -> str | None:
     """Which gradient (of ``like``'s leaves, named by ``names``) differs from the reference's beyond

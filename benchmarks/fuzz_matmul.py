@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass
 
 import torch
-from fuzz_loop import gradients_differ, run  # this folder is on sys.path when run as a script
+from fuzz_loop import gradients_differ, outside, run  # this folder is on sys.path when run as a script
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 LAYOUTS = ("contiguous", "transposed", "strided", "expanded")
@@ -117,9 +117,9 @@ def _call(s: Signature, device: str, rng: random.Random) -> str | None:
     if not bool(values.isfinite().all()):
         return "a NaN or an infinity in the result"
     error = (values - exact).abs()
-    if bool((error > bound).any()):
-        at = tuple((error > bound).nonzero()[0].tolist())
-        return f"outside its bound at {list(at)}: error {error[at]:.3e}, bound {bound[at]:.3e}"
+    problem = outside(error, bound)
+    if problem is not None:
+        return problem
     if s.grad:
         cotangent = torch.randn(got.shape, dtype=torch.float64, device=device)
         mine = torch.autograd.grad(got, (leaf_a, leaf_b), cotangent, allow_unused=True)
