@@ -269,10 +269,10 @@ class Generator:
 
     def _output(self, out: torch.Tensor | None, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """A new tensor on the generator's device, or ``out`` once checked."""
-        if out is None:
-            _check_usable(self.device)
-        return torch.empty(shape, dtype=dtype, device=self.device) if out is None else self._check_out(
-            out, shape, dtype)
+        if out is not None:
+            return self._check_out(out, shape, dtype)
+        _check_usable(self.device)
+        return torch.empty(shape, dtype=dtype, device=self.device)
 
     def _check_out(self, out: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         _check_usable(self.device)
