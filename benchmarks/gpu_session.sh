@@ -147,6 +147,11 @@
 #            the kernel alone, the copy alone, the panels in sequence and torch.matmul    ~3 min
 #   fuzz     fuzz_gemm, fuzz_level1, fuzz_level2, fuzz_matmul and fuzz_quantized's scaled half
 #            on the GPU (45–80 s each and their compiles, capped at 540 s in all)          ~9 min
+#   tf32transform  tf32 on gemm_ws with a transform warp group (tf32_transform_probe.py, never run
+#            on a GPU): B transposed K-major in shared memory (no copy before the call) and both
+#            operands rounded to nearest as cuBLAS rounds them; checked bit for bit against
+#            gemm_ws on a K-major B, the bias at 2048³, then timed at 4096³ and 8192³ beside torch,
+#            the shipped call and gemm_ws alone on a K-major B                             ~3 min
 #   unmarked the tf32 rounding probe (tf32_rounding_probe.py: Tessera's and cuBLAS's TF32 against
 #            truncated and rounded operands, and the bias over a long K), then the tests that
 #            `tests` and `rest` leave out: the unmarked ones of test_blas_level12 and test_rand
@@ -641,6 +646,10 @@ fuzz() {  # the signature fuzzers on the GPU (fuzz_level1, fuzz_level2 and fuzz_
     capped 110 fuzz-scaled "$PY" benchmarks/fuzz_quantized.py --device cuda --op scaled --seconds 60
 }
 
+tf32transform() {  # tf32 with B transposed and both operands rounded in shared memory (a probe)
+    capped 230 transform "$PY" benchmarks/tf32_transform_probe.py "$dir/transform.json"
+}
+
 unmarked() {  # the tf32 probe, then the tests no other stage runs on a GPU
     capped 100 tf32-rounding "$PY" benchmarks/tf32_rounding_probe.py "$dir/tf32-rounding.json"
     capped 300 l12-rand "$PY" -m pytest tests/test_blas_level12.py tests/test_rand.py -q -rs -m "not gpu" \
@@ -656,12 +665,12 @@ pack() {  # the GPU's state and all of WORK, one tarball (a device call brings b
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 for stage in "$@"; do
-    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb|rawab|quanttests|tf32overlap|fuzz|unmarked) ;;
+    case ${stage#*/} in verify|tests|rest|tf32|fp32|rows|first|host|grid|nt|fp32logic|fp32big|pdlws|pdlwq|cluster|symv|quant|fault|wqfix|wqtune|l1map|wqpdl|l12|logicab|halves|ncutf32|ncufp32|fp32order|products|productsbench|fp32preset|promote|smallgemm|longk|logicrows|longkfix|wavesfresh|prefill|prefillab|narrowm|order|tf32waves|waveexp|gemvb|rawab|quanttests|tf32overlap|fuzz|unmarked|tf32transform) ;;
         *) echo "unknown stage $stage (verify, tests, rest, tf32, fp32, rows, first, host, grid, nt," \
                 "fp32logic, fp32big, pdlws, pdlwq, cluster, symv, quant, fault, wqfix, wqtune, l1map, wqpdl, l12, logicab," \
                 "halves, ncutf32, ncufp32, fp32order, products, productsbench, fp32preset, promote, smallgemm, longk, logicrows," \
                 "longkfix, wavesfresh, prefill, prefillab, narrowm, order, tf32waves, waveexp, gemvb, rawab," \
-                "quanttests, tf32overlap, fuzz, unmarked)"; exit 2;; esac
+                "quanttests, tf32overlap, fuzz, unmarked, tf32transform)"; exit 2;; esac
 done
 for named in "$@"; do
     stage=${named#*/}

@@ -1,0 +1,391 @@
+"""Probe: tf32 on ``gemm_ws`` with a transform warp group — B transposed K-major in shared memory
+(no copy before the call) and both operands rounded to nearest, as cuBLAS rounds them.
+
+Two gaps of tf32 on Hopper meet here (docs/status.md, "Ideas not yet timed"):
+- wgmma reads 32-bit operands from shared memory K-major only, so ``gemm`` copies a row-major B
+  K-major in a launch of its own before the GEMM (~4 % of a tf32 8192³ call) or multiplies it
+  swapped (its Bᵀ through registers, ~6 % slower);
+- the tensor cores truncate float32 operands to TF32, cuBLAS rounds them to nearest: over a long
+  K of same-sign products Tessera's results lean toward zero ~50× more than cuBLAS's
+  (``tf32_rounding_probe.py``, ``gpu-session-h100-abbde37/``).
+
+Here ``gemm_ws``'s loader warp and multiplying warps run as shipped, with one more partition of
+4 warps between them: for each stage TMA has filled (``landed``) it rounds A's tile in place
+(``cvt.rna.tf32.f32``) and turns B's row-major (BK × BN) box into the (BN × BK) K-major tile the
+multiplier reads, in the same bytes: both are BN / 32 swizzled 32 × 32 float32 blocks of 4 KiB
+(``gemm_ws._swizzled_bases``), row k of block j in the box holding what column k of block j
+holds in the K-major tile, so each block is read whole into registers, the partition waits for
+all its warps, and the block is written back transposed (rounded or not). Then it fences the
+writes for the async proxy and arrives on the stage's ``ready``, which the multiplier waits for
+as it waited for TMA's. With B column-major (x @ W.t()) only the rounding runs. Shared memory
+is as shipped; the multiplier is ``gemm_ws._multiplier`` as it is, shown B's K-major tile
+through a descriptor of that shape (never loaded from).
+
+Checks before timing, exact: transposed and not rounded, D equals ``gemm_ws`` (the same
+configuration) on a K-major copy of B bit for bit (the same tiles and K loop); rounded, D equals
+it on operands rounded to nearest beforehand. Then the bias (uniform [0, 1) operands, 2048³:
+mean signed error relative to fp64) of each beside torch's and the shipped call's. Timed from
+CUDA graphs, interleaved with torch.matmul (TF32 on), the shipped call and both kernels alone on
+a K-major B.
+
+Usage: python benchmarks/tf32_transform_probe.py OUT.json [--sizes 4096,8192] [--rounds 3]
+           [--configs BMxBNxBK:stages:warps:group[:split],...]          (GPU)
+       python benchmarks/tf32_transform_probe.py --offline [--configs ...]   (no GPU: compile each
+           mode for sm_90 with the running Triton and print shared memory, registers and spills)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
+
+from tessera._core.launch import Launcher, cdiv
+from tessera.blas.kernels.gemm_tma import fitting_stages, is_col_major
+from tessera.blas.kernels.gemm_ws import (
+    WsConfig,
+    _multiplier,
+    block_descriptor,
+    grouped_tile_origin,
+    stage_barriers,
+)
+from tessera.blas.kernels.gluon_names import cta_barrier, reinterpret, tma_load
+
+PRODUCER_WARPS = gl.constexpr(4)
+PRODUCER_REGISTERS = gl.constexpr(168)  # the launch's own (64 Ki over 12 warps): no setmaxnreg dance
+DEFAULT = "128x256x32:3:8:8:2"  # the tf32 NT file's 4096³ row (gemm_ws), the 8192³ tile
+
+
+@gluon.jit
+def _nearest(x):
+    """x rounded to TF32 (10 fraction bits), ties away from zero, as cuBLAS's TF32 GEMMs take
+    float32 operands (``cvt.rna``; the tensor cores would cut the low 13 bits instead)."""
+    return gl.inline_asm_elementwise("cvt.rna.tf32.f32 $0, $1;", "=r,r", [x], dtype=gl.float32,
+                                     is_pure=True, pack=1)
+
+
+@gluon.constexpr_function
+def _block_registers(num_warps):
+    """A 32 × 32 float32 block over a warp group: each thread 2 rows × 4 columns (a 16-byte read a
+    row under the 128-byte swizzle), transposed 4 rows × 2 columns (an 8-byte write a row); 16
+    threads down the rows, 2 across, the warps side by side. Gluon's ``bank_conflicts`` (Triton
+    3.9) counts none for the read and none for the transposed write; the plain 1 × 4 a thread, 8
+    threads a row (rows read whole), reads without but writes transposed with 3."""
+    assert num_warps == 4, "a warp group"
+    return gl.BlockedLayout([2, 4], [16, 2], [1, num_warps], [1, 0])
+
+
+@gluon.jit
+def _issue(p, a_desc, b_desc, a_bufs, b_bufs, landed, empty, num_m, num_n, k_steps, GROUP_M, STAGES):
+    """The TMA copies of this program's ``p``-th K step (tiles in ``gemm_ws``'s grouped order)
+    into stage p mod STAGES, once the multiplier has handed that stage back."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    TRANSPOSE: gl.constexpr = b_desc.block_type.shape[0] == BK  # a (BK, BN) box
+    BN: gl.constexpr = b_desc.block_type.shape[1] if TRANSPOSE else b_desc.block_type.shape[0]
+    tile = gl.program_id(0) + (p // k_steps) * gl.num_programs(0)
+    off_m, off_n = grouped_tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
+    k = (p % k_steps) * BK
+    s = p % STAGES
+    mbarrier.wait(empty.index(s), ((p // STAGES) & 1) ^ 1)  # a fresh stage passes at once
+    mbarrier.expect(landed.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+    tma_load(a_desc, [off_m, k], landed.index(s), a_bufs.index(s))
+    if TRANSPOSE:
+        tma_load(b_desc, [k, off_n], landed.index(s), b_bufs.index(s))
+    else:
+        tma_load(b_desc, [off_n, k], landed.index(s), b_bufs.index(s))
+
+
+@gluon.jit
+def _producer(a_desc, b_desc, a_bufs, b_bufs, landed, ready, empty, M, N, K, GROUP_M, STAGES,
+              ROUND: gl.constexpr, TRANSPOSE: gl.constexpr):
+    """The loading and transforming warp group: the copies of STAGES − 1 K steps ahead, then for
+    each step, once TMA has filled its stage: A's tile rounded in place (``ROUND``), B's (BK × BN)
+    box turned into its K-major (BN × BK) tile block by block (``TRANSPOSE``; rounded too with
+    ``ROUND``) or B's K-major tile rounded in place; the writes fenced for the async proxy, the
+    group's warps waited for, ``ready`` arrived on; then the step STAGES − 1 ahead copied (its
+    stage is the previous step's, which the multiplier hands back once this step is ready — so
+    the copies are issued after the arrive, never before)."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    gl.static_assert(BK == 32, "the 32 × 32 blocks are one K step of 32 float32")
+    BN: gl.constexpr = b_desc.block_type.shape[1] if TRANSPOSE else b_desc.block_type.shape[0]
+    BLOCKS: gl.constexpr = BN // 32
+    regs: gl.constexpr = _block_registers(gl.num_warps())
+    swizzled: gl.constexpr = a_desc.layout  # a 32-column float32 tile's 128-byte swizzle, B's blocks' too
+    num_m = gl.cdiv(M, BM)
+    num_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    steps = gl.cdiv(num_m * num_n - gl.program_id(0), gl.num_programs(0)) * k_steps
+    for p in range(0, gl.minimum(STAGES - 1, steps)):
+        _issue(p, a_desc, b_desc, a_bufs, b_bufs, landed, empty, num_m, num_n, k_steps, GROUP_M, STAGES)
+    for step in range(0, steps):
+        s = step % STAGES
+        mbarrier.wait(landed.index(s), (step // STAGES) & 1)
+        b_blocks = reinterpret(b_bufs.index(s), gl.float32, [BLOCKS, 32, 32], swizzled)
+        if ROUND:
+            a_blocks = reinterpret(a_bufs.index(s), gl.float32, [BM // 32, 32, 32], swizzled)
+            for i in gl.static_range(BM // 32):
+                a_blocks.index(i).store(_nearest(a_blocks.index(i).load(regs)))
+        for j in gl.static_range(BLOCKS):
+            block = b_blocks.index(j).load(regs)
+            if ROUND:
+                block = _nearest(block)
+            if TRANSPOSE:
+                cta_barrier()  # every warp has read block j before any overwrites it
+                b_blocks.index(j).store(block.permute((1, 0)))
+            elif ROUND:
+                b_blocks.index(j).store(block)
+        fence_async_shared()  # the writes, made through the generic proxy, seen by wgmma
+        cta_barrier()
+        mbarrier.arrive(ready.index(s), count=1)
+        if step + STAGES - 1 < steps:
+            _issue(step + STAGES - 1, a_desc, b_desc, a_bufs, b_bufs, landed, empty, num_m, num_n, k_steps,
+                   GROUP_M, STAGES)
+
+
+@gluon.jit
+def _gemm_tf_kernel(a_desc, b_desc, kmajor_desc, d_desc, M, N, K, GROUP_M: gl.constexpr,
+                    STAGES: gl.constexpr, ROUND: gl.constexpr):
+    """D = A·B in tf32: ``gemm_ws``'s multiplier beside the producer warp group (``landed``: TMA's
+    stages; ``ready``: the transformed ones). ``kmajor_desc`` has the K-major tile's block and
+    layout (B's own descriptor where B is column-major)."""
+    TRANSPOSE: gl.constexpr = b_desc.block_type.shape[0] == a_desc.block_type.shape[1]  # a (BK, BN) box
+    BN: gl.constexpr = kmajor_desc.block_type.shape[0]
+    BK: gl.constexpr = kmajor_desc.block_type.shape[1]
+    a_bufs = gl.allocate_shared_memory(gl.float32, [STAGES] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
+    b_bufs = gl.allocate_shared_memory(gl.float32, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
+    kmajor = b_bufs
+    if TRANSPOSE:
+        kmajor_layout: gl.constexpr = kmajor_desc.layout
+        kmajor = reinterpret(b_bufs, gl.float32, [STAGES, BN, BK], kmajor_layout)
+    landed, empty = stage_barriers(STAGES)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+    turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(turns.index(i), count=1)
+    epilogue = (M, M, None, M, M)  # unscaled: never read
+    ring = (a_desc, kmajor_desc, d_desc, a_bufs, kmajor, ready, empty, turns, epilogue, M, N, K, GROUP_M,
+            STAGES)
+    first, groups, pdl = 0, 1, 0
+    # 8 multiplying warps and the producer's 4 make 12, 168 registers a thread (as gemm_ws's 8 + 1,
+    # padded to a warp group); 16 warps (a loader warp of its own beside 4 transforming ones) leave
+    # 128, too few for the 128-register accumulator (ptxas C7602). ROUND and TRANSPOSE are passed
+    # inline, so that they stay constants (gemm_ws._gemm_ws_kernel says why).
+    gl.warp_specialize([(_multiplier, (ring, first, groups, 0, False, pdl)),
+                        (_producer, (a_desc, b_desc, a_bufs, b_bufs, landed, ready, empty, M, N, K, GROUP_M,
+                                     STAGES, ROUND, TRANSPOSE))],
+                       [PRODUCER_WARPS], [PRODUCER_REGISTERS])
+
+
+_launch = Launcher(_gemm_tf_kernel)
+
+
+def launch_transformed(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, config: WsConfig, round_: bool,
+                       num_sms: int) -> None:
+    """D = A·B (float32, tf32 tensor cores; A and D row-major, B either way) on ``config`` with
+    the transform partition: B row-major transposed in shared memory, both operands rounded to
+    nearest with ``round_``."""
+    if config.block_k != 32 or config.pingpong or config.halves or config.num_warps != 8:
+        raise ValueError(f"{config.short()}: the probe takes 32-deep K steps and one multiplying partition "
+                         f"of 8 warps")
+    m, k = a.shape
+    n = b.shape[1]
+    if is_col_major(b):
+        b_desc = kmajor_desc = block_descriptor(b.t(), [config.block_n, config.block_k])
+    else:
+        b_desc = block_descriptor(b, [config.block_k, config.block_n])
+        shape_only = torch.empty(config.block_n, config.block_k, device=b.device)  # never loaded from
+        kmajor_desc = block_descriptor(shape_only, [config.block_n, config.block_k])
+    tiles = cdiv(m, config.block_m) * cdiv(n, config.block_n)
+    d_desc = block_descriptor(d, [config.block_m, config.block_n // config.epilogue_split])
+    _launch((min(num_sms, tiles),),
+            (block_descriptor(a, [config.block_m, config.block_k]), b_desc, kmajor_desc, d_desc, m, n, k),
+            dict(GROUP_M=config.group_m, STAGES=fitting_stages(config, 4, 4, d), ROUND=round_),
+            config.num_warps, 1)
+
+
+def _parse(text: str) -> WsConfig:
+    tile, stages, warps, group, *split = text.split(":")
+    bm, bn, bk = (int(v) for v in tile.split("x"))
+    return WsConfig(bm, bn, bk, int(group), int(warps), int(stages), int(split[0]) if split else 1)
+
+
+MODES = (("transposed", False, False), ("transposed, rounded", True, False),
+         ("rounded, B column-major", True, True))  # (name, rounded, B column-major)
+
+
+def nearest(x: torch.Tensor) -> torch.Tensor:
+    """x rounded to TF32 on the host (ties away from zero, as ``cvt.rna``; finite x)."""
+    bits = x.view(torch.int32).long()
+    return ((bits + 0x1000) & ~0x1FFF).to(torch.int32).view(torch.float32)
+
+
+def _sass_counts(sass: str) -> dict[str, int]:
+    patterns = {"spill loads": r"\bLDL\b", "spill stores": r"\bSTL\b", "shared loads": r"\bLDS\b",
+                "shared stores": r"\bSTS\b", "wgmma": "HGMMA"}
+    return {name: len(re.findall(pattern, sass)) for name, pattern in patterns.items()}
+
+
+def offline(configs: str) -> list[dict]:
+    """Compile every mode of each configuration for sm_90 without a GPU (as a pack build does) and
+    print, a JSON line each, its shared memory, its SASS's registers, spills and shared-memory
+    accesses."""
+    from benchmarks.sass_mix import cuobjdump
+    from tessera._core.launch import building_for, capture
+    from tessera.tuning import precompile
+
+    rows = []
+    for text in configs.split(","):
+        config = _parse(text)
+        for name, round_, b_col in MODES:
+            a = torch.empty(4096, 4096)
+            b = torch.empty(4096, 4096).t() if b_col else torch.empty(4096, 4096)
+            with capture() as calls, building_for("cuda", "sm_90"):
+                launch_transformed(a, b, torch.empty(4096, 4096), config, round_, 132)
+            with tempfile.TemporaryDirectory() as tmp:
+                target = precompile._target("sm_90", 32)
+                binary, metadata = precompile.compile_call(calls[0], target, Path(tmp))[:2]
+                sass = cuobjdump("-sass", str(Path(tmp) / binary))
+                usage = cuobjdump("-res-usage", str(Path(tmp) / binary))
+                shared = json.loads((Path(tmp) / metadata).read_text())["shared"]
+            registers = re.search(r"REG:(\d+)", usage)
+            row = {"config": config.short(), "mode": name, "shared memory": shared,
+                   "registers": int(registers.group(1)) if registers else None, **_sass_counts(sass)}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``gemm_ws`` with ``config`` as ``gemm`` runs it (B K-major: no transform)."""
+    from tessera import blas
+    from tessera.blas import space
+
+    with space.forced(config):
+        return blas.gemm(a, b, precision="tf32")
+
+
+def _transformed(config: WsConfig, a: torch.Tensor, b: torch.Tensor, round_: bool) -> torch.Tensor:
+    d = torch.empty(a.shape[0], b.shape[1], device=a.device)
+    programs = torch.cuda.get_device_properties(a.device).multi_processor_count
+    launch_transformed(a, b, d, config, round_, programs)
+    return d
+
+
+def _bias(product: torch.Tensor, exact: torch.Tensor) -> float:
+    """Mean signed error of ``product`` relative to the exact one (positive entries)."""
+    return float(((product.double() - exact) / exact).mean())
+
+
+def checks(configs: list[WsConfig]) -> dict[str, dict]:
+    """Each mode against ``gemm_ws`` on a K-major B (on operands rounded first where the mode
+    rounds): bit for bit, since the tiles and K loop are the same; and the bias of each beside
+    torch's and the shipped call's, at 2048³ on uniform [0, 1) operands."""
+    from tessera import blas
+    from tessera._core.device import torch_matmul_tf32_as
+
+    torch.manual_seed(0)
+    a, b = torch.rand(2048, 2048, device="cuda"), torch.rand(2048, 2048, device="cuda")
+    b_kmajor = b.t().contiguous().t()
+    exact = a.double() @ b.double()
+    with torch_matmul_tf32_as(True):
+        found = {"torch.matmul tf32": {"bias": _bias(torch.matmul(a, b), exact)},
+                 "shipped call": {"bias": _bias(blas.gemm(a, b, precision="tf32"), exact)}}
+    for config in configs:
+        for name, round_, b_col in MODES:
+            label = f"{config.short()} {name}"
+            try:
+                got = _transformed(config, a, b_kmajor if b_col else b, round_)
+                # rounded first, B kept K-major, so that gemm runs the same kernel on it
+                want = (_forced(config, nearest(a), nearest(b).t().contiguous().t()) if round_
+                        else _forced(config, a, b_kmajor))
+                found[label] = {"equal to gemm_ws on a K-major B (operands rounded first where rounded)":
+                                bool(torch.equal(got, want)), "max |diff|": float((got - want).abs().max()),
+                                "bias": _bias(got, exact)}
+            except Exception as exc:  # noqa: BLE001 - a probe reports what failed and goes on
+                found[label] = {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}"}
+            print(label, found[label], flush=True)
+    return found
+
+
+def timed(size: int, configs: list[WsConfig], usable: set[str], rounds: int) -> list[dict]:
+    """Each case at ``size``³ (randn operands) from CUDA graphs, interleaved: torch.matmul with TF32,
+    the shipped call (B row-major: copied K-major first, or swapped; and B K-major), ``gemm_ws``
+    alone on a K-major B and each mode in ``usable``."""
+    from tessera import blas
+    from tessera._core.device import torch_matmul_tf32_as
+    from tessera._core.timing import graph_rounds
+    from tessera.blas.kernels.gemm_ws import launch_gemm_ws
+
+    num_sms = torch.cuda.get_device_properties(0).multi_processor_count
+    a, b = torch.randn(size, size, device="cuda"), torch.randn(size, size, device="cuda")
+    b_kmajor = b.t().contiguous().t()
+    d = torch.empty(size, size, device="cuda")
+    cases: dict[str, list[Callable[[], object]]] = {
+        "torch": [lambda: torch.matmul(a, b, out=d)],
+        "shipped call": [lambda: blas.gemm(a, b, out=d, precision="tf32")],
+        "shipped call, K-major B": [lambda: blas.gemm(a, b_kmajor, out=d, precision="tf32")],
+    }
+    for config in configs:
+        cases[f"{config.short()} alone, K-major B"] = [
+            lambda c=config: launch_gemm_ws(a, b_kmajor, d, num_sms=num_sms, config=c)]
+        for name, round_, b_col in MODES:
+            if f"{config.short()} {name}" in usable:
+                cases[f"{config.short()} {name}"] = [lambda c=config, r=round_, col=b_col: launch_transformed(
+                    a, b_kmajor if col else b, d, c, r, num_sms)]
+    with torch_matmul_tf32_as(True):
+        times = graph_rounds(cases, rounds)
+    vendor = statistics.median(times["torch"])
+    rows = []
+    for name, samples in times.items():
+        ms = statistics.median(samples)
+        rows.append({"size": size, "case": name, "ms": ms, "samples_ms": samples,
+                     "tflops": 2.0 * size**3 / ms / 1e9, "vs_torch": vendor / ms})
+        print(f"{size} {name:<52} {ms:8.4f} ms {2.0 * size**3 / ms / 1e9:7.1f} TFLOP/s "
+              f"{vendor / ms:6.3f}x torch", flush=True)
+    return rows
+
+
+def run_on_gpu(args: argparse.Namespace) -> None:
+    from tessera._core.timing import run_record, write_result
+
+    configs = [_parse(t) for t in args.configs.split(",")]
+    found = checks(configs)
+    usable = {label for label, check in found.items() if "error" not in check}
+    rows = [row for size in args.sizes.split(",") for row in timed(int(size), configs, usable, args.rounds)]
+    record = run_record("python benchmarks/tf32_transform_probe.py OUT.json " + " ".join(
+        f"--{k} {v}" for k, v in (("sizes", args.sizes), ("rounds", args.rounds), ("configs", args.configs))))
+    write_result(args.out, {**record, "checks": found, "rows": rows})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", nargs="?")
+    parser.add_argument("--offline", action="store_true")
+    parser.add_argument("--sizes", default="4096,8192")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--configs", default=DEFAULT)
+    args = parser.parse_args()
+    if args.offline:
+        offline(args.configs)
+    elif args.out:
+        run_on_gpu(args)
+    else:
+        sys.exit("give OUT.json (GPU) or --offline")
+
+
+if __name__ == "__main__":
+    main()
