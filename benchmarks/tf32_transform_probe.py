@@ -50,6 +50,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
+from benchmarks.gemm_gluon_probe import parse_config
+from benchmarks.tf32_rounding_probe import nearest
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tma import fitting_stages, is_col_major
 from tessera.blas.kernels.gemm_ws import (
@@ -217,20 +219,8 @@ def launch_transformed(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, config
             config.num_warps, 1)
 
 
-def _parse(text: str) -> WsConfig:
-    tile, stages, warps, group, *split = text.split(":")
-    bm, bn, bk = (int(v) for v in tile.split("x"))
-    return WsConfig(bm, bn, bk, int(group), int(warps), int(stages), int(split[0]) if split else 1)
-
-
 MODES = (("transposed", False, False), ("transposed, rounded", True, False),
          ("rounded, B column-major", True, True))  # (name, rounded, B column-major)
-
-
-def nearest(x: torch.Tensor) -> torch.Tensor:
-    """x rounded to TF32 on the host (ties away from zero, as ``cvt.rna``; finite x)."""
-    bits = x.view(torch.int32).long()
-    return ((bits + 0x1000) & ~0x1FFF).to(torch.int32).view(torch.float32)
 
 
 def _sass_counts(sass: str) -> dict[str, int]:
@@ -249,7 +239,7 @@ def offline(configs: str) -> list[dict]:
 
     rows = []
     for text in configs.split(","):
-        config = _parse(text)
+        config = parse_config(text, fp8=False)
         for name, round_, b_col in MODES:
             a = torch.empty(4096, 4096)
             b = torch.empty(4096, 4096).t() if b_col else torch.empty(4096, 4096)
@@ -362,7 +352,7 @@ def timed(size: int, configs: list[WsConfig], usable: set[str], rounds: int) -> 
 def run_on_gpu(args: argparse.Namespace) -> None:
     from tessera._core.timing import run_record, write_result
 
-    configs = [_parse(t) for t in args.configs.split(",")]
+    configs = [parse_config(t, fp8=False) for t in args.configs.split(",")]
     found = checks(configs)
     usable = {label for label, check in found.items() if "error" not in check}
     rows = [row for size in args.sizes.split(",") for row in timed(int(size), configs, usable, args.rounds)]
