@@ -147,11 +147,13 @@
 #            the kernel alone, the copy alone, the panels in sequence and torch.matmul    ~3 min
 #   fuzz     fuzz_gemm, fuzz_level1, fuzz_level2, fuzz_matmul and fuzz_quantized's scaled half
 #            on the GPU (45–80 s each and their compiles, capped at 540 s in all)          ~9 min
-#   tf32transform  tf32 on gemm_ws with a transform warp group (tf32_transform_probe.py, never run
-#            on a GPU): B transposed K-major in shared memory (no copy before the call) and both
-#            operands rounded to nearest as cuBLAS rounds them; checked bit for bit against
-#            gemm_ws on a K-major B, the bias at 2048³, then timed at 4096³ and 8192³ beside torch,
-#            the shipped call and gemm_ws alone on a K-major B                             ~3 min
+#   tf32transform  tf32 on gemm_ws with each stage transformed in shared memory
+#            (tf32_transform_probe.py): B transposed K-major (no copy before the call) and both
+#            operands rounded to nearest as cuBLAS rounds them, by a producer warp group (run on an
+#            H100 at 429cd79: exact, 0.47–0.54× torch) or by the multiplying warps while the last
+#            wgmma runs (never run); checked bit for bit against gemm_ws on a K-major B, the bias
+#            at 2048³, then timed at 4096³ and 8192³ beside torch, the shipped call and gemm_ws
+#            alone on a K-major B                                                             ~2 min
 #   unmarked the tf32 rounding probe (tf32_rounding_probe.py: Tessera's and cuBLAS's TF32 against
 #            truncated and rounded operands, and the bias over a long K), then the tests that
 #            `tests` and `rest` leave out: the unmarked ones of test_blas_level12 and test_rand
@@ -647,7 +649,7 @@ fuzz() {  # the signature fuzzers on the GPU (fuzz_level1, fuzz_level2 and fuzz_
 }
 
 tf32transform() {  # tf32 with B transposed and both operands rounded in shared memory (a probe)
-    capped 150 transform "$PY" benchmarks/tf32_transform_probe.py "$dir/transform.json"
+    capped 200 transform "$PY" benchmarks/tf32_transform_probe.py "$dir/transform.json"
 }
 
 unmarked() {  # the tf32 probe, then the tests no other stage runs on a GPU

@@ -9,24 +9,28 @@ Two gaps of tf32 on Hopper meet here (docs/status.md, "Ideas not yet timed"):
   K of same-sign products Tessera's results lean toward zero ~50× more than cuBLAS's
   (``tf32_rounding_probe.py``, ``gpu-session-h100-abbde37/``).
 
-Here ``gemm_ws``'s loader warp and multiplying warps run as shipped, with one more partition of
-4 warps between them: for each stage TMA has filled (``landed``) it rounds A's tile in place
-(``cvt.rna.tf32.f32``) and turns B's row-major (BK × BN) box into the (BN × BK) K-major tile the
-multiplier reads, in the same bytes: both are BN / 32 swizzled 32 × 32 float32 blocks of 4 KiB
-(``gemm_ws._swizzled_bases``), row k of block j in the box holding what column k of block j
-holds in the K-major tile, so each block is read whole into registers, the partition waits for
-all its warps, and the block is written back transposed (rounded or not). Then it fences the
-writes for the async proxy and arrives on the stage's ``ready``, which the multiplier waits for
-as it waited for TMA's. With B column-major (x @ W.t()) only the rounding runs. Shared memory
-is as shipped; the multiplier is ``gemm_ws._multiplier`` as it is, shown B's K-major tile
-through a descriptor of that shape (never loaded from).
+Two forms. The producer form: ``gemm_ws``'s multiplying warps as shipped beside a producer warp
+group (4 warps) that issues the TMA copies STAGES − 1 steps ahead and, for each stage TMA has
+filled (``landed``), rounds A's tile in place (``cvt.rna.tf32.f32``) and turns B's row-major
+(BK × BN) box into the (BN × BK) K-major tile the multiplier reads, in the same bytes: both are
+BN / 32 swizzled 32 × 32 float32 blocks of 4 KiB (``gemm_ws._swizzled_bases``), row k of block j
+in the box holding what column k of block j holds in the K-major tile, so each block is read
+whole into registers, the group waits for its warps, and the block is written back transposed
+(rounded or not); then a fence for the async proxy and the arrive on the stage's ``ready`` the
+multiplier waits for as it waited for TMA's. On an H100 (429cd79): exact, cuBLAS's bias when
+rounded, 0.47–0.54× torch — the producer's serial work per stage is the limit. The multiplier's
+form: ``gemm_ws``'s loader warp as shipped, and the multiplying warps (twice the threads)
+transform each landed stage themselves before queueing its wgmma, while the previous stage's
+wgmma is still in flight. With B column-major (x @ W.t()) only the rounding runs. Shared memory
+is as shipped in both; the producer form's multiplier is ``gemm_ws._multiplier`` as it is, shown
+B's K-major tile through a descriptor of that shape (never loaded from).
 
 Checks before timing, exact: transposed and not rounded, D equals ``gemm_ws`` (the same
 configuration) on a K-major copy of B bit for bit (the same tiles and K loop); rounded, D equals
 it on operands rounded to nearest beforehand. Then the bias (uniform [0, 1) operands, 2048³:
 mean signed error relative to fp64) of each beside torch's and the shipped call's. Timed from
-CUDA graphs, interleaved with torch.matmul (TF32 on), the shipped call and both kernels alone on
-a K-major B.
+CUDA graphs, interleaved with torch.matmul (TF32 on), the shipped call (B row-major and K-major)
+and ``gemm_ws`` alone on a K-major B.
 
 Usage: python benchmarks/tf32_transform_probe.py OUT.json [--sizes 4096,8192] [--rounds 3]
            [--configs BMxBNxBK:stages:warps:group[:split],...]          (GPU)
@@ -44,19 +48,32 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_init,
+    warpgroup_mma_wait,
+)
 
 from benchmarks.gemm_gluon_probe import parse_config
 from benchmarks.tf32_rounding_probe import nearest
 from tessera._core.launch import Launcher, cdiv
 from tessera.blas.kernels.gemm_tma import fitting_stages, is_col_major
 from tessera.blas.kernels.gemm_ws import (
+    LOADER_REGISTERS,
     WsConfig,
+    _accumulator_layout,
+    _hand_back,
+    _loader,
     _multiplier,
+    _store,
     block_descriptor,
     grouped_tile_origin,
     stage_barriers,
@@ -78,13 +95,44 @@ def _nearest(x):
 
 @gluon.constexpr_function
 def _block_registers(num_warps):
-    """A 32 × 32 float32 block over a warp group: each thread 2 rows × 4 columns (a 16-byte read a
-    row under the 128-byte swizzle), transposed 4 rows × 2 columns (an 8-byte write a row); 16
-    threads down the rows, 2 across, the warps side by side. Gluon's ``bank_conflicts`` (Triton
-    3.9) counts none for the read and none for the transposed write; the plain 1 × 4 a thread, 8
-    threads a row (rows read whole), reads without but writes transposed with 3."""
-    assert num_warps == 4, "a warp group"
-    return gl.BlockedLayout([2, 4], [16, 2], [1, num_warps], [1, 0])
+    """A 32 × 32 float32 block in registers, read and written back transposed with no bank
+    conflicts under the 128-byte swizzle (Gluon's ``bank_conflicts``, Triton 3.9). A warp group:
+    each thread 2 rows × 4 columns (a 16-byte read a row), transposed 4 rows × 2 columns (8-byte
+    writes); 16 threads down the rows, 2 across. Two (the multiplying warps): 2 × 2 a thread, 8
+    threads down, 4 across, the warps 2 × 4. The plain 1 × 4 a thread, 8 threads a row, reads
+    without conflicts but writes transposed with 3 (4-way)."""
+    if num_warps == 4:
+        return gl.BlockedLayout([2, 4], [16, 2], [1, 4], [1, 0])
+    assert num_warps == 8, "one or two warp groups"
+    return gl.BlockedLayout([2, 2], [8, 4], [2, 4], [1, 0])
+
+
+@gluon.jit
+def _transform_stage(a_tile, b_tile, BN: gl.constexpr, ROUND: gl.constexpr, TRANSPOSE: gl.constexpr):
+    """One landed stage made what wgmma reads, by the calling partition's warps: A's (BM × 32)
+    tile rounded in place (``ROUND``); B's (32 × BN) box turned into its K-major (BN × 32) tile
+    block by block (``TRANSPOSE``; each 4 KiB block read whole, the warps waited for, then written
+    back transposed, rounded with ``ROUND``), or B's K-major tile rounded in place; then the
+    writes fenced for the async proxy and the warps waited for."""
+    BM: gl.constexpr = a_tile.type.shape[0]
+    regs: gl.constexpr = _block_registers(gl.num_warps())
+    swizzled: gl.constexpr = a_tile.type.layout  # a 32-column float32 tile's swizzle, B's blocks' too
+    if ROUND:
+        a_blocks = reinterpret(a_tile, gl.float32, [BM // 32, 32, 32], swizzled)
+        for i in gl.static_range(BM // 32):
+            a_blocks.index(i).store(_nearest(a_blocks.index(i).load(regs)))
+    b_blocks = reinterpret(b_tile, gl.float32, [BN // 32, 32, 32], swizzled)
+    for j in gl.static_range(BN // 32):
+        block = b_blocks.index(j).load(regs)
+        if ROUND:
+            block = _nearest(block)
+        if TRANSPOSE:
+            cta_barrier()  # every warp has read block j before any overwrites it
+            b_blocks.index(j).store(block.permute((1, 0)))
+        elif ROUND:
+            b_blocks.index(j).store(block)
+    fence_async_shared()  # the writes, made through the generic proxy, seen by wgmma
+    cta_barrier()
 
 
 @gluon.jit
@@ -122,9 +170,6 @@ def _producer(a_desc, b_desc, a_bufs, b_bufs, landed, ready, empty, M, N, K, GRO
     BK: gl.constexpr = a_desc.block_type.shape[1]
     gl.static_assert(BK == 32, "the 32 × 32 blocks are one K step of 32 float32")
     BN: gl.constexpr = b_desc.block_type.shape[1] if TRANSPOSE else b_desc.block_type.shape[0]
-    BLOCKS: gl.constexpr = BN // 32
-    regs: gl.constexpr = _block_registers(gl.num_warps())
-    swizzled: gl.constexpr = a_desc.layout  # a 32-column float32 tile's 128-byte swizzle, B's blocks' too
     num_m = gl.cdiv(M, BM)
     num_n = gl.cdiv(N, BN)
     k_steps = gl.cdiv(K, BK)
@@ -134,22 +179,7 @@ def _producer(a_desc, b_desc, a_bufs, b_bufs, landed, ready, empty, M, N, K, GRO
     for step in range(0, steps):
         s = step % STAGES
         mbarrier.wait(landed.index(s), (step // STAGES) & 1)
-        b_blocks = reinterpret(b_bufs.index(s), gl.float32, [BLOCKS, 32, 32], swizzled)
-        if ROUND:
-            a_blocks = reinterpret(a_bufs.index(s), gl.float32, [BM // 32, 32, 32], swizzled)
-            for i in gl.static_range(BM // 32):
-                a_blocks.index(i).store(_nearest(a_blocks.index(i).load(regs)))
-        for j in gl.static_range(BLOCKS):
-            block = b_blocks.index(j).load(regs)
-            if ROUND:
-                block = _nearest(block)
-            if TRANSPOSE:
-                cta_barrier()  # every warp has read block j before any overwrites it
-                b_blocks.index(j).store(block.permute((1, 0)))
-            elif ROUND:
-                b_blocks.index(j).store(block)
-        fence_async_shared()  # the writes, made through the generic proxy, seen by wgmma
-        cta_barrier()
+        _transform_stage(a_bufs.index(s), b_bufs.index(s), BN, ROUND, TRANSPOSE)
         mbarrier.arrive(ready.index(s), count=1)
         if step + STAGES - 1 < steps:
             _issue(step + STAGES - 1, a_desc, b_desc, a_bufs, b_bufs, landed, empty, num_m, num_n, k_steps,
@@ -157,10 +187,45 @@ def _producer(a_desc, b_desc, a_bufs, b_bufs, landed, ready, empty, M, N, K, GRO
 
 
 @gluon.jit
+def _transforming_multiplier(a_desc, kmajor_desc, d_desc, a_bufs, b_bufs, kmajor, landed, empty, M, N, K,
+                             GROUP_M, STAGES, ROUND: gl.constexpr, TRANSPOSE: gl.constexpr):
+    """``gemm_ws``'s multiplier (one partition, B K-major) that transforms each stage itself
+    once it has landed (:func:`_transform_stage`, on all its warps) and then queues its wgmma:
+    the transform of step i runs while step i − 1's wgmma is still in flight (one is left in
+    flight), and the loader warp, a partition of its own, keeps its STAGES steps ahead."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = kmajor_desc.block_type.shape[0]
+    layout: gl.constexpr = _accumulator_layout(BM, BN, gl.num_warps(), gl.float32)
+    d_smem = gl.allocate_shared_memory(d_desc.dtype, d_desc.block_type.shape, d_desc.layout)
+    num_m = gl.cdiv(M, BM)
+    num_n = gl.cdiv(N, BN)
+    step = 0
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+        off_m, off_n = grouped_tile_origin(tile, num_m, num_n, BM, BN, GROUP_M)
+        acc = warpgroup_mma_init(gl.zeros((BM, BN), gl.float32, layout))
+        for k in range(0, K, BK):
+            s = step % STAGES
+            mbarrier.wait(landed.index(s), (step // STAGES) & 1)
+            _transform_stage(a_bufs.index(s), b_bufs.index(s), BN, ROUND, TRANSPOSE)
+            acc = warpgroup_mma(a_bufs.index(s), kmajor.index(s).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+            if k > 0:
+                _hand_back(empty, s, STAGES)
+            acc = warpgroup_mma_init(acc)
+            step += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        _hand_back(empty, step % STAGES, STAGES)  # the tile's last stage
+        _store(d_desc, d_smem, d_smem, acc.to(d_desc.dtype), off_m, off_n, BM, BN)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
 def _gemm_tf_kernel(a_desc, b_desc, kmajor_desc, d_desc, M, N, K, GROUP_M: gl.constexpr,
-                    STAGES: gl.constexpr, ROUND: gl.constexpr):
+                    STAGES: gl.constexpr, ROUND: gl.constexpr, IN_MULTIPLIER: gl.constexpr):
     """D = A·B in tf32: ``gemm_ws``'s multiplier beside the producer warp group (``landed``: TMA's
-    stages; ``ready``: the transformed ones). ``kmajor_desc`` has the K-major tile's block and
+    stages; ``ready``: the transformed ones), or with ``IN_MULTIPLIER`` the transforming
+    multiplier beside ``gemm_ws``'s loader warp. ``kmajor_desc`` has the K-major tile's block and
     layout (B's own descriptor where B is column-major)."""
     TRANSPOSE: gl.constexpr = b_desc.block_type.shape[0] == a_desc.block_type.shape[1]  # a (BK, BN) box
     BN: gl.constexpr = kmajor_desc.block_type.shape[0]
@@ -181,6 +246,13 @@ def _gemm_tf_kernel(a_desc, b_desc, kmajor_desc, d_desc, M, N, K, GROUP_M: gl.co
     epilogue = (M, M, None, M, M)  # unscaled: never read
     ring = (a_desc, kmajor_desc, d_desc, a_bufs, kmajor, ready, empty, turns, epilogue, M, N, K, GROUP_M,
             STAGES)
+    if IN_MULTIPLIER:
+        loads = (a_desc, b_desc, d_desc, a_bufs, b_bufs, landed, empty, M, N, K, GROUP_M, STAGES, 0)
+        gl.warp_specialize([(_transforming_multiplier, (a_desc, kmajor_desc, d_desc, a_bufs, b_bufs, kmajor,
+                                                        landed, empty, M, N, K, GROUP_M, STAGES, ROUND,
+                                                        TRANSPOSE)),
+                            (_loader, loads)], [1], [LOADER_REGISTERS])
+        return
     first, groups, pdl = 0, 1, 0
     # 8 multiplying warps and the producer's 4 make 12, 168 registers a thread (as gemm_ws's 8 + 1,
     # padded to a warp group); 16 warps (a loader warp of its own beside 4 transforming ones) leave
@@ -196,10 +268,11 @@ _launch = Launcher(_gemm_tf_kernel)
 
 
 def launch_transformed(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, config: WsConfig, round_: bool,
-                       num_sms: int) -> None:
+                       num_sms: int, in_multiplier: bool = False) -> None:
     """D = A·B (float32, tf32 tensor cores; A and D row-major, B either way) on ``config`` with
-    the transform partition: B row-major transposed in shared memory, both operands rounded to
-    nearest with ``round_``."""
+    each stage transformed in shared memory (by the producer warp group, or by the multiplying
+    warps ``in_multiplier``): B row-major transposed K-major, both operands rounded to nearest
+    with ``round_``."""
     if config.block_k != 32 or config.pingpong or config.halves or config.num_warps != 8:
         raise ValueError(f"{config.short()}: the probe takes 32-deep K steps and one multiplying partition "
                          f"of 8 warps")
@@ -215,12 +288,22 @@ def launch_transformed(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor, config
     d_desc = block_descriptor(d, [config.block_m, config.block_n // config.epilogue_split])
     _launch((min(num_sms, tiles),),
             (block_descriptor(a, [config.block_m, config.block_k]), b_desc, kmajor_desc, d_desc, m, n, k),
-            dict(GROUP_M=config.group_m, STAGES=fitting_stages(config, 4, 4, d), ROUND=round_),
+            dict(GROUP_M=config.group_m, STAGES=fitting_stages(config, 4, 4, d), ROUND=round_,
+                 IN_MULTIPLIER=in_multiplier),
             config.num_warps, 1)
 
 
-MODES = (("transposed", False, False), ("transposed, rounded", True, False),
-         ("rounded, B column-major", True, True))  # (name, rounded, B column-major)
+class Mode(NamedTuple):
+    name: str
+    in_multiplier: bool  # the multiplying warps transform each stage, not a producer warp group
+    rounded: bool
+    b_col_major: bool  # B K-major already: only the rounding runs
+
+
+MODES = tuple(Mode(f"{what}{', in the multiplier' if inside else ''}", inside, rounded, b_col)
+              for inside in (False, True)
+              for what, rounded, b_col in (("transposed", False, False), ("transposed, rounded", True, False),
+                                           ("rounded, B column-major", True, True)))
 
 
 def _sass_counts(sass: str) -> dict[str, int]:
@@ -240,11 +323,12 @@ def offline(configs: str) -> list[dict]:
     rows = []
     for text in configs.split(","):
         config = parse_config(text, fp8=False)
-        for name, round_, b_col in MODES:
+        for mode in MODES:
             a = torch.empty(4096, 4096)
-            b = torch.empty(4096, 4096).t() if b_col else torch.empty(4096, 4096)
+            b = torch.empty(4096, 4096).t() if mode.b_col_major else torch.empty(4096, 4096)
             with capture() as calls, building_for("cuda", "sm_90"):
-                launch_transformed(a, b, torch.empty(4096, 4096), config, round_, 132)
+                d = torch.empty(4096, 4096)
+                launch_transformed(a, b, d, config, mode.rounded, 132, mode.in_multiplier)
             with tempfile.TemporaryDirectory() as tmp:
                 target = precompile._target("sm_90", 32)
                 binary, metadata = precompile.compile_call(calls[0], target, Path(tmp))[:2]
@@ -252,7 +336,7 @@ def offline(configs: str) -> list[dict]:
                 usage = cuobjdump("-res-usage", str(Path(tmp) / binary))
                 shared = json.loads((Path(tmp) / metadata).read_text())["shared"]
             registers = re.search(r"REG:(\d+)", usage)
-            row = {"config": config.short(), "mode": name, "shared memory": shared,
+            row = {"config": config.short(), "mode": mode.name, "shared memory": shared,
                    "registers": int(registers.group(1)) if registers else None, **_sass_counts(sass)}
             print(json.dumps(row), flush=True)
             rows.append(row)
@@ -268,10 +352,10 @@ def _forced(config: WsConfig, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return blas.gemm(a, b, precision="tf32")
 
 
-def _transformed(config: WsConfig, a: torch.Tensor, b: torch.Tensor, round_: bool) -> torch.Tensor:
+def _transformed(config: WsConfig, a: torch.Tensor, b: torch.Tensor, mode: Mode) -> torch.Tensor:
     d = torch.empty(a.shape[0], b.shape[1], device=a.device)
     programs = torch.cuda.get_device_properties(a.device).multi_processor_count
-    launch_transformed(a, b, d, config, round_, programs)
+    launch_transformed(a, b, d, config, mode.rounded, programs, mode.in_multiplier)
     return d
 
 
@@ -295,12 +379,12 @@ def checks(configs: list[WsConfig]) -> dict[str, dict]:
         found = {"torch.matmul tf32": {"bias": _bias(torch.matmul(a, b), exact)},
                  "shipped call": {"bias": _bias(blas.gemm(a, b, precision="tf32"), exact)}}
     for config in configs:
-        for name, round_, b_col in MODES:
-            label = f"{config.short()} {name}"
+        for mode in MODES:
+            label = f"{config.short()} {mode.name}"
             try:
-                got = _transformed(config, a, b_kmajor if b_col else b, round_)
+                got = _transformed(config, a, b_kmajor if mode.b_col_major else b, mode)
                 # rounded first, B kept K-major, so that gemm runs the same kernel on it
-                want = (_forced(config, nearest(a), nearest(b).t().contiguous().t()) if round_
+                want = (_forced(config, nearest(a), nearest(b).t().contiguous().t()) if mode.rounded
                         else _forced(config, a, b_kmajor))
                 found[label] = {"equal to gemm_ws on a K-major B (operands rounded first where rounded)":
                                 bool(torch.equal(got, want)), "max |diff|": float((got - want).abs().max()),
@@ -332,10 +416,10 @@ def timed(size: int, configs: list[WsConfig], usable: set[str], rounds: int) -> 
     for config in configs:
         cases[f"{config.short()} alone, K-major B"] = [
             lambda c=config: launch_gemm_ws(a, b_kmajor, d, num_sms=num_sms, config=c)]
-        for name, round_, b_col in MODES:
-            if f"{config.short()} {name}" in usable:
-                cases[f"{config.short()} {name}"] = [lambda c=config, r=round_, col=b_col: launch_transformed(
-                    a, b_kmajor if col else b, d, c, r, num_sms)]
+        for mode in MODES:
+            if f"{config.short()} {mode.name}" in usable:
+                cases[f"{config.short()} {mode.name}"] = [lambda c=config, m=mode: launch_transformed(
+                    a, b_kmajor if m.b_col_major else b, d, c, m.rounded, num_sms, m.in_multiplier)]
     with torch_matmul_tf32_as(True):
         times = graph_rounds(cases, rounds)
     vendor = statistics.median(times["torch"])
