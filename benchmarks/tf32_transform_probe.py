@@ -237,15 +237,6 @@ def _gemm_tf_kernel(a_desc, b_desc, kmajor_desc, d_desc, M, N, K, GROUP_M: gl.co
         kmajor_layout: gl.constexpr = kmajor_desc.layout
         kmajor = reinterpret(b_bufs, gl.float32, [STAGES, BN, BK], kmajor_layout)
     landed, empty = stage_barriers(STAGES)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)
-    turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(turns.index(i), count=1)
-    epilogue = (M, M, None, M, M)  # unscaled: never read
-    ring = (a_desc, kmajor_desc, d_desc, a_bufs, kmajor, ready, empty, turns, epilogue, M, N, K, GROUP_M,
-            STAGES)
     if IN_MULTIPLIER:
         loads = (a_desc, b_desc, d_desc, a_bufs, b_bufs, landed, empty, M, N, K, GROUP_M, STAGES, 0)
         gl.warp_specialize([(_transforming_multiplier, (a_desc, kmajor_desc, d_desc, a_bufs, b_bufs, kmajor,
@@ -253,6 +244,17 @@ def _gemm_tf_kernel(a_desc, b_desc, kmajor_desc, d_desc, M, N, K, GROUP_M: gl.co
                                                         TRANSPOSE)),
                             (_loader, loads)], [1], [LOADER_REGISTERS])
         return
+    # the producer form: gemm_ws's multiplier waits on ``ready`` (the transformed stages) and needs
+    # its ``turns`` barriers and an epilogue tuple (unscaled: never read)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+    turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(turns.index(i), count=1)
+    epilogue = (M, M, None, M, M)
+    ring = (a_desc, kmajor_desc, d_desc, a_bufs, kmajor, ready, empty, turns, epilogue, M, N, K, GROUP_M,
+            STAGES)
     first, groups, pdl = 0, 1, 0
     # 8 multiplying warps and the producer's 4 make 12, 168 registers a thread (as gemm_ws's 8 + 1,
     # padded to a warp group); 16 warps (a loader warp of its own beside 4 transforming ones) leave
