@@ -151,9 +151,10 @@
 #            (tf32_transform_probe.py): B transposed K-major (no copy before the call) and both
 #            operands rounded to nearest as cuBLAS rounds them, by a producer warp group (run on an
 #            H100 at 429cd79: exact, 0.47–0.54× torch) or by the multiplying warps while the last
-#            wgmma runs (never run); checked bit for bit against gemm_ws on a K-major B, the bias
-#            at 2048³, then timed at 4096³ and 8192³ beside torch, the shipped call and gemm_ws
-#            alone on a K-major B                                                             ~2 min
+#            wgmma runs (never run), on the 128 × 256 tile and on 256 × 128 (B's transform half
+#            the shared-memory traffic a step there); checked bit for bit against gemm_ws on a
+#            K-major B, the bias at 2048³, then timed at 4096³ and 8192³ beside torch, the
+#            shipped call and gemm_ws alone on a K-major B                                    ~4 min
 #   unmarked the tf32 rounding probe (tf32_rounding_probe.py: Tessera's and cuBLAS's TF32 against
 #            truncated and rounded operands, and the bias over a long K), then the tests that
 #            `tests` and `rest` leave out: the unmarked ones of test_blas_level12 and test_rand
@@ -649,7 +650,8 @@ fuzz() {  # the signature fuzzers on the GPU (fuzz_level1, fuzz_level2 and fuzz_
 }
 
 tf32transform() {  # tf32 with B transposed and both operands rounded in shared memory (a probe)
-    capped 200 transform "$PY" benchmarks/tf32_transform_probe.py "$dir/transform.json"
+    capped 300 transform "$PY" benchmarks/tf32_transform_probe.py "$dir/transform.json" \
+        --configs 128x256x32:3:8:8:2,256x128x32:3:8:8:2
 }
 
 unmarked() {  # the tf32 probe, then the tests no other stage runs on a GPU

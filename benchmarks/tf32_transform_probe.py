@@ -25,6 +25,18 @@ wgmma is still in flight. With B column-major (x @ W.t()) only the rounding runs
 is as shipped in both; the producer form's multiplier is ``gemm_ws._multiplier`` as it is, shown
 B's K-major tile through a descriptor of that shape (never loaded from).
 
+What shared memory allows (eighty-fourth session, a count, not a measurement). An SM's shared
+memory serves 128 bytes a clock; the tensor cores do 2048 tf32 FLOP a clock (H100 and H200), so a
+32-deep K step of a 128 × 256 tile is 1024 clocks of wgmma. Each wgmma instruction reads its
+shared-memory operands itself: 128 × 256 on 8 warps is one m64n256k8 a warp group a piece of 8,
+2 + 8 KiB, so 80 KiB a step (62.5 % of the bandwidth; the same share as bf16's 128 × 256 × 64);
+256 × 128 is two m64n128k8 a warp group a piece, 2 + 4 KiB each, 96 KiB (75 %). Transposing B
+in place reads and writes its tile: 64 KiB a step at 128 × 256 (80 + 64 = 144 KiB, 112 % of the
+bandwidth: at best ~0.89× the kernel alone), 32 KiB at 256 × 128 (128 KiB, 100 %); rounding A
+in place adds twice A's tile (32 or 64 KiB). Only a run shows whether wgmma's reads cost what
+the count says; if the multiplier's form lands near those ceilings, no in-kernel transform can
+remove tf32's copy, and rounding as cuBLAS does costs at least a pass over the operands.
+
 Checks before timing, exact: transposed and not rounded, D equals ``gemm_ws`` (the same
 configuration) on a K-major copy of B bit for bit (the same tiles and K loop); rounded, D equals
 it on operands rounded to nearest beforehand. Then the bias (uniform [0, 1) operands, 2048³:
