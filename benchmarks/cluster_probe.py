@@ -41,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
-import tempfile
 import zlib
 from pathlib import Path
 
@@ -364,9 +363,8 @@ def offline(configs: str, keep: str | None) -> list[dict]:
     SASS listings."""
     import json
 
-    from benchmarks.sass_mix import cuobjdump
+    from benchmarks.sass_mix import compiled_offline, sass_counts
     from tessera._core.launch import Launcher, building_for, capture
-    from tessera.tuning import precompile
 
     install_rewrite()
     launcher = Launcher(_gemm_mc_kernel)
@@ -382,21 +380,14 @@ def offline(configs: str, keep: str | None) -> list[dict]:
             with capture() as calls, building_for("cuda", "sm_90"):
                 args, constexprs = launch_arguments(a, b, d, config, (one, one) if dtype == "fp8" else None)
                 launcher((66,), args, constexprs, config.num_warps, 1)
-            with tempfile.TemporaryDirectory() as tmp:
-                target = precompile._target("sm_90", 32)
-                binary, metadata = precompile.compile_call(calls[0], target, Path(tmp))[:2]
-                binary = Path(tmp) / binary
-                sass, usage = cuobjdump("-sass", str(binary)), cuobjdump("-res-usage", str(binary))
-                shared = json.loads((Path(tmp) / metadata).read_text())["shared"]
+            sass, used, shared = compiled_offline(calls[0])
             if keep:
                 Path(keep).mkdir(parents=True, exist_ok=True)
                 layout = "col" if b_col_major else "row"
                 (Path(keep) / f"{dtype}-{layout}-{text.replace(':', '_')}.sass").write_text(sass)
-            registers = re.search(r"REG:(\d+)", usage)
             row = {"dtype": dtype, "b": "column-major" if b_col_major else "row-major",
-                   "config": config.short(), "shared memory": shared,
-                   "registers": int(registers.group(1)) if registers else None,
-                   **{name: len(re.findall(pattern, sass)) for name, pattern in SASS_COUNTS.items()}}
+                   "config": config.short(), "shared memory": shared, "registers": used,
+                   **sass_counts(sass, SASS_COUNTS)}
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows

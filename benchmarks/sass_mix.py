@@ -38,6 +38,28 @@ def cuobjdump(*args: str) -> str:
     return subprocess.run([str(tool), *args], capture_output=True, text=True, check=True).stdout
 
 
+def registers(binary: Path) -> int | None:
+    """A cubin's registers a thread (``cuobjdump -res-usage``); None where it names none."""
+    found = re.search(r"REG:(\d+)", cuobjdump("-res-usage", str(binary)))
+    return int(found.group(1)) if found else None
+
+
+def compiled_offline(call: object, arch: str = "sm_90") -> tuple[str, int | None, int]:
+    """A launch captured under ``tessera._core.launch.capture`` compiled for ``arch`` without a GPU,
+    as a pack build compiles it: (its SASS, its registers a thread, its shared memory in bytes)."""
+    from tessera.tuning import precompile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        binary, metadata = precompile.compile_call(call, precompile._target(arch, 32), Path(tmp))[:2]
+        return (cuobjdump("-sass", str(Path(tmp) / binary)), registers(Path(tmp) / binary),
+                json.loads((Path(tmp) / metadata).read_text())["shared"])
+
+
+def sass_counts(sass: str, patterns: dict[str, str]) -> dict[str, int]:
+    """How many times each pattern (a regular expression, by name) occurs in ``sass``."""
+    return {name: len(re.findall(pattern, sass)) for name, pattern in patterns.items()}
+
+
 def instructions(sass: str) -> list[tuple[int, str, str]]:
     """(address, opcode, operands) of every instruction in ``cuobjdump -sass`` output."""
     return [(int(m.group(1), 16), m.group(2), m.group(3))
@@ -107,11 +129,11 @@ def main() -> None:
     for name in (f for f in result["files"] if f.endswith(".cubin")):
         sass = cuobjdump("-sass", str(out / name))
         (out / name).with_suffix(".sass").write_text(sass)
-        registers = re.search(r"REG:(\d+)", cuobjdump("-res-usage", str(out / name)))
+        used = registers(out / name)
         found = instructions(sass)
         loop = main_loop(found)
         mix = "  ".join(f"{n} {op}" for op, n in collections.Counter(loop).most_common(args.top))
-        print(f"{name}: {registers.group(1) if registers else '?'} registers, {len(found)} instructions; "
+        print(f"{name}: {'?' if used is None else used} registers, {len(found)} instructions; "
               f"loop {len(loop)}:\n  {mix}")
         if report := ffma_operands(found):
             print(report)

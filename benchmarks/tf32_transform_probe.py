@@ -54,12 +54,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -320,19 +317,16 @@ MODES = tuple(Mode(f"{what}{', in the multiplier' if inside else ''}", inside, r
                                            ("rounded, B column-major", True, True)))
 
 
-def _sass_counts(sass: str) -> dict[str, int]:
-    patterns = {"spill loads": r"\bLDL\b", "spill stores": r"\bSTL\b", "shared loads": r"\bLDS\b",
-                "shared stores": r"\bSTS\b", "wgmma": "HGMMA"}
-    return {name: len(re.findall(pattern, sass)) for name, pattern in patterns.items()}
+SASS_COUNTS = {"spill loads": r"\bLDL\b", "spill stores": r"\bSTL\b", "shared loads": r"\bLDS\b",
+               "shared stores": r"\bSTS\b", "wgmma": "HGMMA"}
 
 
 def offline(configs: str) -> list[dict]:
     """Compile every mode of each configuration for sm_90 without a GPU (as a pack build does) and
     print, a JSON line each, its shared memory, its SASS's registers, spills and shared-memory
     accesses."""
-    from benchmarks.sass_mix import cuobjdump
+    from benchmarks.sass_mix import compiled_offline, sass_counts
     from tessera._core.launch import building_for, capture
-    from tessera.tuning import precompile
 
     rows = []
     for text in configs.split(","):
@@ -343,15 +337,9 @@ def offline(configs: str) -> list[dict]:
             with capture() as calls, building_for("cuda", "sm_90"):
                 d = torch.empty(4096, 4096)
                 launch_transformed(a, b, d, config, mode.rounded, 132, mode.in_multiplier)
-            with tempfile.TemporaryDirectory() as tmp:
-                target = precompile._target("sm_90", 32)
-                binary, metadata = precompile.compile_call(calls[0], target, Path(tmp))[:2]
-                sass = cuobjdump("-sass", str(Path(tmp) / binary))
-                usage = cuobjdump("-res-usage", str(Path(tmp) / binary))
-                shared = json.loads((Path(tmp) / metadata).read_text())["shared"]
-            registers = re.search(r"REG:(\d+)", usage)
-            row = {"config": config.short(), "mode": mode.name, "shared memory": shared,
-                   "registers": int(registers.group(1)) if registers else None, **_sass_counts(sass)}
+            sass, used, shared = compiled_offline(calls[0])
+            row = {"config": config.short(), "mode": mode.name, "shared memory": shared, "registers": used,
+                   **sass_counts(sass, SASS_COUNTS)}
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows
